@@ -1,0 +1,43 @@
+# Gridweave: one command for the tests (`make test`).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+PY_SOURCES := gridweave_controller gridweave_runtime kuberay_service job_gateway credit_service \
+	metering_service faucet_service gridweave tests bench
+# Only the folders that exist: the layout grows issue by issue.
+CHECK_PATHS = $(wildcard $(PY_SOURCES))
+
+.PHONY: help install kubeapi lint typecheck pytest test bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[server,dev]'
+	touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install Gridweave with its server and dev extras
+
+kubeapi:  ## build the Kubernetes API server + etcd used by the tests (cached outside the repo)
+	tools/kubeapi/build.sh
+
+lint: install  ## ruff lint and format check
+	$(BIN)/ruff check $(CHECK_PATHS)
+	$(BIN)/ruff format --check $(CHECK_PATHS)
+
+typecheck: install  ## mypy strict
+	$(BIN)/mypy $(CHECK_PATHS)
+
+pytest: install kubeapi  ## the test suite (real apiserver and PostgreSQL included)
+	$(BIN)/pytest
+
+test: lint typecheck pytest  ## everything CI runs
+
+bench: install kubeapi  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
+	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:  ## remove the virtualenv and caches (not the apiserver build cache)
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
