@@ -22,7 +22,9 @@ $(STAMP): pyproject.toml
 install: $(STAMP)  ## create .venv and install Gridweave with its server and dev extras
 
 kubeapi:  ## build the Kubernetes API server + etcd used by the tests (cached outside the repo)
-	tools/kubeapi/build.sh
+	@tools/kubeapi/build.sh >/dev/null || { \
+		echo "*** the test Kubernetes API server could not be built: real-server tests will skip"; \
+		[ "$$CI" != "true" ]; }
 
 lint: install  ## ruff lint and format check
 	$(BIN)/ruff check $(CHECK_PATHS)

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.kubeapi import KubeAPI, KubeAPIUnavailable, kube_api
+from tests.support.kubeapi import KubeAPI, KubeAPIUnavailable, kube_api, namespace_on_cluster
 
-pytest_plugins: list[str] = []
+pytest_plugins: list[str] = ["tests.support.postgres_fixtures"]
 
 
 def _unavailable(what: str, exc: Exception) -> None:
@@ -38,6 +38,18 @@ def kubeapi() -> Iterator[KubeAPI]:
 
 
 @pytest.fixture
-def kube_namespace() -> str:
-    """A namespace name of its own for one test (the test apiserver needs no Namespace object)."""
-    return f"gw-test-{uuid.uuid4().hex[:10]}"
+def kube_namespace(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace of its own for one test.
+
+    The local test apiserver serves only CRDs and needs no Namespace object; on an external
+    cluster (``GRIDWEAVE_TEST_KUBECONFIG``) the namespace is created and deleted around the test.
+    """
+    name = f"gw-test-{uuid.uuid4().hex[:10]}"
+    api: KubeAPI | None = None
+    if "kubeapi" in request.fixturenames:
+        api = request.getfixturevalue("kubeapi")
+    if api is None or api.started_here:
+        yield name
+        return
+    with namespace_on_cluster(api.kubeconfig, name):
+        yield name

@@ -51,7 +51,7 @@ def _issue(
     issuer_key: ec.EllipticCurvePrivateKey,
     *,
     is_ca: bool = False,
-    usage: ExtendedKeyUsageOID | None = None,
+    usage: x509.ObjectIdentifier | None = None,
     sans: list[x509.GeneralName] | None = None,
 ) -> x509.Certificate:
     now = dt.datetime.now(dt.UTC)
@@ -66,7 +66,7 @@ def _issue(
         .add_extension(x509.BasicConstraints(ca=is_ca, path_length=None), critical=True)
     )
     if usage is not None:
-        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)  # type: ignore[list-item]
+        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
     if sans:
         builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
     return builder.sign(issuer_key, hashes.SHA256())

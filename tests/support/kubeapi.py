@@ -21,10 +21,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from tests.support.certs import make_test_pki
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "tools" / "kubeapi" / "build.sh"
@@ -101,7 +105,7 @@ def _wait_healthz(url: str, ca_file: Path, cert: Path, key: Path, procs: list[Po
     while time.monotonic() < deadline:
         for proc in procs:
             if proc.poll() is not None:
-                raise KubeAPIUnavailable(f"{proc.args[0]} exited with {proc.returncode}")
+                raise KubeAPIUnavailable(f"{proc.args!r} exited with {proc.returncode}")
         try:
             with urllib.request.urlopen(f"{url}/healthz", context=context, timeout=2) as resp:
                 if resp.status == 200:
@@ -215,13 +219,26 @@ def run_local_apiserver(workdir: Path | None = None) -> Iterator[KubeAPI]:
             log_api.close()
 
 
+@contextmanager
+def api_client_for(kubeconfig: Path) -> Iterator[ApiClient]:
+    """An official-client ApiClient for the cluster a kubeconfig names, closed on exit."""
+    from kubernetes import config
+
+    api_client: ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=str(kubeconfig)
+    )
+    try:
+        yield api_client
+    finally:
+        api_client.close()  # type: ignore[no-untyped-call]
+
+
 def install_crds(kubeconfig: Path, timeout_s: float = 60.0) -> None:
     """Create (or replace) the Gridweave CRDs and wait until each is Established."""
-    from kubernetes import client, config
-    from kubernetes.client.rest import ApiException
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
 
-    api_client = config.new_client_from_config(config_file=str(kubeconfig))
-    try:
+    with api_client_for(kubeconfig) as api_client:
         ext = client.ApiextensionsV1Api(api_client)
         names = []
         for path in CRD_MANIFESTS:
@@ -233,6 +250,7 @@ def install_crds(kubeconfig: Path, timeout_s: float = 60.0) -> None:
                 if exc.status != 409:
                     raise
                 current = ext.read_custom_resource_definition(body["metadata"]["name"])
+                assert current.metadata is not None
                 body["metadata"]["resourceVersion"] = current.metadata.resource_version
                 ext.replace_custom_resource_definition(body["metadata"]["name"], body)
         deadline = time.monotonic() + timeout_s
@@ -245,8 +263,6 @@ def install_crds(kubeconfig: Path, timeout_s: float = 60.0) -> None:
                 if time.monotonic() > deadline:
                     raise KubeAPIUnavailable(f"CRD {name} not Established after {timeout_s}s")
                 time.sleep(0.1)
-    finally:
-        api_client.close()
 
 
 @contextmanager
@@ -261,3 +277,17 @@ def kube_api() -> Iterator[KubeAPI]:
     with run_local_apiserver() as api:
         install_crds(api.kubeconfig)
         yield api
+
+
+@contextmanager
+def namespace_on_cluster(kubeconfig: Path, name: str) -> Iterator[None]:
+    """Create a Namespace on a full cluster for the duration of the block."""
+    from kubernetes import client
+
+    with api_client_for(kubeconfig) as api_client:
+        core = client.CoreV1Api(api_client)
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+        try:
+            yield
+        finally:
+            core.delete_namespace(name)
