@@ -1,0 +1,60 @@
+"""Gridweave controller library: the typed client for GridweaveJob and GridweaveEndpoint.
+
+``from gridweave_controller import crd`` gives the module-level functions (the direct
+transport, which imports the Kubernetes client); the models, phases, errors and the typed
+:class:`CrdClient` are re-exported here without it.
+"""
+
+from __future__ import annotations
+
+from gridweave_controller.client import CrdClient
+from gridweave_controller.errors import (
+    AlreadyExists,
+    Conflict,
+    CrdError,
+    CRDNotInstalled,
+    Invalid,
+    InvalidTransition,
+    NotFound,
+    TransportError,
+    WaitTimedOut,
+    error_from_status,
+)
+from gridweave_controller.models import (
+    Condition,
+    Endpoint,
+    EndpointSpec,
+    EndpointStatus,
+    Job,
+    JobSpec,
+    JobStatus,
+)
+from gridweave_controller.phases import EndpointPhase, JobPhase
+from gridweave_controller.store import RawStore
+from gridweave_controller.validation import USER_LABEL, user_label_value
+
+__all__ = [
+    "USER_LABEL",
+    "AlreadyExists",
+    "CRDNotInstalled",
+    "Condition",
+    "Conflict",
+    "CrdClient",
+    "CrdError",
+    "Endpoint",
+    "EndpointPhase",
+    "EndpointSpec",
+    "EndpointStatus",
+    "Invalid",
+    "InvalidTransition",
+    "Job",
+    "JobPhase",
+    "JobSpec",
+    "JobStatus",
+    "NotFound",
+    "RawStore",
+    "TransportError",
+    "WaitTimedOut",
+    "error_from_status",
+    "user_label_value",
+]

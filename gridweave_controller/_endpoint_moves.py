@@ -1,0 +1,157 @@
+"""The status each endpoint setter writes (pure: no I/O). None means no write."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from gridweave_controller.conditions import (
+    ConditionStatus,
+    check_message,
+    check_reason,
+    format_timestamp,
+)
+from gridweave_controller.errors import Invalid
+from gridweave_controller.phases import EndpointPhase, check_endpoint_move
+from gridweave_controller.validation import check_gpu_indices
+
+from ._status_change import ConditionUpdate, StatusChange, check_text, parse_timestamp
+
+READY, HEALTHY = "Ready", "Healthy"
+_TRUE, _FALSE, _UNKNOWN = ConditionStatus.TRUE, ConditionStatus.FALSE, ConditionStatus.UNKNOWN
+
+
+def current_phase(status: Mapping[str, Any]) -> EndpointPhase:
+    """The phase of a raw status; a missing status or phase is Pending."""
+    return EndpointPhase(status.get("phase") or EndpointPhase.PENDING)
+
+
+def deploying(
+    name: str, status: Mapping[str, Any], *, node: str, gpu_indices: list[int], now: datetime
+) -> StatusChange | None:
+    """Pending, Running, Stopped or Failed -> Deploying on ``node`` with ``gpu_indices``."""
+    check_text(node, field="node", max_length=253)
+    indices = check_gpu_indices(gpu_indices)
+    if not check_endpoint_move(name, current_phase(status), EndpointPhase.DEPLOYING):
+        return None
+    message = f"node {node}, GPUs {indices}"
+    return StatusChange(
+        fields={
+            "phase": EndpointPhase.DEPLOYING.value,
+            "node": node,
+            "gpuIndices": indices,
+            "url": None,
+            "readyReplicas": 0,
+            "health": "Unknown",
+            "startedAt": None,
+            "stoppedAt": None,
+            "reason": None,
+            "message": None,
+        },
+        conditions=(
+            ConditionUpdate(READY, _FALSE, "Deploying", message),
+            ConditionUpdate(HEALTHY, _UNKNOWN, "Deploying", ""),
+        ),
+    )
+
+
+def running(
+    name: str, status: Mapping[str, Any], *, url: str, now: datetime
+) -> StatusChange | None:
+    """Deploying -> Running at ``url``; billing time starts."""
+    check_text(url, field="url", max_length=2048)
+    if not check_endpoint_move(name, current_phase(status), EndpointPhase.RUNNING):
+        return None
+    return StatusChange(
+        fields={
+            "phase": EndpointPhase.RUNNING.value,
+            "url": url,
+            "startedAt": format_timestamp(now),
+        },
+        conditions=(ConditionUpdate(READY, _TRUE, "Running", f"serving at {url}"),),
+    )
+
+
+def _ended(
+    name: str,
+    status: Mapping[str, Any],
+    target: EndpointPhase,
+    reason: str,
+    message: str,
+    now: datetime,
+) -> StatusChange | None:
+    check_reason(reason)
+    check_message(message)
+    phase = current_phase(status)
+    if not check_endpoint_move(name, phase, target):
+        return None
+    fields: dict[str, Any] = {
+        "phase": target.value,
+        "stoppedAt": format_timestamp(now),
+        "readyReplicas": 0,
+        "health": "Unknown",
+        "reason": reason,
+        "message": message or None,
+    }
+    started = parse_timestamp(status.get("startedAt"))
+    if phase is EndpointPhase.RUNNING and started is not None:
+        ran = max(0.0, (now - started).total_seconds())
+        fields["billedSeconds"] = int(status.get("billedSeconds") or 0) + math.ceil(ran)
+    return StatusChange(
+        fields=fields,
+        conditions=(
+            ConditionUpdate(READY, _FALSE, reason, message),
+            ConditionUpdate(HEALTHY, _UNKNOWN, reason, "", only_if_present=True),
+        ),
+    )
+
+
+def stopped(
+    name: str, status: Mapping[str, Any], *, reason: str, message: str, now: datetime
+) -> StatusChange | None:
+    """Pending, Deploying or Running -> Stopped; adds the running time to ``billedSeconds``."""
+    return _ended(name, status, EndpointPhase.STOPPED, reason, message, now)
+
+
+def failed(
+    name: str, status: Mapping[str, Any], *, reason: str, message: str, now: datetime
+) -> StatusChange | None:
+    """Pending, Deploying or Running -> Failed; adds the running time to ``billedSeconds``."""
+    return _ended(name, status, EndpointPhase.FAILED, reason, message, now)
+
+
+def health(
+    name: str,
+    status: Mapping[str, Any],
+    *,
+    healthy: bool,
+    message: str,
+    ready_replicas: int | None,
+) -> StatusChange | None:
+    """Record a health probe (any phase): ``health``, ``readyReplicas`` and ``Healthy``."""
+    check_message(message)
+    if ready_replicas is not None and (
+        isinstance(ready_replicas, bool)
+        or not isinstance(ready_replicas, int)
+        or ready_replicas < 0
+    ):
+        raise Invalid("ready_replicas must be an integer >= 0", field="ready_replicas")
+    value = "Healthy" if healthy else "Unhealthy"
+    fields: dict[str, Any] = {"health": value}
+    if ready_replicas is not None:
+        fields["readyReplicas"] = ready_replicas
+    condition = next((c for c in status.get("conditions") or [] if c.get("type") == HEALTHY), None)
+    unchanged = (
+        all(status.get(key) == wanted for key, wanted in fields.items())
+        and condition is not None
+        and condition.get("status") == ("True" if healthy else "False")
+        and condition.get("message", "") == message
+    )
+    if unchanged:
+        return None
+    return StatusChange(
+        fields=fields,
+        conditions=(ConditionUpdate(HEALTHY, _TRUE if healthy else _FALSE, value, message),),
+    )

@@ -1,0 +1,163 @@
+"""The status each job setter writes (pure: no I/O). None means the move repeats: no write."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from gridweave_controller.conditions import (
+    ConditionStatus,
+    check_message,
+    check_reason,
+    format_timestamp,
+)
+from gridweave_controller.phases import JobPhase, check_job_move
+from gridweave_controller.validation import check_gpu_indices
+
+from ._status_change import ConditionUpdate, StatusChange, check_text, wall_time_fields
+
+ALLOCATED, RUNNING, FINISHED = "Allocated", "Running", "Finished"
+_TRUE, _FALSE = ConditionStatus.TRUE, ConditionStatus.FALSE
+
+
+def current_phase(status: Mapping[str, Any]) -> JobPhase:
+    """The phase of a raw status; a missing status or phase is Pending."""
+    return JobPhase(status.get("phase") or JobPhase.PENDING)
+
+
+def _moves(name: str, status: Mapping[str, Any], target: JobPhase) -> bool:
+    return check_job_move(name, current_phase(status), target)
+
+
+def allocated(
+    name: str, status: Mapping[str, Any], *, node: str, gpu_indices: list[int], now: datetime
+) -> StatusChange | None:
+    """Pending -> Allocated on ``node`` with ``gpu_indices``."""
+    check_text(node, field="node", max_length=253)
+    indices = check_gpu_indices(gpu_indices)
+    if not _moves(name, status, JobPhase.ALLOCATED):
+        return None
+    message = f"node {node}, GPUs {indices}"
+    return StatusChange(
+        fields={
+            "phase": JobPhase.ALLOCATED.value,
+            "node": node,
+            "gpuIndices": indices,
+            "allocatedAt": format_timestamp(now),
+            "reason": None,
+            "message": None,
+        },
+        conditions=(ConditionUpdate(ALLOCATED, _TRUE, "NodeAllocated", message),),
+    )
+
+
+def running(name: str, status: Mapping[str, Any], *, now: datetime) -> StatusChange | None:
+    """Allocated -> Running."""
+    if not _moves(name, status, JobPhase.RUNNING):
+        return None
+    return StatusChange(
+        fields={"phase": JobPhase.RUNNING.value, "startedAt": format_timestamp(now)},
+        conditions=(ConditionUpdate(RUNNING, _TRUE, "Started", f"on node {status.get('node')}"),),
+    )
+
+
+def _finished(
+    phase: JobPhase, reason: str, message: str, extra: Mapping[str, Any], now: datetime
+) -> StatusChange:
+    return StatusChange(
+        fields={
+            "phase": phase.value,
+            "finishedAt": format_timestamp(now),
+            "reason": reason,
+            "message": message or None,
+            **extra,
+        },
+        conditions=(
+            ConditionUpdate(RUNNING, _FALSE, reason, message, only_if_present=True),
+            ConditionUpdate(FINISHED, _TRUE, reason, message),
+        ),
+    )
+
+
+def completed(
+    name: str,
+    status: Mapping[str, Any],
+    *,
+    wall_seconds: float,
+    result_ref: str | None,
+    now: datetime,
+) -> StatusChange | None:
+    """Running -> Completed; bills ``ceil(wall_seconds)``."""
+    extra = wall_time_fields(wall_seconds)
+    if result_ref is not None:
+        extra["resultRef"] = check_text(result_ref, field="result_ref", max_length=2048)
+    if not _moves(name, status, JobPhase.COMPLETED):
+        return None
+    return _finished(JobPhase.COMPLETED, "Completed", "", extra, now)
+
+
+def failed(
+    name: str,
+    status: Mapping[str, Any],
+    *,
+    reason: str,
+    message: str,
+    wall_seconds: float | None,
+    now: datetime,
+) -> StatusChange | None:
+    """Pending, Allocated or Running -> Failed with a CamelCase ``reason``."""
+    check_reason(reason)
+    check_message(message)
+    extra = wall_time_fields(wall_seconds)
+    if not _moves(name, status, JobPhase.FAILED):
+        return None
+    return _finished(JobPhase.FAILED, reason, message, extra, now)
+
+
+def cancelled(
+    name: str, status: Mapping[str, Any], *, message: str, wall_seconds: float | None, now: datetime
+) -> StatusChange | None:
+    """Pending, Allocated or Running -> Cancelled."""
+    check_message(message)
+    extra = wall_time_fields(wall_seconds)
+    if not _moves(name, status, JobPhase.CANCELLED):
+        return None
+    return _finished(JobPhase.CANCELLED, "Cancelled", message, extra, now)
+
+
+def timed_out(
+    name: str, status: Mapping[str, Any], *, message: str, wall_seconds: float | None, now: datetime
+) -> StatusChange | None:
+    """Running -> TimedOut."""
+    check_message(message)
+    extra = wall_time_fields(wall_seconds)
+    if not _moves(name, status, JobPhase.TIMED_OUT):
+        return None
+    return _finished(JobPhase.TIMED_OUT, "TimedOut", message, extra, now)
+
+
+def pending(
+    name: str, status: Mapping[str, Any], *, reason: str, message: str, now: datetime
+) -> StatusChange | None:
+    """Allocated or Running -> Pending (requeue): frees node and GPUs, ``attempts`` + 1."""
+    check_reason(reason)
+    check_message(message)
+    if not _moves(name, status, JobPhase.PENDING):
+        return None
+    return StatusChange(
+        fields={
+            "phase": JobPhase.PENDING.value,
+            "attempts": int(status.get("attempts") or 0) + 1,
+            "node": None,
+            "gpuIndices": None,
+            "allocatedAt": None,
+            "startedAt": None,
+            "reason": reason,
+            "message": message or None,
+        },
+        conditions=(
+            ConditionUpdate(ALLOCATED, _FALSE, reason, message),
+            ConditionUpdate(RUNNING, _FALSE, reason, message, only_if_present=True),
+        ),
+    )

@@ -1,0 +1,89 @@
+"""The direct transport's raw store: the official client's ``CustomObjectsApi``."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from gridweave_controller.errors import TransportError, error_from_status, parse_status_body
+from gridweave_controller.store import GROUP, VERSION
+
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def _raise_mapped(exc: Exception) -> NoReturn:
+    if isinstance(exc, ApiException):
+        status = parse_status_body(exc.body)
+        raise error_from_status(status, exc.status, fallback=str(exc.reason or "")) from exc
+    raise TransportError(f"request to the Kubernetes API failed: {exc}") from exc
+
+
+def _as_dict(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TransportError(f"the Kubernetes API answered {type(value).__name__}, not an object")
+    return value
+
+
+class KubeStore:
+    """A :class:`~gridweave_controller.store.RawStore` over a Kubernetes ``ApiClient``."""
+
+    def __init__(self, api_client: k8s_client.ApiClient) -> None:
+        self.api_client = api_client
+        self._api = k8s_client.CustomObjectsApi(api_client)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self.api_client.close()  # type: ignore[no-untyped-call]
+
+    def create(self, namespace: str, plural: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Create the object."""
+        try:
+            result = self._api.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, body
+            )
+        except (ApiException, HTTPError) as exc:
+            _raise_mapped(exc)
+        return _as_dict(result)
+
+    def get(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
+        """Read one object."""
+        try:
+            result = self._api.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+        except (ApiException, HTTPError) as exc:
+            _raise_mapped(exc)
+        return _as_dict(result)
+
+    def list(self, namespace: str, plural: str, label_selector: str | None) -> list[dict[str, Any]]:
+        """List the objects matching a label selector (one request)."""
+        try:
+            result = self._api.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, label_selector=label_selector
+            )
+        except (ApiException, HTTPError) as exc:
+            _raise_mapped(exc)
+        items = _as_dict(result).get("items")
+        if not isinstance(items, list):
+            raise TransportError("the Kubernetes API answered a list without items")
+        return items
+
+    def delete(self, namespace: str, plural: str, name: str) -> None:
+        """Delete one object."""
+        try:
+            self._api.delete_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+        except (ApiException, HTTPError) as exc:
+            _raise_mapped(exc)
+
+    def patch_status(
+        self, namespace: str, plural: str, name: str, patch: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Merge-patch the status subresource."""
+        try:
+            result = self._api.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, plural, name, patch, _content_type=MERGE_PATCH
+            )
+        except (ApiException, HTTPError) as exc:
+            _raise_mapped(exc)
+        return _as_dict(result)

@@ -1,0 +1,140 @@
+"""Building a new status and the merge patch that writes it (pure: no I/O)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from gridweave_controller.conditions import ConditionStatus, check_message, set_condition
+from gridweave_controller.errors import Invalid
+
+
+@dataclass(frozen=True)
+class ConditionUpdate:
+    """One condition to set; ``only_if_present`` leaves an absent condition absent."""
+
+    type: str
+    status: ConditionStatus
+    reason: str
+    message: str = ""
+    only_if_present: bool = False
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """What a move sets: status fields (None removes the field) and conditions."""
+
+    fields: Mapping[str, Any]
+    conditions: Sequence[ConditionUpdate] = field(default_factory=tuple)
+
+
+def apply_change(
+    status: Mapping[str, Any], change: StatusChange, *, generation: int, now: datetime
+) -> dict[str, Any]:
+    """The new status: ``status`` with the change applied; the input is not modified."""
+    new = {key: value for key, value in status.items() if key != "conditions"}
+    for key, value in change.fields.items():
+        if value is None:
+            new.pop(key, None)
+        else:
+            new[key] = value
+    conditions: list[dict[str, Any]] = list(status.get("conditions") or [])
+    present = {c.get("type") for c in conditions}
+    for update in change.conditions:
+        if update.only_if_present and update.type not in present:
+            continue
+        conditions = set_condition(
+            conditions,
+            type_=update.type,
+            status=update.status,
+            reason=update.reason,
+            message=update.message,
+            observed_generation=generation,
+            now=now,
+        )
+    new["conditions"] = conditions
+    new["observedGeneration"] = generation
+    return new
+
+
+def status_merge_patch(
+    old: Mapping[str, Any], new: Mapping[str, Any], resource_version: str
+) -> dict[str, Any]:
+    """A JSON merge patch from ``old`` to ``new`` status, guarded by ``resource_version``.
+
+    Changed fields are sent, removed ones as null; the conditions list is always sent
+    whole, because a merge patch replaces lists.
+    """
+    status_patch: dict[str, Any] = {
+        key: value for key, value in new.items() if old.get(key) != value
+    }
+    status_patch.update({key: None for key in old if key not in new})
+    status_patch["conditions"] = new.get("conditions", [])
+    return {"metadata": {"resourceVersion": resource_version}, "status": status_patch}
+
+
+def billed_seconds(wall_seconds: float) -> int:
+    """Whole seconds billed for a wall time: rounded up."""
+    return math.ceil(wall_seconds)
+
+
+def check_wall_seconds(wall_seconds: float | None) -> float | None:
+    """Return ``wall_seconds`` if it is a finite number >= 0 (or None)."""
+    if wall_seconds is None:
+        return None
+    if (
+        isinstance(wall_seconds, bool)
+        or not isinstance(wall_seconds, int | float)
+        or not math.isfinite(wall_seconds)
+        or wall_seconds < 0
+    ):
+        raise Invalid(
+            f"wall_seconds must be a finite number >= 0, not {wall_seconds!r}", field="wall_seconds"
+        )
+    return float(wall_seconds)
+
+
+def wall_time_fields(wall_seconds: float | None) -> dict[str, Any]:
+    """``wallSeconds`` and ``billedSeconds`` when the wall time is known."""
+    checked = check_wall_seconds(wall_seconds)
+    if checked is None:
+        return {}
+    return {"wallSeconds": checked, "billedSeconds": billed_seconds(checked)}
+
+
+def check_text(value: str, *, field: str, max_length: int, required: bool = True) -> str:
+    """Return ``value`` if it is a string within the schema's length limits."""
+    if not isinstance(value, str):
+        raise Invalid(f"{field} must be a string", field=field)
+    if required and not value:
+        raise Invalid(f"{field} must not be empty", field=field)
+    if len(value) > max_length:
+        raise Invalid(f"{field} is longer than {max_length} characters", field=field)
+    return value
+
+
+def parse_timestamp(value: object) -> datetime | None:
+    """Read an RFC 3339 timestamp from a raw status, or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+    except ValueError:
+        return None
+
+
+__all__ = [
+    "ConditionUpdate",
+    "StatusChange",
+    "apply_change",
+    "billed_seconds",
+    "check_message",
+    "check_text",
+    "check_wall_seconds",
+    "parse_timestamp",
+    "status_merge_patch",
+    "wall_time_fields",
+]

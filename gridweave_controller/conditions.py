@@ -1,0 +1,120 @@
+"""Status conditions with Kubernetes ``metav1.Condition`` semantics (pure: no I/O).
+
+A condition list is keyed on ``type`` (the CRDs declare it a list map). Setting a
+condition keeps its ``lastTransitionTime`` unless ``status`` flips; ``reason`` must match
+the Kubernetes pattern; timestamps are RFC 3339 UTC with a ``Z``; ``observedGeneration``
+is the ``metadata.generation`` of the same read the new status was computed from.
+
+Condition types written by Gridweave:
+
+- GridweaveJob: ``Allocated`` (a node and GPUs are held), ``Running`` (the function runs),
+  ``Finished`` (a terminal phase was reached; its reason is the terminal phase or the
+  failure reason).
+- GridweaveEndpoint: ``Ready`` (serving), ``Healthy`` (the last health probe).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from gridweave_controller.errors import Invalid
+
+__all__ = [
+    "REASON_PATTERN",
+    "ConditionStatus",
+    "check_message",
+    "check_reason",
+    "format_timestamp",
+    "set_condition",
+]
+
+#: The ``metav1.Condition.reason`` pattern (CamelCase, also enforced by the CRD schema).
+REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+MAX_REASON_LENGTH = 1024
+MAX_MESSAGE_LENGTH = 32768
+
+
+class ConditionStatus(StrEnum):
+    """``metav1.ConditionStatus``."""
+
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
+
+
+def format_timestamp(moment: datetime) -> str:
+    """RFC 3339 in UTC with a ``Z`` and whole seconds, as the apiserver writes them."""
+    if moment.tzinfo is None:
+        raise ValueError("timestamps must be timezone-aware")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_reason(reason: str, *, field: str = "reason") -> str:
+    """Return ``reason`` if it is a valid condition reason, else raise Invalid naming it."""
+    if len(reason) > MAX_REASON_LENGTH or not REASON_PATTERN.match(reason):
+        raise Invalid(
+            f"{field} {reason!r} must be CamelCase: a letter, then letters, digits, '_', ',' "
+            f"or ':' (at most {MAX_REASON_LENGTH} characters), e.g. 'NodeLost'",
+            field=field,
+        )
+    return reason
+
+
+def check_message(message: str, *, field: str = "message") -> str:
+    """Return ``message`` if it fits the schema's length limit, else raise Invalid."""
+    if len(message) > MAX_MESSAGE_LENGTH:
+        raise Invalid(f"{field} is longer than {MAX_MESSAGE_LENGTH} characters", field=field)
+    return message
+
+
+def set_condition(
+    conditions: Sequence[Mapping[str, Any]],
+    *,
+    type_: str,
+    status: ConditionStatus,
+    reason: str,
+    message: str,
+    observed_generation: int,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """Return a new condition list with ``type_`` set; the input is not modified.
+
+    ``lastTransitionTime`` is kept when ``status`` does not change, set to ``now`` when it
+    does (or when the condition is new). Order is kept; a new type is appended.
+    """
+    check_reason(reason)
+    result: list[dict[str, Any]] = []
+    found = False
+    for existing in conditions:
+        if existing.get("type") != type_:
+            result.append(dict(existing))
+            continue
+        found = True
+        unchanged = existing.get("status") == status.value
+        result.append(
+            {
+                "type": type_,
+                "status": status.value,
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": (existing.get("lastTransitionTime") if unchanged else None)
+                or format_timestamp(now),
+                "observedGeneration": observed_generation,
+            }
+        )
+    if not found:
+        result.append(
+            {
+                "type": type_,
+                "status": status.value,
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": format_timestamp(now),
+                "observedGeneration": observed_generation,
+            }
+        )
+    return result

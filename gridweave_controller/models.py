@@ -1,0 +1,216 @@
+"""Typed, immutable views of GridweaveJob and GridweaveEndpoint objects (pydantic v2).
+
+Field names are the snake_case of the CRD's camelCase wire names (``vramMb`` ->
+``vram_mb``). Each object keeps the raw dict it was read from in ``raw`` (for fields the
+model does not name, such as ``managedFields``); treat it as read-only. A missing
+``status`` reads as phase Pending.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
+from pydantic.alias_generators import to_camel
+
+from gridweave_controller.conditions import ConditionStatus
+from gridweave_controller.phases import EndpointPhase, JobPhase
+
+__all__ = [
+    "Condition",
+    "Endpoint",
+    "EndpointPricing",
+    "EndpointSpec",
+    "EndpointStatus",
+    "Health",
+    "Job",
+    "JobSpec",
+    "JobStatus",
+    "ObjectMeta",
+    "Vendor",
+]
+
+Vendor = Literal["nvidia", "amd", "any"]
+Health = Literal["Unknown", "Healthy", "Unhealthy"]
+
+
+class _WireModel(BaseModel):
+    """camelCase on the wire, snake_case in Python, frozen, unknown fields ignored."""
+
+    model_config = ConfigDict(
+        frozen=True, alias_generator=to_camel, populate_by_name=True, extra="ignore"
+    )
+
+
+class Condition(_WireModel):
+    """One ``metav1.Condition``."""
+
+    type: str
+    status: ConditionStatus
+    reason: str
+    message: str = ""
+    last_transition_time: datetime
+    observed_generation: int | None = None
+
+
+class ObjectMeta(_WireModel):
+    """The part of ``metadata`` Gridweave reads."""
+
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    creation_timestamp: datetime | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class JobSpec(_WireModel):
+    """``GridweaveJob.spec``: what to run and on how much GPU."""
+
+    user_id: str
+    function_ref: str
+    vram_mb: int
+    gpu_count: int = 1
+    vendor: Vendor = "any"
+    owner: str = ""
+    timeout_seconds: int | None = None
+    max_retries: int | None = None
+
+
+class JobStatus(_WireModel):
+    """``GridweaveJob.status``; an object never written reads as Pending."""
+
+    phase: JobPhase = JobPhase.PENDING
+    node: str | None = None
+    gpu_indices: tuple[int, ...] = ()
+    allocated_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    wall_seconds: float | None = None
+    billed_seconds: int | None = None
+    attempts: int = 0
+    reason: str | None = None
+    message: str | None = None
+    result_ref: str | None = None
+    observed_generation: int | None = None
+    conditions: tuple[Condition, ...] = ()
+
+    def condition(self, type_: str) -> Condition | None:
+        """The condition of that type, if set."""
+        return next((c for c in self.conditions if c.type == type_), None)
+
+
+class Job(_WireModel):
+    """A GridweaveJob as read from the store."""
+
+    metadata: ObjectMeta
+    spec: JobSpec
+    status: JobStatus = Field(default_factory=JobStatus)
+    raw: Annotated[dict[str, Any], SkipValidation] = Field(
+        default_factory=dict, repr=False, exclude=True
+    )
+
+    @property
+    def name(self) -> str:
+        """The job id (``metadata.name``)."""
+        return self.metadata.name
+
+    @property
+    def phase(self) -> JobPhase:
+        """The current phase."""
+        return self.status.phase
+
+    @property
+    def billing_owner(self) -> str:
+        """The account billed: ``spec.owner``, else the user."""
+        return self.spec.owner or self.spec.user_id
+
+    @classmethod
+    def from_raw(cls, raw: dict[str, Any]) -> Job:
+        """Build the typed view of a raw object (``raw`` is kept, not copied)."""
+        return cls.model_validate(
+            {
+                "metadata": raw["metadata"],
+                "spec": raw.get("spec") or {},
+                "status": raw.get("status") or {},
+                "raw": raw,
+            }
+        )
+
+
+class EndpointPricing(_WireModel):
+    """What callers of an endpoint pay, in integer micro-credits."""
+
+    micro_credits_per_second: int = 0
+    micro_credits_per_request: int = 0
+
+
+class EndpointSpec(_WireModel):
+    """``GridweaveEndpoint.spec``: what to serve and on how much GPU."""
+
+    user_id: str
+    mode: Literal["vllm", "custom"]
+    vram_mb: int
+    model: str | None = None
+    image: str | None = None
+    gpu_count: int = 1
+    vendor: Vendor = "any"
+    replicas: int = 1
+    pricing: EndpointPricing = Field(default_factory=EndpointPricing)
+
+
+class EndpointStatus(_WireModel):
+    """``GridweaveEndpoint.status``; an object never written reads as Pending."""
+
+    phase: EndpointPhase = EndpointPhase.PENDING
+    url: str | None = None
+    node: str | None = None
+    gpu_indices: tuple[int, ...] = ()
+    ready_replicas: int = 0
+    health: Health = "Unknown"
+    started_at: datetime | None = None
+    stopped_at: datetime | None = None
+    billed_seconds: int = 0
+    reason: str | None = None
+    message: str | None = None
+    observed_generation: int | None = None
+    conditions: tuple[Condition, ...] = ()
+
+    def condition(self, type_: str) -> Condition | None:
+        """The condition of that type, if set."""
+        return next((c for c in self.conditions if c.type == type_), None)
+
+
+class Endpoint(_WireModel):
+    """A GridweaveEndpoint as read from the store."""
+
+    metadata: ObjectMeta
+    spec: EndpointSpec
+    status: EndpointStatus = Field(default_factory=EndpointStatus)
+    raw: Annotated[dict[str, Any], SkipValidation] = Field(
+        default_factory=dict, repr=False, exclude=True
+    )
+
+    @property
+    def name(self) -> str:
+        """The endpoint id (``metadata.name``)."""
+        return self.metadata.name
+
+    @property
+    def phase(self) -> EndpointPhase:
+        """The current phase."""
+        return self.status.phase
+
+    @classmethod
+    def from_raw(cls, raw: dict[str, Any]) -> Endpoint:
+        """Build the typed view of a raw object (``raw`` is kept, not copied)."""
+        return cls.model_validate(
+            {
+                "metadata": raw["metadata"],
+                "spec": raw.get("spec") or {},
+                "status": raw.get("status") or {},
+                "raw": raw,
+            }
+        )

@@ -1,0 +1,45 @@
+"""The raw object store every transport implements: five apiserver calls on plain dicts.
+
+The typed layer (:mod:`gridweave_controller.client`: validation, phase machines,
+conditions, the read-modify-write loop) is written once against this protocol; a transport
+only moves raw objects. Implementations raise the errors of
+:mod:`gridweave_controller.errors` and hand out objects the caller may keep (no shared
+references into the store).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+__all__ = ["ENDPOINTS", "GROUP", "JOBS", "VERSION", "RawStore"]
+
+GROUP = "gridweave.io"
+VERSION = "v1"
+JOBS = "gridweavejobs"
+ENDPOINTS = "gridweaveendpoints"
+
+
+class RawStore(Protocol):
+    """Namespaced custom objects of the ``gridweave.io/v1`` group, apiserver semantics."""
+
+    def create(self, namespace: str, plural: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Create the object (``status`` is dropped); raise AlreadyExists or Invalid."""
+        ...
+
+    def get(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
+        """Read one object; raise NotFound (or CRDNotInstalled)."""
+        ...
+
+    def list(self, namespace: str, plural: str, label_selector: str | None) -> list[dict[str, Any]]:
+        """List the objects matching a Kubernetes label selector."""
+        ...
+
+    def delete(self, namespace: str, plural: str, name: str) -> None:
+        """Delete one object; raise NotFound."""
+        ...
+
+    def patch_status(
+        self, namespace: str, plural: str, name: str, patch: dict[str, Any]
+    ) -> dict[str, Any]:
+        """JSON merge patch on the ``/status`` subresource; a stale resourceVersion: Conflict."""
+        ...

@@ -1,0 +1,106 @@
+"""Checks run before any request: object names, labels, user ids (pure: no I/O).
+
+User ids are free text (an email, an OAuth subject) but label values are at most 63
+characters of ``[A-Za-z0-9._-]``, starting and ending alphanumeric. :func:`user_label_value`
+keeps a user id that is already a valid label value unchanged; any other id becomes
+``<sanitized prefix>-<16 hex digits of its SHA-256>``: readable, stable, and distinct for
+distinct ids. The raw id always stays in ``spec.userId``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+
+from gridweave_controller.errors import Invalid
+
+__all__ = [
+    "USER_LABEL",
+    "check_gpu_indices",
+    "check_labels",
+    "check_name",
+    "user_label_value",
+]
+
+#: The label every Gridweave object carries: the sanitized user id (see the module doc).
+USER_LABEL = "gridweave.io/user"
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_NOT_LABEL_CHAR = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_NAME_LENGTH = 63
+MAX_LABEL_VALUE_LENGTH = 63
+_HASH_DIGITS = 16
+
+
+def check_name(name: str, *, field: str) -> str:
+    """Return ``name`` if it is a DNS-1123 label (what job and endpoint ids must be)."""
+    if not isinstance(name, str) or len(name) > MAX_NAME_LENGTH or not _DNS1123_LABEL.match(name):
+        raise Invalid(
+            f"{field} {name!r} is not a DNS-1123 name: at most {MAX_NAME_LENGTH} lower-case "
+            "letters, digits or '-', starting and ending with a letter or digit",
+            field=field,
+        )
+    return name
+
+
+def _check_label_key(key: str, field: str) -> None:
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+        raise Invalid(f"{field} key {key!r} has an invalid prefix {prefix!r}", field=field)
+    if len(name) > MAX_LABEL_VALUE_LENGTH or not _LABEL_NAME.match(name):
+        raise Invalid(
+            f"{field} key {key!r}: the name must be at most 63 characters of letters, digits, "
+            "'-', '_' or '.', starting and ending with a letter or digit",
+            field=field,
+        )
+
+
+def check_labels(labels: Mapping[str, str] | None, *, field: str = "labels") -> dict[str, str]:
+    """Return a copy of ``labels`` if every key and value is valid, else raise Invalid."""
+    if labels is None:
+        return {}
+    result: dict[str, str] = {}
+    for key, value in labels.items():
+        _check_label_key(key, field)
+        if not isinstance(value, str):
+            raise Invalid(f"{field}[{key!r}] must be a string", field=f"{field}[{key}]")
+        if len(value) > MAX_LABEL_VALUE_LENGTH:
+            raise Invalid(
+                f"{field}[{key!r}] value is {len(value)} characters long; at most "
+                f"{MAX_LABEL_VALUE_LENGTH} are allowed",
+                field=f"{field}[{key}]",
+            )
+        if not _LABEL_VALUE.match(value):
+            raise Invalid(
+                f"{field}[{key!r}] value {value!r} has bad characters: use letters, digits, "
+                "'-', '_' or '.', starting and ending with a letter or digit",
+                field=f"{field}[{key}]",
+            )
+        result[key] = value
+    return result
+
+
+def user_label_value(user_id: str) -> str:
+    """The label value for a user id: unchanged if already valid, else sanitized + hashed."""
+    if len(user_id) <= MAX_LABEL_VALUE_LENGTH and _LABEL_VALUE.match(user_id) and user_id:
+        return user_id
+    digest = hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:_HASH_DIGITS]
+    readable = _NOT_LABEL_CHAR.sub("-", user_id)
+    readable = readable[: MAX_LABEL_VALUE_LENGTH - _HASH_DIGITS - 1].strip("-_.")
+    return f"{readable}-{digest}" if readable else digest
+
+
+def check_gpu_indices(gpu_indices: list[int] | tuple[int, ...]) -> list[int]:
+    """Return the indices as a list if each is a non-negative int and none repeats."""
+    indices = list(gpu_indices)
+    if any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in indices):
+        raise Invalid("gpu_indices must be non-negative integers", field="gpu_indices")
+    if len(set(indices)) != len(indices):
+        raise Invalid("gpu_indices must not repeat an index", field="gpu_indices")
+    return indices
