@@ -1,0 +1,26 @@
+"""credit_service (port 8400): the wiring; routes in ``routers/``, rules in ``services/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+
+from credit_service.routers import accounts, holds, transfers
+from credit_service.settings import DATABASE_NAME, CreditSettings
+from gridweave_runtime.app import create_service_app
+
+__all__ = ["MIGRATIONS_DIR", "create_app"]
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+
+def create_app(settings: CreditSettings | None = None) -> FastAPI:
+    """The credit_service app: database opened and migrated, routes mounted."""
+    return create_service_app(
+        service="credit_service",
+        settings=settings or CreditSettings(),
+        routers=[accounts.router, transfers.router, holds.router],
+        database=DATABASE_NAME,
+        migrations_dir=MIGRATIONS_DIR,
+    )

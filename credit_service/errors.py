@@ -1,0 +1,103 @@
+"""credit_service errors, each with a code, an HTTP status and a default message.
+
+Tree::
+
+    GridweaveError (gridweave_runtime)
+    └── CreditError
+        ├── AccountNotFound        404
+        ├── HoldNotFound           404
+        ├── InsufficientFunds      402  (body: user_id, balance, held, available, needed)
+        ├── IdempotencyConflict    409  (same key, different request)
+        ├── HoldNotOpen            409
+        ├── CaptureExceedsHold     409
+        ├── ReferenceInUse         409
+        └── SameAccountTransfer    422
+"""
+
+from __future__ import annotations
+
+from gridweave_runtime.errors import GridweaveError
+
+__all__ = [
+    "AccountNotFound",
+    "CaptureExceedsHold",
+    "CreditError",
+    "HoldNotFound",
+    "HoldNotOpen",
+    "IdempotencyConflict",
+    "InsufficientFunds",
+    "ReferenceInUse",
+    "SameAccountTransfer",
+]
+
+
+class CreditError(GridweaveError):
+    """Base of credit_service's errors."""
+
+    code = "credit_error"
+    status_code = 400
+    message = "the credit operation failed"
+
+
+class AccountNotFound(CreditError):
+    """No account for this user."""
+
+    code = "account_not_found"
+    status_code = 404
+    message = "no account for this user"
+
+
+class HoldNotFound(CreditError):
+    """No such hold."""
+
+    code = "hold_not_found"
+    status_code = 404
+    message = "no such hold"
+
+
+class InsufficientFunds(CreditError):
+    """The available balance (balance minus open holds) cannot cover the amount."""
+
+    code = "insufficient_funds"
+    status_code = 402
+    message = "the available balance cannot cover this amount"
+
+
+class IdempotencyConflict(CreditError):
+    """The idempotency key was already used for a different request."""
+
+    code = "idempotency_conflict"
+    status_code = 409
+    message = "this idempotency key was already used with different parameters"
+
+
+class HoldNotOpen(CreditError):
+    """The hold was already captured or released."""
+
+    code = "hold_not_open"
+    status_code = 409
+    message = "the hold is no longer open"
+
+
+class CaptureExceedsHold(CreditError):
+    """A capture larger than the hold."""
+
+    code = "capture_exceeds_hold"
+    status_code = 409
+    message = "the capture is larger than the hold"
+
+
+class ReferenceInUse(CreditError):
+    """Another hold already carries this reference."""
+
+    code = "reference_in_use"
+    status_code = 409
+    message = "another hold already carries this reference"
+
+
+class SameAccountTransfer(CreditError):
+    """A transfer from an account to itself."""
+
+    code = "same_account_transfer"
+    status_code = 422
+    message = "a transfer needs two different accounts"

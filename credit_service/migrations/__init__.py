@@ -1,0 +1,1 @@
+"""Alembic migrations of the credits database (run by ``gridweave_runtime.upgrade_database``)."""

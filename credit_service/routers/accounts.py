@@ -1,0 +1,75 @@
+"""``/v1/accounts``: open, read, mint into, deduct from, list the ledger."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Response
+
+from credit_service.routers.common import CallerDep, SessionDep, mark_replayed
+from credit_service.schemas.accounts import AccountResponse, LedgerPageResponse
+from credit_service.schemas.common import UserId
+from credit_service.schemas.movements import DeductRequest, MintRequest, MovementResponse
+from credit_service.services import accounts, movements
+from gridweave_runtime.auth import require_internal_caller, require_role
+
+__all__ = ["MINT_ROLES", "router"]
+
+MINT_ROLES = ("admin", "faucet")
+
+router = APIRouter(
+    prefix="/v1/accounts", tags=["accounts"], dependencies=[Depends(require_internal_caller)]
+)
+UserIdPath = Annotated[UserId, Path()]
+
+
+@router.put("/{user_id}")
+def open_account(user_id: UserIdPath, session: SessionDep) -> AccountResponse:
+    """Open the account of a user (idempotent)."""
+    return accounts.open_account(session, user_id=user_id)
+
+
+@router.get("/{user_id}")
+def get_account(user_id: UserIdPath, session: SessionDep) -> AccountResponse:
+    """Balance, held and available money of a user."""
+    return accounts.get_user_account(session, user_id=user_id)
+
+
+@router.get("/{user_id}/ledger")
+def list_ledger(
+    user_id: UserIdPath,
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    before_id: Annotated[int | None, Query(ge=1)] = None,
+) -> LedgerPageResponse:
+    """The account's ledger entries, newest first."""
+    return accounts.list_account_entries(session, user_id=user_id, limit=limit, before_id=before_id)
+
+
+@router.post("/{user_id}/mint")
+def mint(
+    user_id: UserIdPath,
+    body: MintRequest,
+    caller: CallerDep,
+    session: SessionDep,
+    response: Response,
+) -> MovementResponse:
+    """Create credits on a user's account (X-Gridweave-Role admin or faucet)."""
+    require_role(caller, *MINT_ROLES)
+    result, replayed = movements.mint_credits(
+        session, user_id=user_id, amount=body.amount, idempotency_key=body.idempotency_key
+    )
+    mark_replayed(response, replayed)
+    return result
+
+
+@router.post("/{user_id}/deduct")
+def deduct(
+    user_id: UserIdPath, body: DeductRequest, session: SessionDep, response: Response
+) -> MovementResponse:
+    """Take credits from a user's available balance; 402 when they are not there."""
+    result, replayed = movements.deduct_credits(
+        session, user_id=user_id, amount=body.amount, idempotency_key=body.idempotency_key
+    )
+    mark_replayed(response, replayed)
+    return result

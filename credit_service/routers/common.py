@@ -1,0 +1,23 @@
+"""Dependencies and helpers the routers share."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Response
+from sqlalchemy.orm import Session
+
+from gridweave_runtime.auth import Caller, require_internal_caller
+from gridweave_runtime.database import session_dependency
+
+__all__ = ["REPLAYED_HEADER", "CallerDep", "SessionDep", "mark_replayed"]
+
+REPLAYED_HEADER = "Idempotent-Replayed"
+
+SessionDep = Annotated[Session, Depends(session_dependency)]
+CallerDep = Annotated[Caller, Depends(require_internal_caller)]
+
+
+def mark_replayed(response: Response, replayed: bool) -> None:
+    """Tell the client whether this answer is a replay of an earlier call with the same key."""
+    response.headers[REPLAYED_HEADER] = "true" if replayed else "false"

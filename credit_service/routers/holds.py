@@ -1,0 +1,75 @@
+"""``/v1/holds`` and ``/v1/settlements``: place, capture, release, settle by reference."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Response
+
+from credit_service.routers.common import SessionDep, mark_replayed
+from credit_service.schemas.holds import (
+    CaptureHoldRequest,
+    HoldResponse,
+    PlaceHoldRequest,
+    ReleaseHoldRequest,
+    SettleRequest,
+)
+from credit_service.services import holds
+from gridweave_runtime.auth import require_internal_caller
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["holds"], dependencies=[Depends(require_internal_caller)])
+HoldIdPath = Annotated[int, Path(ge=1, le=2**63 - 1)]
+
+
+@router.post("/v1/holds")
+def place_hold(body: PlaceHoldRequest, session: SessionDep, response: Response) -> HoldResponse:
+    """Set credits aside; 402 with the balance and the amount needed when they are not there."""
+    result, replayed = holds.place_hold(
+        session,
+        user_id=body.user_id,
+        amount=body.amount,
+        idempotency_key=body.idempotency_key,
+        reference=body.reference,
+    )
+    mark_replayed(response, replayed)
+    return result
+
+
+@router.get("/v1/holds/{hold_id}")
+def get_hold(hold_id: HoldIdPath, session: SessionDep) -> HoldResponse:
+    """A hold and its account."""
+    return holds.get_hold(session, hold_id=hold_id)
+
+
+@router.post("/v1/holds/{hold_id}/capture")
+def capture_hold(
+    hold_id: HoldIdPath, body: CaptureHoldRequest, session: SessionDep, response: Response
+) -> HoldResponse:
+    """Charge part or all of a hold; the rest goes back to the available balance."""
+    result, replayed = holds.capture_hold(
+        session, hold_id=hold_id, amount=body.amount, idempotency_key=body.idempotency_key
+    )
+    mark_replayed(response, replayed)
+    return result
+
+
+@router.post("/v1/holds/{hold_id}/release")
+def release_hold(
+    hold_id: HoldIdPath, body: ReleaseHoldRequest, session: SessionDep, response: Response
+) -> HoldResponse:
+    """Give a whole hold back."""
+    result, replayed = holds.release_hold(
+        session, hold_id=hold_id, idempotency_key=body.idempotency_key
+    )
+    mark_replayed(response, replayed)
+    return result
+
+
+@router.post("/v1/settlements")
+def settle(body: SettleRequest, session: SessionDep, response: Response) -> HoldResponse:
+    """Settle the hold placed with ``reference`` (a job id): exactly once, safe to replay."""
+    result, replayed = holds.settle_reference(session, reference=body.reference, amount=body.amount)
+    mark_replayed(response, replayed)
+    return result

@@ -1,0 +1,30 @@
+"""``/v1/transfers``: move credits between two users atomically."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Response
+
+from credit_service.routers.common import SessionDep, mark_replayed
+from credit_service.schemas.movements import TransferRequest, TransferResponse
+from credit_service.services import movements
+from gridweave_runtime.auth import require_internal_caller
+
+__all__ = ["router"]
+
+router = APIRouter(
+    prefix="/v1/transfers", tags=["transfers"], dependencies=[Depends(require_internal_caller)]
+)
+
+
+@router.post("")
+def transfer(body: TransferRequest, session: SessionDep, response: Response) -> TransferResponse:
+    """Move credits from one user to another: both legs or neither."""
+    result, replayed = movements.transfer_credits(
+        session,
+        from_user_id=body.from_user_id,
+        to_user_id=body.to_user_id,
+        amount=body.amount,
+        idempotency_key=body.idempotency_key,
+    )
+    mark_replayed(response, replayed)
+    return result

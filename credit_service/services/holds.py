@@ -1,0 +1,184 @@
+"""Holds: place, capture (part; the rest is released), release, settle by reference."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from credit_service.errors import CaptureExceedsHold, HoldNotFound, HoldNotOpen, ReferenceInUse
+from credit_service.models import AccountModel, HoldModel, HoldStatus
+from credit_service.schemas.holds import HoldResponse
+from credit_service.services.idempotency import run_idempotent
+from credit_service.services.ledger import Posting, account_response, get_account, move_money
+
+__all__ = [
+    "capture_hold",
+    "get_hold",
+    "place_hold",
+    "release_hold",
+    "settle_reference",
+    "settlement_key",
+]
+
+
+def settlement_key(reference: str) -> str:
+    """The idempotency key a settlement of ``reference`` runs under."""
+    return f"settlement:{reference}"
+
+
+def _hold_response(hold: HoldModel, account: AccountModel) -> HoldResponse:
+    released = hold.amount - hold.captured if hold.status != HoldStatus.OPEN else 0
+    return HoldResponse(
+        hold_id=hold.id,
+        user_id=account.user_id,
+        amount=hold.amount,
+        captured=hold.captured,
+        released=released,
+        status=hold.status,
+        reference=hold.reference,
+        account=account_response(account),
+    )
+
+
+def _lock_hold(session: Session, hold_id: int) -> HoldModel:
+    hold = session.scalar(
+        select(HoldModel)
+        .where(HoldModel.id == hold_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    if hold is None:
+        raise HoldNotFound(hold_id=hold_id)
+    return hold
+
+
+def _lock_hold_by_reference(session: Session, reference: str) -> HoldModel:
+    hold = session.scalar(
+        select(HoldModel)
+        .where(HoldModel.reference == reference)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    if hold is None:
+        raise HoldNotFound(reference=reference)
+    return hold
+
+
+def get_hold(session: Session, *, hold_id: int) -> HoldResponse:
+    """A hold and its account; raises HoldNotFound."""
+    row = session.execute(
+        select(HoldModel, AccountModel)
+        .join(AccountModel, AccountModel.id == HoldModel.account_id)
+        .where(HoldModel.id == hold_id)
+    ).first()
+    if row is None:
+        raise HoldNotFound(hold_id=hold_id)
+    return _hold_response(row[0], row[1])
+
+
+def place_hold(
+    session: Session, *, user_id: str, amount: int, idempotency_key: str, reference: str | None
+) -> tuple[HoldResponse, bool]:
+    """Set ``amount`` aside on ``user_id``'s account; 402 when it is not available."""
+
+    def place() -> HoldResponse:
+        account = get_account(session, user_id)
+        accounts = move_money(
+            session, [Posting(account.id, held=amount)], kind="hold", operation_key=idempotency_key
+        )
+        hold = HoldModel(account_id=account.id, amount=amount, reference=reference)
+        session.add(hold)
+        try:
+            session.flush()
+        except IntegrityError as exc:
+            raise ReferenceInUse(reference=reference) from exc
+        return _hold_response(hold, accounts[account.id])
+
+    return run_idempotent(
+        session,
+        key=idempotency_key,
+        kind="hold",
+        request={"user_id": user_id, "amount": amount, "reference": reference},
+        response_type=HoldResponse,
+        action=place,
+    )
+
+
+def _close_hold(
+    session: Session, hold: HoldModel, *, capture: int, kind: str, key: str
+) -> HoldResponse:
+    if hold.status != HoldStatus.OPEN:
+        raise HoldNotOpen(hold_id=hold.id, status=hold.status)
+    if capture > hold.amount:
+        raise CaptureExceedsHold(hold_id=hold.id, hold_amount=hold.amount, requested=capture)
+    accounts = move_money(
+        session,
+        [Posting(hold.account_id, amount=-capture, held=-hold.amount)],
+        kind=kind,
+        operation_key=key,
+        hold_id=hold.id,
+    )
+    hold.captured = capture
+    hold.status = HoldStatus.CAPTURED if capture > 0 else HoldStatus.RELEASED
+    hold.closed_at = datetime.now(UTC)
+    session.flush()
+    return _hold_response(hold, accounts[hold.account_id])
+
+
+def capture_hold(
+    session: Session, *, hold_id: int, amount: int, idempotency_key: str
+) -> tuple[HoldResponse, bool]:
+    """Charge ``amount`` (at most the hold) and release the rest; the hold is then closed."""
+
+    def capture() -> HoldResponse:
+        hold = _lock_hold(session, hold_id)
+        return _close_hold(session, hold, capture=amount, kind="capture", key=idempotency_key)
+
+    return run_idempotent(
+        session,
+        key=idempotency_key,
+        kind="capture",
+        request={"hold_id": hold_id, "amount": amount},
+        response_type=HoldResponse,
+        action=capture,
+    )
+
+
+def release_hold(
+    session: Session, *, hold_id: int, idempotency_key: str
+) -> tuple[HoldResponse, bool]:
+    """Give the whole hold back to the available balance; the hold is then closed."""
+
+    def release() -> HoldResponse:
+        hold = _lock_hold(session, hold_id)
+        return _close_hold(session, hold, capture=0, kind="release", key=idempotency_key)
+
+    return run_idempotent(
+        session,
+        key=idempotency_key,
+        kind="release",
+        request={"hold_id": hold_id},
+        response_type=HoldResponse,
+        action=release,
+    )
+
+
+def settle_reference(session: Session, *, reference: str, amount: int) -> tuple[HoldResponse, bool]:
+    """Capture ``amount`` of the hold placed with ``reference``: once, replayable forever."""
+    key = settlement_key(reference)
+
+    def settle() -> HoldResponse:
+        hold = _lock_hold_by_reference(session, reference)
+        return _close_hold(session, hold, capture=amount, kind="settlement", key=key)
+
+    return run_idempotent(
+        session,
+        key=key,
+        kind="settlement",
+        request={"reference": reference, "amount": amount},
+        response_type=HoldResponse,
+        action=settle,
+    )

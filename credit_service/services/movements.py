@@ -1,0 +1,114 @@
+"""Mint, deduct and transfer: each an idempotent call of ``move_money``."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from credit_service.errors import SameAccountTransfer
+from credit_service.schemas.movements import MovementResponse, TransferResponse
+from credit_service.services.idempotency import run_idempotent
+from credit_service.services.ledger import (
+    Posting,
+    account_response,
+    ensure_account,
+    get_account,
+    move_money,
+)
+
+__all__ = ["deduct_credits", "mint_credits", "transfer_credits"]
+
+
+def mint_credits(
+    session: Session, *, user_id: str, amount: int, idempotency_key: str
+) -> tuple[MovementResponse, bool]:
+    """Create ``amount`` on the account of ``user_id`` (opened if missing)."""
+
+    def mint() -> MovementResponse:
+        account = ensure_account(session, user_id)
+        accounts = move_money(
+            session,
+            [Posting(account.id, amount=amount)],
+            kind="mint",
+            operation_key=idempotency_key,
+        )
+        return MovementResponse(
+            kind="mint",
+            idempotency_key=idempotency_key,
+            amount=amount,
+            account=account_response(accounts[account.id]),
+        )
+
+    return run_idempotent(
+        session,
+        key=idempotency_key,
+        kind="mint",
+        request={"user_id": user_id, "amount": amount},
+        response_type=MovementResponse,
+        action=mint,
+    )
+
+
+def deduct_credits(
+    session: Session, *, user_id: str, amount: int, idempotency_key: str
+) -> tuple[MovementResponse, bool]:
+    """Take ``amount`` from the available balance of ``user_id``."""
+
+    def deduct() -> MovementResponse:
+        account = get_account(session, user_id)
+        accounts = move_money(
+            session,
+            [Posting(account.id, amount=-amount)],
+            kind="deduct",
+            operation_key=idempotency_key,
+        )
+        return MovementResponse(
+            kind="deduct",
+            idempotency_key=idempotency_key,
+            amount=amount,
+            account=account_response(accounts[account.id]),
+        )
+
+    return run_idempotent(
+        session,
+        key=idempotency_key,
+        kind="deduct",
+        request={"user_id": user_id, "amount": amount},
+        response_type=MovementResponse,
+        action=deduct,
+    )
+
+
+def transfer_credits(
+    session: Session, *, from_user_id: str, to_user_id: str, amount: int, idempotency_key: str
+) -> tuple[TransferResponse, bool]:
+    """Move ``amount`` between two users: both legs in one transaction, or neither."""
+    if from_user_id == to_user_id:
+        raise SameAccountTransfer(user_id=from_user_id)
+
+    def transfer() -> TransferResponse:
+        source = get_account(session, from_user_id)
+        target = get_account(session, to_user_id)
+        accounts = move_money(
+            session,
+            [
+                Posting(source.id, amount=-amount, counterparty_account_id=target.id),
+                Posting(target.id, amount=amount, counterparty_account_id=source.id),
+            ],
+            kind="transfer",
+            operation_key=idempotency_key,
+        )
+        return TransferResponse(
+            idempotency_key=idempotency_key,
+            amount=amount,
+            from_account=account_response(accounts[source.id]),
+            to_account=account_response(accounts[target.id]),
+        )
+
+    return run_idempotent(
+        session,
+        key=idempotency_key,
+        kind="transfer",
+        request={"from_user_id": from_user_id, "to_user_id": to_user_id, "amount": amount},
+        response_type=TransferResponse,
+        action=transfer,
+    )

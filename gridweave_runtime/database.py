@@ -1,0 +1,73 @@
+"""Database engines, sessions and migrations (SQLAlchemy 2 on psycopg 3).
+
+One transaction per request: :func:`session_dependency` hands a router a session; query
+helpers ``flush``; the service function ``commit``\\s. Whatever is left uncommitted when the
+request ends is rolled back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from fastapi import Request
+from sqlalchemy import Engine, create_engine
+from sqlalchemy.orm import Session, sessionmaker
+
+__all__ = [
+    "Database",
+    "create_database",
+    "session_dependency",
+    "upgrade_database",
+]
+
+
+@dataclass(frozen=True)
+class Database:
+    """An engine and the session factory bound to it."""
+
+    engine: Engine
+    sessions: sessionmaker[Session]
+
+    def session(self) -> Session:
+        """A new session (one transaction per request)."""
+        return self.sessions()
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+
+def create_database(url: str, *, pool_size: int = 20, max_overflow: int = 20) -> Database:
+    """An engine for ``url`` (``postgresql+psycopg://``) and its session factory."""
+    engine = create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+        pool_pre_ping=True,
+        pool_timeout=30,
+    )
+    return Database(engine=engine, sessions=sessionmaker(engine, expire_on_commit=False))
+
+
+def upgrade_database(url: str, migrations_dir: Path) -> None:
+    """Run ``alembic upgrade head`` for the migrations in ``migrations_dir`` against ``url``."""
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir))
+    config.set_main_option("path_separator", "os")
+    # passed as an attribute, not an ini option, so '%' in passwords needs no escaping
+    config.attributes["database_url"] = url
+    command.upgrade(config, "head")
+
+
+def session_dependency(request: Request) -> Iterator[Session]:
+    """FastAPI dependency: a session from ``app.state.database``, rolled back if uncommitted."""
+    database: Database = request.app.state.database
+    session = database.session()
+    try:
+        yield session
+    finally:
+        session.close()

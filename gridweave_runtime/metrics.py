@@ -1,0 +1,104 @@
+"""``/metrics`` (Prometheus) and ``/healthz`` for every service.
+
+Each app owns a :class:`prometheus_client.CollectorRegistry`, so several apps in one
+process (tests) never collide. Services add their own counters to ``app.state.metrics``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fastapi import FastAPI, Response
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["HealthCheck", "ServiceMetrics", "install_health_and_metrics"]
+
+HealthCheck = Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class ServiceMetrics:
+    """The per-app registry and the request metrics every service records."""
+
+    registry: CollectorRegistry
+    requests: Counter
+    latency: Histogram
+
+    @classmethod
+    def create(cls, service: str) -> ServiceMetrics:
+        """A fresh registry with ``gridweave_http_requests_total`` and a latency histogram."""
+        registry = CollectorRegistry()
+        requests = Counter(
+            "gridweave_http_requests",
+            "HTTP requests served",
+            ["service", "method", "route", "status"],
+            registry=registry,
+        )
+        latency = Histogram(
+            "gridweave_http_request_seconds",
+            "HTTP request latency",
+            ["service", "route"],
+            registry=registry,
+        )
+        return cls(registry=registry, requests=requests, latency=latency)
+
+
+class _RequestMetricsMiddleware:
+    """Pure ASGI middleware (cheaper than BaseHTTPMiddleware) counting requests by route."""
+
+    def __init__(self, app: ASGIApp, service: str, metrics: ServiceMetrics) -> None:
+        self.app = app
+        self.service = service
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_and_note_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_note_status)
+        finally:
+            path = getattr(scope.get("route"), "path", None)
+            route = path if isinstance(path, str) else "unmatched"
+            self.metrics.requests.labels(self.service, scope["method"], route, str(status)).inc()
+            self.metrics.latency.labels(self.service, route).observe(time.perf_counter() - started)
+
+
+def install_health_and_metrics(
+    app: FastAPI, service: str, health_check: HealthCheck | None = None
+) -> ServiceMetrics:
+    """Mount ``GET /healthz`` and ``GET /metrics`` and record every request; no auth on either."""
+    metrics = ServiceMetrics.create(service)
+    app.state.metrics = metrics
+
+    app.add_middleware(_RequestMetricsMiddleware, service=service, metrics=metrics)
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> Response:
+        healthy = health_check() if health_check is not None else True
+        body = b'{"status":"ok"}' if healthy else b'{"status":"unhealthy"}'
+        return Response(body, status_code=200 if healthy else 503, media_type="application/json")
+
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus_metrics() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return metrics

@@ -1,0 +1,65 @@
+"""Settings shared by every Gridweave service, read from the environment.
+
+Each service subclasses :class:`ServiceSettings` and sets its own ``env_prefix``
+(``CREDITS_``, ``METERING_``, ``FAUCET_`` ...), so ``CREDITS_DATABASE_URL`` and
+``METERING_DATABASE_URL`` can point at different servers. A few settings are shared by the
+whole deployment and keep their ``GRIDWEAVE_`` names whatever the prefix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["ServiceSettings", "default_state_dir"]
+
+
+def default_state_dir() -> Path:
+    """The directory where the embedded servers keep their data: ``~/.gridweave``."""
+    return Path.home() / ".gridweave"
+
+
+class ServiceSettings(BaseSettings):
+    """What every Gridweave service is configured with; subclass it per service."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="GRIDWEAVE_", extra="ignore", frozen=True, validate_by_name=True
+    )
+
+    host: str = Field(default="127.0.0.1", description="Address the HTTP server binds to.")
+    port: int = Field(default=8000, ge=1, le=65535, description="TCP port of the HTTP server.")
+    database_url: str | None = Field(
+        default=None,
+        description=(
+            "SQLAlchemy URL of this service's database, e.g. "
+            "postgresql+psycopg://user:pass@db:5432/credits. Unset: the embedded PostgreSQL "
+            "under the state directory, database named after the service."
+        ),
+    )
+    database_pool_size: int = Field(
+        default=20, ge=1, le=200, description="Connections kept open in the pool."
+    )
+    database_max_overflow: int = Field(
+        default=20, ge=0, le=200, description="Extra connections opened under load."
+    )
+    run_migrations: bool = Field(
+        default=True, description="Upgrade the database to the latest migration on start."
+    )
+    internal_token: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("GRIDWEAVE_INTERNAL_TOKEN"),
+        description=(
+            "GRIDWEAVE_INTERNAL_TOKEN: the shared secret every internal call carries. "
+            "Required: a service refuses to start without it."
+        ),
+    )
+    state_dir: Path = Field(
+        default_factory=default_state_dir,
+        validation_alias=AliasChoices("GRIDWEAVE_STATE_DIR"),
+        description=(
+            "GRIDWEAVE_STATE_DIR: where embedded servers keep their data "
+            "(the embedded PostgreSQL lives in <state_dir>/postgres)."
+        ),
+    )
