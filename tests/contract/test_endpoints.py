@@ -1,0 +1,147 @@
+"""GridweaveEndpoint through every transport: create, read, list, delete and every setter."""
+
+from __future__ import annotations
+
+import pytest
+
+from gridweave_controller import (
+    USER_LABEL,
+    EndpointPhase,
+    Invalid,
+    InvalidTransition,
+    NotFound,
+    user_label_value,
+)
+from tests.contract.factories import make_endpoint, new_id
+from tests.contract.transports import Transport
+
+
+def deployed(transport: Transport) -> str:
+    """An endpoint moved to Running; its id."""
+    endpoint = make_endpoint(transport)
+    transport.api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [0])
+    transport.api.set_endpoint_running(endpoint.name, "http://gpu-node-1:9000")
+    return str(endpoint.name)
+
+
+class TestCreateEndpoint:
+    def test_new_endpoint_is_pending_with_pricing_and_defaults(self, transport: Transport) -> None:
+        endpoint = make_endpoint(
+            transport, micro_credits_per_second=25, micro_credits_per_request=3, replicas=2
+        )
+        assert endpoint.phase is EndpointPhase.PENDING
+        assert endpoint.status.health == "Unknown"
+        assert endpoint.spec.mode == "vllm"
+        assert endpoint.spec.pricing.micro_credits_per_second == 25
+        assert endpoint.spec.pricing.micro_credits_per_request == 3
+        assert (endpoint.spec.replicas, endpoint.spec.gpu_count) == (2, 1)
+        assert endpoint.metadata.generation == 1
+        assert endpoint.metadata.labels[USER_LABEL] == user_label_value("alice@example.com")
+
+    def test_image_means_custom_mode(self, transport: Transport) -> None:
+        endpoint = make_endpoint(transport, model=None, image="ghcr.io/acme/server:1")
+        assert (endpoint.spec.mode, endpoint.spec.image) == ("custom", "ghcr.io/acme/server:1")
+
+    def test_neither_model_nor_image_is_refused_before_any_request(
+        self, transport: Transport
+    ) -> None:
+        with transport.count_requests() as requests, pytest.raises(Invalid) as caught:
+            make_endpoint(transport, model=None)
+        assert caught.value.field == "model"
+        assert sum(requests.values()) == 0
+
+    def test_list_get_delete(self, transport: Transport) -> None:
+        mine = make_endpoint(transport, user_id="carol", labels={"app": "chat"})
+        make_endpoint(transport, user_id="dave")
+        assert [e.name for e in transport.api.list_endpoints(user_id="carol")] == [mine.name]
+        assert [e.name for e in transport.api.list_endpoints("app in (chat)")] == [mine.name]
+        assert transport.api.get_endpoint(mine.name) == mine
+        transport.api.delete_endpoint(mine.name)
+        with pytest.raises(NotFound):
+            transport.api.get_endpoint(mine.name)
+
+
+class TestEndpointSetters:
+    def test_deploy_run_stop_and_redeploy(self, transport: Transport) -> None:
+        api = transport.api
+        endpoint = make_endpoint(transport)
+        deploying = api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [2])
+        assert deploying.phase is EndpointPhase.DEPLOYING
+        assert (deploying.status.node, deploying.status.gpu_indices) == ("gpu-node-1", (2,))
+        running = api.set_endpoint_running(endpoint.name, "http://gpu-node-1:9000")
+        assert running.status.url == "http://gpu-node-1:9000"
+        assert running.status.started_at is not None
+        ready = running.status.condition("Ready")
+        assert ready is not None and ready.status == "True"
+        stopped = api.set_endpoint_stopped(endpoint.name, "UserStopped", "stopped from the CLI")
+        assert stopped.phase is EndpointPhase.STOPPED
+        assert stopped.status.stopped_at is not None
+        assert stopped.status.billed_seconds >= 0
+        assert stopped.status.reason == "UserStopped"
+        again = api.set_endpoint_deploying(endpoint.name, "gpu-node-2", [0])
+        assert again.phase is EndpointPhase.DEPLOYING
+        assert again.status.url is None and again.status.stopped_at is None
+
+    def test_health_is_a_condition_beside_the_phase(self, transport: Transport) -> None:
+        name = deployed(transport)
+        healthy = transport.api.set_endpoint_health(name, True, "200 OK", ready_replicas=1)
+        assert (healthy.status.health, healthy.status.ready_replicas) == ("Healthy", 1)
+        assert healthy.phase is EndpointPhase.RUNNING
+        first = healthy.status.condition("Healthy")
+        assert first is not None and first.status == "True"
+        same = transport.api.set_endpoint_health(name, True, "200 OK again", ready_replicas=1)
+        kept = same.status.condition("Healthy")
+        assert kept is not None and kept.message == "200 OK again"
+        assert kept.last_transition_time == first.last_transition_time
+        sick = transport.api.set_endpoint_health(name, False, "503", ready_replicas=0)
+        assert sick.status.health == "Unhealthy"
+        flipped = sick.status.condition("Healthy")
+        assert flipped is not None and flipped.status == "False"
+
+    def test_repeated_health_report_writes_nothing(self, transport: Transport) -> None:
+        name = deployed(transport)
+        transport.api.set_endpoint_health(name, True, "ok", ready_replicas=1)
+        with transport.count_requests() as requests:
+            transport.api.set_endpoint_health(name, True, "ok", ready_replicas=1)
+        assert requests == {"GET": 1}
+
+    def test_failed_then_redeploy(self, transport: Transport) -> None:
+        endpoint = make_endpoint(transport)
+        transport.api.set_endpoint_deploying(endpoint.name, "n1", [0])
+        failed = transport.api.set_endpoint_failed(endpoint.name, "ImagePullFailed", "401")
+        assert (failed.phase, failed.status.message) == (EndpointPhase.FAILED, "401")
+        with pytest.raises(InvalidTransition) as caught:
+            transport.api.set_endpoint_running(endpoint.name, "http://x")
+        assert (caught.value.current, caught.value.target) == ("Failed", "Running")
+        assert transport.api.set_endpoint_deploying(endpoint.name, "n2", [1]).phase == "Deploying"
+
+    @pytest.mark.parametrize(
+        ("setter", "arguments", "reached_by"),
+        [
+            ("set_endpoint_deploying", ("n1", [0]), ()),
+            ("set_endpoint_running", ("http://n1:9000",), ("deploying",)),
+            ("set_endpoint_stopped", ("UserStopped",), ("deploying", "running")),
+            ("set_endpoint_failed", ("Crashed", "oom"), ("deploying",)),
+            ("set_endpoint_health", (True, "ok", 1), ("deploying", "running")),
+        ],
+    )
+    def test_uncontended_setter_is_one_get_and_one_patch(
+        self,
+        transport: Transport,
+        setter: str,
+        arguments: tuple[object, ...],
+        reached_by: tuple[str, ...],
+    ) -> None:
+        endpoint = make_endpoint(transport)
+        for step in reached_by:
+            if step == "deploying":
+                transport.api.set_endpoint_deploying(endpoint.name, "n1", [0])
+            else:
+                transport.api.set_endpoint_running(endpoint.name, "http://n1:9000")
+        with transport.count_requests() as requests:
+            getattr(transport.api, setter)(endpoint.name, *arguments)
+        assert requests == {"GET": 1, "PATCH": 1}
+
+    def test_missing_endpoint_is_not_found(self, transport: Transport) -> None:
+        with pytest.raises(NotFound):
+            transport.api.set_endpoint_running(new_id("ep"), "http://x")

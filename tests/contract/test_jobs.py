@@ -1,0 +1,274 @@
+"""GridweaveJob through every transport: create, read, list, delete and every setter."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+
+from gridweave_controller import (
+    USER_LABEL,
+    AlreadyExists,
+    Invalid,
+    InvalidTransition,
+    JobPhase,
+    NotFound,
+    WaitTimedOut,
+    user_label_value,
+)
+from tests.contract.factories import make_job, new_id, run_job
+from tests.contract.transports import Transport
+
+RFC3339_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+class TestCreateJob:
+    def test_new_job_reads_as_pending_with_apiserver_metadata(self, transport: Transport) -> None:
+        job = make_job(transport, gpu_count=2, vendor="nvidia", timeout_seconds=60, max_retries=1)
+        assert job.phase is JobPhase.PENDING
+        assert job.status.attempts == 0
+        assert job.metadata.generation == 1
+        assert job.metadata.uid
+        assert job.metadata.resource_version
+        assert job.metadata.namespace == transport.namespace
+        assert job.metadata.creation_timestamp is not None
+        assert (job.spec.gpu_count, job.spec.vendor) == (2, "nvidia")
+        assert (job.spec.timeout_seconds, job.spec.max_retries) == (60, 1)
+        assert "status" not in job.raw
+
+    def test_raw_user_id_stays_in_spec_and_label_is_sanitized(self, transport: Transport) -> None:
+        job = make_job(transport, user_id="Bob Smith <bob@example.com>")
+        assert job.spec.user_id == "Bob Smith <bob@example.com>"
+        assert job.metadata.labels[USER_LABEL] == user_label_value("Bob Smith <bob@example.com>")
+        assert job.billing_owner == "Bob Smith <bob@example.com>"
+
+    def test_owner_is_billed_when_given(self, transport: Transport) -> None:
+        job = make_job(transport, owner="team-ml")
+        assert job.billing_owner == "team-ml"
+
+    def test_duplicate_name_is_already_exists(self, transport: Transport) -> None:
+        job = make_job(transport)
+        with pytest.raises(AlreadyExists) as caught:
+            make_job(transport, job.name)
+        assert caught.value.status["reason"] == "AlreadyExists"
+
+    @pytest.mark.parametrize("bad_id", ["Job_1", "-job", "job.1", "a" * 64, ""])
+    def test_bad_job_id_is_refused_before_any_request(
+        self, transport: Transport, bad_id: str
+    ) -> None:
+        with transport.count_requests() as requests, pytest.raises(Invalid) as caught:
+            make_job(transport, bad_id)
+        assert caught.value.field == "job_id"
+        assert sum(requests.values()) == 0
+
+    @pytest.mark.parametrize(
+        ("labels", "field"),
+        [
+            ({"team": "x" * 64}, "labels[team]"),
+            ({"team": "ml team"}, "labels[team]"),
+            ({"bad key!": "v"}, "labels"),
+        ],
+    )
+    def test_bad_labels_are_refused_before_any_request(
+        self, transport: Transport, labels: dict[str, str], field: str
+    ) -> None:
+        with transport.count_requests() as requests, pytest.raises(Invalid) as caught:
+            make_job(transport, labels=labels)
+        assert caught.value.field == field
+        assert field.split("[")[0] in str(caught.value)
+        assert sum(requests.values()) == 0
+
+
+class TestReadListDeleteJobs:
+    def test_get_missing_is_not_found(self, transport: Transport) -> None:
+        with pytest.raises(NotFound) as caught:
+            transport.api.get_job(new_id())
+        assert caught.value.status["code"] == 404
+
+    def test_delete_then_get_is_not_found(self, transport: Transport) -> None:
+        job = make_job(transport)
+        transport.api.delete_job(job.name)
+        with pytest.raises(NotFound):
+            transport.api.get_job(job.name)
+        with pytest.raises(NotFound):
+            transport.api.delete_job(job.name)
+
+    def test_list_by_label_selector_and_user(self, transport: Transport) -> None:
+        a = make_job(transport, user_id="alice", labels={"tier": "gold", "zone": "eu"})
+        b = make_job(transport, user_id="bob", labels={"tier": "silver"})
+        c = make_job(transport, user_id="alice")
+
+        def names(selector: str | None = None, user_id: str | None = None) -> set[str]:
+            return {j.name for j in transport.api.list_jobs(selector, user_id=user_id)}
+
+        assert names() == {a.name, b.name, c.name}
+        assert names("tier=gold") == {a.name}
+        assert names("tier==gold") == {a.name}
+        assert names("tier!=gold") == {b.name, c.name}
+        assert names("tier in (gold,silver)") == {a.name, b.name}
+        assert names("tier notin (gold)") == {b.name, c.name}
+        assert names("tier") == {a.name, b.name}
+        assert names("!tier") == {c.name}
+        assert names("tier,zone=eu") == {a.name}
+        assert names(user_id="alice") == {a.name, c.name}
+        assert names("tier", user_id="alice") == {a.name}
+
+    def test_list_of_other_namespace_is_empty(self, transport: Transport) -> None:
+        make_job(transport)
+        other = type(transport.client)(transport.client.store, new_id("ns"))
+        assert other.list_jobs() == []
+
+
+class TestJobSetters:
+    def test_full_lifecycle_stamps_times_and_bills_rounded_up(self, transport: Transport) -> None:
+        api = transport.api
+        job = make_job(transport)
+        allocated = api.set_job_allocated(job.name, "gpu-node-1", [0, 1])
+        assert allocated.phase is JobPhase.ALLOCATED
+        assert (allocated.status.node, allocated.status.gpu_indices) == ("gpu-node-1", (0, 1))
+        assert allocated.status.allocated_at is not None
+        assert RFC3339_Z.match(allocated.raw["status"]["allocatedAt"])
+        running = api.set_job_running(job.name)
+        assert running.status.started_at is not None
+        done = api.set_job_completed(job.name, 12.2, result_ref="s3://gridweave/results/r.pkl")
+        assert done.phase is JobPhase.COMPLETED
+        assert (done.status.wall_seconds, done.status.billed_seconds) == (12.2, 13)
+        assert done.status.result_ref == "s3://gridweave/results/r.pkl"
+        assert done.status.finished_at is not None
+        assert done.status.finished_at <= datetime.now(UTC)
+        finished = done.status.condition("Finished")
+        assert finished is not None and finished.status == "True"
+        assert finished.reason == "Completed"
+        for condition in done.raw["status"]["conditions"]:
+            assert RFC3339_Z.match(condition["lastTransitionTime"])
+            assert condition["observedGeneration"] == 1
+
+    def test_status_write_keeps_generation(self, transport: Transport) -> None:
+        job = make_job(transport)
+        allocated = transport.api.set_job_allocated(job.name, "n1", [0])
+        assert allocated.metadata.generation == 1
+        assert allocated.status.observed_generation == 1
+        assert int(allocated.metadata.resource_version) > int(job.metadata.resource_version)
+
+    def test_requeue_frees_the_gpu_and_counts_the_attempt(self, transport: Transport) -> None:
+        job = run_job(transport)
+        requeued = transport.api.set_job_pending(job.name, "NodeLost", "gpu-node-1 vanished")
+        assert requeued.phase is JobPhase.PENDING
+        assert requeued.status.attempts == 1
+        assert requeued.status.node is None and requeued.status.gpu_indices == ()
+        assert requeued.status.started_at is None
+        assert (requeued.status.reason, requeued.status.message) == (
+            "NodeLost",
+            "gpu-node-1 vanished",
+        )
+        allocated = requeued.status.condition("Allocated")
+        assert allocated is not None and allocated.status == "False"
+        transport.api.set_job_allocated(job.name, "gpu-node-2", [1])
+        again = transport.api.set_job_pending(job.name, "NodeLost")
+        assert again.status.attempts == 2
+
+    def test_failed_cancelled_timed_out(self, transport: Transport) -> None:
+        api = transport.api
+        failed = api.set_job_failed(make_job(transport).name, "ImageMissing", "no such image")
+        assert (failed.phase, failed.status.reason) == (JobPhase.FAILED, "ImageMissing")
+        assert failed.status.billed_seconds is None
+        cancelled = api.set_job_cancelled(run_job(transport).name, "user asked", 3.5)
+        assert (cancelled.phase, cancelled.status.billed_seconds) == (JobPhase.CANCELLED, 4)
+        timed_out = api.set_job_timed_out(run_job(transport).name, wall_seconds=60.0)
+        assert (timed_out.phase, timed_out.status.billed_seconds) == (JobPhase.TIMED_OUT, 60)
+        running = timed_out.status.condition("Running")
+        assert running is not None and running.status == "False"
+
+    def test_illegal_move_names_both_phases_and_writes_nothing(self, transport: Transport) -> None:
+        job = make_job(transport)
+        with transport.count_requests() as requests, pytest.raises(InvalidTransition) as caught:
+            transport.api.set_job_running(job.name)
+        assert (caught.value.current, caught.value.target) == ("Pending", "Running")
+        assert "Pending" in str(caught.value) and "Running" in str(caught.value)
+        assert requests == {"GET": 1}
+
+    def test_terminal_phase_never_changes(self, transport: Transport) -> None:
+        job = run_job(transport)
+        transport.api.set_job_completed(job.name, 1.0)
+        with pytest.raises(InvalidTransition):
+            transport.api.set_job_failed(job.name, "Late")
+        with pytest.raises(InvalidTransition):
+            transport.api.set_job_pending(job.name, "Requeue")
+        assert transport.api.get_job(job.name).phase is JobPhase.COMPLETED
+
+    def test_repeating_the_current_move_writes_nothing(self, transport: Transport) -> None:
+        job = make_job(transport)
+        first = transport.api.set_job_allocated(job.name, "n1", [0])
+        with transport.count_requests() as requests:
+            again = transport.api.set_job_allocated(job.name, "n1", [0])
+        assert requests == {"GET": 1}
+        assert again.metadata.resource_version == first.metadata.resource_version
+        assert again == first
+
+    @pytest.mark.parametrize(
+        ("setter", "arguments", "reached_by"),
+        [
+            ("set_job_allocated", ("n1", [0]), ()),
+            ("set_job_running", (), ("allocated",)),
+            ("set_job_completed", (2.5,), ("allocated", "running")),
+            ("set_job_failed", ("Crashed", "exit 1", 2.0), ()),
+            ("set_job_cancelled", (), ()),
+            ("set_job_timed_out", ("", 9.0), ("allocated", "running")),
+            ("set_job_pending", ("NodeLost",), ("allocated",)),
+        ],
+    )
+    def test_uncontended_setter_is_one_get_and_one_patch(
+        self,
+        transport: Transport,
+        setter: str,
+        arguments: tuple[object, ...],
+        reached_by: tuple[str, ...],
+    ) -> None:
+        job = make_job(transport)
+        for step in reached_by:
+            if step == "allocated":
+                transport.api.set_job_allocated(job.name, "n1", [0])
+            else:
+                transport.api.set_job_running(job.name)
+        with transport.count_requests() as requests:
+            getattr(transport.api, setter)(job.name, *arguments)
+        assert requests == {"GET": 1, "PATCH": 1}
+
+    @pytest.mark.parametrize(
+        ("call", "field"),
+        [
+            (lambda api, n: api.set_job_failed(n, "not camel case"), "reason"),
+            (lambda api, n: api.set_job_pending(n, "Bad-Reason"), "reason"),
+            (lambda api, n: api.set_job_completed(n, -1.0), "wall_seconds"),
+            (lambda api, n: api.set_job_allocated(n, "n1", [0, 0]), "gpu_indices"),
+            (lambda api, n: api.set_job_allocated(n, "", [0]), "node"),
+            (lambda api, n: api.get_job("Not_A_Name"), "job_id"),
+        ],
+    )
+    def test_bad_setter_arguments_are_refused_before_any_request(
+        self, transport: Transport, call: object, field: str
+    ) -> None:
+        job = make_job(transport)
+        with transport.count_requests() as requests, pytest.raises(Invalid) as caught:
+            call(transport.api, job.name)  # type: ignore[operator]
+        assert caught.value.field == field
+        assert sum(requests.values()) == 0
+
+    def test_missing_job_setter_is_not_found(self, transport: Transport) -> None:
+        with pytest.raises(NotFound):
+            transport.api.set_job_running(new_id())
+
+
+class TestWaitForJob:
+    def test_returns_once_in_a_wanted_phase(self, transport: Transport) -> None:
+        job = run_job(transport)
+        transport.api.set_job_completed(job.name, 1.0)
+        found = transport.api.wait_for_job(job.name, [JobPhase.COMPLETED, "Failed"], timeout=5)
+        assert found.phase is JobPhase.COMPLETED
+
+    def test_raises_when_the_phase_never_comes(self, transport: Transport) -> None:
+        job = make_job(transport)
+        with pytest.raises(WaitTimedOut) as caught:
+            transport.api.wait_for_job(job.name, [JobPhase.RUNNING], timeout=0.05)
+        assert "Pending" in str(caught.value)

@@ -1,0 +1,173 @@
+"""The raw stores (in-memory and the real apiserver) obey the same apiserver rules."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import config as k8s_config
+
+from gridweave_controller import (
+    AlreadyExists,
+    Conflict,
+    CRDNotInstalled,
+    Invalid,
+    NotFound,
+    RawStore,
+)
+from gridweave_controller._kube_store import KubeStore
+from gridweave_controller.store import GROUP, JOBS, VERSION
+from tests.support.memory_store import MemoryStore
+
+
+@pytest.fixture(
+    params=[pytest.param("mock", id="mock"), pytest.param("real", marks=pytest.mark.kubeapi)]
+)
+def store(request: pytest.FixtureRequest) -> Iterator[RawStore]:
+    """Each raw store in turn."""
+    if request.param == "mock":
+        yield MemoryStore()
+        return
+    kubeapi = request.getfixturevalue("kubeapi")
+    api_client = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=str(kubeapi.kubeconfig)
+    )
+    kube = KubeStore(api_client)
+    try:
+        yield kube
+    finally:
+        kube.close()
+
+
+def job_body(name: str, **extra: Any) -> dict[str, Any]:
+    """A minimal raw GridweaveJob."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "GridweaveJob",
+        "metadata": {"name": name, "labels": {"app": "test"}},
+        "spec": {"userId": "u1", "functionRef": "s3://f", "vramMb": 10},
+        **extra,
+    }
+
+
+def test_create_sets_identity_drops_status_and_applies_defaults(
+    store: RawStore, kube_namespace: str
+) -> None:
+    created = store.create(kube_namespace, JOBS, job_body("a", status={"phase": "Running"}))
+    metadata = created["metadata"]
+    assert metadata["generation"] == 1
+    assert metadata["uid"] and metadata["creationTimestamp"].endswith("Z")
+    assert "status" not in created
+    assert created["spec"]["gpuCount"] == 1 and created["spec"]["vendor"] == "any"
+
+
+def test_unknown_fields_are_pruned_without_error(store: RawStore, kube_namespace: str) -> None:
+    body = job_body("a")
+    body["spec"]["notInSchema"] = "x"
+    created = store.create(kube_namespace, JOBS, body)
+    assert "notInSchema" not in created["spec"]
+    patched = store.patch_status(
+        kube_namespace, JOBS, "a", {"status": {"phase": "Pending", "bogus": 1}}
+    )
+    assert patched["status"] == {"phase": "Pending"}
+
+
+def test_status_writes_bump_resource_version_but_not_generation(
+    store: RawStore, kube_namespace: str
+) -> None:
+    created = store.create(kube_namespace, JOBS, job_body("a"))
+    version = created["metadata"]["resourceVersion"]
+    patch = {"metadata": {"resourceVersion": version}, "status": {"phase": "Allocated"}}
+    patched = store.patch_status(kube_namespace, JOBS, "a", patch)
+    assert patched["metadata"]["generation"] == 1
+    assert int(patched["metadata"]["resourceVersion"]) > int(version)
+    assert patched["status"]["phase"] == "Allocated"
+    with pytest.raises(Conflict) as caught:
+        store.patch_status(kube_namespace, JOBS, "a", patch)
+    assert caught.value.status["reason"] == "Conflict"
+
+
+def test_patch_that_changes_nothing_keeps_the_resource_version(
+    store: RawStore, kube_namespace: str
+) -> None:
+    store.create(kube_namespace, JOBS, job_body("a"))
+    first = store.patch_status(kube_namespace, JOBS, "a", {"status": {"phase": "Pending"}})
+    second = store.patch_status(kube_namespace, JOBS, "a", {"status": {"phase": "Pending"}})
+    assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+def test_merge_patch_null_removes_and_lists_are_replaced(
+    store: RawStore, kube_namespace: str
+) -> None:
+    store.create(kube_namespace, JOBS, job_body("a"))
+    store.patch_status(kube_namespace, JOBS, "a", {"status": {"node": "n1", "gpuIndices": [0, 1]}})
+    patched = store.patch_status(
+        kube_namespace, JOBS, "a", {"status": {"node": None, "gpuIndices": [3]}}
+    )
+    assert patched["status"] == {"gpuIndices": [3]}
+
+
+def test_errors_map_to_the_same_classes(store: RawStore, kube_namespace: str) -> None:
+    store.create(kube_namespace, JOBS, job_body("a"))
+    with pytest.raises(AlreadyExists):
+        store.create(kube_namespace, JOBS, job_body("a"))
+    with pytest.raises(NotFound) as missing:
+        store.get(kube_namespace, JOBS, "nope")
+    assert not isinstance(missing.value, CRDNotInstalled)
+    assert missing.value.status["details"]["name"] == "nope"
+    with pytest.raises(CRDNotInstalled):
+        store.get(kube_namespace, "gridweavewidgets", "a")
+    with pytest.raises(Invalid) as bad_name:
+        store.create(kube_namespace, JOBS, job_body("Bad_Name"))
+    assert bad_name.value.field == "metadata.name"
+    with pytest.raises(Invalid) as bad_phase:
+        store.patch_status(kube_namespace, JOBS, "a", {"status": {"phase": "Bogus"}})
+    assert bad_phase.value.field == "status.phase"
+    with pytest.raises(Invalid) as bad_reason:
+        condition = {
+            "type": "Running",
+            "status": "True",
+            "reason": "not camel",
+            "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+        store.patch_status(kube_namespace, JOBS, "a", {"status": {"conditions": [condition]}})
+    assert bad_reason.value.field is not None and "reason" in bad_reason.value.field
+    with pytest.raises(Invalid) as bad_spec:
+        body = job_body("b")
+        del body["spec"]["vramMb"]
+        store.create(kube_namespace, JOBS, body)
+    assert bad_spec.value.field == "spec.vramMb"
+    with pytest.raises(NotFound):
+        store.delete(kube_namespace, JOBS, "nope")
+
+
+def test_objects_handed_out_are_copies(store: RawStore, kube_namespace: str) -> None:
+    body = job_body("a")
+    created = store.create(kube_namespace, JOBS, body)
+    body["spec"]["userId"] = "changed-after-create"
+    created["spec"]["userId"] = "changed-after-read"
+    read = store.get(kube_namespace, JOBS, "a")
+    assert read["spec"]["userId"] == "u1"
+    listed = store.list(kube_namespace, JOBS, None)
+    listed[0]["metadata"]["labels"]["app"] = "changed"
+    assert store.list(kube_namespace, JOBS, "app=test")[0]["metadata"]["name"] == "a"
+
+
+def test_bad_label_selector_is_invalid(store: RawStore, kube_namespace: str) -> None:
+    with pytest.raises(Invalid):
+        store.list(kube_namespace, JOBS, "app in (a")
+
+
+def test_endpoint_needs_model_or_image(store: RawStore, kube_namespace: str) -> None:
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "GridweaveEndpoint",
+        "metadata": {"name": f"ep-{uuid.uuid4().hex[:6]}"},
+        "spec": {"userId": "u", "mode": "vllm", "vramMb": 10},
+    }
+    with pytest.raises(Invalid) as caught:
+        store.create(kube_namespace, "gridweaveendpoints", body)
+    assert caught.value.field == "spec.model"

@@ -1,0 +1,81 @@
+"""The transports the contract suite runs against and how their requests are counted.
+
+A transport is a module with the ``gridweave_controller.crd`` functions, initialized on a
+fresh namespace. To add one (the proxied ``job_gateway.crd_client``), add a parameter to
+``TRANSPORTS`` and a branch in the ``transport`` fixture (conftest) that initializes it
+and wraps its HTTP calls for :meth:`Transport.count_requests`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from gridweave_controller import CrdClient
+from gridweave_controller._kube_store import KubeStore
+
+TRANSPORTS = [
+    pytest.param("mock", id="mock"),
+    pytest.param("real", id="real", marks=pytest.mark.kubeapi),
+]
+
+_MEMORY_VERBS = {
+    "create": "POST",
+    "get": "GET",
+    "list": "GET",
+    "delete": "DELETE",
+    "patch_status": "PATCH",
+}
+
+
+@dataclass
+class Transport:
+    """One transport under test: its module of functions and the client behind it."""
+
+    name: str
+    api: Any  # a module with the crd functions (ModuleType; Any so calls type-check)
+    client: CrdClient
+    namespace: str
+    _counters: list[Counter[str]] = field(default_factory=list)
+
+    def record(self, verb: str) -> None:
+        """Count one request against every open :meth:`count_requests` block."""
+        for counter in self._counters:
+            counter[verb] += 1
+
+    @contextmanager
+    def count_requests(self) -> Iterator[Counter[str]]:
+        """Count the requests (by HTTP verb) the transport sends inside the block."""
+        counter: Counter[str] = Counter()
+        self._counters.append(counter)
+        try:
+            yield counter
+        finally:
+            self._counters.remove(counter)
+
+
+def spy_memory_store(transport: Transport, store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    for method, verb in _MEMORY_VERBS.items():
+        original = getattr(store, method)
+
+        def spy(*args: Any, _original: Callable[..., Any] = original, _verb: str = verb) -> Any:
+            transport.record(_verb)
+            return _original(*args)
+
+        monkeypatch.setattr(store, method, spy)
+
+
+def spy_kube_store(transport: Transport, store: KubeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    rest = store.api_client.rest_client
+    original: Callable[..., Any] = rest.request
+
+    def spy(method: str, *args: Any, **kwargs: Any) -> Any:
+        transport.record(method.upper())
+        return original(method, *args, **kwargs)
+
+    monkeypatch.setattr(rest, "request", spy)

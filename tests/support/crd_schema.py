@@ -1,0 +1,138 @@
+"""The CRD manifests' structural schemas, applied in memory the way the apiserver does.
+
+The in-memory store (``tests/mock_crd.py``) reads its rules from ``k8s/*.yaml`` instead of
+restating them: defaults are applied, undeclared fields are pruned, and every violation is
+reported as a ``metav1.Status`` cause with the field path the apiserver would use.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import yaml
+
+from tests.support.kubeapi import CRD_MANIFESTS
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+}
+
+
+@dataclass(frozen=True)
+class CrdSchema:
+    """One served resource: its kind and the v1 openAPIV3Schema."""
+
+    plural: str
+    kind: str
+    schema: dict[str, Any]
+
+
+@cache
+def load_schemas() -> dict[str, CrdSchema]:
+    """The Gridweave CRDs by plural, read from the manifests."""
+    result: dict[str, CrdSchema] = {}
+    for path in CRD_MANIFESTS:
+        manifest = yaml.safe_load(path.read_text())
+        names = manifest["spec"]["names"]
+        version = manifest["spec"]["versions"][0]
+        result[names["plural"]] = CrdSchema(
+            plural=names["plural"],
+            kind=names["kind"],
+            schema=version["schema"]["openAPIV3Schema"],
+        )
+    return result
+
+
+def _type_ok(value: Any, expected: str) -> bool:
+    if isinstance(value, bool) and expected != "boolean":
+        return False
+    return isinstance(value, _TYPES[expected])
+
+
+def normalize(value: Any, schema: dict[str, Any], path: str, causes: list[dict[str, str]]) -> Any:
+    """Default, prune and validate ``value``; append a cause per violation."""
+    expected = schema.get("type")
+    if expected is not None and not _type_ok(value, expected):
+        causes.append(_cause("FieldValueTypeInvalid", path, f"must be of type {expected}"))
+        return value
+    if isinstance(value, dict) and expected == "object":
+        if path == "metadata":
+            return value
+        properties: dict[str, Any] = schema.get("properties", {})
+        result: dict[str, Any] = {}
+        for key, item in value.items():
+            if properties and key not in properties:
+                continue  # pruned, as the apiserver does, without an error
+            sub = properties.get(key, {})
+            result[key] = normalize(item, sub, _join(path, key), causes)
+        for key, sub in properties.items():
+            if key not in result and "default" in sub:
+                result[key] = sub["default"]
+        for key in schema.get("required", []):
+            if key not in result:
+                causes.append(_cause("FieldValueRequired", _join(path, key), "Required value"))
+        for rule in schema.get("x-kubernetes-validations", []):
+            if not _holds(rule["rule"], result):
+                field = _join(path, rule.get("fieldPath", "").lstrip("."))
+                causes.append(
+                    _cause("FieldValueInvalid", field, f"Invalid value: {rule['message']}")
+                )
+        return result
+    if isinstance(value, list):
+        items = schema.get("items", {})
+        return [normalize(item, items, f"{path}[{i}]", causes) for i, item in enumerate(value)]
+    _check_scalar(value, schema, path, causes)
+    return value
+
+
+def _check_scalar(
+    value: Any, schema: dict[str, Any], path: str, causes: list[dict[str, str]]
+) -> None:
+    if "enum" in schema and value not in schema["enum"]:
+        supported = ", ".join(f'"{v}"' for v in schema["enum"])
+        causes.append(
+            _cause(
+                "FieldValueNotSupported",
+                path,
+                f'Unsupported value: "{value}": supported values: {supported}',
+            )
+        )
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            causes.append(_cause("FieldValueInvalid", path, "Invalid value: too short"))
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            causes.append(_cause("FieldValueTooLong", path, "Too long"))
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            causes.append(_cause("FieldValueInvalid", path, f"should match '{schema['pattern']}'"))
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            causes.append(_cause("FieldValueInvalid", path, f"should be >= {schema['minimum']}"))
+        if "maximum" in schema and value > schema["maximum"]:
+            causes.append(_cause("FieldValueInvalid", path, f"should be <= {schema['maximum']}"))
+
+
+_HAS_EITHER = re.compile(r"^has\(self\.(\w+)\) \|\| has\(self\.(\w+)\)$")
+
+
+def _holds(rule: str, value: dict[str, Any]) -> bool:
+    """Evaluate the CEL rules the manifests use (only ``has(self.a) || has(self.b)``)."""
+    match = _HAS_EITHER.match(rule)
+    if match is None:
+        raise NotImplementedError(f"the in-memory store cannot evaluate the CEL rule {rule!r}")
+    return match.group(1) in value or match.group(2) in value
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _cause(reason: str, field: str, message: str) -> dict[str, str]:
+    return {"reason": reason, "message": message, "field": field}

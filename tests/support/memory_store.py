@@ -1,0 +1,241 @@
+"""An in-memory ``RawStore`` that behaves like the Kubernetes apiserver for the two CRDs.
+
+What it enforces, as the apiserver does: uid, creationTimestamp and generation 1 on create;
+``status`` dropped on create and only written through ``patch_status``; one resourceVersion
+counter bumped on every write (a patch that changes nothing is not a write); status writes
+never bump generation; a stale resourceVersion is a Conflict; the CRD schemas (defaults,
+pruning, validation) from ``k8s/*.yaml``; label selectors; deep copies in and out. Errors
+are built as ``metav1.Status`` dicts and mapped by the same ``error_from_status`` the real
+transport uses. ``inject_conflicts(n)`` makes the next n writes fail with Conflict.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import threading
+import uuid
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+from gridweave_controller.errors import CrdError, error_from_status
+from gridweave_controller.store import GROUP
+from tests.support.crd_schema import CrdSchema, load_schemas, normalize
+from tests.support.label_selector import SelectorError, parse_selector
+
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _failure(
+    reason: str,
+    code: int,
+    message: str,
+    *,
+    name: str | None = None,
+    kind: str | None = None,
+    causes: list[dict[str, str]] | None = None,
+) -> CrdError:
+    details: dict[str, Any] = {}
+    if name is not None:
+        details = {"name": name, "group": GROUP, "kind": kind}
+        if causes:
+            details["causes"] = causes
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "details": details,
+        "code": code,
+    }
+    return error_from_status(status, code)
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: objects merge, null deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+class MemoryStore:
+    """Custom objects of the Gridweave CRDs in memory, with the apiserver's rules."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._resource_version = 0
+        self._pending_conflicts = 0
+        self.calls: Counter[str] = Counter()
+
+    # -- test controls ---------------------------------------------------------------------
+
+    def inject_conflicts(self, count: int) -> None:
+        """Make the next ``count`` writes (create excluded) fail with Conflict."""
+        with self._lock:
+            self._pending_conflicts = count
+
+    def clear(self) -> None:
+        """Forget every object and every counter."""
+        with self._lock:
+            self._objects.clear()
+            self._pending_conflicts = 0
+            self.calls.clear()
+
+    # -- RawStore ----------------------------------------------------------------------------
+
+    def _crd(self, plural: str) -> CrdSchema:
+        crd = load_schemas().get(plural)
+        if crd is None:
+            raise error_from_status(None, 404, fallback="404 page not found")
+        return crd
+
+    def _bump(self) -> str:
+        self._resource_version += 1
+        return str(self._resource_version)
+
+    def _existing(self, crd: CrdSchema, namespace: str, name: str) -> dict[str, Any]:
+        found = self._objects.get((namespace, crd.plural, name))
+        if found is None:
+            message = f'{crd.plural}.{GROUP} "{name}" not found'
+            raise _failure("NotFound", 404, message, name=name, kind=crd.plural)
+        return found
+
+    def _invalid(self, crd: CrdSchema, name: str, causes: list[dict[str, str]]) -> CrdError:
+        summary = ", ".join(f"{c['field']}: {c['message']}" for c in causes)
+        message = f'{crd.kind}.{GROUP} "{name}" is invalid: {summary}'
+        return _failure("Invalid", 422, message, name=name, kind=crd.kind, causes=causes)
+
+    def create(self, namespace: str, plural: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Create the object; ``status`` is dropped, as with a status subresource."""
+        crd = self._crd(plural)
+        obj = copy.deepcopy(body)
+        metadata = dict(obj.get("metadata") or {})
+        name = str(metadata.get("name") or "")
+        causes: list[dict[str, str]] = []
+        if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+            causes.append(
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": f'Invalid value: "{name}": a lowercase RFC 1123 subdomain',
+                    "field": "metadata.name",
+                }
+            )
+        if metadata.get("resourceVersion"):
+            causes.append(
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": "resourceVersion should not be set on objects to be created",
+                    "field": "metadata.resourceVersion",
+                }
+            )
+        obj.pop("status", None)
+        spec = normalize(obj.get("spec"), crd.schema["properties"]["spec"], "spec", causes)
+        if "spec" not in obj:
+            causes.append(
+                {"reason": "FieldValueRequired", "message": "Required value", "field": "spec"}
+            )
+        if causes:
+            raise self._invalid(crd, name, causes)
+        with self._lock:
+            self.calls["create"] += 1
+            key = (namespace, plural, name)
+            if key in self._objects:
+                message = f'{plural}.{GROUP} "{name}" already exists'
+                raise _failure("AlreadyExists", 409, message, name=name, kind=plural)
+            metadata.update(
+                namespace=namespace,
+                uid=str(uuid.uuid4()),
+                creationTimestamp=_now(),
+                generation=1,
+                resourceVersion=self._bump(),
+            )
+            stored = {
+                "apiVersion": obj.get("apiVersion"),
+                "kind": obj.get("kind"),
+                "metadata": metadata,
+                "spec": spec,
+            }
+            self._objects[key] = stored
+            return copy.deepcopy(stored)
+
+    def get(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
+        """Read one object."""
+        crd = self._crd(plural)
+        with self._lock:
+            self.calls["get"] += 1
+            return copy.deepcopy(self._existing(crd, namespace, name))
+
+    def list(self, namespace: str, plural: str, label_selector: str | None) -> list[dict[str, Any]]:
+        """List the objects matching a label selector, ordered by name like the apiserver."""
+        self._crd(plural)
+        try:
+            matches = parse_selector(label_selector)
+        except SelectorError as exc:
+            raise _failure("BadRequest", 400, str(exc)) from exc
+        with self._lock:
+            self.calls["list"] += 1
+            found = [
+                obj
+                for (ns, kind, _), obj in sorted(self._objects.items())
+                if ns == namespace
+                and kind == plural
+                and matches(obj["metadata"].get("labels") or {})
+            ]
+            return copy.deepcopy(found)
+
+    def delete(self, namespace: str, plural: str, name: str) -> None:
+        """Delete one object (a write: the counter moves)."""
+        crd = self._crd(plural)
+        with self._lock:
+            self.calls["delete"] += 1
+            self._existing(crd, namespace, name)
+            del self._objects[(namespace, plural, name)]
+            self._bump()
+
+    def patch_status(
+        self, namespace: str, plural: str, name: str, patch: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Merge-patch ``status`` only; a stale ``metadata.resourceVersion`` is a Conflict."""
+        crd = self._crd(plural)
+        patch = copy.deepcopy(patch)
+        with self._lock:
+            self.calls["patch_status"] += 1
+            stored = self._existing(crd, namespace, name)
+            wanted_version = (patch.get("metadata") or {}).get("resourceVersion")
+            stale = (
+                wanted_version is not None
+                and wanted_version != stored["metadata"]["resourceVersion"]
+            )
+            if stale or self._pending_conflicts > 0:
+                if not stale:
+                    self._pending_conflicts -= 1
+                message = (
+                    f'Operation cannot be fulfilled on {plural}.{GROUP} "{name}": the object has '
+                    "been modified; please apply your changes to the latest version and try again"
+                )
+                raise _failure("Conflict", 409, message, name=name, kind=plural)
+            causes: list[dict[str, str]] = []
+            merged = merge_patch(stored.get("status"), patch.get("status"))
+            status = normalize(merged, crd.schema["properties"]["status"], "status", causes)
+            if causes:
+                raise self._invalid(crd, name, causes)
+            if status != stored.get("status", {}):
+                stored["status"] = status
+                stored["metadata"]["resourceVersion"] = self._bump()
+            return copy.deepcopy(stored)
