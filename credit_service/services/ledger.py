@@ -67,8 +67,8 @@ def ensure_account(session: Session, user_id: str) -> AccountModel:
     return get_account(session, user_id)
 
 
-def _after_posting(posting: Posting) -> None:
-    """Runs between postings; a seam where tests inject a failure mid-operation."""
+def _after_posting(posting: Posting, operation_key: str) -> None:
+    """Runs after each posting is flushed; a seam where tests inject a failure mid-operation."""
 
 
 def move_money(
@@ -121,5 +121,5 @@ def move_money(
                 )
             )
         session.flush()
-        _after_posting(posting)
+        _after_posting(posting, operation_key)
     return accounts

@@ -1,0 +1,1 @@
+"""Tests of credit_service against a real PostgreSQL."""

@@ -1,0 +1,186 @@
+"""Holds: place, capture part, release the rest, settle by reference; over HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from credit_service.settings import CreditSettings
+from tests.credit_service.conftest import AUTH, assert_ledger_consistent, mint, read_ledger_state
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
+
+
+async def place(
+    client: httpx.AsyncClient, user_id: str, amount: int, key: str, reference: str | None = None
+) -> httpx.Response:
+    """Place a hold (no assertion: tests check the answer)."""
+    body: dict[str, Any] = {"user_id": user_id, "amount": amount, "idempotency_key": key}
+    if reference is not None:
+        body["reference"] = reference
+    return await client.post("/v1/holds", json=body, headers=AUTH)
+
+
+class TestPlaceHold:
+    async def test_a_hold_lowers_available_not_balance(self, client: httpx.AsyncClient) -> None:
+        await mint(client, "alice", 1_000, "m")
+        response = await place(client, "alice", 600, "h")
+        assert response.status_code == 200
+        body = response.json()
+        assert (body["status"], body["amount"], body["captured"]) == ("open", 600, 0)
+        assert body["account"] == {
+            "user_id": "alice",
+            "balance": 1_000,
+            "held": 600,
+            "available": 400,
+        }
+
+    async def test_an_uncovered_hold_is_402_naming_balance_and_need(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        await mint(client, "alice", 1_000, "m")
+        assert (await place(client, "alice", 600, "h1")).status_code == 200
+        refused = await place(client, "alice", 600, "h2")
+        assert refused.status_code == 402
+        error = refused.json()["error"]
+        assert error["code"] == "insufficient_funds"
+        assert (error["balance"], error["held"], error["available"], error["needed"]) == (
+            1_000,
+            600,
+            400,
+            600,
+        )
+
+    async def test_a_deduct_cannot_spend_held_money(self, client: httpx.AsyncClient) -> None:
+        await mint(client, "alice", 1_000, "m")
+        await place(client, "alice", 900, "h")
+        response = await client.post(
+            "/v1/accounts/alice/deduct", json={"amount": 101, "idempotency_key": "d"}, headers=AUTH
+        )
+        assert response.status_code == 402
+
+    async def test_a_reference_carries_one_hold_only(self, client: httpx.AsyncClient) -> None:
+        await mint(client, "alice", 1_000, "m")
+        assert (await place(client, "alice", 10, "h1", reference="job-1")).status_code == 200
+        second = await place(client, "alice", 10, "h2", reference="job-1")
+        assert second.status_code == 409
+        assert second.json()["error"]["code"] == "reference_in_use"
+        account = (await client.get("/v1/accounts/alice", headers=AUTH)).json()
+        assert account["held"] == 10
+
+    async def test_a_hold_on_an_unknown_account_is_404(self, client: httpx.AsyncClient) -> None:
+        assert (await place(client, "ghost", 10, "h")).status_code == 404
+
+
+class TestCaptureAndRelease:
+    async def test_capture_part_releases_the_rest(
+        self, client: httpx.AsyncClient, credit_settings: CreditSettings
+    ) -> None:
+        await mint(client, "alice", 1_000, "m")
+        hold_id = (await place(client, "alice", 600, "h")).json()["hold_id"]
+        response = await client.post(
+            f"/v1/holds/{hold_id}/capture",
+            json={"amount": 250, "idempotency_key": "c"},
+            headers=AUTH,
+        )
+        assert response.status_code == 200
+        body = response.json()
+        assert (body["status"], body["captured"], body["released"]) == ("captured", 250, 350)
+        assert body["account"] == {"user_id": "alice", "balance": 750, "held": 0, "available": 750}
+        assert_ledger_consistent(read_ledger_state(str(credit_settings.database_url)))
+
+    async def test_a_closed_hold_cannot_be_captured_again(self, client: httpx.AsyncClient) -> None:
+        await mint(client, "alice", 1_000, "m")
+        hold_id = (await place(client, "alice", 600, "h")).json()["hold_id"]
+        capture = {"amount": 100, "idempotency_key": "c1"}
+        assert (
+            await client.post(f"/v1/holds/{hold_id}/capture", json=capture, headers=AUTH)
+        ).status_code == 200
+        again = await client.post(
+            f"/v1/holds/{hold_id}/capture",
+            json={"amount": 100, "idempotency_key": "c2"},
+            headers=AUTH,
+        )
+        assert again.status_code == 409
+        assert again.json()["error"]["code"] == "hold_not_open"
+
+    async def test_capture_beyond_the_hold_is_refused(self, client: httpx.AsyncClient) -> None:
+        await mint(client, "alice", 1_000, "m")
+        hold_id = (await place(client, "alice", 600, "h")).json()["hold_id"]
+        response = await client.post(
+            f"/v1/holds/{hold_id}/capture",
+            json={"amount": 601, "idempotency_key": "c"},
+            headers=AUTH,
+        )
+        assert response.status_code == 409
+        assert response.json()["error"]["code"] == "capture_exceeds_hold"
+
+    async def test_release_gives_everything_back(self, client: httpx.AsyncClient) -> None:
+        await mint(client, "alice", 1_000, "m")
+        hold_id = (await place(client, "alice", 600, "h")).json()["hold_id"]
+        response = await client.post(
+            f"/v1/holds/{hold_id}/release", json={"idempotency_key": "r"}, headers=AUTH
+        )
+        assert response.status_code == 200
+        assert response.json()["status"] == "released"
+        assert response.json()["released"] == 600
+        assert response.json()["account"]["available"] == 1_000
+        fetched = (await client.get(f"/v1/holds/{hold_id}", headers=AUTH)).json()
+        assert fetched["status"] == "released"
+
+    async def test_unknown_hold_is_404(self, client: httpx.AsyncClient) -> None:
+        response = await client.post(
+            "/v1/holds/999/capture", json={"amount": 1, "idempotency_key": "c"}, headers=AUTH
+        )
+        assert response.status_code == 404
+        assert (await client.get("/v1/holds/999", headers=AUTH)).status_code == 404
+
+
+class TestSettlement:
+    async def test_settle_by_reference_exactly_once(
+        self, client: httpx.AsyncClient, credit_settings: CreditSettings
+    ) -> None:
+        await mint(client, "alice", 1_000, "m")
+        await place(client, "alice", 600, "h", reference="job-42")
+        settle = {"reference": "job-42", "amount": 123}
+        first = await client.post("/v1/settlements", json=settle, headers=AUTH)
+        replay = await client.post("/v1/settlements", json=settle, headers=AUTH)
+        assert first.status_code == replay.status_code == 200
+        assert replay.json() == first.json()
+        assert replay.headers["Idempotent-Replayed"] == "true"
+        assert first.json()["account"]["balance"] == 877
+        state = read_ledger_state(str(credit_settings.database_url))
+        assert state.entries_by_key["settlement:job-42"] == 1
+        assert state.balances == {"alice": 877}
+
+    async def test_a_different_amount_for_a_settled_job_is_409(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        await mint(client, "alice", 1_000, "m")
+        await place(client, "alice", 600, "h", reference="job-42")
+        await client.post(
+            "/v1/settlements", json={"reference": "job-42", "amount": 1}, headers=AUTH
+        )
+        other = await client.post(
+            "/v1/settlements", json={"reference": "job-42", "amount": 2}, headers=AUTH
+        )
+        assert other.status_code == 409
+        assert other.json()["error"]["code"] == "idempotency_conflict"
+
+    async def test_settling_zero_releases_the_hold(self, client: httpx.AsyncClient) -> None:
+        await mint(client, "alice", 1_000, "m")
+        await place(client, "alice", 600, "h", reference="job-7")
+        response = await client.post(
+            "/v1/settlements", json={"reference": "job-7", "amount": 0}, headers=AUTH
+        )
+        assert response.json()["status"] == "released"
+        assert response.json()["account"]["balance"] == 1_000
+
+    async def test_unknown_reference_is_404(self, client: httpx.AsyncClient) -> None:
+        response = await client.post(
+            "/v1/settlements", json={"reference": "job-none", "amount": 1}, headers=AUTH
+        )
+        assert response.status_code == 404
+        assert response.json()["error"]["reference"] == "job-none"

@@ -1,0 +1,116 @@
+"""Internal-token auth on a bare app: no database involved."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+import httpx
+import pytest
+from fastapi import APIRouter, Depends, FastAPI
+
+from gridweave_runtime import (
+    Caller,
+    install_error_handlers,
+    install_internal_auth,
+    require_internal_caller,
+    require_role,
+)
+
+pytestmark = pytest.mark.anyio
+CallerDep = Annotated[Caller, Depends(require_internal_caller)]
+TOKEN = "s3cret-token-for-tests"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Run the async tests on asyncio only."""
+    return "asyncio"
+
+
+def make_app(calls: list[Caller]) -> FastAPI:
+    """A bare app with one protected route that records who called it."""
+    app = FastAPI()
+    install_internal_auth(app, TOKEN)
+    install_error_handlers(app)
+    router = APIRouter()
+
+    @router.post("/v1/thing")
+    def thing(caller: CallerDep) -> dict[str, str | None]:
+        calls.append(caller)
+        return {"user": caller.user_id, "role": caller.role}
+
+    @router.post("/v1/admin-thing")
+    def admin_thing(caller: CallerDep) -> dict[str, bool]:
+        require_role(caller, "admin")
+        return {"ok": True}
+
+    app.include_router(router)
+    return app
+
+
+async def call(app: FastAPI, path: str, headers: dict[str, str]) -> httpx.Response:
+    """POST to the in-process app."""
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        return await client.post(path, headers=headers)
+
+
+class TestRequireInternalCaller:
+    @pytest.mark.parametrize(
+        "headers",
+        [
+            {},
+            {"Authorization": "Bearer"},
+            {"Authorization": "Bearer not-it"},
+            {"Authorization": TOKEN},
+            {"X-Gridweave-Token": ""},
+            {"X-Gridweave-Token": TOKEN[:-1]},
+            {"X-Gridweave-User": "mallory", "X-Gridweave-Role": "admin"},
+        ],
+    )
+    async def test_a_missing_or_wrong_token_is_401_and_nothing_runs(
+        self, headers: dict[str, str], caplog: pytest.LogCaptureFixture
+    ) -> None:
+        calls: list[Caller] = []
+        caplog.set_level(logging.DEBUG)
+        response = await call(make_app(calls), "/v1/thing", headers)
+        assert response.status_code == 401
+        assert response.json()["error"]["code"] == "unauthorized"
+        assert calls == []
+        assert TOKEN not in caplog.text
+
+    @pytest.mark.parametrize(
+        "headers", [{"Authorization": f"Bearer {TOKEN}"}, {"X-Gridweave-Token": TOKEN}]
+    )
+    async def test_identity_headers_are_trusted_with_the_token(
+        self, headers: dict[str, str]
+    ) -> None:
+        calls: list[Caller] = []
+        identity = {"X-Gridweave-User": "alice", "X-Gridweave-Role": "Admin"}
+        response = await call(make_app(calls), "/v1/thing", {**headers, **identity})
+        assert response.status_code == 200
+        assert calls == [Caller(user_id="alice", role="admin")]
+
+    async def test_a_role_check_is_403(self) -> None:
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        app = make_app([])
+        refused = await call(app, "/v1/admin-thing", {**auth, "X-Gridweave-Role": "platform"})
+        assert refused.status_code == 403
+        allowed = await call(app, "/v1/admin-thing", {**auth, "X-Gridweave-Role": "admin"})
+        assert allowed.status_code == 200
+
+    async def test_an_app_without_a_token_refuses_everyone(self) -> None:
+        app = FastAPI()
+        install_error_handlers(app)
+
+        @app.post("/v1/thing")
+        def thing(caller: CallerDep) -> dict[str, bool]:
+            return {"ok": True}
+
+        response = await call(app, "/v1/thing", {"Authorization": "Bearer "})
+        assert response.status_code == 401
+
+    def test_an_empty_token_cannot_be_installed(self) -> None:
+        with pytest.raises(ValueError, match="must not be empty"):
+            install_internal_auth(FastAPI(), "")
