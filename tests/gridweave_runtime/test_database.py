@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -108,9 +111,20 @@ class TestDatabase:
 
 
 class TestEmbeddedDefault:
-    def test_the_embedded_server_keeps_data_across_restarts(self, tmp_path: Path) -> None:
+    def test_the_embedded_server_keeps_data_across_restarts(self) -> None:
         from tests.conftest import _unavailable
 
+        # not pytest's tmp_path: pytest resets its root to 0700, which the server's own
+        # system user (when run as root) could then no longer traverse
+        state_dir = Path(tempfile.mkdtemp(prefix="gridweave-state-"))
+        try:
+            self._restart_and_read(state_dir, _unavailable)
+        finally:
+            shutil.rmtree(state_dir, ignore_errors=True)
+
+    def _restart_and_read(
+        self, tmp_path: Path, _unavailable: Callable[[str, Exception], None]
+    ) -> None:
         try:
             url = resolve_database_url(None, database="credits", state_dir=tmp_path)
         except EmbeddedPostgresError as exc:
