@@ -11,7 +11,7 @@ from gridweave_controller.conditions import (
     ConditionStatus,
     check_message,
     check_reason,
-    format_timestamp,
+    format_precise_timestamp,
 )
 from gridweave_controller.errors import Invalid
 from gridweave_controller.phases import EndpointPhase, check_endpoint_move
@@ -68,7 +68,7 @@ def running(
         fields={
             "phase": EndpointPhase.RUNNING.value,
             "url": url,
-            "startedAt": format_timestamp(now),
+            "startedAt": format_precise_timestamp(now),
         },
         conditions=(ConditionUpdate(READY, _TRUE, "Running", f"serving at {url}"),),
     )
@@ -89,7 +89,7 @@ def _ended(
         return None
     fields: dict[str, Any] = {
         "phase": target.value,
-        "stoppedAt": format_timestamp(now),
+        "stoppedAt": format_precise_timestamp(now),
         "readyReplicas": 0,
         "health": "Unknown",
         "reason": reason,

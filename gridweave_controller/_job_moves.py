@@ -10,7 +10,7 @@ from gridweave_controller.conditions import (
     ConditionStatus,
     check_message,
     check_reason,
-    format_timestamp,
+    format_precise_timestamp,
 )
 from gridweave_controller.phases import JobPhase, check_job_move
 from gridweave_controller.validation import check_gpu_indices
@@ -44,7 +44,7 @@ def allocated(
             "phase": JobPhase.ALLOCATED.value,
             "node": node,
             "gpuIndices": indices,
-            "allocatedAt": format_timestamp(now),
+            "allocatedAt": format_precise_timestamp(now),
             "reason": None,
             "message": None,
         },
@@ -57,7 +57,7 @@ def running(name: str, status: Mapping[str, Any], *, now: datetime) -> StatusCha
     if not _moves(name, status, JobPhase.RUNNING):
         return None
     return StatusChange(
-        fields={"phase": JobPhase.RUNNING.value, "startedAt": format_timestamp(now)},
+        fields={"phase": JobPhase.RUNNING.value, "startedAt": format_precise_timestamp(now)},
         conditions=(ConditionUpdate(RUNNING, _TRUE, "Started", f"on node {status.get('node')}"),),
     )
 
@@ -68,7 +68,7 @@ def _finished(
     return StatusChange(
         fields={
             "phase": phase.value,
-            "finishedAt": format_timestamp(now),
+            "finishedAt": format_precise_timestamp(now),
             "reason": reason,
             "message": message or None,
             **extra,

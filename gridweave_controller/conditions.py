@@ -2,7 +2,9 @@
 
 A condition list is keyed on ``type`` (the CRDs declare it a list map). Setting a
 condition keeps its ``lastTransitionTime`` unless ``status`` flips; ``reason`` must match
-the Kubernetes pattern; timestamps are RFC 3339 UTC with a ``Z``; ``observedGeneration``
+the Kubernetes pattern; timestamps are RFC 3339 UTC with a ``Z`` (whole seconds, as
+``metav1.Time``; the phase timestamps of a status that bills, such as ``startedAt``, keep
+microseconds, as ``metav1.MicroTime``, so billed time is not rounded twice); ``observedGeneration``
 is the ``metadata.generation`` of the same read the new status was computed from.
 
 Condition types written by Gridweave:
@@ -28,6 +30,7 @@ __all__ = [
     "ConditionStatus",
     "check_message",
     "check_reason",
+    "format_precise_timestamp",
     "format_timestamp",
     "set_condition",
 ]
@@ -51,6 +54,13 @@ def format_timestamp(moment: datetime) -> str:
     if moment.tzinfo is None:
         raise ValueError("timestamps must be timezone-aware")
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_precise_timestamp(moment: datetime) -> str:
+    """RFC 3339 in UTC with a ``Z`` and microseconds (``metav1.MicroTime``), for billed times."""
+    if moment.tzinfo is None:
+        raise ValueError("timestamps must be timezone-aware")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def check_reason(reason: str, *, field: str = "reason") -> str:

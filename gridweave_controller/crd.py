@@ -67,9 +67,14 @@ def _load_api_client(kubeconfig: str | os.PathLike[str] | None) -> k8s_client.Ap
             return k8s_client.ApiClient(configuration)
         except k8s_config.ConfigException:
             pass
+    # Read KUBECONFIG now: the client library reads it once, at import.
+    if kubeconfig is not None:
+        config_file = os.fspath(kubeconfig)
+    else:
+        config_file = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
     try:
         loaded: k8s_client.ApiClient = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=os.fspath(kubeconfig) if kubeconfig is not None else None
+            config_file=config_file
         )
     except (k8s_config.ConfigException, OSError) as exc:
         raise TransportError(f"no Kubernetes configuration found: {exc}") from exc

@@ -20,7 +20,7 @@ from gridweave_controller import (
 from tests.contract.factories import make_job, new_id, run_job
 from tests.contract.transports import Transport
 
-RFC3339_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+RFC3339_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?Z$")
 
 
 class TestCreateJob:
