@@ -10,7 +10,10 @@ import pytest
 
 from tests.support.kubeapi import KubeAPI, KubeAPIUnavailable, kube_api, namespace_on_cluster
 
-pytest_plugins: list[str] = ["tests.support.postgres_fixtures"]
+pytest_plugins: list[str] = [
+    "tests.support.postgres_fixtures",
+    "tests.support.kuberay_fixtures",
+]
 
 
 def _unavailable(what: str, exc: Exception) -> None:

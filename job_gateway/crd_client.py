@@ -1,0 +1,434 @@
+"""The controller API over HTTP: a drop-in for ``gridweave_controller.crd``.
+
+The job gateway has no cluster access; kuberay-service re-exports the typed operations at
+``/v1/crd``. Swap the import and the calls, return types and exceptions stay the same::
+
+    from job_gateway import crd_client as crd
+    crd.init_k8s_client()          # KUBERAY_URL + GRIDWEAVE_INTERNAL_TOKEN
+    job = crd.get_job("job-1")
+
+Retries: every call is retried when the connection could not be made (nothing was sent).
+Reads and the phase setters are also retried after a timeout or a dropped connection:
+repeating a setter's move is a no-op in the phase machine, so a retry cannot apply it twice.
+Creates and deletes are not retried once sent (a repeat would answer AlreadyExists/NotFound).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import httpx
+
+from gridweave_controller.client import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
+from gridweave_controller.errors import (
+    Invalid,
+    TransportError,
+    WaitTimedOut,
+    error_from_status,
+    parse_status_body,
+)
+from gridweave_controller.models import Endpoint, Job, Vendor
+from gridweave_controller.phases import JobPhase
+from gridweave_controller.validation import check_name
+
+__all__ = [
+    "ProxiedClient",
+    "close",
+    "connect",
+    "create_endpoint",
+    "create_job",
+    "delete_endpoint",
+    "delete_job",
+    "get_endpoint",
+    "get_job",
+    "init_k8s_client",
+    "list_endpoints",
+    "list_jobs",
+    "set_endpoint_deploying",
+    "set_endpoint_failed",
+    "set_endpoint_health",
+    "set_endpoint_running",
+    "set_endpoint_stopped",
+    "set_job_allocated",
+    "set_job_cancelled",
+    "set_job_completed",
+    "set_job_failed",
+    "set_job_pending",
+    "set_job_running",
+    "set_job_timed_out",
+    "wait_for_job",
+]
+
+URL_ENV = "KUBERAY_URL"
+TOKEN_ENV = "GRIDWEAVE_INTERNAL_TOKEN"
+DEFAULT_URL = "http://127.0.0.1:8800"
+#: Connect attempts for any call (nothing was sent yet, so any call may be repeated).
+CONNECT_RETRIES = 3
+#: Attempts for idempotent calls after a timeout or a dropped connection.
+IDEMPOTENT_ATTEMPTS = 3
+_RETRY_BACKOFF_S = 0.05
+_WAIT_POLL_S = 0.2
+_RETRIABLE = (httpx.TimeoutException, httpx.RemoteProtocolError, httpx.ReadError)
+
+
+class ProxiedClient:
+    """The typed operations over one pooled HTTP connection to kuberay-service's ``/v1/crd``.
+
+    The same methods, parameters and return types as :class:`~gridweave_controller.CrdClient`.
+    Created unconnected; the first call connects from the environment unless
+    :meth:`connect` was called.
+    """
+
+    def __init__(self) -> None:
+        self._http: httpx.Client | None = None
+        self._lock = threading.Lock()
+
+    def connect(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """Point at kuberay-service at ``base_url``, authenticating with the internal token."""
+        if not token:
+            raise Invalid(f"{TOKEN_ENV} is required to call kuberay-service", field=TOKEN_ENV)
+        http = httpx.Client(
+            base_url=base_url.rstrip("/") + "/v1/crd",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=httpx.Timeout(timeout, connect=5.0),
+            transport=transport or httpx.HTTPTransport(retries=CONNECT_RETRIES),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
+        )
+        with self._lock:
+            previous, self._http = self._http, http
+        if previous is not None:
+            previous.close()
+
+    def connect_from_environment(self) -> None:
+        """Connect to ``KUBERAY_URL`` (default port 8800 on loopback) with the internal token."""
+        self.connect(os.environ.get(URL_ENV) or DEFAULT_URL, os.environ.get(TOKEN_ENV, ""))
+
+    def close(self) -> None:
+        """Close the pooled connections; the next call connects again."""
+        with self._lock:
+            previous, self._http = self._http, None
+        if previous is not None:
+            previous.close()
+
+    def _connection(self) -> httpx.Client:
+        http = self._http
+        if http is None:
+            self.connect_from_environment()
+            http = self._http
+            assert http is not None
+        return http
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        idempotent: bool,
+        json: Mapping[str, Any] | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> Any:
+        """One request; a non-2xx answer raises the controller error its Status names."""
+        http = self._connection()
+        attempts = IDEMPOTENT_ATTEMPTS if idempotent else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                response = http.request(method, path, json=json, params=params)
+            except _RETRIABLE as exc:
+                if attempt == attempts:
+                    raise TransportError(f"kuberay-service {method} {path}: {exc!r}") from exc
+                time.sleep(_RETRY_BACKOFF_S * attempt)
+                continue
+            except httpx.HTTPError as exc:
+                raise TransportError(f"kuberay-service {method} {path}: {exc!r}") from exc
+            return _result(response)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _job(
+        self, method: str, path: str, *, idempotent: bool, json: Mapping[str, Any] | None = None
+    ) -> Job:
+        return Job.from_raw(self.call(method, path, idempotent=idempotent, json=json))
+
+    def _endpoint(
+        self, method: str, path: str, *, idempotent: bool, json: Mapping[str, Any] | None = None
+    ) -> Endpoint:
+        return Endpoint.from_raw(self.call(method, path, idempotent=idempotent, json=json))
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def create_job(
+        self,
+        job_id: str,
+        user_id: str,
+        function_ref: str,
+        *,
+        vram_mb: int,
+        gpu_count: int = 1,
+        vendor: Vendor = "any",
+        owner: str | None = None,
+        timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        labels: Mapping[str, str] | None = None,
+    ) -> Job:
+        """Create a GridweaveJob in phase Pending."""
+        body = {
+            "jobId": job_id,
+            "userId": user_id,
+            "functionRef": function_ref,
+            "vramMb": vram_mb,
+            "gpuCount": gpu_count,
+            "vendor": vendor,
+            "owner": owner,
+            "timeoutSeconds": timeout_seconds,
+            "maxRetries": max_retries,
+            "labels": dict(labels) if labels is not None else None,
+        }
+        return self._job("POST", "/jobs", idempotent=False, json=body)
+
+    def get_job(self, job_id: str) -> Job:
+        """Read one job."""
+        return self._job("GET", _job_path(job_id), idempotent=True)
+
+    def list_jobs(
+        self, label_selector: str | None = None, *, user_id: str | None = None
+    ) -> list[Job]:
+        """List jobs, optionally by label selector and by user."""
+        listed = self.call(
+            "GET", "/jobs", idempotent=True, params=_filters(label_selector, user_id)
+        )
+        return [Job.from_raw(raw) for raw in listed["items"]]
+
+    def delete_job(self, job_id: str) -> None:
+        """Delete one job."""
+        self.call("DELETE", _job_path(job_id), idempotent=False)
+
+    def set_job_allocated(self, job_id: str, node: str, gpu_indices: Sequence[int]) -> Job:
+        """Pending -> Allocated on a node and its GPU indices."""
+        body = {"node": node, "gpuIndices": list(gpu_indices)}
+        return self._job("POST", _job_path(job_id, "allocated"), idempotent=True, json=body)
+
+    def set_job_running(self, job_id: str) -> Job:
+        """Allocated -> Running."""
+        return self._job("POST", _job_path(job_id, "running"), idempotent=True)
+
+    def set_job_completed(
+        self, job_id: str, wall_seconds: float, result_ref: str | None = None
+    ) -> Job:
+        """Running -> Completed, billing ``ceil(wall_seconds)``."""
+        body = {"wallSeconds": wall_seconds, "resultRef": result_ref}
+        return self._job("POST", _job_path(job_id, "completed"), idempotent=True, json=body)
+
+    def set_job_failed(
+        self, job_id: str, reason: str, message: str = "", wall_seconds: float | None = None
+    ) -> Job:
+        """Pending, Allocated or Running -> Failed with a CamelCase reason."""
+        body = {"reason": reason, "message": message, "wallSeconds": wall_seconds}
+        return self._job("POST", _job_path(job_id, "failed"), idempotent=True, json=body)
+
+    def set_job_cancelled(
+        self, job_id: str, message: str = "", wall_seconds: float | None = None
+    ) -> Job:
+        """Pending, Allocated or Running -> Cancelled."""
+        body = {"message": message, "wallSeconds": wall_seconds}
+        return self._job("POST", _job_path(job_id, "cancelled"), idempotent=True, json=body)
+
+    def set_job_timed_out(
+        self, job_id: str, message: str = "", wall_seconds: float | None = None
+    ) -> Job:
+        """Running -> TimedOut."""
+        body = {"message": message, "wallSeconds": wall_seconds}
+        return self._job("POST", _job_path(job_id, "timed-out"), idempotent=True, json=body)
+
+    def set_job_pending(self, job_id: str, reason: str, message: str = "") -> Job:
+        """Allocated or Running -> Pending (requeue; ``attempts`` + 1)."""
+        body = {"reason": reason, "message": message}
+        return self._job("POST", _job_path(job_id, "pending"), idempotent=True, json=body)
+
+    def wait_for_job(
+        self, job_id: str, phases: Iterable[JobPhase | str], timeout: float = 60.0
+    ) -> Job:
+        """Poll until the job is in one of ``phases``; raise WaitTimedOut after ``timeout`` s."""
+        wanted = {JobPhase(phase) for phase in phases}
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.get_job(job_id)
+            if job.phase in wanted:
+                return job
+            if time.monotonic() >= deadline:
+                names = ", ".join(sorted(wanted))
+                raise WaitTimedOut(
+                    f"job {job_id!r} is {job.phase}, not in {names} after {timeout}s"
+                )
+            time.sleep(min(_WAIT_POLL_S, max(0.0, deadline - time.monotonic())))
+
+    # -- endpoints ----------------------------------------------------------------------------
+
+    def create_endpoint(
+        self,
+        endpoint_id: str,
+        user_id: str,
+        *,
+        vram_mb: int,
+        model: str | None = None,
+        image: str | None = None,
+        mode: Literal["vllm", "custom"] | None = None,
+        gpu_count: int = 1,
+        vendor: Vendor = "any",
+        replicas: int = 1,
+        micro_credits_per_second: int = 0,
+        micro_credits_per_request: int = 0,
+        labels: Mapping[str, str] | None = None,
+    ) -> Endpoint:
+        """Create a GridweaveEndpoint in phase Pending (``mode`` defaults from model/image)."""
+        body = {
+            "endpointId": endpoint_id,
+            "userId": user_id,
+            "vramMb": vram_mb,
+            "model": model,
+            "image": image,
+            "mode": mode,
+            "gpuCount": gpu_count,
+            "vendor": vendor,
+            "replicas": replicas,
+            "microCreditsPerSecond": micro_credits_per_second,
+            "microCreditsPerRequest": micro_credits_per_request,
+            "labels": dict(labels) if labels is not None else None,
+        }
+        return self._endpoint("POST", "/endpoints", idempotent=False, json=body)
+
+    def get_endpoint(self, endpoint_id: str) -> Endpoint:
+        """Read one endpoint."""
+        return self._endpoint("GET", _endpoint_path(endpoint_id), idempotent=True)
+
+    def list_endpoints(
+        self, label_selector: str | None = None, *, user_id: str | None = None
+    ) -> list[Endpoint]:
+        """List endpoints, optionally by label selector and by user."""
+        listed = self.call(
+            "GET", "/endpoints", idempotent=True, params=_filters(label_selector, user_id)
+        )
+        return [Endpoint.from_raw(raw) for raw in listed["items"]]
+
+    def delete_endpoint(self, endpoint_id: str) -> None:
+        """Delete one endpoint."""
+        self.call("DELETE", _endpoint_path(endpoint_id), idempotent=False)
+
+    def set_endpoint_deploying(
+        self, endpoint_id: str, node: str, gpu_indices: Sequence[int]
+    ) -> Endpoint:
+        """Pending, Running, Stopped or Failed -> Deploying on a node and its GPUs."""
+        body = {"node": node, "gpuIndices": list(gpu_indices)}
+        return self._endpoint(
+            "POST", _endpoint_path(endpoint_id, "deploying"), idempotent=True, json=body
+        )
+
+    def set_endpoint_running(self, endpoint_id: str, url: str) -> Endpoint:
+        """Deploying -> Running at ``url``."""
+        body = {"url": url}
+        return self._endpoint(
+            "POST", _endpoint_path(endpoint_id, "running"), idempotent=True, json=body
+        )
+
+    def set_endpoint_stopped(self, endpoint_id: str, reason: str, message: str = "") -> Endpoint:
+        """Pending, Deploying or Running -> Stopped."""
+        body = {"reason": reason, "message": message}
+        return self._endpoint(
+            "POST", _endpoint_path(endpoint_id, "stopped"), idempotent=True, json=body
+        )
+
+    def set_endpoint_failed(self, endpoint_id: str, reason: str, message: str = "") -> Endpoint:
+        """Pending, Deploying or Running -> Failed."""
+        body = {"reason": reason, "message": message}
+        return self._endpoint(
+            "POST", _endpoint_path(endpoint_id, "failed"), idempotent=True, json=body
+        )
+
+    def set_endpoint_health(
+        self, endpoint_id: str, healthy: bool, message: str = "", ready_replicas: int | None = None
+    ) -> Endpoint:
+        """Record a health probe: ``health``, ``readyReplicas`` and the Healthy condition."""
+        body = {"healthy": healthy, "message": message, "readyReplicas": ready_replicas}
+        return self._endpoint(
+            "POST", _endpoint_path(endpoint_id, "health"), idempotent=True, json=body
+        )
+
+
+def _result(response: httpx.Response) -> Any:
+    if response.is_success:
+        return response.json() if response.content else None
+    status = parse_status_body(response.content)
+    fallback = f"kuberay-service answered HTTP {response.status_code}"
+    if status is None:
+        raise TransportError(f"{fallback}: {response.text[:500]}")
+    raise error_from_status(status, response.status_code, fallback=fallback)
+
+
+def _job_path(job_id: str, move: str = "") -> str:
+    check_name(job_id, field="job_id")
+    return f"/jobs/{job_id}" + (f"/{move}" if move else "")
+
+
+def _endpoint_path(endpoint_id: str, move: str = "") -> str:
+    check_name(endpoint_id, field="endpoint_id")
+    return f"/endpoints/{endpoint_id}" + (f"/{move}" if move else "")
+
+
+def _filters(label_selector: str | None, user_id: str | None) -> dict[str, str]:
+    params = {"labelSelector": label_selector, "userId": user_id}
+    return {key: value for key, value in params.items() if value is not None}
+
+
+#: The one client the module-level functions are bound to.
+_PROXY = ProxiedClient()
+
+
+def init_k8s_client(
+    *, kubeconfig: str | os.PathLike[str] | None = None, namespace: str | None = None
+) -> ProxiedClient:
+    """Connect to kuberay-service at ``KUBERAY_URL`` with ``GRIDWEAVE_INTERNAL_TOKEN``.
+
+    kuberay-service owns the cluster connection and the namespace, so ``kubeconfig`` and
+    ``namespace`` (kept for a drop-in signature) must be left unset here.
+    """
+    if kubeconfig is not None or namespace is not None:
+        raise Invalid(
+            "the proxied transport takes its cluster and namespace from kuberay-service",
+            field="kubeconfig" if kubeconfig is not None else "namespace",
+        )
+    _PROXY.connect_from_environment()
+    return _PROXY
+
+
+connect = _PROXY.connect
+close = _PROXY.close
+create_job = _PROXY.create_job
+get_job = _PROXY.get_job
+list_jobs = _PROXY.list_jobs
+delete_job = _PROXY.delete_job
+set_job_allocated = _PROXY.set_job_allocated
+set_job_running = _PROXY.set_job_running
+set_job_completed = _PROXY.set_job_completed
+set_job_failed = _PROXY.set_job_failed
+set_job_cancelled = _PROXY.set_job_cancelled
+set_job_timed_out = _PROXY.set_job_timed_out
+set_job_pending = _PROXY.set_job_pending
+wait_for_job = _PROXY.wait_for_job
+create_endpoint = _PROXY.create_endpoint
+get_endpoint = _PROXY.get_endpoint
+list_endpoints = _PROXY.list_endpoints
+delete_endpoint = _PROXY.delete_endpoint
+set_endpoint_deploying = _PROXY.set_endpoint_deploying
+set_endpoint_running = _PROXY.set_endpoint_running
+set_endpoint_stopped = _PROXY.set_endpoint_stopped
+set_endpoint_failed = _PROXY.set_endpoint_failed
+set_endpoint_health = _PROXY.set_endpoint_health
