@@ -14,7 +14,7 @@ fi
 command -v go >/dev/null 2>&1 || { echo "build.sh: go is not on PATH" >&2; exit 127; }
 mkdir -p "$out.tmp"
 cd "$here"
-export CGO_ENABLED=0 GOFLAGS=-mod=mod
+export CGO_ENABLED=0 GOFLAGS=-mod=readonly
 echo "building etcd and kube-apiserver into $out (first run only)..." >&2
 go build -trimpath -ldflags='-s -w' -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3 >&2
 go build -trimpath -ldflags='-s -w' -o "$out.tmp/kube-apiserver" k8s.io/apiextensions-apiserver >&2
