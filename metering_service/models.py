@@ -1,0 +1,108 @@
+"""The metering tables.
+
+Invariants:
+
+- One usage record per job and one per endpoint run: ``UNIQUE (kind, subject_id)``; a replay
+  finds the first record and never charges again.
+- ``billed_seconds = ceil(wall_seconds)``, ``cost = billed_seconds * gpu_count *
+  price_per_gpu_second``, all integers (micro-credits); the price is copied onto the record,
+  so a later price change never rewrites history.
+- ``settlement_amount <= cost``: what is sent to credit_service (the cost, or the hold's
+  amount when the cost exceeds it); it is persisted before it is sent, so every retry sends
+  the same amount.
+- ``settlement_state`` moves only through ``services.settlement.switch_settlement_state``:
+  ``pending -> settled | refused``, ``refused -> settled | refused``; ``settled`` is final.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    Double,
+    Identity,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = ["MeteringBase", "SettlementState", "UsageKind", "UsageRecordModel"]
+
+
+class MeteringBase(DeclarativeBase):
+    """Declarative base of metering_service's tables."""
+
+
+class UsageKind:
+    """What a usage record bills: a job or an endpoint run."""
+
+    JOB = "job"
+    ENDPOINT = "endpoint"
+
+
+class SettlementState:
+    """Where a record's settlement with credit_service stands."""
+
+    PENDING = "pending"
+    SETTLED = "settled"
+    REFUSED = "refused"
+
+
+class UsageRecordModel(MeteringBase):
+    """The usage of one finished job or endpoint run, its cost and its settlement."""
+
+    __tablename__ = "usage_records"
+    __table_args__ = (
+        UniqueConstraint("kind", "subject_id", name="uq_usage_records_kind_subject_id"),
+        CheckConstraint("kind IN ('job', 'endpoint')", name="kind_known"),
+        CheckConstraint("wall_seconds >= 0", name="wall_seconds_not_negative"),
+        CheckConstraint("billed_seconds >= 0", name="billed_seconds_not_negative"),
+        CheckConstraint("gpu_count >= 1", name="gpu_count_positive"),
+        CheckConstraint("cost >= 0", name="cost_not_negative"),
+        CheckConstraint(
+            "settlement_amount >= 0 AND settlement_amount <= cost", name="settlement_within_cost"
+        ),
+        CheckConstraint(
+            "settlement_state IN ('pending', 'settled', 'refused')", name="settlement_state_known"
+        ),
+        Index("ix_usage_records_user_id_finished_at", "user_id", "finished_at"),
+        Index(
+            "ix_usage_records_unsettled",
+            "id",
+            postgresql_where="settlement_state <> 'settled'",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    subject_id: Mapped[str] = mapped_column(String(200))
+    user_id: Mapped[str] = mapped_column(String(128))
+    owner_id: Mapped[str] = mapped_column(String(128))
+    node: Mapped[str] = mapped_column(String(253))
+    gpu_indices: Mapped[list[int]] = mapped_column(ARRAY(Integer))
+    vendor: Mapped[str] = mapped_column(String(32))
+    vram_mb: Mapped[int] = mapped_column(Integer)
+    gpu_count: Mapped[int] = mapped_column(SmallInteger)
+    wall_seconds: Mapped[float] = mapped_column(Double)
+    billed_seconds: Mapped[int] = mapped_column(BigInteger)
+    price_per_gpu_second: Mapped[int] = mapped_column(BigInteger)
+    cost: Mapped[int] = mapped_column(BigInteger)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    settlement_state: Mapped[str] = mapped_column(String(16), default=SettlementState.PENDING)
+    settlement_amount: Mapped[int] = mapped_column(BigInteger)
+    settlement_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    settlement_error_code: Mapped[str | None] = mapped_column(String(64), default=None)
+    settlement_error: Mapped[str | None] = mapped_column(String(500), default=None)
+    charged: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    hold_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -1,0 +1,79 @@
+"""``/v1/usage``: record a finished job's or endpoint's usage, read it per user and period."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Response
+from pydantic import AwareDatetime
+
+from credit_service.schemas.common import UserId
+from gridweave_runtime.auth import require_internal_caller
+from metering_service.routers.common import CreditDep, SessionDep, SettingsDep
+from metering_service.schemas.usage import (
+    RecordUsageRequest,
+    UsagePageResponse,
+    UsageRecordResponse,
+)
+from metering_service.services import usage
+
+__all__ = ["REPLAYED_HEADER", "router"]
+
+REPLAYED_HEADER = "Idempotent-Replayed"
+
+router = APIRouter(
+    prefix="/v1/usage", tags=["usage"], dependencies=[Depends(require_internal_caller)]
+)
+UsageIdPath = Annotated[int, Path(ge=1, le=2**63 - 1)]
+
+
+@router.post("", status_code=201)
+def record_usage(
+    body: RecordUsageRequest,
+    session: SessionDep,
+    settings: SettingsDep,
+    credit: CreditDep,
+    response: Response,
+) -> UsageRecordResponse:
+    """Record a finished job's or endpoint run's usage and settle its hold (200 on a replay)."""
+    result, replayed = usage.record_usage(
+        session, request=body, price_table=settings.price_table, credit=credit
+    )
+    if replayed:
+        response.status_code = 200
+    response.headers[REPLAYED_HEADER] = "true" if replayed else "false"
+    return result
+
+
+@router.get("")
+def list_usage(
+    session: SessionDep,
+    user_id: Annotated[UserId, Query()],
+    period_from: Annotated[AwareDatetime | None, Query(alias="from")] = None,
+    period_to: Annotated[AwareDatetime | None, Query(alias="to")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    before_id: Annotated[int | None, Query(ge=1)] = None,
+) -> UsagePageResponse:
+    """A user's usage that finished in [from, to), newest first, with the period's totals."""
+    return usage.list_user_usage(
+        session,
+        user_id=user_id,
+        period_from=period_from,
+        period_to=period_to,
+        limit=limit,
+        before_id=before_id,
+    )
+
+
+@router.get("/{usage_id}")
+def get_usage(usage_id: UsageIdPath, session: SessionDep) -> UsageRecordResponse:
+    """One usage record and its settlement."""
+    return usage.get_usage_record(session, usage_id=usage_id)
+
+
+@router.post("/{usage_id}/settle")
+def settle_usage(
+    usage_id: UsageIdPath, session: SessionDep, credit: CreditDep
+) -> UsageRecordResponse:
+    """Try again to settle a pending or refused record; a settled record is returned as is."""
+    return usage.settle_usage(session, usage_id=usage_id, credit=credit)

@@ -1,0 +1,120 @@
+"""Usage record bodies."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import AwareDatetime, BaseModel, Field
+
+from credit_service.schemas.common import RequestBody, UserId
+
+__all__ = [
+    "MAX_WALL_SECONDS",
+    "RecordUsageRequest",
+    "SettlementResponse",
+    "UsagePageResponse",
+    "UsageRecordResponse",
+    "UsageTotalsResponse",
+]
+
+# A year and a day: no single job or endpoint run is billed for longer in one record.
+MAX_WALL_SECONDS = 366 * 24 * 3600
+
+SubjectId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        pattern=r"^[\x21-\x7e]+$",
+        description="The job or endpoint id; also the reference its credit hold was placed with.",
+    ),
+]
+
+
+class RecordUsageRequest(RequestBody):
+    """The usage of a finished job (``job_id``) or endpoint run (``endpoint_id``): one of them."""
+
+    job_id: SubjectId | None = None
+    endpoint_id: SubjectId | None = None
+    user_id: UserId
+    owner_id: UserId | None = Field(
+        default=None, description="The account billed; defaults to user_id."
+    )
+    node: str = Field(min_length=1, max_length=253)
+    gpu_indices: list[Annotated[int, Field(strict=True, ge=0, le=255)]] = Field(
+        min_length=1, max_length=64, description="GPU indices on the node; one per GPU."
+    )
+    vram_mb: int = Field(strict=True, gt=0, le=16_777_216, description="VRAM per GPU, MiB.")
+    vendor: str = Field(min_length=1, max_length=32, description="A vendor of the price table.")
+    gpu_count: int = Field(strict=True, ge=1, le=64)
+    wall_seconds: float = Field(
+        ge=0, le=MAX_WALL_SECONDS, allow_inf_nan=False, description="Running time, seconds."
+    )
+    started_at: AwareDatetime | None = None
+    finished_at: AwareDatetime | None = Field(
+        default=None, description="When it stopped running; defaults to the time of recording."
+    )
+
+
+class SettlementResponse(BaseModel):
+    """The settlement of a record's hold with credit_service.
+
+    ``state``: ``pending`` (not settled yet: replay the usage record to finish it),
+    ``settled`` (``charged`` was captured from hold ``hold_id``), or ``refused``
+    (credit_service said no: ``error_code`` and ``error`` say why).
+    """
+
+    state: str
+    amount: int
+    charged: int | None
+    hold_id: int | None
+    attempts: int
+    error_code: str | None
+    error: str | None
+    settled_at: datetime | None
+
+
+class UsageRecordResponse(BaseModel):
+    """A usage record; money in micro-credits."""
+
+    id: int
+    kind: str
+    job_id: str | None
+    endpoint_id: str | None
+    user_id: str
+    owner_id: str
+    node: str
+    gpu_indices: list[int]
+    vendor: str
+    vram_mb: int
+    gpu_count: int
+    wall_seconds: float
+    billed_seconds: int
+    price_per_gpu_second: int
+    cost: int
+    started_at: datetime | None
+    finished_at: datetime
+    created_at: datetime
+    settlement: SettlementResponse
+
+
+class UsageTotalsResponse(BaseModel):
+    """Sums over every record of the period (not only the page)."""
+
+    records: int
+    billed_seconds: int
+    gpu_seconds: int
+    cost: int
+    charged: int
+
+
+class UsagePageResponse(BaseModel):
+    """A user's records of a period, newest first, and the period's totals."""
+
+    user_id: str
+    period_from: datetime | None
+    period_to: datetime | None
+    totals: UsageTotalsResponse
+    records: list[UsageRecordResponse]
+    next_before_id: int | None

@@ -1,0 +1,129 @@
+"""Settling a usage record's credit hold with credit_service, exactly once.
+
+The record row is locked (``SELECT ... FOR UPDATE``) while credit_service is called, so
+concurrent duplicates of one record wait and then find it settled. credit_service settles
+by reference (the job or endpoint id) under its own idempotency key, so even a call whose
+answer was lost is never applied twice: the next replay sends the same reference and the
+same amount and gets the first answer back.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from credit_service.client import CreditClient, CreditServiceRefused, CreditServiceUnavailable
+from credit_service.schemas.holds import HoldResponse
+from metering_service.errors import UsageRecordNotFound
+from metering_service.models import SettlementState, UsageRecordModel
+
+__all__ = [
+    "ALLOWED_SETTLEMENT_MOVES",
+    "lock_usage_record",
+    "settle_usage_record",
+    "switch_settlement_state",
+]
+
+ALLOWED_SETTLEMENT_MOVES: dict[str, frozenset[str]] = {
+    SettlementState.PENDING: frozenset(
+        {SettlementState.PENDING, SettlementState.SETTLED, SettlementState.REFUSED}
+    ),
+    SettlementState.REFUSED: frozenset(
+        {SettlementState.PENDING, SettlementState.SETTLED, SettlementState.REFUSED}
+    ),
+    SettlementState.SETTLED: frozenset(),
+}
+_ERROR_LENGTH = 500
+
+
+def switch_settlement_state(
+    record: UsageRecordModel,
+    state: str,
+    *,
+    hold: HoldResponse | None = None,
+    amount: int | None = None,
+    error_code: str | None = None,
+    error: str | None = None,
+) -> None:
+    """The one writer of a record's settlement: note one attempt's outcome.
+
+    Raises:
+        ValueError: the move is not in ``ALLOWED_SETTLEMENT_MOVES`` (settled is final).
+    """
+    if state not in ALLOWED_SETTLEMENT_MOVES[record.settlement_state]:
+        raise ValueError(f"settlement cannot move from {record.settlement_state} to {state}")
+    record.settlement_state = state
+    record.settlement_attempts += 1
+    if amount is not None:
+        record.settlement_amount = amount
+    record.settlement_error_code = error_code
+    record.settlement_error = error[:_ERROR_LENGTH] if error else None
+    if state == SettlementState.SETTLED:
+        assert hold is not None
+        record.charged = hold.captured
+        record.hold_id = hold.hold_id
+        record.settled_at = datetime.now(UTC)
+
+
+def lock_usage_record(session: Session, usage_id: int) -> UsageRecordModel:
+    """The record, locked until the transaction ends; raises UsageRecordNotFound."""
+    record = session.scalar(
+        select(UsageRecordModel)
+        .where(UsageRecordModel.id == usage_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    if record is None:
+        raise UsageRecordNotFound(usage_id=usage_id)
+    return record
+
+
+def _capped_amount(record: UsageRecordModel, refusal: CreditServiceRefused) -> int | None:
+    """The hold's amount when the cost exceeds it: the charge is capped at what was held."""
+    hold_amount = refusal.details.get("hold_amount")
+    if (
+        refusal.code == "capture_exceeds_hold"
+        and isinstance(hold_amount, int)
+        and 0 <= hold_amount < record.settlement_amount
+    ):
+        return hold_amount
+    return None
+
+
+def settle_usage_record(
+    session: Session, *, usage_id: int, credit: CreditClient
+) -> UsageRecordModel:
+    """Settle the record's hold unless it is settled already; commits each outcome."""
+    # Two rounds at most: the second only after the charge was capped at the hold's amount.
+    record = lock_usage_record(session, usage_id)
+    for _ in range(2):
+        if record.settlement_state == SettlementState.SETTLED:
+            session.commit()
+            return record
+        try:
+            hold = credit.settle(reference=record.subject_id, amount=record.settlement_amount)
+        except CreditServiceUnavailable as exc:
+            switch_settlement_state(
+                record, SettlementState.PENDING, error_code="credit_unavailable", error=str(exc)
+            )
+        except CreditServiceRefused as exc:
+            capped = _capped_amount(record, exc)
+            if capped is not None:
+                # persisted before it is sent, so every later attempt sends the same amount
+                switch_settlement_state(
+                    record, SettlementState.PENDING, amount=capped, error_code=exc.code
+                )
+                session.commit()
+                record = lock_usage_record(session, usage_id)
+                continue
+            switch_settlement_state(
+                record, SettlementState.REFUSED, error_code=exc.code, error=str(exc)
+            )
+        else:
+            switch_settlement_state(record, SettlementState.SETTLED, hold=hold)
+        session.commit()
+        return record
+    session.commit()
+    return record  # capped twice: left pending, the next replay tries again

@@ -1,0 +1,251 @@
+"""Recording usage (cost, then settlement) and reading it back per user and period."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, func, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from credit_service.client import CreditClient
+from metering_service.errors import InvalidUsage, UsageRecordConflict, UsageRecordNotFound
+from metering_service.models import SettlementState, UsageKind, UsageRecordModel
+from metering_service.pricing import (
+    PriceTable,
+    UnknownVendor,
+    VramBeyondPriceTable,
+    price_per_gpu_second,
+)
+from metering_service.schemas.usage import (
+    RecordUsageRequest,
+    SettlementResponse,
+    UsagePageResponse,
+    UsageRecordResponse,
+    UsageTotalsResponse,
+)
+from metering_service.services.settlement import settle_usage_record
+
+__all__ = [
+    "billed_seconds_of",
+    "get_usage_record",
+    "list_user_usage",
+    "record_usage",
+    "settle_usage",
+    "usage_response",
+]
+
+# What must match for a second record of the same job to count as a replay of the first.
+_REPLAY_FIELDS = (
+    "user_id",
+    "owner_id",
+    "node",
+    "gpu_indices",
+    "vendor",
+    "vram_mb",
+    "gpu_count",
+    "billed_seconds",
+)
+
+
+def billed_seconds_of(wall_seconds: float) -> int:
+    """Running time rounded up to whole seconds."""
+    return math.ceil(wall_seconds)
+
+
+def usage_response(record: UsageRecordModel) -> UsageRecordResponse:
+    """Convert a usage record row to its API body."""
+    is_job = record.kind == UsageKind.JOB
+    return UsageRecordResponse(
+        id=record.id,
+        kind=record.kind,
+        job_id=record.subject_id if is_job else None,
+        endpoint_id=None if is_job else record.subject_id,
+        user_id=record.user_id,
+        owner_id=record.owner_id,
+        node=record.node,
+        gpu_indices=list(record.gpu_indices),
+        vendor=record.vendor,
+        vram_mb=record.vram_mb,
+        gpu_count=record.gpu_count,
+        wall_seconds=record.wall_seconds,
+        billed_seconds=record.billed_seconds,
+        price_per_gpu_second=record.price_per_gpu_second,
+        cost=record.cost,
+        started_at=record.started_at,
+        finished_at=record.finished_at,
+        created_at=record.created_at,
+        settlement=SettlementResponse(
+            state=record.settlement_state,
+            amount=record.settlement_amount,
+            charged=record.charged,
+            hold_id=record.hold_id,
+            attempts=record.settlement_attempts,
+            error_code=record.settlement_error_code,
+            error=record.settlement_error,
+            settled_at=record.settled_at,
+        ),
+    )
+
+
+def _subject(request: RecordUsageRequest) -> tuple[str, str]:
+    if (request.job_id is None) == (request.endpoint_id is None):
+        raise InvalidUsage("job_id", "give exactly one of job_id and endpoint_id")
+    if request.job_id is not None:
+        return UsageKind.JOB, request.job_id
+    assert request.endpoint_id is not None
+    return UsageKind.ENDPOINT, request.endpoint_id
+
+
+def _new_record_values(request: RecordUsageRequest, table: PriceTable) -> dict[str, Any]:
+    """The columns of a new record: validated against the rules, priced, costed."""
+    kind, subject_id = _subject(request)
+    if len(request.gpu_indices) != request.gpu_count:
+        raise InvalidUsage("gpu_indices", "must list exactly gpu_count GPU indices")
+    if len(set(request.gpu_indices)) != len(request.gpu_indices):
+        raise InvalidUsage("gpu_indices", "must not repeat an index")
+    try:
+        price = price_per_gpu_second(table, vendor=request.vendor, vram_mb=request.vram_mb)
+    except UnknownVendor as exc:
+        raise InvalidUsage("vendor", str(exc)) from exc
+    except VramBeyondPriceTable as exc:
+        raise InvalidUsage("vram_mb", str(exc)) from exc
+    finished_at = request.finished_at or datetime.now(UTC)
+    if request.started_at is not None and finished_at < request.started_at:
+        raise InvalidUsage("finished_at", "must not be before started_at")
+    billed = billed_seconds_of(request.wall_seconds)
+    cost = billed * request.gpu_count * price
+    return {
+        "kind": kind,
+        "subject_id": subject_id,
+        "user_id": request.user_id,
+        "owner_id": request.owner_id or request.user_id,
+        "node": request.node,
+        "gpu_indices": request.gpu_indices,
+        "vendor": request.vendor,
+        "vram_mb": request.vram_mb,
+        "gpu_count": request.gpu_count,
+        "wall_seconds": request.wall_seconds,
+        "billed_seconds": billed,
+        "price_per_gpu_second": price,
+        "cost": cost,
+        "started_at": request.started_at,
+        "finished_at": finished_at,
+        "settlement_state": SettlementState.PENDING,
+        "settlement_amount": cost,
+    }
+
+
+def _find_record(session: Session, kind: str, subject_id: str) -> UsageRecordModel:
+    record = session.scalar(
+        select(UsageRecordModel).where(
+            UsageRecordModel.kind == kind, UsageRecordModel.subject_id == subject_id
+        )
+    )
+    assert record is not None  # the insert conflicted with a committed row
+    return record
+
+
+def _check_replay(record: UsageRecordModel, values: dict[str, Any]) -> None:
+    differing = [name for name in _REPLAY_FIELDS if getattr(record, name) != values[name]]
+    if differing:
+        raise UsageRecordConflict(
+            usage_id=record.id, subject_id=record.subject_id, differing_fields=differing
+        )
+
+
+def record_usage(
+    session: Session, *, request: RecordUsageRequest, price_table: PriceTable, credit: CreditClient
+) -> tuple[UsageRecordResponse, bool]:
+    """Store the usage once per job or endpoint and settle its hold; (record, was it a replay).
+
+    Raises:
+        InvalidUsage: the record breaks a rule the schema cannot express (names the field).
+        UsageRecordConflict: the job or endpoint already has a record with other figures.
+    """
+    values = _new_record_values(request, price_table)
+    inserted_id = session.scalar(
+        insert(UsageRecordModel)
+        .values(**values)
+        .on_conflict_do_nothing(constraint="uq_usage_records_kind_subject_id")
+        .returning(UsageRecordModel.id)
+    )
+    # committed before credit_service is called: the record survives whatever happens next
+    session.commit()
+    replayed = inserted_id is None
+    if inserted_id is None:
+        existing = _find_record(session, values["kind"], values["subject_id"])
+        _check_replay(existing, values)
+        usage_id = existing.id
+        session.commit()
+    else:
+        usage_id = inserted_id
+    record = settle_usage_record(session, usage_id=usage_id, credit=credit)
+    return usage_response(record), replayed
+
+
+def settle_usage(session: Session, *, usage_id: int, credit: CreditClient) -> UsageRecordResponse:
+    """Try again to settle a record that is pending or was refused; a settled one is unchanged."""
+    return usage_response(settle_usage_record(session, usage_id=usage_id, credit=credit))
+
+
+def get_usage_record(session: Session, *, usage_id: int) -> UsageRecordResponse:
+    """One usage record; raises UsageRecordNotFound."""
+    record = session.get(UsageRecordModel, usage_id)
+    if record is None:
+        raise UsageRecordNotFound(usage_id=usage_id)
+    return usage_response(record)
+
+
+def list_user_usage(
+    session: Session,
+    *,
+    user_id: str,
+    period_from: datetime | None,
+    period_to: datetime | None,
+    limit: int,
+    before_id: int | None,
+) -> UsagePageResponse:
+    """The records ``user_id`` ran that finished in [from, to), newest first, with totals.
+
+    Raises:
+        InvalidUsage: ``to`` is not after ``from``.
+    """
+    if period_from is not None and period_to is not None and period_to <= period_from:
+        raise InvalidUsage("to", "must be after from")
+    conditions: list[ColumnElement[bool]] = [UsageRecordModel.user_id == user_id]
+    if period_from is not None:
+        conditions.append(UsageRecordModel.finished_at >= period_from)
+    if period_to is not None:
+        conditions.append(UsageRecordModel.finished_at < period_to)
+    totals = session.execute(
+        select(
+            func.count(),
+            func.coalesce(func.sum(UsageRecordModel.billed_seconds), 0),
+            func.coalesce(
+                func.sum(UsageRecordModel.billed_seconds * UsageRecordModel.gpu_count), 0
+            ),
+            func.coalesce(func.sum(UsageRecordModel.cost), 0),
+            func.coalesce(func.sum(UsageRecordModel.charged), 0),
+        ).where(*conditions)
+    ).one()
+    page_query = select(UsageRecordModel).where(*conditions)
+    if before_id is not None:
+        page_query = page_query.where(UsageRecordModel.id < before_id)
+    records = session.scalars(page_query.order_by(UsageRecordModel.id.desc()).limit(limit)).all()
+    return UsagePageResponse(
+        user_id=user_id,
+        period_from=period_from,
+        period_to=period_to,
+        totals=UsageTotalsResponse(
+            records=int(totals[0]),
+            billed_seconds=int(totals[1]),
+            gpu_seconds=int(totals[2]),
+            cost=int(totals[3]),
+            charged=int(totals[4] or 0),
+        ),
+        records=[usage_response(record) for record in records],
+        next_before_id=records[-1].id if len(records) == limit else None,
+    )

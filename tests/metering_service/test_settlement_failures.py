@@ -1,0 +1,106 @@
+"""A settlement interrupted midway is finished by a replay, and charges exactly once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from tests.metering_service.factories import (
+    metering_settings,
+    running_metering,
+    unique,
+    usage_body,
+)
+from tests.support.credit_server import CreditServer, unused_loopback_port
+
+
+class AnswerLosingTransport(httpx.HTTPTransport):
+    """Real HTTP to credit_service, but every answer is lost after the server acted on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.calls += 1
+        response = super().handle_request(request)
+        response.read()
+        response.close()
+        raise httpx.ReadTimeout("the answer was lost on the way back", request=request)
+
+
+def _funded_job(credit: CreditServer) -> tuple[str, str, int]:
+    user_id, job_id = unique("user"), unique("job")
+    credit.fund(user_id, 10_000_000)
+    return user_id, job_id, credit.place_hold(user_id, 1_000_000, reference=job_id)
+
+
+class TestInterruptedSettlement:
+    def test_credit_unreachable_leaves_it_pending_and_a_replay_settles_it(
+        self,
+        metering: httpx.Client,
+        metering_database: str,
+        credit: CreditServer,
+        tmp_path: Path,
+    ) -> None:
+        user_id, job_id, hold_id = _funded_job(credit)
+        unreachable = f"http://127.0.0.1:{unused_loopback_port()}"
+        settings = metering_settings(metering_database, unreachable, state_dir=tmp_path)
+        with running_metering(settings) as cut_off:
+            first = cut_off.post("/v1/usage", json=usage_body(job_id, user_id))
+        hold_status_before_replay = credit.hold(hold_id)["status"]
+
+        replay = metering.post("/v1/usage", json=usage_body(job_id, user_id))
+
+        assert first.status_code == 201
+        assert first.json()["settlement"]["state"] == "pending"
+        assert first.json()["settlement"]["error_code"] == "credit_unavailable"
+        assert hold_status_before_replay == "open"
+        assert replay.status_code == 200
+        assert replay.json()["settlement"]["state"] == "settled"
+        assert replay.json()["settlement"]["attempts"] == 2
+        assert credit.ledger_amounts(user_id) == [-1700, 10_000_000]
+
+    def test_a_lost_answer_is_completed_by_a_replay_without_a_second_charge(
+        self,
+        metering: httpx.Client,
+        metering_database: str,
+        credit: CreditServer,
+        tmp_path: Path,
+    ) -> None:
+        user_id, job_id, hold_id = _funded_job(credit)
+        losing = AnswerLosingTransport()
+        settings = metering_settings(metering_database, credit.url, state_dir=tmp_path)
+        with running_metering(settings, credit_transport=losing) as lossy:
+            first = lossy.post("/v1/usage", json=usage_body(job_id, user_id))
+
+        # credit_service did settle (every retry after the first was a replay there) ...
+        assert losing.calls == 2
+        assert first.json()["settlement"]["state"] == "pending"
+        assert credit.hold(hold_id)["status"] == "captured"
+        # ... and the replay here learns it without moving money again
+        replay = metering.post("/v1/usage", json=usage_body(job_id, user_id))
+        assert replay.json()["settlement"]["state"] == "settled"
+        assert replay.json()["settlement"]["charged"] == 1700
+        assert credit.ledger_amounts(user_id) == [-1700, 10_000_000]
+
+    def test_the_settle_route_retries_a_pending_record(
+        self,
+        metering: httpx.Client,
+        metering_database: str,
+        credit: CreditServer,
+        tmp_path: Path,
+    ) -> None:
+        user_id, job_id, _ = _funded_job(credit)
+        unreachable = f"http://127.0.0.1:{unused_loopback_port()}"
+        settings = metering_settings(metering_database, unreachable, state_dir=tmp_path)
+        with running_metering(settings) as cut_off:
+            usage_id = cut_off.post("/v1/usage", json=usage_body(job_id, user_id)).json()["id"]
+
+        settled = metering.post(f"/v1/usage/{usage_id}/settle")
+        again = metering.post(f"/v1/usage/{usage_id}/settle")
+
+        assert settled.json()["settlement"]["state"] == "settled"
+        assert again.json() == settled.json()
+        assert credit.ledger_amounts(user_id) == [-1700, 10_000_000]

@@ -1,0 +1,123 @@
+"""A real credit_service on a loopback port, for the services that call it over HTTP.
+
+``running_credit_service`` serves the real app (its own fresh database) under uvicorn in a
+thread; :class:`CreditServer` is the admin's view of it the tests use to set money up and
+check it afterwards, over real HTTP as well.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.types import ASGIApp
+
+from credit_service.app import create_app
+from credit_service.settings import CreditSettings
+from tests.support.postgres import PostgresTestServer
+
+INTERNAL_TOKEN = "test-internal-token-5c1e"
+AUTH_HEADERS = {"Authorization": f"Bearer {INTERNAL_TOKEN}"}
+_START_TIMEOUT_S = 30.0
+
+
+def unused_loopback_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def serve_on_loopback(app: ASGIApp) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on 127.0.0.1 in a thread; yield its base URL."""
+    port = unused_loopback_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"uvicorn did not start on port {port}")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+
+
+@dataclass(frozen=True)
+class CreditServer:
+    """A running credit_service and admin calls to arrange and inspect its money."""
+
+    url: str
+
+    def _call(self, method: str, path: str, json: dict[str, Any] | None = None) -> Any:
+        headers = {**AUTH_HEADERS, "X-Gridweave-Role": "admin"}
+        response = httpx.request(method, f"{self.url}{path}", json=json, headers=headers)
+        response.raise_for_status()
+        return response.json()
+
+    def fund(self, user_id: str, amount: int) -> None:
+        """Mint ``amount`` micro-credits onto ``user_id``'s account (opened if missing)."""
+        self._call(
+            "POST",
+            f"/v1/accounts/{user_id}/mint",
+            {"amount": amount, "idempotency_key": f"test-fund:{user_id}:{amount}"},
+        )
+
+    def place_hold(self, user_id: str, amount: int, reference: str) -> int:
+        """Place a hold carrying ``reference`` (a job id); return its id."""
+        body = self._call(
+            "POST",
+            "/v1/holds",
+            {
+                "user_id": user_id,
+                "amount": amount,
+                "idempotency_key": f"test-hold:{reference}",
+                "reference": reference,
+            },
+        )
+        return int(body["hold_id"])
+
+    def account(self, user_id: str) -> dict[str, Any]:
+        """The account body: balance, held, available."""
+        body: dict[str, Any] = self._call("GET", f"/v1/accounts/{user_id}")
+        return body
+
+    def ledger_amounts(self, user_id: str) -> list[int]:
+        """Every ledger entry's amount on the account, newest first."""
+        page = self._call("GET", f"/v1/accounts/{user_id}/ledger?limit=1000")
+        return [int(entry["amount"]) for entry in page["entries"]]
+
+    def hold(self, hold_id: int) -> dict[str, Any]:
+        """The hold body."""
+        body: dict[str, Any] = self._call("GET", f"/v1/holds/{hold_id}")
+        return body
+
+
+@contextmanager
+def running_credit_service(postgres: PostgresTestServer, state_dir: Path) -> Iterator[CreditServer]:
+    """The real credit_service on a fresh database, served on a loopback port."""
+    database_url = postgres.create_database("gwcredit")
+    app = create_app(
+        CreditSettings(
+            database_url=database_url, internal_token=INTERNAL_TOKEN, state_dir=state_dir
+        )
+    )
+    try:
+        with serve_on_loopback(app) as url:
+            yield CreditServer(url)
+    finally:
+        app.state.database.dispose()
+        postgres.drop_database(database_url)
