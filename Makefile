@@ -39,7 +39,7 @@ pytest: install kubeapi  ## the test suite (real apiserver and PostgreSQL includ
 test: lint typecheck pytest  ## everything CI runs
 
 bench: install kubeapi  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
-	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python -m bench.$$(basename $$b .py) || exit 1; done
 
 clean:  ## remove the virtualenv and caches (not the apiserver build cache)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
