@@ -79,8 +79,12 @@ def _presented_token(request: Request) -> bytes | None:
     return header.encode() if header else None
 
 
-def require_internal_caller(request: Request) -> Caller:
-    """FastAPI dependency: 401 unless the internal token matches; returns the trusted caller."""
+async def require_internal_caller(request: Request) -> Caller:
+    """FastAPI dependency: 401 unless the internal token matches; returns the trusted caller.
+
+    ``async`` although it never awaits: FastAPI runs a sync dependency in its threadpool, and
+    that hop would cost more than the check itself on every internal call.
+    """
     expected: bytes | None = getattr(request.app.state, _STATE_KEY, None)
     presented = _presented_token(request)
     if expected is None or presented is None or not hmac.compare_digest(presented, expected):

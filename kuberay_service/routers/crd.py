@@ -9,9 +9,10 @@ service token.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.responses import JSONResponse
 
 from gridweave_controller import CrdClient, Endpoint, Job
 from gridweave_runtime.auth import require_internal_caller
@@ -32,11 +33,9 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/v1/crd", tags=["crd"], dependencies=[Depends(require_internal_caller)])
 
-RawObject = dict[str, Any]
 
-
-def crd_client(request: Request) -> CrdClient:
-    """The typed client this app serves (set by ``create_app``)."""
+async def crd_client(request: Request) -> CrdClient:
+    """The typed client this app serves (set by ``create_app``); async: no threadpool hop."""
     client: CrdClient = request.app.state.crd_client
     return client
 
@@ -48,42 +47,51 @@ LabelSelector = Annotated[
 UserFilter = Annotated[str | None, Query(alias="userId", max_length=253)]
 
 
-def _list(kind: str, items: list[Job] | list[Endpoint]) -> RawObject:
-    return {"apiVersion": "gridweave.io/v1", "kind": f"{kind}List", "items": [i.raw for i in items]}
+def _object(item: Job | Endpoint, status_code: int = 200) -> JSONResponse:
+    # The raw object goes out as it came from the apiserver: no re-validation, no re-encoding.
+    return JSONResponse(item.raw, status_code=status_code)
+
+
+def _list(kind: str, items: list[Job] | list[Endpoint]) -> JSONResponse:
+    body = {"apiVersion": "gridweave.io/v1", "kind": f"{kind}List", "items": [i.raw for i in items]}
+    return JSONResponse(body)
 
 
 # -- jobs ---------------------------------------------------------------------------------
 
 
 @router.post("/jobs", status_code=201)
-def create_job(body: CreateJobRequest, client: Client) -> RawObject:
+def create_job(body: CreateJobRequest, client: Client) -> JSONResponse:
     """Create a GridweaveJob in phase Pending."""
-    return client.create_job(
-        body.job_id,
-        body.user_id,
-        body.function_ref,
-        vram_mb=body.vram_mb,
-        gpu_count=body.gpu_count,
-        vendor=body.vendor,
-        owner=body.owner,
-        timeout_seconds=body.timeout_seconds,
-        max_retries=body.max_retries,
-        labels=body.labels,
-    ).raw
+    return _object(
+        client.create_job(
+            body.job_id,
+            body.user_id,
+            body.function_ref,
+            vram_mb=body.vram_mb,
+            gpu_count=body.gpu_count,
+            vendor=body.vendor,
+            owner=body.owner,
+            timeout_seconds=body.timeout_seconds,
+            max_retries=body.max_retries,
+            labels=body.labels,
+        ),
+        status_code=201,
+    )
 
 
 @router.get("/jobs")
 def list_jobs(
     client: Client, label_selector: LabelSelector = None, user_id: UserFilter = None
-) -> RawObject:
+) -> JSONResponse:
     """List jobs by label selector and user."""
     return _list("GridweaveJob", client.list_jobs(label_selector, user_id=user_id))
 
 
 @router.get("/jobs/{job_id}")
-def get_job(job_id: str, client: Client) -> RawObject:
+def get_job(job_id: str, client: Client) -> JSONResponse:
     """Read one job."""
-    return client.get_job(job_id).raw
+    return _object(client.get_job(job_id))
 
 
 @router.delete("/jobs/{job_id}", status_code=204)
@@ -94,81 +102,84 @@ def delete_job(job_id: str, client: Client) -> Response:
 
 
 @router.post("/jobs/{job_id}/allocated")
-def set_job_allocated(job_id: str, body: PlacementRequest, client: Client) -> RawObject:
+def set_job_allocated(job_id: str, body: PlacementRequest, client: Client) -> JSONResponse:
     """Pending -> Allocated on a node and its GPU indices."""
-    return client.set_job_allocated(job_id, body.node, body.gpu_indices).raw
+    return _object(client.set_job_allocated(job_id, body.node, body.gpu_indices))
 
 
 @router.post("/jobs/{job_id}/running")
-def set_job_running(job_id: str, client: Client) -> RawObject:
+def set_job_running(job_id: str, client: Client) -> JSONResponse:
     """Allocated -> Running."""
-    return client.set_job_running(job_id).raw
+    return _object(client.set_job_running(job_id))
 
 
 @router.post("/jobs/{job_id}/completed")
-def set_job_completed(job_id: str, body: CompleteJobRequest, client: Client) -> RawObject:
+def set_job_completed(job_id: str, body: CompleteJobRequest, client: Client) -> JSONResponse:
     """Running -> Completed."""
-    return client.set_job_completed(job_id, body.wall_seconds, body.result_ref).raw
+    return _object(client.set_job_completed(job_id, body.wall_seconds, body.result_ref))
 
 
 @router.post("/jobs/{job_id}/failed")
-def set_job_failed(job_id: str, body: FailJobRequest, client: Client) -> RawObject:
+def set_job_failed(job_id: str, body: FailJobRequest, client: Client) -> JSONResponse:
     """Pending, Allocated or Running -> Failed."""
-    return client.set_job_failed(job_id, body.reason, body.message, body.wall_seconds).raw
+    return _object(client.set_job_failed(job_id, body.reason, body.message, body.wall_seconds))
 
 
 @router.post("/jobs/{job_id}/cancelled")
-def set_job_cancelled(job_id: str, body: FinishJobRequest, client: Client) -> RawObject:
+def set_job_cancelled(job_id: str, body: FinishJobRequest, client: Client) -> JSONResponse:
     """Pending, Allocated or Running -> Cancelled."""
-    return client.set_job_cancelled(job_id, body.message, body.wall_seconds).raw
+    return _object(client.set_job_cancelled(job_id, body.message, body.wall_seconds))
 
 
 @router.post("/jobs/{job_id}/timed-out")
-def set_job_timed_out(job_id: str, body: FinishJobRequest, client: Client) -> RawObject:
+def set_job_timed_out(job_id: str, body: FinishJobRequest, client: Client) -> JSONResponse:
     """Running -> TimedOut."""
-    return client.set_job_timed_out(job_id, body.message, body.wall_seconds).raw
+    return _object(client.set_job_timed_out(job_id, body.message, body.wall_seconds))
 
 
 @router.post("/jobs/{job_id}/pending")
-def set_job_pending(job_id: str, body: RequeueJobRequest, client: Client) -> RawObject:
+def set_job_pending(job_id: str, body: RequeueJobRequest, client: Client) -> JSONResponse:
     """Allocated or Running -> Pending (requeue)."""
-    return client.set_job_pending(job_id, body.reason, body.message).raw
+    return _object(client.set_job_pending(job_id, body.reason, body.message))
 
 
 # -- endpoints ----------------------------------------------------------------------------
 
 
 @router.post("/endpoints", status_code=201)
-def create_endpoint(body: CreateEndpointRequest, client: Client) -> RawObject:
+def create_endpoint(body: CreateEndpointRequest, client: Client) -> JSONResponse:
     """Create a GridweaveEndpoint in phase Pending."""
-    return client.create_endpoint(
-        body.endpoint_id,
-        body.user_id,
-        vram_mb=body.vram_mb,
-        model=body.model,
-        image=body.image,
-        mode=body.mode,
-        gpu_count=body.gpu_count,
-        vendor=body.vendor,
-        replicas=body.replicas,
-        micro_credits_per_second=body.micro_credits_per_second,
-        micro_credits_per_request=body.micro_credits_per_request,
-        labels=body.labels,
-    ).raw
+    return _object(
+        client.create_endpoint(
+            body.endpoint_id,
+            body.user_id,
+            vram_mb=body.vram_mb,
+            model=body.model,
+            image=body.image,
+            mode=body.mode,
+            gpu_count=body.gpu_count,
+            vendor=body.vendor,
+            replicas=body.replicas,
+            micro_credits_per_second=body.micro_credits_per_second,
+            micro_credits_per_request=body.micro_credits_per_request,
+            labels=body.labels,
+        ),
+        status_code=201,
+    )
 
 
 @router.get("/endpoints")
 def list_endpoints(
     client: Client, label_selector: LabelSelector = None, user_id: UserFilter = None
-) -> RawObject:
+) -> JSONResponse:
     """List endpoints by label selector and user."""
     return _list("GridweaveEndpoint", client.list_endpoints(label_selector, user_id=user_id))
 
 
 @router.get("/endpoints/{endpoint_id}")
-def get_endpoint(endpoint_id: str, client: Client) -> RawObject:
+def get_endpoint(endpoint_id: str, client: Client) -> JSONResponse:
     """Read one endpoint."""
-    return client.get_endpoint(endpoint_id).raw
+    return _object(client.get_endpoint(endpoint_id))
 
 
 @router.delete("/endpoints/{endpoint_id}", status_code=204)
@@ -179,38 +190,42 @@ def delete_endpoint(endpoint_id: str, client: Client) -> Response:
 
 
 @router.post("/endpoints/{endpoint_id}/deploying")
-def set_endpoint_deploying(endpoint_id: str, body: PlacementRequest, client: Client) -> RawObject:
+def set_endpoint_deploying(
+    endpoint_id: str, body: PlacementRequest, client: Client
+) -> JSONResponse:
     """Pending, Running, Stopped or Failed -> Deploying."""
-    return client.set_endpoint_deploying(endpoint_id, body.node, body.gpu_indices).raw
+    return _object(client.set_endpoint_deploying(endpoint_id, body.node, body.gpu_indices))
 
 
 @router.post("/endpoints/{endpoint_id}/running")
 def set_endpoint_running(
     endpoint_id: str, body: EndpointRunningRequest, client: Client
-) -> RawObject:
+) -> JSONResponse:
     """Deploying -> Running at a URL."""
-    return client.set_endpoint_running(endpoint_id, body.url).raw
+    return _object(client.set_endpoint_running(endpoint_id, body.url))
 
 
 @router.post("/endpoints/{endpoint_id}/stopped")
 def set_endpoint_stopped(
     endpoint_id: str, body: EndpointOutcomeRequest, client: Client
-) -> RawObject:
+) -> JSONResponse:
     """Pending, Deploying or Running -> Stopped."""
-    return client.set_endpoint_stopped(endpoint_id, body.reason, body.message).raw
+    return _object(client.set_endpoint_stopped(endpoint_id, body.reason, body.message))
 
 
 @router.post("/endpoints/{endpoint_id}/failed")
 def set_endpoint_failed(
     endpoint_id: str, body: EndpointOutcomeRequest, client: Client
-) -> RawObject:
+) -> JSONResponse:
     """Pending, Deploying or Running -> Failed."""
-    return client.set_endpoint_failed(endpoint_id, body.reason, body.message).raw
+    return _object(client.set_endpoint_failed(endpoint_id, body.reason, body.message))
 
 
 @router.post("/endpoints/{endpoint_id}/health")
-def set_endpoint_health(endpoint_id: str, body: EndpointHealthRequest, client: Client) -> RawObject:
+def set_endpoint_health(
+    endpoint_id: str, body: EndpointHealthRequest, client: Client
+) -> JSONResponse:
     """Record a health probe."""
-    return client.set_endpoint_health(
-        endpoint_id, body.healthy, body.message, body.ready_replicas
-    ).raw
+    return _object(
+        client.set_endpoint_health(endpoint_id, body.healthy, body.message, body.ready_replicas)
+    )
