@@ -103,6 +103,14 @@ class Invalid(CrdError):
         super().__init__(message, status=status)
         self.field = field
 
+    def to_status(self) -> dict[str, Any]:
+        """The Status, with the field as its first cause so the receiver can name it."""
+        status = super().to_status()
+        if self.field is not None and _first_cause_field(status) is None:
+            cause = {"reason": "FieldValueInvalid", "field": self.field, "message": self.message}
+            status["details"] = {**(status.get("details") or {}), "causes": [cause]}
+        return status
+
 
 class InvalidTransition(Invalid):
     """A phase move the phase machine does not allow; names both phases."""

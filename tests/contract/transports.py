@@ -1,9 +1,8 @@
 """The transports the contract suite runs against and how their requests are counted.
 
 A transport is a module with the ``gridweave_controller.crd`` functions, initialized on a
-fresh namespace. To add one (the proxied ``job_gateway.crd_client``), add a parameter to
-``TRANSPORTS`` and a branch in the ``transport`` fixture (conftest) that initializes it
-and wraps its HTTP calls for :meth:`Transport.count_requests`.
+fresh namespace. Requests are counted where they reach the store (the apiserver, or the
+in-memory store behind the mock or behind kuberay-service for the proxied transport).
 """
 
 from __future__ import annotations
@@ -19,9 +18,12 @@ import pytest
 from gridweave_controller import CrdClient
 from gridweave_controller._kube_store import KubeStore
 
+#: mock: tests/mock_crd over the in-memory store; real: gridweave_controller.crd over the
+#: real apiserver; proxied: job_gateway.crd_client over HTTP to kuberay-service.
 TRANSPORTS = [
     pytest.param("mock", id="mock"),
     pytest.param("real", id="real", marks=pytest.mark.kubeapi),
+    pytest.param("proxied", id="proxied"),
 ]
 
 _MEMORY_VERBS = {
