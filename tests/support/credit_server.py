@@ -100,6 +100,14 @@ class CreditServer:
         page = self._call("GET", f"/v1/accounts/{user_id}/ledger?limit=1000")
         return [int(entry["amount"]) for entry in page["entries"]]
 
+    def ledger_amounts_or_none(self, user_id: str) -> list[int] | None:
+        """Like :meth:`ledger_amounts`, or None when the user has no account at all."""
+        headers = {**AUTH_HEADERS, "X-Gridweave-Role": "admin"}
+        response = httpx.get(f"{self.url}/v1/accounts/{user_id}", headers=headers)
+        if response.status_code == 404:
+            return None
+        return self.ledger_amounts(user_id)
+
     def hold(self, hold_id: int) -> dict[str, Any]:
         """The hold body."""
         body: dict[str, Any] = self._call("GET", f"/v1/holds/{hold_id}")

@@ -1,0 +1,57 @@
+"""faucet_service (port 8500): the wiring; routes in ``routers/``, rules in ``services/``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+from fastapi import FastAPI
+
+from credit_service.client import CreditClient
+from faucet_service.routers import outbox, refills, signups
+from faucet_service.settings import DATABASE_NAME, FaucetSettings
+from gridweave_runtime.app import create_service_app
+
+__all__ = ["CREDIT_ROLE", "MIGRATIONS_DIR", "create_app"]
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+# credit_service lets only the admin and faucet roles mint
+CREDIT_ROLE = "faucet"
+
+
+def create_app(
+    settings: FaucetSettings | None = None,
+    *,
+    credit_transport: httpx.BaseTransport | None = None,
+) -> FastAPI:
+    """The faucet_service app: database opened and migrated, credit client ready."""
+    settings = settings or FaucetSettings()
+    app = create_service_app(
+        service="faucet_service",
+        settings=settings,
+        routers=[signups.router, refills.router, outbox.router],
+        database=DATABASE_NAME,
+        migrations_dir=MIGRATIONS_DIR,
+    )
+    assert settings.internal_token is not None  # create_service_app refuses to start without
+    credit = CreditClient(
+        settings.credit_service_url,
+        settings.internal_token.get_secret_value(),
+        role=CREDIT_ROLE,
+        timeout_seconds=settings.credit_timeout_seconds,
+        attempts=settings.credit_attempts,
+        transport=credit_transport,
+    )
+    app.state.credit_client = credit
+    runtime_lifespan = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(wrapped: FastAPI) -> AsyncIterator[None]:
+        async with runtime_lifespan(wrapped):
+            yield
+        credit.close()
+
+    app.router.lifespan_context = lifespan
+    return app

@@ -1,0 +1,5 @@
+"""HTTP routes of faucet_service; every one requires the internal token.
+
+The faucet is never reached from outside: platform_service, the one public API, calls it
+with the internal token and passes the end user's address in ``X-Gridweave-Client-Address``.
+"""

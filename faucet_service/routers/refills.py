@@ -1,0 +1,34 @@
+"""``/v1/refills``: top a low account up, at most once per refill period."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Response
+
+from faucet_service.routers.common import ClientAddressDep, CreditDep, SessionDep, SettingsDep
+from faucet_service.schemas.refills import RefillRequest, RefillResponse
+from faucet_service.services import refills
+from gridweave_runtime.auth import require_internal_caller
+
+__all__ = ["router"]
+
+router = APIRouter(
+    prefix="/v1/refills", tags=["refills"], dependencies=[Depends(require_internal_caller)]
+)
+
+
+@router.post("", status_code=201)
+def request_refill(
+    body: RefillRequest,
+    session: SessionDep,
+    settings: SettingsDep,
+    credit: CreditDep,
+    address: ClientAddressDep,
+    response: Response,
+) -> RefillResponse:
+    """Mint a refill if the balance is below the threshold and the last one is old enough."""
+    result, completed_earlier = refills.request_refill(
+        session, user_id=body.user_id, client_address=address, settings=settings, credit=credit
+    )
+    if completed_earlier:
+        response.status_code = 200
+    return result

@@ -1,0 +1,54 @@
+"""``/v1/signups``: send a verification code, verify it (the onboarding grant follows)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from faucet_service.routers.common import ClientAddressDep, CreditDep, SessionDep, SettingsDep
+from faucet_service.schemas.signups import (
+    SignUpRequest,
+    SignUpResponse,
+    VerifyRequest,
+    VerifyResponse,
+)
+from faucet_service.services import signups
+from gridweave_runtime.auth import require_internal_caller
+
+__all__ = ["router"]
+
+router = APIRouter(
+    prefix="/v1/signups", tags=["signups"], dependencies=[Depends(require_internal_caller)]
+)
+
+
+@router.post("", status_code=202)
+def sign_up(
+    body: SignUpRequest, session: SessionDep, settings: SettingsDep, address: ClientAddressDep
+) -> SignUpResponse:
+    """Email a six-digit code (or write it to the outbox); it expires and allows few tries."""
+    return signups.sign_up(
+        session,
+        email=body.email,
+        user_id=body.user_id,
+        client_address=address,
+        settings=settings,
+    )
+
+
+@router.post("/verify")
+def verify(
+    body: VerifyRequest,
+    session: SessionDep,
+    settings: SettingsDep,
+    credit: CreditDep,
+    address: ClientAddressDep,
+) -> VerifyResponse:
+    """Check the code; the first success mints the onboarding grant (replays return it)."""
+    return signups.verify_email(
+        session,
+        email=body.email,
+        code=body.code,
+        client_address=address,
+        settings=settings,
+        credit=credit,
+    )

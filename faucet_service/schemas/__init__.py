@@ -1,0 +1,1 @@
+"""Request and response bodies of faucet_service (one module per resource)."""

@@ -1,0 +1,144 @@
+"""Sign-up (a code by email) and verification (the code, then the onboarding grant)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from credit_service.client import CreditClient
+from faucet_service.codes import code_matches, code_secret, hash_code, new_code
+from faucet_service.errors import CodeExpired, CodeLocked, SignupNotFound, WrongCode
+from faucet_service.mailer import send_by_smtp, verification_email
+from faucet_service.models import VerificationModel
+from faucet_service.schemas.signups import SignUpResponse, VerifyResponse
+from faucet_service.services.grants import grant_response, record_grant, refuse_if_onboarded
+from faucet_service.services.minting import mint_pending
+from faucet_service.services.outbox import write_to_outbox
+from faucet_service.services.rate_limits import count_request
+from faucet_service.settings import FaucetSettings
+
+__all__ = ["sign_up", "verify_email"]
+
+
+def _count_address(session: Session, client_address: str, settings: FaucetSettings) -> None:
+    count_request(
+        session,
+        scope="address",
+        subject=client_address,
+        limit=settings.requests_per_address,
+        window_seconds=settings.rate_limit_window_seconds,
+    )
+
+
+def sign_up(
+    session: Session, *, email: str, user_id: str, client_address: str, settings: FaucetSettings
+) -> SignUpResponse:
+    """Send ``email`` a fresh code (replacing any earlier one, tries reset); commits.
+
+    Raises:
+        RateLimited: too many requests from this address or sign-ups for this email.
+        AlreadyOnboarded: the email or the user already had the onboarding grant.
+        EmailDeliveryFailed: the SMTP server did not take the email (sign up again).
+    """
+    _count_address(session, client_address, settings)
+    count_request(
+        session,
+        scope="signup_email",
+        subject=email,
+        limit=settings.signups_per_email,
+        window_seconds=settings.rate_limit_window_seconds,
+    )
+    refuse_if_onboarded(session, email=email, user_id=user_id)
+    code = new_code()
+    expires_at = datetime.now(UTC) + timedelta(seconds=settings.code_ttl_seconds)
+    values = {
+        "user_id": user_id,
+        "code_hash": hash_code(code_secret(settings), email=email, code=code),
+        "expires_at": expires_at,
+        "failed_attempts": 0,
+        "verified_at": None,
+    }
+    session.execute(
+        insert(VerificationModel)
+        .values(email=email, **values)
+        .on_conflict_do_update(index_elements=["email"], set_=values)
+    )
+    message = verification_email(
+        recipient=email, code=code, expires_at=expires_at, sender=settings.smtp_from
+    )
+    delivery: Literal["smtp", "outbox"]
+    if settings.smtp_host is None:
+        write_to_outbox(session, message)
+        session.commit()
+        delivery = "outbox"
+    else:
+        session.commit()
+        send_by_smtp(message, settings)
+        delivery = "smtp"
+    return SignUpResponse(email=email, user_id=user_id, expires_at=expires_at, delivery=delivery)
+
+
+def _lock_verification(session: Session, email: str) -> VerificationModel:
+    verification = session.scalar(
+        select(VerificationModel)
+        .where(VerificationModel.email == email)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    if verification is None:
+        raise SignupNotFound(email=email)
+    return verification
+
+
+def verify_email(
+    session: Session,
+    *,
+    email: str,
+    code: str,
+    client_address: str,
+    settings: FaucetSettings,
+    credit: CreditClient,
+) -> VerifyResponse:
+    """Check the code (each wrong one counts), then record and mint the grant; commits.
+
+    A verified email may be verified again with its code: the answer is the same grant.
+
+    Raises:
+        SignupNotFound, CodeLocked, CodeExpired, WrongCode: the code does not verify.
+        AlreadyOnboarded: the user already had a grant under another email.
+        CreditUnavailable: the grant is recorded but not minted yet: replay the call.
+    """
+    _count_address(session, client_address, settings)
+    verification = _lock_verification(session, email)
+    if verification.failed_attempts >= settings.code_max_attempts:
+        raise CodeLocked(email=email)
+    now = datetime.now(UTC)
+    replayed = verification.verified_at is not None
+    if not replayed and now >= verification.expires_at:
+        raise CodeExpired(email=email)
+    secret = code_secret(settings)
+    if not code_matches(secret, email=email, code=code, stored_hash=verification.code_hash):
+        verification.failed_attempts += 1
+        attempts_left = settings.code_max_attempts - verification.failed_attempts
+        session.commit()
+        raise WrongCode(attempts_left=attempts_left)
+    if verification.verified_at is None:
+        verification.verified_at = now
+    grant = record_grant(
+        session, email=email, user_id=verification.user_id, amount=settings.onboarding_grant
+    )
+    verified_at = verification.verified_at
+    # the verification and the pending grant are kept whatever credit_service does next
+    session.commit()
+    mint_pending(session, grant, credit)
+    return VerifyResponse(
+        email=email,
+        user_id=grant.user_id,
+        verified_at=verified_at,
+        replayed=replayed,
+        grant=grant_response(grant),
+    )

@@ -1,0 +1,43 @@
+"""faucet_service on a real PostgreSQL, talking to a real credit_service over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.faucet_service.factories import faucet_settings, running_faucet
+from tests.support.credit_server import CreditServer, running_credit_service
+from tests.support.postgres import PostgresTestServer
+
+
+@pytest.fixture(scope="module")
+def credit(
+    postgres: PostgresTestServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CreditServer]:
+    """A real credit_service shared by one test module."""
+    with running_credit_service(postgres, tmp_path_factory.mktemp("credit")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def faucet_database(postgres: PostgresTestServer) -> Iterator[str]:
+    """An empty database for faucet_service, shared by one test module."""
+    url = postgres.create_database("gwfaucet")
+    try:
+        yield url
+    finally:
+        postgres.drop_database(url)
+
+
+@pytest.fixture(scope="module")
+def faucet(
+    faucet_database: str, credit: CreditServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[httpx.Client]:
+    """The real faucet_service (database migrated from empty) calling the real credit_service."""
+    settings = faucet_settings(
+        faucet_database, credit.url, state_dir=tmp_path_factory.mktemp("faucet")
+    )
+    with running_faucet(settings) as client:
+        yield client
