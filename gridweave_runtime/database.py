@@ -41,13 +41,16 @@ class Database:
         self.engine.dispose()
 
 
-def create_database(url: str, *, pool_size: int = 20, max_overflow: int = 20) -> Database:
+def create_database(
+    url: str, *, pool_size: int = 20, max_overflow: int = 20, pre_ping: bool = False
+) -> Database:
     """An engine for ``url`` (``postgresql+psycopg://``) and its session factory."""
     engine = create_engine(
         url,
         pool_size=pool_size,
         max_overflow=max_overflow,
-        pool_pre_ping=True,
+        pool_pre_ping=pre_ping,
+        pool_recycle=1800,
         pool_timeout=30,
     )
     return Database(engine=engine, sessions=sessionmaker(engine, expire_on_commit=False))

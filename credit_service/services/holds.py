@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
+from credit_service import queries
 from credit_service.errors import CaptureExceedsHold, HoldNotFound, HoldNotOpen, ReferenceInUse
 from credit_service.models import AccountModel, HoldModel, HoldStatus
 from credit_service.schemas.holds import HoldResponse
 from credit_service.services.idempotency import run_idempotent
-from credit_service.services.ledger import Posting, account_response, get_account, move_money
+from credit_service.services.ledger import (
+    AccountState,
+    Posting,
+    account_response,
+    get_account,
+    move_money,
+)
 
 __all__ = [
     "capture_hold",
@@ -29,7 +36,17 @@ def settlement_key(reference: str) -> str:
     return f"settlement:{reference}"
 
 
-def _hold_response(hold: HoldModel, account: AccountModel) -> HoldResponse:
+@dataclass(frozen=True)
+class _Hold:
+    id: int
+    account_id: int
+    amount: int
+    captured: int
+    status: str
+    reference: str | None
+
+
+def _hold_response(hold: _Hold, account: AccountState) -> HoldResponse:
     released = hold.amount - hold.captured if hold.status != HoldStatus.OPEN else 0
     return HoldResponse(
         hold_id=hold.id,
@@ -43,40 +60,41 @@ def _hold_response(hold: HoldModel, account: AccountModel) -> HoldResponse:
     )
 
 
-def _lock_hold(session: Session, hold_id: int) -> HoldModel:
-    hold = session.scalar(
-        select(HoldModel)
-        .where(HoldModel.id == hold_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
+def _locked_hold(row: Row[Any] | None, **missing: Any) -> _Hold:
+    if row is None:
+        raise HoldNotFound(**missing)
+    return _Hold(
+        id=row.id,
+        account_id=row.account_id,
+        amount=row.amount,
+        captured=row.captured,
+        status=row.status,
+        reference=row.reference,
     )
-    if hold is None:
-        raise HoldNotFound(hold_id=hold_id)
-    return hold
-
-
-def _lock_hold_by_reference(session: Session, reference: str) -> HoldModel:
-    hold = session.scalar(
-        select(HoldModel)
-        .where(HoldModel.reference == reference)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    )
-    if hold is None:
-        raise HoldNotFound(reference=reference)
-    return hold
 
 
 def get_hold(session: Session, *, hold_id: int) -> HoldResponse:
     """A hold and its account; raises HoldNotFound."""
     row = session.execute(
-        select(HoldModel, AccountModel)
+        select(
+            HoldModel.id,
+            HoldModel.account_id,
+            HoldModel.amount,
+            HoldModel.captured,
+            HoldModel.status,
+            HoldModel.reference,
+            AccountModel.user_id,
+            AccountModel.balance,
+            AccountModel.held,
+        )
         .join(AccountModel, AccountModel.id == HoldModel.account_id)
         .where(HoldModel.id == hold_id)
-    ).first()
+    ).one_or_none()
     if row is None:
         raise HoldNotFound(hold_id=hold_id)
-    return _hold_response(row[0], row[1])
+    hold = _Hold(*row[:6])
+    account = AccountState(id=hold.account_id, user_id=row[6], balance=row[7], held=row[8])
+    return _hold_response(hold, account)
 
 
 def place_hold(
@@ -86,16 +104,16 @@ def place_hold(
 
     def place() -> HoldResponse:
         account = get_account(session, user_id)
-        accounts = move_money(
+        states = move_money(
             session, [Posting(account.id, held=amount)], kind="hold", operation_key=idempotency_key
         )
-        hold = HoldModel(account_id=account.id, amount=amount, reference=reference)
-        session.add(hold)
-        try:
-            session.flush()
-        except IntegrityError as exc:
-            raise ReferenceInUse(reference=reference) from exc
-        return _hold_response(hold, accounts[account.id])
+        hold_id = queries.insert_hold(
+            session, account_id=account.id, amount=amount, reference=reference
+        )
+        if hold_id is None:
+            raise ReferenceInUse(reference=reference)
+        hold = _Hold(hold_id, account.id, amount, 0, HoldStatus.OPEN, reference)
+        return _hold_response(hold, states[account.id])
 
     return run_idempotent(
         session,
@@ -108,24 +126,23 @@ def place_hold(
 
 
 def _close_hold(
-    session: Session, hold: HoldModel, *, capture: int, kind: str, key: str
+    session: Session, hold: _Hold, *, capture: int, kind: str, key: str
 ) -> HoldResponse:
     if hold.status != HoldStatus.OPEN:
         raise HoldNotOpen(hold_id=hold.id, status=hold.status)
     if capture > hold.amount:
         raise CaptureExceedsHold(hold_id=hold.id, hold_amount=hold.amount, requested=capture)
-    accounts = move_money(
+    states = move_money(
         session,
         [Posting(hold.account_id, amount=-capture, held=-hold.amount)],
         kind=kind,
         operation_key=key,
         hold_id=hold.id,
     )
-    hold.captured = capture
-    hold.status = HoldStatus.CAPTURED if capture > 0 else HoldStatus.RELEASED
-    hold.closed_at = datetime.now(UTC)
-    session.flush()
-    return _hold_response(hold, accounts[hold.account_id])
+    status = HoldStatus.CAPTURED if capture > 0 else HoldStatus.RELEASED
+    queries.close_hold(session, hold_id=hold.id, captured=capture, status=status)
+    closed = _Hold(hold.id, hold.account_id, hold.amount, capture, status, hold.reference)
+    return _hold_response(closed, states[hold.account_id])
 
 
 def capture_hold(
@@ -134,7 +151,7 @@ def capture_hold(
     """Charge ``amount`` (at most the hold) and release the rest; the hold is then closed."""
 
     def capture() -> HoldResponse:
-        hold = _lock_hold(session, hold_id)
+        hold = _locked_hold(queries.lock_hold_by_id(session, hold_id=hold_id), hold_id=hold_id)
         return _close_hold(session, hold, capture=amount, kind="capture", key=idempotency_key)
 
     return run_idempotent(
@@ -153,7 +170,7 @@ def release_hold(
     """Give the whole hold back to the available balance; the hold is then closed."""
 
     def release() -> HoldResponse:
-        hold = _lock_hold(session, hold_id)
+        hold = _locked_hold(queries.lock_hold_by_id(session, hold_id=hold_id), hold_id=hold_id)
         return _close_hold(session, hold, capture=0, kind="release", key=idempotency_key)
 
     return run_idempotent(
@@ -171,7 +188,8 @@ def settle_reference(session: Session, *, reference: str, amount: int) -> tuple[
     key = settlement_key(reference)
 
     def settle() -> HoldResponse:
-        hold = _lock_hold_by_reference(session, reference)
+        row = queries.lock_hold_by_reference(session, reference=reference)
+        hold = _locked_hold(row, reference=reference)
         return _close_hold(session, hold, capture=amount, kind="settlement", key=key)
 
     return run_idempotent(

@@ -13,12 +13,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
-from sqlalchemy import select, update
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from credit_service import queries
 from credit_service.errors import IdempotencyConflict
-from credit_service.models import OperationModel
 
 __all__ = ["run_idempotent"]
 
@@ -28,21 +26,6 @@ ResponseT = TypeVar("ResponseT", bound=BaseModel)
 def _fingerprint(kind: str, request: Mapping[str, Any]) -> str:
     canonical = json.dumps({"kind": kind, **request}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def _claim(session: Session, key: str, kind: str, fingerprint: str) -> OperationModel | None:
-    """Claim ``key``; None if claimed now, else the operation that already holds it."""
-    claimed = session.execute(
-        insert(OperationModel)
-        .values(key=key, kind=kind, fingerprint=fingerprint)
-        .on_conflict_do_nothing(index_elements=["key"])
-        .returning(OperationModel.key)
-    ).first()
-    if claimed is not None:
-        return None
-    existing = session.scalar(select(OperationModel).where(OperationModel.key == key))
-    assert existing is not None  # the conflicting row committed before ON CONFLICT returned
-    return existing
 
 
 def run_idempotent(
@@ -60,22 +43,18 @@ def run_idempotent(
         IdempotencyConflict: ``key`` was used before for another kind or other parameters.
     """
     fingerprint = _fingerprint(kind, request)
-    existing = _claim(session, key, kind, fingerprint)
-    if existing is not None:
-        first_kind, first_fingerprint, first_response = (
-            existing.kind,
-            existing.fingerprint,
-            existing.response,
-        )
+    if not queries.claim_operation(session, key=key, kind=kind, fingerprint=fingerprint):
+        # the row's writer has committed (ON CONFLICT waited for it): replay its answer
+        existing = queries.find_operation(session, key=key)
+        assert existing is not None
+        first_kind: str = existing.kind
+        first_fingerprint: str = existing.fingerprint
+        first_response: dict[str, Any] | None = existing.response
         session.rollback()
         if first_fingerprint != fingerprint or first_response is None:
             raise IdempotencyConflict(idempotency_key=key, first_kind=first_kind)
         return response_type.model_validate(first_response), True
     response = action()
-    session.execute(
-        update(OperationModel)
-        .where(OperationModel.key == key)
-        .values(response=response.model_dump(mode="json"))
-    )
+    queries.store_operation_response(session, key=key, response_json=response.model_dump_json())
     session.commit()
     return response, False

@@ -1,10 +1,11 @@
 """The one function that moves money, and the account look-ups it needs.
 
 Every mint, deduct, transfer, hold, capture and release is a list of :class:`Posting`\\s
-given to :func:`move_money`. It locks the accounts (``SELECT ... FOR UPDATE`` in id order,
-so two transfers between the same accounts can never deadlock), checks that no balance
-goes negative and no hold exceeds its balance, applies each posting and writes a ledger
-entry for each change to a balance. It flushes; the calling service commits.
+given to :func:`move_money`. For each posting, in account-id order, one statement locks the
+account row (a conditional ``UPDATE``, which takes the same row lock as
+``SELECT ... FOR UPDATE``), checks that the balance stays >= 0 and >= the held money,
+applies the change and appends the ledger entry. Nothing is committed here: the calling
+service commits, so a failure anywhere rolls every posting back.
 """
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from credit_service import queries
 from credit_service.errors import AccountNotFound, InsufficientFunds
-from credit_service.models import AccountModel, LedgerEntryModel
 from credit_service.schemas.accounts import AccountResponse
 
 __all__ = [
+    "AccountState",
     "Posting",
     "account_response",
     "ensure_account",
@@ -39,8 +39,18 @@ class Posting:
     counterparty_account_id: int | None = None
 
 
-def account_response(account: AccountModel) -> AccountResponse:
-    """Convert an account row to its API body."""
+@dataclass(frozen=True)
+class AccountState:
+    """An account's balances right after a posting."""
+
+    id: int
+    user_id: str
+    balance: int
+    held: int
+
+
+def account_response(account: AccountState) -> AccountResponse:
+    """Convert an account's state to its API body."""
     return AccountResponse(
         user_id=account.user_id,
         balance=account.balance,
@@ -49,26 +59,22 @@ def account_response(account: AccountModel) -> AccountResponse:
     )
 
 
-def get_account(session: Session, user_id: str) -> AccountModel:
+def get_account(session: Session, user_id: str) -> AccountState:
     """The account of ``user_id`` (not locked); raises AccountNotFound."""
-    account = session.scalar(select(AccountModel).where(AccountModel.user_id == user_id))
-    if account is None:
+    row = queries.find_account(session, user_id=user_id)
+    if row is None:
         raise AccountNotFound(user_id=user_id)
-    return account
+    return AccountState(id=row.id, user_id=row.user_id, balance=row.balance, held=row.held)
 
 
-def ensure_account(session: Session, user_id: str) -> AccountModel:
+def ensure_account(session: Session, user_id: str) -> AccountState:
     """The account of ``user_id``, created empty if missing (safe under concurrency)."""
-    session.execute(
-        insert(AccountModel)
-        .values(user_id=user_id)
-        .on_conflict_do_nothing(index_elements=["user_id"])
-    )
+    queries.insert_account(session, user_id=user_id)
     return get_account(session, user_id)
 
 
 def _after_posting(posting: Posting, operation_key: str) -> None:
-    """Runs after each posting is flushed; a seam where tests inject a failure mid-operation."""
+    """Runs after each posting is written; a seam where tests inject a failure mid-operation."""
 
 
 def move_money(
@@ -78,48 +84,47 @@ def move_money(
     kind: str,
     operation_key: str,
     hold_id: int | None = None,
-) -> dict[int, AccountModel]:
-    """Apply ``postings`` atomically under row locks; return the locked accounts by id.
+) -> dict[int, AccountState]:
+    """Apply ``postings`` atomically under row locks; return each account's state after.
+
+    Postings are applied in account-id order, so concurrent operations over the same
+    accounts take their row locks in the same order and cannot deadlock.
 
     Raises:
         InsufficientFunds: a balance would go negative or below its held money.
+        AccountNotFound: a posting names an account that does not exist.
     """
-    account_ids = sorted({posting.account_id for posting in postings})
-    locked = session.scalars(
-        select(AccountModel)
-        .where(AccountModel.id.in_(account_ids))
-        .order_by(AccountModel.id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    ).all()
-    accounts = {account.id: account for account in locked}
-    for posting in postings:
-        account = accounts[posting.account_id]
-        new_balance = account.balance + posting.amount
-        new_held = account.held + posting.held
-        if new_balance < 0 or new_held > new_balance:
-            needed = max(-posting.amount, 0) + max(posting.held, 0)
-            raise InsufficientFunds(
-                user_id=account.user_id,
-                balance=account.balance,
-                held=account.held,
-                available=account.balance - account.held,
-                needed=needed,
-            )
-        account.balance = new_balance
-        account.held = new_held
-        if posting.amount != 0:
-            session.add(
-                LedgerEntryModel(
-                    account_id=account.id,
-                    amount=posting.amount,
-                    balance_after=new_balance,
-                    kind=kind,
-                    operation_key=operation_key,
-                    hold_id=hold_id,
-                    counterparty_account_id=posting.counterparty_account_id,
-                )
-            )
-        session.flush()
+    states: dict[int, AccountState] = {}
+    for posting in sorted(postings, key=lambda item: item.account_id):
+        row = queries.apply_posting(
+            session,
+            account_id=posting.account_id,
+            amount=posting.amount,
+            held=posting.held,
+            kind=kind,
+            operation_key=operation_key,
+            hold_id=hold_id,
+            counterparty_account_id=posting.counterparty_account_id,
+        )
+        if row is None:
+            _refuse(session, posting)
+        assert row is not None
+        states[posting.account_id] = AccountState(
+            id=row.id, user_id=row.user_id, balance=row.balance, held=row.held
+        )
         _after_posting(posting, operation_key)
-    return accounts
+    return states
+
+
+def _refuse(session: Session, posting: Posting) -> None:
+    """Explain why a posting's conditional update matched no row, as an error."""
+    account = queries.find_account(session, account_id=posting.account_id)
+    if account is None:
+        raise AccountNotFound(account_id=posting.account_id)
+    raise InsufficientFunds(
+        user_id=account.user_id,
+        balance=account.balance,
+        held=account.held,
+        available=account.balance - account.held,
+        needed=max(-posting.amount, 0) + max(posting.held, 0),
+    )

@@ -1,0 +1,162 @@
+"""The hot-path SQL of credit_service, prepared once and run on the session's connection.
+
+Plain ``text()`` statements with explicit casts: building Core/ORM constructs per call
+cost more Python time than PostgreSQL spent running them. Every function here runs inside
+the caller's transaction and never commits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Row, text
+from sqlalchemy.orm import Session
+
+__all__ = [
+    "apply_posting",
+    "claim_operation",
+    "close_hold",
+    "find_account",
+    "find_operation",
+    "insert_account",
+    "insert_hold",
+    "lock_hold_by_id",
+    "lock_hold_by_reference",
+    "store_operation_response",
+]
+
+_CLAIM_OPERATION = text(
+    "INSERT INTO operations (key, kind, fingerprint)"
+    " VALUES (CAST(:key AS varchar), CAST(:kind AS varchar), CAST(:fingerprint AS varchar))"
+    " ON CONFLICT (key) DO NOTHING RETURNING key"
+)
+_FIND_OPERATION = text(
+    "SELECT kind, fingerprint, response FROM operations WHERE key = CAST(:key AS varchar)"
+)
+_STORE_RESPONSE = text(
+    "UPDATE operations SET response = CAST(:response AS jsonb) WHERE key = CAST(:key AS varchar)"
+)
+_FIND_ACCOUNT = text(
+    "SELECT id, user_id, balance, held FROM accounts WHERE user_id = CAST(:user_id AS varchar)"
+)
+_FIND_ACCOUNT_BY_ID = text(
+    "SELECT id, user_id, balance, held FROM accounts WHERE id = CAST(:account_id AS bigint)"
+)
+_INSERT_ACCOUNT = text(
+    "INSERT INTO accounts (user_id) VALUES (CAST(:user_id AS varchar))"
+    " ON CONFLICT (user_id) DO NOTHING"
+)
+# One round trip per posting: the conditional UPDATE takes the row lock (as SELECT ... FOR
+# UPDATE would) and re-checks the rules on the latest row version; the data-modifying CTE
+# appends the ledger entry in the same statement. No row back: refused (or no account).
+_APPLY_POSTING = text(
+    """
+    WITH moved AS (
+        UPDATE accounts
+           SET balance = balance + CAST(:amount AS bigint), held = held + CAST(:held AS bigint)
+         WHERE id = CAST(:account_id AS bigint)
+           AND balance + CAST(:amount AS bigint) >= 0
+           AND held + CAST(:held AS bigint) >= 0
+           AND held + CAST(:held AS bigint) <= balance + CAST(:amount AS bigint)
+        RETURNING id, user_id, balance, held
+    ), entry AS (
+        INSERT INTO ledger_entries
+            (account_id, amount, balance_after, kind, operation_key, hold_id,
+             counterparty_account_id)
+        SELECT id, CAST(:amount AS bigint), balance, CAST(:kind AS varchar),
+               CAST(:operation_key AS varchar), CAST(:hold_id AS bigint),
+               CAST(:counterparty_account_id AS bigint)
+          FROM moved
+         WHERE CAST(:amount AS bigint) <> 0
+    )
+    SELECT id, user_id, balance, held FROM moved
+    """
+)
+_HOLD_COLUMNS = "id, account_id, amount, captured, status, reference"
+_LOCK_HOLD_BY_ID = text(
+    f"SELECT {_HOLD_COLUMNS} FROM holds WHERE id = CAST(:hold_id AS bigint) FOR UPDATE"
+)
+_LOCK_HOLD_BY_REFERENCE = text(
+    f"SELECT {_HOLD_COLUMNS} FROM holds WHERE reference = CAST(:reference AS varchar) FOR UPDATE"
+)
+_INSERT_HOLD = text(
+    "INSERT INTO holds (account_id, amount, status, reference)"
+    " VALUES (CAST(:account_id AS bigint), CAST(:amount AS bigint), 'open',"
+    " CAST(:reference AS varchar))"
+    " ON CONFLICT (reference) DO NOTHING RETURNING id"
+)
+_CLOSE_HOLD = text(
+    "UPDATE holds SET captured = CAST(:captured AS bigint), status = CAST(:status AS varchar),"
+    " closed_at = now() WHERE id = CAST(:hold_id AS bigint)"
+)
+
+
+def _run(session: Session, statement: Any, params: dict[str, Any]) -> Any:
+    return session.connection().execute(statement, params)
+
+
+def claim_operation(session: Session, *, key: str, kind: str, fingerprint: str) -> bool:
+    """Insert the operation row for ``key``; False if it exists (waits for its writer)."""
+    params = {"key": key, "kind": kind, "fingerprint": fingerprint}
+    return _run(session, _CLAIM_OPERATION, params).first() is not None
+
+
+def find_operation(session: Session, *, key: str) -> Row[Any] | None:
+    """The (kind, fingerprint, response) recorded for ``key``."""
+    row: Row[Any] | None = _run(session, _FIND_OPERATION, {"key": key}).first()
+    return row
+
+
+def store_operation_response(session: Session, *, key: str, response_json: str) -> None:
+    """Record the answer given for ``key``."""
+    _run(session, _STORE_RESPONSE, {"key": key, "response": response_json})
+
+
+def find_account(
+    session: Session, *, user_id: str | None = None, account_id: int | None = None
+) -> Row[Any] | None:
+    """(id, user_id, balance, held) of one account, by user or by id; not locked."""
+    if account_id is not None:
+        row: Row[Any] | None = _run(
+            session, _FIND_ACCOUNT_BY_ID, {"account_id": account_id}
+        ).first()
+        return row
+    row = _run(session, _FIND_ACCOUNT, {"user_id": user_id}).first()
+    return row
+
+
+def insert_account(session: Session, *, user_id: str) -> None:
+    """Open an empty account for ``user_id`` unless one exists."""
+    _run(session, _INSERT_ACCOUNT, {"user_id": user_id})
+
+
+def apply_posting(session: Session, **params: Any) -> Row[Any] | None:
+    """Run the posting statement (only ``ledger.move_money`` calls this)."""
+    row: Row[Any] | None = _run(session, _APPLY_POSTING, params).first()
+    return row
+
+
+def lock_hold_by_id(session: Session, *, hold_id: int) -> Row[Any] | None:
+    """Lock and read one hold by id."""
+    row: Row[Any] | None = _run(session, _LOCK_HOLD_BY_ID, {"hold_id": hold_id}).first()
+    return row
+
+
+def lock_hold_by_reference(session: Session, *, reference: str) -> Row[Any] | None:
+    """Lock and read the hold carrying ``reference``."""
+    row: Row[Any] | None = _run(session, _LOCK_HOLD_BY_REFERENCE, {"reference": reference}).first()
+    return row
+
+
+def insert_hold(
+    session: Session, *, account_id: int, amount: int, reference: str | None
+) -> int | None:
+    """Insert an open hold; None when another hold already carries ``reference``."""
+    params = {"account_id": account_id, "amount": amount, "reference": reference}
+    hold_id: int | None = _run(session, _INSERT_HOLD, params).scalar()
+    return hold_id
+
+
+def close_hold(session: Session, *, hold_id: int, captured: int, status: str) -> None:
+    """Mark a hold captured or released."""
+    _run(session, _CLOSE_HOLD, {"hold_id": hold_id, "captured": captured, "status": status})
