@@ -6,7 +6,7 @@ Tree::
     └── MeteringError
         ├── InvalidUsage          422  (body: fields, like request validation errors)
         ├── UsageRecordNotFound   404
-        └── UsageRecordConflict   409  (same job or endpoint, different usage)
+        └── UsageRecordConflict   409  (same hold reference, different usage)
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ class UsageRecordNotFound(MeteringError):
 
 
 class UsageRecordConflict(MeteringError):
-    """The job or endpoint already has a usage record with different figures."""
+    """The hold (the job, or the endpoint run) already has a usage record with other figures."""
 
     code = "usage_record_conflict"
     status_code = 409
-    message = "this job or endpoint already has a different usage record"
+    message = "this job or endpoint run already has a different usage record"

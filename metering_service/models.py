@@ -2,8 +2,9 @@
 
 Invariants:
 
-- One usage record per job and one per endpoint run: ``UNIQUE (kind, subject_id)``; a replay
-  finds the first record and never charges again.
+- One usage record per credit hold: ``UNIQUE (hold_reference)``. A job's hold reference is
+  its job id, so a job has one record; an endpoint's runs each carry their own (the endpoint
+  id by default). A replay finds the first record and never charges again.
 - ``billed_seconds = ceil(wall_seconds)``, ``cost = billed_seconds * gpu_count *
   price_per_gpu_second``, all integers (micro-credits); the price is copied onto the record,
   so a later price change never rewrites history.
@@ -61,7 +62,7 @@ class UsageRecordModel(MeteringBase):
 
     __tablename__ = "usage_records"
     __table_args__ = (
-        UniqueConstraint("kind", "subject_id", name="uq_usage_records_kind_subject_id"),
+        UniqueConstraint("hold_reference", name="uq_usage_records_hold_reference"),
         CheckConstraint("kind IN ('job', 'endpoint')", name="kind_known"),
         CheckConstraint("wall_seconds >= 0", name="wall_seconds_not_negative"),
         CheckConstraint("billed_seconds >= 0", name="billed_seconds_not_negative"),
@@ -74,6 +75,7 @@ class UsageRecordModel(MeteringBase):
             "settlement_state IN ('pending', 'settled', 'refused')", name="settlement_state_known"
         ),
         Index("ix_usage_records_user_id_finished_at", "user_id", "finished_at"),
+        Index("ix_usage_records_kind_subject_id", "kind", "subject_id"),
         Index(
             "ix_usage_records_unsettled",
             "id",
@@ -84,6 +86,7 @@ class UsageRecordModel(MeteringBase):
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     kind: Mapped[str] = mapped_column(String(16))
     subject_id: Mapped[str] = mapped_column(String(200))
+    hold_reference: Mapped[str] = mapped_column(String(200))
     user_id: Mapped[str] = mapped_column(String(128))
     owner_id: Mapped[str] = mapped_column(String(128))
     node: Mapped[str] = mapped_column(String(253))

@@ -27,7 +27,7 @@ SubjectId = Annotated[
         min_length=1,
         max_length=200,
         pattern=r"^[\x21-\x7e]+$",
-        description="The job or endpoint id; also the reference its credit hold was placed with.",
+        description="A job or endpoint id, or a credit hold reference.",
     ),
 ]
 
@@ -37,6 +37,13 @@ class RecordUsageRequest(RequestBody):
 
     job_id: SubjectId | None = None
     endpoint_id: SubjectId | None = None
+    hold_reference: SubjectId | None = Field(
+        default=None,
+        description=(
+            "The reference the credit hold was placed with: a job's is always its job id; an "
+            "endpoint's defaults to the endpoint id (give each run of an endpoint its own)."
+        ),
+    )
     user_id: UserId
     owner_id: UserId | None = Field(
         default=None, description="The account billed; defaults to user_id."
@@ -82,6 +89,7 @@ class UsageRecordResponse(BaseModel):
     kind: str
     job_id: str | None
     endpoint_id: str | None
+    hold_reference: str
     user_id: str
     owner_id: str
     node: str

@@ -103,7 +103,7 @@ def settle_usage_record(
             session.commit()
             return record
         try:
-            hold = credit.settle(reference=record.subject_id, amount=record.settlement_amount)
+            hold = credit.settle(reference=record.hold_reference, amount=record.settlement_amount)
         except CreditServiceUnavailable as exc:
             switch_settlement_state(
                 record, SettlementState.PENDING, error_code="credit_unavailable", error=str(exc)

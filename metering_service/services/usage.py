@@ -39,6 +39,8 @@ __all__ = [
 
 # What must match for a second record of the same job to count as a replay of the first.
 _REPLAY_FIELDS = (
+    "kind",
+    "subject_id",
     "user_id",
     "owner_id",
     "node",
@@ -63,6 +65,7 @@ def usage_response(record: UsageRecordModel) -> UsageRecordResponse:
         kind=record.kind,
         job_id=record.subject_id if is_job else None,
         endpoint_id=None if is_job else record.subject_id,
+        hold_reference=record.hold_reference,
         user_id=record.user_id,
         owner_id=record.owner_id,
         node=record.node,
@@ -90,18 +93,21 @@ def usage_response(record: UsageRecordModel) -> UsageRecordResponse:
     )
 
 
-def _subject(request: RecordUsageRequest) -> tuple[str, str]:
+def _subject(request: RecordUsageRequest) -> tuple[str, str, str]:
+    """(kind, job or endpoint id, the reference its credit hold was placed with)."""
     if (request.job_id is None) == (request.endpoint_id is None):
         raise InvalidUsage("job_id", "give exactly one of job_id and endpoint_id")
     if request.job_id is not None:
-        return UsageKind.JOB, request.job_id
+        if request.hold_reference not in (None, request.job_id):
+            raise InvalidUsage("hold_reference", "a job's hold is placed with its job id")
+        return UsageKind.JOB, request.job_id, request.job_id
     assert request.endpoint_id is not None
-    return UsageKind.ENDPOINT, request.endpoint_id
+    return UsageKind.ENDPOINT, request.endpoint_id, request.hold_reference or request.endpoint_id
 
 
 def _new_record_values(request: RecordUsageRequest, table: PriceTable) -> dict[str, Any]:
     """The columns of a new record: validated against the rules, priced, costed."""
-    kind, subject_id = _subject(request)
+    kind, subject_id, hold_reference = _subject(request)
     if len(request.gpu_indices) != request.gpu_count:
         raise InvalidUsage("gpu_indices", "must list exactly gpu_count GPU indices")
     if len(set(request.gpu_indices)) != len(request.gpu_indices):
@@ -120,6 +126,7 @@ def _new_record_values(request: RecordUsageRequest, table: PriceTable) -> dict[s
     return {
         "kind": kind,
         "subject_id": subject_id,
+        "hold_reference": hold_reference,
         "user_id": request.user_id,
         "owner_id": request.owner_id or request.user_id,
         "node": request.node,
@@ -138,11 +145,9 @@ def _new_record_values(request: RecordUsageRequest, table: PriceTable) -> dict[s
     }
 
 
-def _find_record(session: Session, kind: str, subject_id: str) -> UsageRecordModel:
+def _find_record(session: Session, hold_reference: str) -> UsageRecordModel:
     record = session.scalar(
-        select(UsageRecordModel).where(
-            UsageRecordModel.kind == kind, UsageRecordModel.subject_id == subject_id
-        )
+        select(UsageRecordModel).where(UsageRecordModel.hold_reference == hold_reference)
     )
     assert record is not None  # the insert conflicted with a committed row
     return record
@@ -152,31 +157,31 @@ def _check_replay(record: UsageRecordModel, values: dict[str, Any]) -> None:
     differing = [name for name in _REPLAY_FIELDS if getattr(record, name) != values[name]]
     if differing:
         raise UsageRecordConflict(
-            usage_id=record.id, subject_id=record.subject_id, differing_fields=differing
+            usage_id=record.id, hold_reference=record.hold_reference, differing_fields=differing
         )
 
 
 def record_usage(
     session: Session, *, request: RecordUsageRequest, price_table: PriceTable, credit: CreditClient
 ) -> tuple[UsageRecordResponse, bool]:
-    """Store the usage once per job or endpoint and settle its hold; (record, was it a replay).
+    """Store the usage once per hold and settle that hold; (record, was it a replay).
 
     Raises:
         InvalidUsage: the record breaks a rule the schema cannot express (names the field).
-        UsageRecordConflict: the job or endpoint already has a record with other figures.
+        UsageRecordConflict: the hold already has a record with other figures.
     """
     values = _new_record_values(request, price_table)
     inserted_id = session.scalar(
         insert(UsageRecordModel)
         .values(**values)
-        .on_conflict_do_nothing(constraint="uq_usage_records_kind_subject_id")
+        .on_conflict_do_nothing(constraint="uq_usage_records_hold_reference")
         .returning(UsageRecordModel.id)
     )
     # committed before credit_service is called: the record survives whatever happens next
     session.commit()
     replayed = inserted_id is None
     if inserted_id is None:
-        existing = _find_record(session, values["kind"], values["subject_id"])
+        existing = _find_record(session, values["hold_reference"])
         _check_replay(existing, values)
         usage_id = existing.id
         session.commit()

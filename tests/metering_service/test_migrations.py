@@ -20,4 +20,4 @@ def test_upgrade_creates_the_usage_table_on_an_empty_database(postgres_database:
     finally:
         engine.dispose()
     assert tables == {"alembic_version", "usage_records"}
-    assert "uq_usage_records_kind_subject_id" in constraints
+    assert "uq_usage_records_hold_reference" in constraints

@@ -102,13 +102,11 @@ class TestRecordUsage:
         assert (record["user_id"], record["owner_id"]) == (runner_id, owner_id)
         assert credit.account(owner_id)["balance"] == 10_000_000 - 1700
 
-    def test_endpoint_runs_are_settled_by_endpoint_id(
+    def test_an_endpoint_run_is_settled_by_the_endpoint_id(
         self, metering: httpx.Client, credit: CreditServer
     ) -> None:
         user_id, endpoint_id, hold_id = _funded_job(credit)
-        body = usage_body(endpoint_id, user_id)
-        del body["job_id"]
-        body["endpoint_id"] = endpoint_id
+        body = _endpoint_body(endpoint_id, user_id)
 
         record = metering.post("/v1/usage", json=body).json()
 
@@ -117,8 +115,38 @@ class TestRecordUsage:
             endpoint_id,
             None,
         )
+        assert record["hold_reference"] == endpoint_id
         assert record["settlement"]["hold_id"] == hold_id
         assert credit.hold(hold_id)["captured"] == 1700
+
+    def test_each_run_of_an_endpoint_settles_its_own_hold(
+        self, metering: httpx.Client, credit: CreditServer
+    ) -> None:
+        user_id, endpoint_id = unique("user"), unique("endpoint")
+        credit.fund(user_id, 10_000_000)
+        runs = [f"{endpoint_id}/run-{run}" for run in (1, 2)]
+        holds = [credit.place_hold(user_id, 100_000, reference=run) for run in runs]
+
+        records = [
+            metering.post(
+                "/v1/usage", json=_endpoint_body(endpoint_id, user_id, hold_reference=run)
+            )
+            for run in runs
+        ]
+        replay = metering.post(
+            "/v1/usage", json=_endpoint_body(endpoint_id, user_id, hold_reference=runs[0])
+        )
+
+        assert [r.status_code for r in records] == [201, 201]
+        assert [r.json()["settlement"]["hold_id"] for r in records] == holds
+        assert (replay.status_code, replay.json()["id"]) == (200, records[0].json()["id"])
+        assert credit.ledger_amounts(user_id) == [-1700, -1700, 10_000_000]
+
+
+def _endpoint_body(endpoint_id: str, user_id: str, **overrides: object) -> dict[str, object]:
+    body = usage_body(endpoint_id, user_id, **overrides)
+    del body["job_id"]
+    return {**body, "endpoint_id": endpoint_id}
 
 
 class TestExactlyOnce:

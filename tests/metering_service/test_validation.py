@@ -60,6 +60,7 @@ class TestBadUsageRecords:
             ({"user_id": ""}, "user_id"),
             ({"endpoint_id": "e-1"}, "job_id"),
             ({"job_id": None}, "job_id"),
+            ({"hold_reference": "another-job"}, "hold_reference"),
             ({"finished_at": "2026-01-01T00:00:00"}, "finished_at"),
             (
                 {"started_at": "2026-01-02T00:00:00Z", "finished_at": "2026-01-01T00:00:00Z"},

@@ -23,6 +23,7 @@ def upgrade() -> None:
         sa.Column("id", sa.BigInteger(), sa.Identity(), primary_key=True),
         sa.Column("kind", sa.String(16), nullable=False),
         sa.Column("subject_id", sa.String(200), nullable=False),
+        sa.Column("hold_reference", sa.String(200), nullable=False),
         sa.Column("user_id", sa.String(128), nullable=False),
         sa.Column("owner_id", sa.String(128), nullable=False),
         sa.Column("node", sa.String(253), nullable=False),
@@ -47,7 +48,7 @@ def upgrade() -> None:
         sa.Column(
             "created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
         ),
-        sa.UniqueConstraint("kind", "subject_id", name="uq_usage_records_kind_subject_id"),
+        sa.UniqueConstraint("hold_reference", name="uq_usage_records_hold_reference"),
         sa.CheckConstraint("kind IN ('job', 'endpoint')", name="kind_known"),
         sa.CheckConstraint("wall_seconds >= 0", name="wall_seconds_not_negative"),
         sa.CheckConstraint("billed_seconds >= 0", name="billed_seconds_not_negative"),
@@ -63,6 +64,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_usage_records_user_id_finished_at", "usage_records", ["user_id", "finished_at"]
     )
+    op.create_index("ix_usage_records_kind_subject_id", "usage_records", ["kind", "subject_id"])
     op.create_index(
         "ix_usage_records_unsettled",
         "usage_records",
