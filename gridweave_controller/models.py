@@ -8,7 +8,9 @@ model does not name, such as ``managedFields``); treat it as read-only. A missin
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
@@ -102,20 +104,45 @@ class JobStatus(_WireModel):
         return next((c for c in self.conditions if c.type == type_), None)
 
 
-class Job(_WireModel):
-    """A GridweaveJob as read from the store."""
+class _Resource(BaseModel):
+    """A raw object with typed views: metadata, spec and status are parsed on first use.
 
-    metadata: ObjectMeta
-    spec: JobSpec
-    status: JobStatus = Field(default_factory=JobStatus)
-    raw: Annotated[dict[str, Any], SkipValidation] = Field(
-        default_factory=dict, repr=False, exclude=True
-    )
+    Parsing lazily keeps a list of 1,000 objects as cheap as the raw call; each view is
+    validated once and cached. Equality is equality of the raw objects.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    raw: Annotated[dict[str, Any], SkipValidation] = Field(repr=False)
+
+    @cached_property
+    def metadata(self) -> ObjectMeta:
+        """``metadata``, typed."""
+        return ObjectMeta.model_validate(self.raw["metadata"])
 
     @property
     def name(self) -> str:
-        """The job id (``metadata.name``)."""
-        return self.metadata.name
+        """The object's id (``metadata.name``)."""
+        return str(self.raw["metadata"]["name"])
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        yield "name", self.raw.get("metadata", {}).get("name")
+        yield "phase", (self.raw.get("status") or {}).get("phase", "Pending")
+
+
+class Job(_Resource):
+    """A GridweaveJob as read from the store."""
+
+    @cached_property
+    def spec(self) -> JobSpec:
+        """``spec``, typed."""
+        return JobSpec.model_validate(self.raw.get("spec") or {})
+
+    @cached_property
+    def status(self) -> JobStatus:
+        """``status``, typed; a missing status reads as Pending."""
+        status = self.raw.get("status")
+        return JobStatus.model_validate(status) if status else _PENDING_JOB
 
     @property
     def phase(self) -> JobPhase:
@@ -129,15 +156,8 @@ class Job(_WireModel):
 
     @classmethod
     def from_raw(cls, raw: dict[str, Any]) -> Job:
-        """Build the typed view of a raw object (``raw`` is kept, not copied)."""
-        return cls.model_validate(
-            {
-                "metadata": raw["metadata"],
-                "spec": raw.get("spec") or {},
-                "status": raw.get("status") or {},
-                "raw": raw,
-            }
-        )
+        """The typed view of a raw object (``raw`` is kept, not copied)."""
+        return cls(raw=raw)
 
 
 class EndpointPricing(_WireModel):
@@ -183,20 +203,19 @@ class EndpointStatus(_WireModel):
         return next((c for c in self.conditions if c.type == type_), None)
 
 
-class Endpoint(_WireModel):
+class Endpoint(_Resource):
     """A GridweaveEndpoint as read from the store."""
 
-    metadata: ObjectMeta
-    spec: EndpointSpec
-    status: EndpointStatus = Field(default_factory=EndpointStatus)
-    raw: Annotated[dict[str, Any], SkipValidation] = Field(
-        default_factory=dict, repr=False, exclude=True
-    )
+    @cached_property
+    def spec(self) -> EndpointSpec:
+        """``spec``, typed."""
+        return EndpointSpec.model_validate(self.raw.get("spec") or {})
 
-    @property
-    def name(self) -> str:
-        """The endpoint id (``metadata.name``)."""
-        return self.metadata.name
+    @cached_property
+    def status(self) -> EndpointStatus:
+        """``status``, typed; a missing status reads as Pending."""
+        status = self.raw.get("status")
+        return EndpointStatus.model_validate(status) if status else _PENDING_ENDPOINT
 
     @property
     def phase(self) -> EndpointPhase:
@@ -205,12 +224,9 @@ class Endpoint(_WireModel):
 
     @classmethod
     def from_raw(cls, raw: dict[str, Any]) -> Endpoint:
-        """Build the typed view of a raw object (``raw`` is kept, not copied)."""
-        return cls.model_validate(
-            {
-                "metadata": raw["metadata"],
-                "spec": raw.get("spec") or {},
-                "status": raw.get("status") or {},
-                "raw": raw,
-            }
-        )
+        """The typed view of a raw object (``raw`` is kept, not copied)."""
+        return cls(raw=raw)
+
+
+_PENDING_JOB = JobStatus()
+_PENDING_ENDPOINT = EndpointStatus()
