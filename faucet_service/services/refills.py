@@ -16,7 +16,7 @@ from faucet_service.errors import (
     NotOnboarded,
     RefillTooSoon,
 )
-from faucet_service.models import MintState, RefillModel
+from faucet_service.models import GrantModel, MintState, RefillModel
 from faucet_service.schemas.refills import RefillResponse
 from faucet_service.services.grants import find_grant
 from faucet_service.services.minting import mint_pending
@@ -60,10 +60,12 @@ def _current_balance(credit: CreditClient, user_id: str) -> int:
         raise CreditRefused(credit_code=exc.code, credit_status=exc.status_code) from exc
 
 
-def _lock_onboarded_user(session: Session, user_id: str) -> None:
+def _lock_onboarded_user(session: Session, user_id: str) -> GrantModel:
     """Lock the user's grant row: refills of one user run one at a time, in every process."""
-    if find_grant(session, user_id=user_id, lock=True) is None:
+    grant = find_grant(session, user_id=user_id, lock=True)
+    if grant is None:
         raise NotOnboarded(user_id=user_id)
+    return grant
 
 
 def request_refill(
@@ -90,7 +92,11 @@ def request_refill(
         limit=settings.requests_per_address,
         window_seconds=settings.rate_limit_window_seconds,
     )
-    _lock_onboarded_user(session, user_id)
+    grant = _lock_onboarded_user(session, user_id)
+    if grant.state == MintState.PENDING:
+        # an onboarding grant interrupted earlier comes before any refill
+        mint_pending(session, grant, credit)
+        _lock_onboarded_user(session, user_id)
     last = _latest_refill(session, user_id)
     if last is not None and last.state == MintState.PENDING:
         balance = mint_pending(session, last, credit)

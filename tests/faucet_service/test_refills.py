@@ -13,10 +13,14 @@ from tests.faucet_service.factories import (
     REFILL,
     THRESHOLD,
     faucet_settings,
+    latest_code,
     new_address,
+    new_email,
     onboard,
     running_faucet,
+    sign_up,
     unique,
+    verify,
 )
 from tests.support.credit_server import CreditServer, unused_loopback_port
 
@@ -118,3 +122,19 @@ class _MintUnreachable(httpx.HTTPTransport):
         if request.url.path.endswith("/mint"):
             request.url = request.url.copy_with(port=self.dead_url.port)
         return super().handle_request(request)
+
+
+def test_an_unminted_grant_is_minted_before_a_refill(
+    faucet: httpx.Client, faucet_database: str, credit: CreditServer, tmp_path: Path
+) -> None:
+    email, user_id = new_email(), unique("user")
+    sign_up(faucet, email, user_id)
+    code = latest_code(faucet, email)
+    dead = f"http://127.0.0.1:{unused_loopback_port()}"
+    with running_faucet(faucet_settings(faucet_database, dead, state_dir=tmp_path)) as cut_off:
+        assert verify(cut_off, email, code).status_code == 503
+
+    response = _refill(faucet, user_id)
+
+    assert response.status_code == 201
+    assert credit.ledger_amounts(user_id) == [REFILL, GRANT]
