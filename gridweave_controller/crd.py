@@ -54,6 +54,7 @@ DEFAULT_NAMESPACE = "gridweave"
 NAMESPACE_ENV = "KUBERAY_NAMESPACE"
 
 _lock = threading.Lock()
+_first_use_lock = threading.Lock()
 _active: CrdClient | None = None
 
 
@@ -109,14 +110,13 @@ def use_client(client: CrdClient) -> None:
 
 def _client() -> CrdClient:
     active = _active
-    if active is None:
-        with _lock:
-            needs_init = _active is None
-        if needs_init:
+    if active is not None:
+        return active
+    with _first_use_lock:  # two threads' first calls build one client, not two
+        if _active is None:
             init_k8s_client()
-        active = _active
-        assert active is not None
-    return active
+    assert _active is not None
+    return _active
 
 
 # -- jobs ---------------------------------------------------------------------------------

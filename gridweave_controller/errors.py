@@ -197,13 +197,25 @@ def _first_cause_field(status: Mapping[str, Any]) -> str | None:
     return None
 
 
+#: What kube-apiserver answers (as a NotFound Status without a name) for a path no
+#: resource type serves; the test apiserver answers a plain "404 page not found" instead.
+_UNSERVED_MESSAGE = "the server could not find the requested resource"
+
+
+def _is_missing_resource_type(status: Mapping[str, Any]) -> bool:
+    details = status.get("details")
+    named = isinstance(details, Mapping) and bool(details.get("name"))
+    return not named and str(status.get("message", "")).startswith(_UNSERVED_MESSAGE)
+
+
 def error_from_status(
     status: Mapping[str, Any] | None, http_code: int | None = None, *, fallback: str = ""
 ) -> CrdError:
     """Map a Kubernetes ``Status`` (reason first, HTTP code second) to the matching error.
 
     A 404 whose body is not a ``NotFound`` Status (the apiserver's plain "404 page not
-    found") means the resource type is not served: :class:`CRDNotInstalled`.
+    found"), or a NotFound Status that names no object and says the server could not find
+    the requested resource, means the resource type is not served: :class:`CRDNotInstalled`.
     """
     status_dict = dict(status) if status is not None else {}
     reason = str(status_dict.get("reason") or "")
@@ -211,6 +223,8 @@ def error_from_status(
     code_int = http_code if http_code is not None else (code if isinstance(code, int) else None)
     message = str(status_dict.get("message") or fallback or reason or f"HTTP {code_int}")
     cls = _BY_REASON.get(reason)
+    if cls is NotFound and _is_missing_resource_type(status_dict):
+        cls = CRDNotInstalled
     if cls is None and code_int is not None:
         cls = _BY_CODE.get(code_int)
     if cls is None:

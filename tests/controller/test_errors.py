@@ -74,6 +74,15 @@ class TestErrorFromStatus:
         assert "CRD" in str(error)
         assert type(error_from_status(status("NotFound", 404), 404)) is NotFound
 
+    def test_unserved_resource_status_is_a_missing_crd(self) -> None:
+        """kube-apiserver's answer for a path no resource type serves."""
+        body = status("NotFound", 404)
+        body["message"] = "the server could not find the requested resource"
+        assert type(error_from_status(body, 404)) is CRDNotInstalled
+        named = status("NotFound", 404, name="job-1", kind="gridweavejobs")
+        named["message"] = "the server could not find the requested resource"
+        assert type(error_from_status(named, 404)) is NotFound
+
     def test_invalid_names_the_first_cause_field(self) -> None:
         body = status("Invalid", 422, causes=[{"field": "spec.vramMb", "message": "x"}])
         error = error_from_status(body, 422)
