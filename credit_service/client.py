@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
+from fastapi import FastAPI, Request
 from pydantic import BaseModel, ValidationError
 
 from credit_service.schemas.accounts import AccountResponse
@@ -34,6 +37,8 @@ __all__ = [
     "CreditClientError",
     "CreditServiceRefused",
     "CreditServiceUnavailable",
+    "credit_client_dependency",
+    "install_credit_client",
 ]
 
 ResponseT = TypeVar("ResponseT", bound=BaseModel)
@@ -153,3 +158,23 @@ def _refusal(response: httpx.Response) -> CreditServiceRefused:
         str(error.get("message", response.text[:200])),
         details,
     )
+
+
+def install_credit_client(app: FastAPI, client: CreditClient) -> None:
+    """Keep ``client`` in ``app.state.credit_client`` and close it when the app shuts down."""
+    app.state.credit_client = client
+    inner_lifespan = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(wrapped: FastAPI) -> AsyncIterator[None]:
+        async with inner_lifespan(wrapped):
+            yield
+        client.close()
+
+    app.router.lifespan_context = lifespan
+
+
+async def credit_client_dependency(request: Request) -> CreditClient:
+    """FastAPI dependency: the app's :class:`CreditClient` (async: no worker-thread hop)."""
+    client: CreditClient = request.app.state.credit_client
+    return client

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
 from fastapi import FastAPI
 
-from credit_service.client import CreditClient
+from credit_service.client import CreditClient, install_credit_client
 from faucet_service.routers import outbox, refills, signups
 from faucet_service.settings import DATABASE_NAME, FaucetSettings
 from gridweave_runtime.app import create_service_app
@@ -44,14 +42,5 @@ def create_app(
         attempts=settings.credit_attempts,
         transport=credit_transport,
     )
-    app.state.credit_client = credit
-    runtime_lifespan = app.router.lifespan_context
-
-    @asynccontextmanager
-    async def lifespan(wrapped: FastAPI) -> AsyncIterator[None]:
-        async with runtime_lifespan(wrapped):
-            yield
-        credit.close()
-
-    app.router.lifespan_context = lifespan
+    install_credit_client(app, credit)
     return app

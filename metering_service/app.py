@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
 from fastapi import FastAPI
 
-from credit_service.client import CreditClient
+from credit_service.client import CreditClient, install_credit_client
 from gridweave_runtime.app import create_service_app
 from metering_service.routers import usage
 from metering_service.settings import DATABASE_NAME, MeteringSettings
@@ -43,14 +41,5 @@ def create_app(
         attempts=settings.credit_attempts,
         transport=credit_transport,
     )
-    app.state.credit_client = credit
-    runtime_lifespan = app.router.lifespan_context
-
-    @asynccontextmanager
-    async def lifespan(wrapped: FastAPI) -> AsyncIterator[None]:
-        async with runtime_lifespan(wrapped):
-            yield
-        credit.close()
-
-    app.router.lifespan_context = lifespan
+    install_credit_client(app, credit)
     return app

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 from sqlalchemy.orm import Session
 
-from credit_service.client import CreditClient
+from credit_service.client import CreditClient, credit_client_dependency
 from faucet_service.errors import InvalidFaucetRequest
 from faucet_service.settings import FaucetSettings
 from gridweave_runtime.auth import Caller, require_internal_caller
@@ -27,17 +27,12 @@ __all__ = [
 CLIENT_ADDRESS_HEADER = "X-Gridweave-Client-Address"
 
 
-def _credit_client(request: Request) -> CreditClient:
-    client: CreditClient = request.app.state.credit_client
-    return client
-
-
-def _settings(request: Request) -> FaucetSettings:
+async def _settings(request: Request) -> FaucetSettings:
     settings: FaucetSettings = request.app.state.settings
     return settings
 
 
-def _client_address(
+async def _client_address(
     request: Request,
     forwarded: Annotated[str | None, Header(alias=CLIENT_ADDRESS_HEADER)] = None,
 ) -> str:
@@ -51,7 +46,7 @@ def _client_address(
 
 
 SessionDep = Annotated[Session, Depends(session_dependency)]
-CreditDep = Annotated[CreditClient, Depends(_credit_client)]
+CreditDep = Annotated[CreditClient, Depends(credit_client_dependency)]
 SettingsDep = Annotated[FaucetSettings, Depends(_settings)]
 CallerDep = Annotated[Caller, Depends(require_internal_caller)]
 ClientAddressDep = Annotated[str, Depends(_client_address)]
