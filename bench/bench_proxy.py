@@ -25,7 +25,8 @@ import httpx
 from bench.report import machine_line, write_section
 from gridweave_controller import CrdClient, crd
 from job_gateway.crd_client import ProxiedClient
-from tests.support.kubeapi import REPO_ROOT, free_port, kube_api
+from tests.support.http_server import free_port
+from tests.support.kubeapi import REPO_ROOT, kube_api
 
 GOAL = 1.5
 TOKEN = "bench-internal-token-" + uuid.uuid4().hex

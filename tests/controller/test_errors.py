@@ -152,7 +152,7 @@ class TestKubeStoreMapping:
         assert caught.value.__cause__ is exc
 
     def test_unreachable_server_is_a_transport_error(self, tmp_path: Any) -> None:
-        from tests.support.kubeapi import free_port
+        from tests.support.http_server import free_port
 
         kubeconfig = tmp_path / "kubeconfig"
         kubeconfig.write_text(

@@ -12,11 +12,8 @@ import httpx
 
 from faucet_service.app import create_app
 from faucet_service.settings import FaucetSettings
-from tests.support.credit_server import (
-    AUTH_HEADERS,
-    INTERNAL_TOKEN,
-    serve_on_loopback,
-)
+from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN
+from tests.support.http_server import serve_in_thread
 
 ADMIN_HEADERS = {**AUTH_HEADERS, "X-Gridweave-Role": "admin"}
 GRANT = 500_000
@@ -63,7 +60,7 @@ def running_faucet(settings: FaucetSettings, **app_options: Any) -> Iterator[htt
     app = create_app(settings, **app_options)
     try:
         with (
-            serve_on_loopback(app) as url,
+            serve_in_thread(app) as url,
             httpx.Client(base_url=url, headers=AUTH_HEADERS, timeout=60) as client,
         ):
             yield client

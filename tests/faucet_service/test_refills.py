@@ -22,7 +22,8 @@ from tests.faucet_service.factories import (
     unique,
     verify,
 )
-from tests.support.credit_server import CreditServer, unused_loopback_port
+from tests.support.credit_server import CreditServer
+from tests.support.http_server import free_port
 
 
 def _refill(faucet: httpx.Client, user_id: str) -> httpx.Response:
@@ -97,7 +98,7 @@ class TestRefill:
         _, user_id = onboard(faucet)
         # reading the balance works, the mint does not: point only the mint at a dead port
         settings = faucet_settings(faucet_database, credit.url, state_dir=tmp_path)
-        dead = f"http://127.0.0.1:{unused_loopback_port()}"
+        dead = f"http://127.0.0.1:{free_port()}"
         with running_faucet(settings, credit_transport=_MintUnreachable(dead)) as cut_off:
             first = _refill(cut_off, user_id)
 
@@ -130,7 +131,7 @@ def test_an_unminted_grant_is_minted_before_a_refill(
     email, user_id = new_email(), unique("user")
     sign_up(faucet, email, user_id)
     code = latest_code(faucet, email)
-    dead = f"http://127.0.0.1:{unused_loopback_port()}"
+    dead = f"http://127.0.0.1:{free_port()}"
     with running_faucet(faucet_settings(faucet_database, dead, state_dir=tmp_path)) as cut_off:
         assert verify(cut_off, email, code).status_code == 503
 

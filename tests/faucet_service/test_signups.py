@@ -22,7 +22,8 @@ from tests.faucet_service.factories import (
     verify,
     wrong_code,
 )
-from tests.support.credit_server import AUTH_HEADERS, CreditServer, unused_loopback_port
+from tests.support.credit_server import AUTH_HEADERS, CreditServer
+from tests.support.http_server import free_port
 
 
 def _sql(database_url: str, statement: str, *params: object) -> list[tuple[object, ...]]:
@@ -191,7 +192,7 @@ class TestVerify:
         email, user_id = new_email(), unique("user")
         sign_up(faucet, email, user_id)
         code = latest_code(faucet, email)
-        unreachable = f"http://127.0.0.1:{unused_loopback_port()}"
+        unreachable = f"http://127.0.0.1:{free_port()}"
         with running_faucet(
             faucet_settings(faucet_database, unreachable, state_dir=tmp_path)
         ) as cut_off:

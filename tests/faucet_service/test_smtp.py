@@ -15,7 +15,8 @@ from tests.faucet_service.factories import (
     unique,
     verify,
 )
-from tests.support.credit_server import CreditServer, unused_loopback_port
+from tests.support.credit_server import CreditServer
+from tests.support.http_server import free_port
 from tests.support.smtp_server import running_smtp_server
 
 
@@ -58,7 +59,7 @@ class TestSmtpDelivery:
             credit.url,
             state_dir=tmp_path,
             smtp_host="127.0.0.1",
-            smtp_port=unused_loopback_port(),
+            smtp_port=free_port(),
             smtp_starttls=False,
         )
         with running_faucet(settings) as faucet:

@@ -17,7 +17,7 @@ from gridweave_controller import (
     TransportError,
 )
 from job_gateway import crd_client
-from tests.support.kubeapi import free_port
+from tests.support.http_server import free_port
 from tests.support.kuberay_fixtures import TOKEN, KubeRayServer
 
 

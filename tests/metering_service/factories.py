@@ -11,7 +11,8 @@ import httpx
 
 from metering_service.app import create_app
 from metering_service.settings import MeteringSettings
-from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN, serve_on_loopback
+from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN
+from tests.support.http_server import serve_in_thread
 
 
 def unique(prefix: str) -> str:
@@ -53,7 +54,7 @@ def running_metering(settings: MeteringSettings, **app_options: Any) -> Iterator
     app = create_app(settings, **app_options)
     try:
         with (
-            serve_on_loopback(app) as url,
+            serve_in_thread(app) as url,
             httpx.Client(base_url=url, headers=AUTH_HEADERS, timeout=60) as client,
         ):
             yield client

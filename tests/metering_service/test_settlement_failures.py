@@ -12,7 +12,8 @@ from tests.metering_service.factories import (
     unique,
     usage_body,
 )
-from tests.support.credit_server import CreditServer, unused_loopback_port
+from tests.support.credit_server import CreditServer
+from tests.support.http_server import free_port
 
 
 class AnswerLosingTransport(httpx.HTTPTransport):
@@ -45,7 +46,7 @@ class TestInterruptedSettlement:
         tmp_path: Path,
     ) -> None:
         user_id, job_id, hold_id = _funded_job(credit)
-        unreachable = f"http://127.0.0.1:{unused_loopback_port()}"
+        unreachable = f"http://127.0.0.1:{free_port()}"
         settings = metering_settings(metering_database, unreachable, state_dir=tmp_path)
         with running_metering(settings) as cut_off:
             first = cut_off.post("/v1/usage", json=usage_body(job_id, user_id))
@@ -93,7 +94,7 @@ class TestInterruptedSettlement:
         tmp_path: Path,
     ) -> None:
         user_id, job_id, _ = _funded_job(credit)
-        unreachable = f"http://127.0.0.1:{unused_loopback_port()}"
+        unreachable = f"http://127.0.0.1:{free_port()}"
         settings = metering_settings(metering_database, unreachable, state_dir=tmp_path)
         with running_metering(settings) as cut_off:
             usage_id = cut_off.post("/v1/usage", json=usage_body(job_id, user_id)).json()["id"]

@@ -7,9 +7,6 @@ check it afterwards, over real HTTP as well.
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,43 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
-from starlette.types import ASGIApp
 
 from credit_service.app import create_app
 from credit_service.settings import CreditSettings
+from tests.support.http_server import serve_in_thread
 from tests.support.postgres import PostgresTestServer
 
 INTERNAL_TOKEN = "test-internal-token-5c1e"
 AUTH_HEADERS = {"Authorization": f"Bearer {INTERNAL_TOKEN}"}
 _START_TIMEOUT_S = 30.0
-
-
-def unused_loopback_port() -> int:
-    """A TCP port on 127.0.0.1 nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextmanager
-def serve_on_loopback(app: ASGIApp) -> Iterator[str]:
-    """Serve ``app`` with uvicorn on 127.0.0.1 in a thread; yield its base URL."""
-    port = unused_loopback_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + _START_TIMEOUT_S
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError(f"uvicorn did not start on port {port}")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
 
 
 @dataclass(frozen=True)
@@ -124,7 +93,7 @@ def running_credit_service(postgres: PostgresTestServer, state_dir: Path) -> Ite
         )
     )
     try:
-        with serve_on_loopback(app) as url:
+        with serve_in_thread(app) as url:
             yield CreditServer(url)
     finally:
         app.state.database.dispose()

@@ -1,7 +1,8 @@
-"""Serve an ASGI app on a real loopback port, in a thread, for the duration of a block."""
+"""Loopback networking for tests: a free port, and an ASGI app served on one in a thread."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -10,9 +11,14 @@ from contextlib import contextmanager
 import uvicorn
 from starlette.types import ASGIApp
 
-from tests.support.kubeapi import free_port
-
 START_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 @contextmanager

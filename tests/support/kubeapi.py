@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from tests.support.certs import make_test_pki
+from tests.support.http_server import free_port
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -49,13 +49,6 @@ class KubeAPI:
 
     kubeconfig: Path
     started_here: bool
-
-
-def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def build_binaries() -> Path:
