@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from gridweave_controller.client import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
@@ -36,7 +36,7 @@ class _Body(BaseModel):
         populate_by_name=True,
         extra="forbid",
         frozen=True,
-        allow_inf_nan=False,
+        allow_inf_nan=True,  # the controller refuses non-finite numbers, naming the parameter
         strict=True,
     )
 
@@ -66,7 +66,7 @@ class PlacementRequest(_Body):
 class CompleteJobRequest(_Body):
     """``POST /v1/crd/jobs/{id}/completed``."""
 
-    wall_seconds: float = Field(ge=0)
+    wall_seconds: float
     result_ref: str | None = None
 
 
@@ -75,14 +75,14 @@ class FailJobRequest(_Body):
 
     reason: str
     message: str = ""
-    wall_seconds: float | None = Field(default=None, ge=0)
+    wall_seconds: float | None = None
 
 
 class FinishJobRequest(_Body):
     """``POST /v1/crd/jobs/{id}/cancelled`` and ``/timed-out``."""
 
     message: str = ""
-    wall_seconds: float | None = Field(default=None, ge=0)
+    wall_seconds: float | None = None
 
 
 class RequeueJobRequest(_Body):

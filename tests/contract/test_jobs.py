@@ -247,12 +247,8 @@ class TestJobSetters:
         ],
     )
     def test_bad_setter_arguments_are_refused_before_any_request(
-        self, transport: Transport, call: object, field: str, request: pytest.FixtureRequest
+        self, transport: Transport, call: object, field: str
     ) -> None:
-        if transport.name == "proxied" and field == "wall_seconds":
-            # Known drift: kuberay-service's request schema refuses it first and names the
-            # wire field (wallSeconds), not the parameter. Strict: passes once fixed.
-            request.applymarker(pytest.mark.xfail(strict=True, reason="field named wallSeconds"))
         job = make_job(transport)
         with transport.count_requests() as requests, pytest.raises(Invalid) as caught:
             call(transport.api, job.name)  # type: ignore[operator]

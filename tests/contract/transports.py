@@ -23,7 +23,8 @@ from gridweave_controller._kube_store import KubeStore
 TRANSPORTS = [
     pytest.param("mock", id="mock"),
     pytest.param("real", id="real", marks=pytest.mark.kubeapi),
-    pytest.param("proxied", id="proxied"),
+    pytest.param("proxied-mock", id="proxied-mock"),
+    pytest.param("proxied-real", id="proxied-real", marks=pytest.mark.kubeapi),
 ]
 
 _MEMORY_VERBS = {
