@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT_SECONDS",
     "CrdClient",
+    "poll_job_until",
 ]
 
 DEFAULT_TIMEOUT_SECONDS = 3600
@@ -96,6 +97,35 @@ def _selector(label_selector: str | None, user_id: str | None) -> str | None:
     if user_id is not None:
         parts.append(f"{USER_LABEL}={user_label_value(user_id)}")
     return ",".join(parts) or None
+
+
+def poll_job_until(
+    read_job: Callable[[str], Job],
+    job_id: str,
+    phases: Iterable[JobPhase | str],
+    timeout: float,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Job:
+    """Read the job (backing off 20 ms to 1 s) until it is in one of ``phases``.
+
+    Every transport's ``wait_for_job``; raises WaitTimedOut after ``timeout`` seconds.
+    """
+    wanted = {JobPhase(p) for p in phases}
+    deadline = time.monotonic() + timeout
+    interval = 0.02
+    while True:
+        job = read_job(job_id)
+        if job.phase in wanted:
+            return job
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            names = ", ".join(sorted(p.value for p in wanted))
+            raise WaitTimedOut(
+                f"job {job_id!r} is {job.phase.value}, not in {{{names}}}, after {timeout}s"
+            )
+        sleep(min(interval, remaining))
+        interval = min(interval * 2, 1.0)
 
 
 class CrdClient:
@@ -279,21 +309,7 @@ class CrdClient:
         self, job_id: str, phases: Iterable[JobPhase | str], timeout: float = 60.0
     ) -> Job:
         """Poll until the job is in one of ``phases``; raise WaitTimedOut after ``timeout`` s."""
-        wanted = {JobPhase(p) for p in phases}
-        deadline = time.monotonic() + timeout
-        interval = 0.02
-        while True:
-            job = self.get_job(job_id)
-            if job.phase in wanted:
-                return job
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                names = ", ".join(sorted(p.value for p in wanted))
-                raise WaitTimedOut(
-                    f"job {job_id!r} is {job.phase.value}, not in {{{names}}}, after {timeout}s"
-                )
-            self._sleep(min(interval, remaining))
-            interval = min(interval * 2, 1.0)
+        return poll_job_until(self.get_job, job_id, phases, timeout, sleep=self._sleep)
 
     # -- endpoints ---------------------------------------------------------------------
 

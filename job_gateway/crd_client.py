@@ -23,11 +23,14 @@ from typing import Any, Literal
 
 import httpx
 
-from gridweave_controller.client import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
+from gridweave_controller.client import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_SECONDS,
+    poll_job_until,
+)
 from gridweave_controller.errors import (
     Invalid,
     TransportError,
-    WaitTimedOut,
     error_from_status,
     parse_status_body,
 )
@@ -71,7 +74,6 @@ CONNECT_RETRIES = 3
 #: Attempts for idempotent calls after a timeout or a dropped connection.
 IDEMPOTENT_ATTEMPTS = 3
 _RETRY_BACKOFF_S = 0.05
-_WAIT_POLL_S = 0.2
 _RETRIABLE = (httpx.TimeoutException, httpx.RemoteProtocolError, httpx.ReadError)
 
 
@@ -258,18 +260,7 @@ class ProxiedClient:
         self, job_id: str, phases: Iterable[JobPhase | str], timeout: float = 60.0
     ) -> Job:
         """Poll until the job is in one of ``phases``; raise WaitTimedOut after ``timeout`` s."""
-        wanted = {JobPhase(phase) for phase in phases}
-        deadline = time.monotonic() + timeout
-        while True:
-            job = self.get_job(job_id)
-            if job.phase in wanted:
-                return job
-            if time.monotonic() >= deadline:
-                names = ", ".join(sorted(wanted))
-                raise WaitTimedOut(
-                    f"job {job_id!r} is {job.phase}, not in {names} after {timeout}s"
-                )
-            time.sleep(min(_WAIT_POLL_S, max(0.0, deadline - time.monotonic())))
+        return poll_job_until(self.get_job, job_id, phases, timeout)
 
     # -- endpoints ----------------------------------------------------------------------------
 

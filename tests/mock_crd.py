@@ -1,7 +1,8 @@
 """The in-memory transport: ``gridweave_controller.crd``'s functions over a :class:`MemoryStore`.
 
-Same functions, same signatures as the direct transport (a test compares them); the typed
-layer (validation, phase machines, conditions, read-modify-write) is the library's own
+Same functions, same signatures as the direct transport (a test compares them): both bind
+them to a :class:`~gridweave_controller._active.ActiveClient`, and the typed layer
+(validation, phase machines, conditions, read-modify-write) is the library's own
 :class:`~gridweave_controller.client.CrdClient`, so only the storage differs. Extras for
 tests: :data:`STORE`, :func:`reset` and :func:`inject_conflicts`.
 """
@@ -9,13 +10,9 @@ tests: :data:`STORE`, :func:`reset` and :func:`inject_conflicts`.
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal
 
-from gridweave_controller.client import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS, CrdClient
-from gridweave_controller.models import Endpoint, Job, Vendor
-from gridweave_controller.phases import JobPhase
+from gridweave_controller._active import ActiveClient
+from gridweave_controller.client import CrdClient
 from tests.support.memory_store import MemoryStore
 
 DEFAULT_NAMESPACE = "gridweave"
@@ -24,33 +21,33 @@ NAMESPACE_ENV = "KUBERAY_NAMESPACE"
 #: The one in-memory "cluster" every mock client shares.
 STORE = MemoryStore()
 
-_lock = threading.Lock()
-_active: CrdClient | None = None
+
+def _new_client(namespace: str | None) -> CrdClient:
+    resolved = namespace or os.environ.get(NAMESPACE_ENV) or DEFAULT_NAMESPACE
+    return CrdClient(STORE, resolved)
+
+
+_ACTIVE = ActiveClient(lambda: _new_client(None))
 
 
 def init_k8s_client(
     *, kubeconfig: str | os.PathLike[str] | None = None, namespace: str | None = None
 ) -> CrdClient:
     """Use the in-memory store in ``namespace`` (``kubeconfig`` is accepted and ignored)."""
-    resolved = namespace or os.environ.get(NAMESPACE_ENV) or DEFAULT_NAMESPACE
-    client = CrdClient(STORE, resolved)
-    use_client(client)
+    client = _new_client(namespace)
+    _ACTIVE.install(client)
     return client
 
 
 def use_client(client: CrdClient) -> None:
     """Make ``client`` the one the module functions use."""
-    global _active
-    with _lock:
-        _active = client
+    _ACTIVE.install(client)
 
 
 def reset() -> None:
     """Empty the store and forget the active client."""
-    global _active
     STORE.clear()
-    with _lock:
-        _active = None
+    _ACTIVE.install(None)
 
 
 def inject_conflicts(count: int) -> None:
@@ -58,175 +55,24 @@ def inject_conflicts(count: int) -> None:
     STORE.inject_conflicts(count)
 
 
-def _client() -> CrdClient:
-    active = _active
-    if active is None:
-        return init_k8s_client()
-    return active
-
-
-# -- jobs ---------------------------------------------------------------------------------
-
-
-def create_job(
-    job_id: str,
-    user_id: str,
-    function_ref: str,
-    *,
-    vram_mb: int,
-    gpu_count: int = 1,
-    vendor: Vendor = "any",
-    owner: str | None = None,
-    timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
-    max_retries: int = DEFAULT_MAX_RETRIES,
-    labels: Mapping[str, str] | None = None,
-) -> Job:
-    """Create a GridweaveJob in phase Pending."""
-    return _client().create_job(
-        job_id,
-        user_id,
-        function_ref,
-        vram_mb=vram_mb,
-        gpu_count=gpu_count,
-        vendor=vendor,
-        owner=owner,
-        timeout_seconds=timeout_seconds,
-        max_retries=max_retries,
-        labels=labels,
-    )
-
-
-def get_job(job_id: str) -> Job:
-    """Read one job."""
-    return _client().get_job(job_id)
-
-
-def list_jobs(label_selector: str | None = None, *, user_id: str | None = None) -> list[Job]:
-    """List jobs, optionally by label selector and by user."""
-    return _client().list_jobs(label_selector, user_id=user_id)
-
-
-def delete_job(job_id: str) -> None:
-    """Delete one job."""
-    _client().delete_job(job_id)
-
-
-def set_job_allocated(job_id: str, node: str, gpu_indices: Sequence[int]) -> Job:
-    """Pending -> Allocated on a node and its GPU indices."""
-    return _client().set_job_allocated(job_id, node, gpu_indices)
-
-
-def set_job_running(job_id: str) -> Job:
-    """Allocated -> Running."""
-    return _client().set_job_running(job_id)
-
-
-def set_job_completed(job_id: str, wall_seconds: float, result_ref: str | None = None) -> Job:
-    """Running -> Completed, billing ``ceil(wall_seconds)``."""
-    return _client().set_job_completed(job_id, wall_seconds, result_ref)
-
-
-def set_job_failed(
-    job_id: str, reason: str, message: str = "", wall_seconds: float | None = None
-) -> Job:
-    """Pending, Allocated or Running -> Failed with a CamelCase reason."""
-    return _client().set_job_failed(job_id, reason, message, wall_seconds)
-
-
-def set_job_cancelled(job_id: str, message: str = "", wall_seconds: float | None = None) -> Job:
-    """Pending, Allocated or Running -> Cancelled."""
-    return _client().set_job_cancelled(job_id, message, wall_seconds)
-
-
-def set_job_timed_out(job_id: str, message: str = "", wall_seconds: float | None = None) -> Job:
-    """Running -> TimedOut."""
-    return _client().set_job_timed_out(job_id, message, wall_seconds)
-
-
-def set_job_pending(job_id: str, reason: str, message: str = "") -> Job:
-    """Allocated or Running -> Pending (requeue; ``attempts`` + 1)."""
-    return _client().set_job_pending(job_id, reason, message)
-
-
-def wait_for_job(job_id: str, phases: Iterable[JobPhase | str], timeout: float = 60.0) -> Job:
-    """Poll until the job is in one of ``phases``; raise WaitTimedOut after ``timeout`` s."""
-    return _client().wait_for_job(job_id, phases, timeout)
-
-
-# -- endpoints ----------------------------------------------------------------------------
-
-
-def create_endpoint(
-    endpoint_id: str,
-    user_id: str,
-    *,
-    vram_mb: int,
-    model: str | None = None,
-    image: str | None = None,
-    mode: Literal["vllm", "custom"] | None = None,
-    gpu_count: int = 1,
-    vendor: Vendor = "any",
-    replicas: int = 1,
-    micro_credits_per_second: int = 0,
-    micro_credits_per_request: int = 0,
-    labels: Mapping[str, str] | None = None,
-) -> Endpoint:
-    """Create a GridweaveEndpoint in phase Pending (``mode`` defaults from model/image)."""
-    return _client().create_endpoint(
-        endpoint_id,
-        user_id,
-        vram_mb=vram_mb,
-        model=model,
-        image=image,
-        mode=mode,
-        gpu_count=gpu_count,
-        vendor=vendor,
-        replicas=replicas,
-        micro_credits_per_second=micro_credits_per_second,
-        micro_credits_per_request=micro_credits_per_request,
-        labels=labels,
-    )
-
-
-def get_endpoint(endpoint_id: str) -> Endpoint:
-    """Read one endpoint."""
-    return _client().get_endpoint(endpoint_id)
-
-
-def list_endpoints(
-    label_selector: str | None = None, *, user_id: str | None = None
-) -> list[Endpoint]:
-    """List endpoints, optionally by label selector and by user."""
-    return _client().list_endpoints(label_selector, user_id=user_id)
-
-
-def delete_endpoint(endpoint_id: str) -> None:
-    """Delete one endpoint."""
-    _client().delete_endpoint(endpoint_id)
-
-
-def set_endpoint_deploying(endpoint_id: str, node: str, gpu_indices: Sequence[int]) -> Endpoint:
-    """Pending, Running, Stopped or Failed -> Deploying on a node and its GPUs."""
-    return _client().set_endpoint_deploying(endpoint_id, node, gpu_indices)
-
-
-def set_endpoint_running(endpoint_id: str, url: str) -> Endpoint:
-    """Deploying -> Running at ``url``."""
-    return _client().set_endpoint_running(endpoint_id, url)
-
-
-def set_endpoint_stopped(endpoint_id: str, reason: str, message: str = "") -> Endpoint:
-    """Pending, Deploying or Running -> Stopped."""
-    return _client().set_endpoint_stopped(endpoint_id, reason, message)
-
-
-def set_endpoint_failed(endpoint_id: str, reason: str, message: str = "") -> Endpoint:
-    """Pending, Deploying or Running -> Failed."""
-    return _client().set_endpoint_failed(endpoint_id, reason, message)
-
-
-def set_endpoint_health(
-    endpoint_id: str, healthy: bool, message: str = "", ready_replicas: int | None = None
-) -> Endpoint:
-    """Record a health probe: ``health``, ``readyReplicas`` and the Healthy condition."""
-    return _client().set_endpoint_health(endpoint_id, healthy, message, ready_replicas)
+create_job = _ACTIVE.create_job
+get_job = _ACTIVE.get_job
+list_jobs = _ACTIVE.list_jobs
+delete_job = _ACTIVE.delete_job
+set_job_allocated = _ACTIVE.set_job_allocated
+set_job_running = _ACTIVE.set_job_running
+set_job_completed = _ACTIVE.set_job_completed
+set_job_failed = _ACTIVE.set_job_failed
+set_job_cancelled = _ACTIVE.set_job_cancelled
+set_job_timed_out = _ACTIVE.set_job_timed_out
+set_job_pending = _ACTIVE.set_job_pending
+wait_for_job = _ACTIVE.wait_for_job
+create_endpoint = _ACTIVE.create_endpoint
+get_endpoint = _ACTIVE.get_endpoint
+list_endpoints = _ACTIVE.list_endpoints
+delete_endpoint = _ACTIVE.delete_endpoint
+set_endpoint_deploying = _ACTIVE.set_endpoint_deploying
+set_endpoint_running = _ACTIVE.set_endpoint_running
+set_endpoint_stopped = _ACTIVE.set_endpoint_stopped
+set_endpoint_failed = _ACTIVE.set_endpoint_failed
+set_endpoint_health = _ACTIVE.set_endpoint_health

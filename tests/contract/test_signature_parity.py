@@ -7,7 +7,7 @@ from types import ModuleType
 
 import pytest
 
-from gridweave_controller import crd
+from gridweave_controller import _active, crd
 from job_gateway import crd_client
 from tests import mock_crd
 
@@ -25,9 +25,13 @@ def test_crd_declares_its_public_functions() -> None:
     public = {
         name
         for name, value in vars(crd).items()
-        if inspect.isfunction(value) and value.__module__ == crd.__name__ and name[0] != "_"
+        if callable(value)
+        and not isinstance(value, type)
+        and name[0] != "_"
+        and getattr(value, "__module__", None) in (crd.__name__, _active.__name__)
     }
     assert public == set(crd.__all__)
+    assert set(OPERATIONS) == set(_active.OPERATIONS)
 
 
 @pytest.mark.parametrize("module", OTHER_TRANSPORTS, ids=lambda m: m.__name__)

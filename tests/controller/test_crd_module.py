@@ -35,12 +35,9 @@ def outside_a_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No in-cluster service account; the module's client restored afterwards."""
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.delenv("KUBERAY_NAMESPACE", raising=False)
-    saved = crd._active
+    saved = crd._ACTIVE.installed
     yield
-    current = crd._active
-    if current is not saved and current is not None and isinstance(current.store, KubeStore):
-        current.store.close()
-    crd._active = saved
+    crd._ACTIVE.install(saved)  # closes the connection pool of any client a test installed
 
 
 def test_explicit_kubeconfig_and_namespace(tmp_path: Path) -> None:
@@ -89,7 +86,8 @@ def test_first_call_initializes_from_the_environment(
 ) -> None:
     monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "c", "https://h:1")))
     monkeypatch.setenv("KUBERAY_NAMESPACE", "lazy")
-    crd._active = None
+    crd._ACTIVE.install(None)
     with pytest.raises(TransportError):  # nothing listens there; but init happened
         crd.get_job("job-1")
-    assert crd._active is not None and crd._active.namespace == "lazy"
+    installed = crd._ACTIVE.installed
+    assert installed is not None and installed.namespace == "lazy"
