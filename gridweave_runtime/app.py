@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from anyio import to_thread
 from fastapi import APIRouter, FastAPI
 from sqlalchemy import text
 
@@ -36,7 +37,10 @@ def open_service_database(
     if settings.run_migrations and migrations_dir is not None:
         upgrade_database(url, migrations_dir)
     return create_database(
-        url, pool_size=settings.database_pool_size, max_overflow=settings.database_max_overflow
+        url,
+        pool_size=settings.database_pool_size,
+        max_overflow=settings.database_max_overflow,
+        pre_ping=settings.database_pre_ping,
     )
 
 
@@ -62,6 +66,7 @@ def create_service_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        to_thread.current_default_thread_limiter().total_tokens = settings.worker_threads
         yield
         if opened is not None:
             opened.dispose()

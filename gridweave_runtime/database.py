@@ -7,12 +7,13 @@ request ends is rolled back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from anyio import CapacityLimiter, to_thread
 from fastapi import Request
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -66,11 +67,21 @@ def upgrade_database(url: str, migrations_dir: Path) -> None:
     command.upgrade(config, "head")
 
 
-def session_dependency(request: Request) -> Iterator[Session]:
-    """FastAPI dependency: a session from ``app.state.database``, rolled back if uncommitted."""
+async def session_dependency(request: Request) -> AsyncIterator[Session]:
+    """FastAPI dependency: a session from ``app.state.database``, rolled back if uncommitted.
+
+    ``async`` so FastAPI keeps it on the event loop (a sync generator costs two worker-thread
+    hops per request); creating a session does no I/O. Closing one talks to the server only
+    when something was left uncommitted (the error path); that rollback runs on a thread of
+    its own, never waiting for the shared pool, whose threads may all be blocked on the very
+    row locks this rollback releases.
+    """
     database: Database = request.app.state.database
     session = database.session()
     try:
         yield session
     finally:
-        session.close()
+        if session.in_transaction():
+            await to_thread.run_sync(session.close, limiter=CapacityLimiter(1))
+        else:
+            session.close()

@@ -44,6 +44,18 @@ class ServiceSettings(BaseSettings):
     database_max_overflow: int = Field(
         default=20, ge=0, le=200, description="Extra connections opened under load."
     )
+    worker_threads: int = Field(
+        default=8,
+        ge=1,
+        le=400,
+        description=(
+            "Threads per process that run blocking (database) route handlers. Few is faster: "
+            "the handlers mostly wait on PostgreSQL, and more threads only contend for the GIL."
+        ),
+    )
+    database_pre_ping: bool = Field(
+        default=True, description="Test each pooled connection before use (survives restarts)."
+    )
     run_migrations: bool = Field(
         default=True, description="Upgrade the database to the latest migration on start."
     )

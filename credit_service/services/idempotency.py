@@ -54,7 +54,11 @@ def run_idempotent(
         if first_fingerprint != fingerprint or first_response is None:
             raise IdempotencyConflict(idempotency_key=key, first_kind=first_kind)
         return response_type.model_validate(first_response), True
-    response = action()
+    try:
+        response = action()
+    except BaseException:
+        session.rollback()  # release the claim and any row locks now, in this thread
+        raise
     queries.store_operation_response(session, key=key, response_json=response.model_dump_json())
     session.commit()
     return response, False
