@@ -15,7 +15,7 @@ from gridweave_runtime.auth import install_internal_auth
 from gridweave_runtime.database import Database, create_database, upgrade_database
 from gridweave_runtime.errors import install_error_handlers
 from gridweave_runtime.metrics import install_health_and_metrics
-from gridweave_runtime.postgres import resolve_database_url
+from gridweave_runtime.postgres import resolve_database_url, stop_embedded_server
 from gridweave_runtime.settings import ServiceSettings
 
 __all__ = ["ConfigurationError", "create_service_app", "open_service_database"]
@@ -70,6 +70,10 @@ def create_service_app(
         yield
         if opened is not None:
             opened.dispose()
+            if settings.database_url is None:
+                # uvicorn re-raises SIGTERM after a graceful shutdown, so atexit never runs:
+                # let go of the embedded server here (it stops when no process holds it)
+                stop_embedded_server(settings.state_dir)
 
     app = FastAPI(title=f"Gridweave {service}", version=version, lifespan=lifespan)
     app.state.settings = settings
