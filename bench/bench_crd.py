@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
-import os
-import platform
 import statistics
 import time
 import uuid
@@ -26,13 +24,12 @@ from typing import Any
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from bench.report import DOC, machine_line, write_section
 from gridweave_controller import CrdClient
 from gridweave_controller._kube_store import MERGE_PATCH, KubeStore
 from gridweave_controller.store import ENDPOINTS, GROUP, JOBS, VERSION
 from tests.support.kubeapi import REPO_ROOT, kube_api
 
-DOC = REPO_ROOT / "docs" / "benchmarks.md"
-START, END = "<!-- bench_crd:start -->", "<!-- bench_crd:end -->"
 GOAL = 1.10
 LIST_SIZE = 1000
 
@@ -484,19 +481,6 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def write_doc(section: str) -> None:
-    """Replace this benchmark's section of docs/benchmarks.md (other sections are kept)."""
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
-    block = f"{START}\n{section}\n{END}"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    DOC.write_text(text)
-
-
 def main() -> None:
     """Run the benchmark and report."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -520,14 +504,11 @@ def main() -> None:
         results.append(bench_list(list_typed, list_raw, args.list_rounds))
         api_client.close()  # type: ignore[no-untyped-call]
     worst = max(results, key=lambda r: r.ratio)
-    date = datetime.now(UTC).strftime("%Y-%m-%d")
-    cores = os.cpu_count()
     section = "\n".join(
         [
             "## Controller library: typed calls vs raw `CustomObjectsApi` (`bench/bench_crd.py`)",
             "",
-            f"Run {date} on {platform.machine()} Linux, {cores} cores / 24 GiB, Python "
-            f"{platform.python_version()}, against the real apiserver + etcd started by "
+            f"{machine_line()}, against the real apiserver + etcd started by "
             "`tests/support/kubeapi.py` on loopback. Each row times the typed call and the "
             "minimal raw calls doing the same work (a setter's raw side is the same GET and "
             "guarded merge patch, written by hand) over one shared ApiClient, interleaved, "
@@ -564,8 +545,8 @@ def main() -> None:
     print()
     print(table(results))
     if not args.no_doc:
-        write_doc(section)
-        print(f"\nwrote {Path(DOC).relative_to(REPO_ROOT)}")
+        write_section("bench_crd", section)
+        print(f"\nwrote {DOC.relative_to(REPO_ROOT)}")
 
 
 if __name__ == "__main__":
