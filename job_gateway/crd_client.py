@@ -16,6 +16,7 @@ Creates and deletes are not retried once sent (a repeat would answer AlreadyExis
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -74,6 +75,9 @@ CONNECT_RETRIES = 3
 #: Attempts for idempotent calls after a timeout or a dropped connection.
 IDEMPOTENT_ATTEMPTS = 3
 _RETRY_BACKOFF_S = 0.05
+#: A request's headers and body go out in two writes; without TCP_NODELAY, Nagle's algorithm
+#: holds the body back until the headers are acknowledged.
+_SOCKET_OPTIONS = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 _RETRIABLE = (httpx.TimeoutException, httpx.RemoteProtocolError, httpx.ReadError)
 
 
@@ -104,7 +108,8 @@ class ProxiedClient:
             base_url=base_url.rstrip("/") + "/v1/crd",
             headers={"Authorization": f"Bearer {token}"},
             timeout=httpx.Timeout(timeout, connect=5.0),
-            transport=transport or httpx.HTTPTransport(retries=CONNECT_RETRIES),
+            transport=transport
+            or httpx.HTTPTransport(retries=CONNECT_RETRIES, socket_options=_SOCKET_OPTIONS),
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
         )
         with self._lock:
