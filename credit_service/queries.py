@@ -21,7 +21,7 @@ __all__ = [
     "insert_account",
     "insert_hold",
     "lock_hold_by_id",
-    "lock_hold_by_reference",
+    "settle_hold",
     "store_operation_response",
 ]
 
@@ -46,38 +46,22 @@ _INSERT_ACCOUNT = text(
     "INSERT INTO accounts (user_id) VALUES (CAST(:user_id AS varchar))"
     " ON CONFLICT (user_id) DO NOTHING"
 )
-# One round trip per posting: the conditional UPDATE takes the row lock (as SELECT ... FOR
-# UPDATE would) and re-checks the rules on the latest row version; the data-modifying CTE
-# appends the ledger entry in the same statement. No row back: refused (or no account).
+# The posting is a database function (migration 0002), so the settlement function can
+# call the very same code: one round trip per posting, no row back = refused or no account.
 _APPLY_POSTING = text(
-    """
-    WITH moved AS (
-        UPDATE accounts
-           SET balance = balance + CAST(:amount AS bigint), held = held + CAST(:held AS bigint)
-         WHERE id = CAST(:account_id AS bigint)
-           AND balance + CAST(:amount AS bigint) >= 0
-           AND held + CAST(:held AS bigint) >= 0
-           AND held + CAST(:held AS bigint) <= balance + CAST(:amount AS bigint)
-        RETURNING id, user_id, balance, held
-    ), entry AS (
-        INSERT INTO ledger_entries
-            (account_id, amount, balance_after, kind, operation_key, hold_id,
-             counterparty_account_id)
-        SELECT id, CAST(:amount AS bigint), balance, CAST(:kind AS varchar),
-               CAST(:operation_key AS varchar), CAST(:hold_id AS bigint),
-               CAST(:counterparty_account_id AS bigint)
-          FROM moved
-         WHERE CAST(:amount AS bigint) <> 0
-    )
-    SELECT id, user_id, balance, held FROM moved
-    """
+    "SELECT id, user_id, balance, held FROM ledger_apply_posting("
+    "CAST(:account_id AS bigint), CAST(:amount AS bigint), CAST(:held AS bigint),"
+    " CAST(:kind AS varchar), CAST(:operation_key AS varchar), CAST(:hold_id AS bigint),"
+    " CAST(:counterparty_account_id AS bigint))"
+)
+_SETTLE_HOLD = text(
+    "SELECT outcome, CAST(body AS text) AS body, account_id, hold_amount FROM settle_hold("
+    "CAST(:reference AS varchar), CAST(:amount AS bigint), CAST(:key AS varchar),"
+    " CAST(:fingerprint AS varchar))"
 )
 _HOLD_COLUMNS = "id, account_id, amount, captured, status, reference"
 _LOCK_HOLD_BY_ID = text(
     f"SELECT {_HOLD_COLUMNS} FROM holds WHERE id = CAST(:hold_id AS bigint) FOR UPDATE"
-)
-_LOCK_HOLD_BY_REFERENCE = text(
-    f"SELECT {_HOLD_COLUMNS} FROM holds WHERE reference = CAST(:reference AS varchar) FOR UPDATE"
 )
 _INSERT_HOLD = text(
     "INSERT INTO holds (account_id, amount, status, reference)"
@@ -142,12 +126,6 @@ def lock_hold_by_id(session: Session, *, hold_id: int) -> Row[Any] | None:
     return row
 
 
-def lock_hold_by_reference(session: Session, *, reference: str) -> Row[Any] | None:
-    """Lock and read the hold carrying ``reference``."""
-    row: Row[Any] | None = _run(session, _LOCK_HOLD_BY_REFERENCE, {"reference": reference}).first()
-    return row
-
-
 def insert_hold(
     session: Session, *, account_id: int, amount: int, reference: str | None
 ) -> int | None:
@@ -160,3 +138,12 @@ def insert_hold(
 def close_hold(session: Session, *, hold_id: int, captured: int, status: str) -> None:
     """Mark a hold captured or released."""
     _run(session, _CLOSE_HOLD, {"hold_id": hold_id, "captured": captured, "status": status})
+
+
+def settle_hold(
+    session: Session, *, reference: str, amount: int, key: str, fingerprint: str
+) -> Row[Any]:
+    """Run the settlement function (only ``ledger.settle_hold`` calls this)."""
+    params = {"reference": reference, "amount": amount, "key": key, "fingerprint": fingerprint}
+    row: Row[Any] = _run(session, _SETTLE_HOLD, params).one()
+    return row

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from gridweave_runtime.auth import Caller, require_internal_caller
 from gridweave_runtime.database import session_dependency
 
-__all__ = ["REPLAYED_HEADER", "CallerDep", "SessionDep", "mark_replayed"]
+__all__ = ["REPLAYED_HEADER", "CallerDep", "SessionDep", "json_answer", "mark_replayed"]
 
 REPLAYED_HEADER = "Idempotent-Replayed"
 
@@ -21,3 +21,12 @@ CallerDep = Annotated[Caller, Depends(require_internal_caller)]
 def mark_replayed(response: Response, replayed: bool) -> None:
     """Tell the client whether this answer is a replay of an earlier call with the same key."""
     response.headers[REPLAYED_HEADER] = "true" if replayed else "false"
+
+
+def json_answer(body: str, replayed: bool) -> Response:
+    """An answer that is already JSON text (built and stored by the database): sent as is."""
+    return Response(
+        body,
+        media_type="application/json",
+        headers={REPLAYED_HEADER: "true" if replayed else "false"},
+    )

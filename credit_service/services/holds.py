@@ -12,13 +12,14 @@ from credit_service import queries
 from credit_service.errors import CaptureExceedsHold, HoldNotFound, HoldNotOpen, ReferenceInUse
 from credit_service.models import AccountModel, HoldModel, HoldStatus
 from credit_service.schemas.holds import HoldResponse
-from credit_service.services.idempotency import run_idempotent
+from credit_service.services.idempotency import request_fingerprint, run_idempotent
 from credit_service.services.ledger import (
     AccountState,
     Posting,
     account_response,
     get_account,
     move_money,
+    settle_hold,
 )
 
 __all__ = [
@@ -183,20 +184,23 @@ def release_hold(
     )
 
 
-def settle_reference(session: Session, *, reference: str, amount: int) -> tuple[HoldResponse, bool]:
-    """Capture ``amount`` of the hold placed with ``reference``: once, replayable forever."""
+def settle_reference(session: Session, *, reference: str, amount: int) -> tuple[str, bool]:
+    """Capture ``amount`` of the hold placed with ``reference``: once, replayable forever.
+
+    Returns the answer as JSON text (the stored answer, byte for byte, on a replay) and
+    whether it is a replay; one database call and a commit.
+    """
     key = settlement_key(reference)
-
-    def settle() -> HoldResponse:
-        row = queries.lock_hold_by_reference(session, reference=reference)
-        hold = _locked_hold(row, reference=reference)
-        return _close_hold(session, hold, capture=amount, kind="settlement", key=key)
-
-    return run_idempotent(
-        session,
-        key=key,
-        kind="settlement",
-        request={"reference": reference, "amount": amount},
-        response_type=HoldResponse,
-        action=settle,
-    )
+    fingerprint = request_fingerprint("settlement", {"reference": reference, "amount": amount})
+    try:
+        answer, replayed = settle_hold(
+            session, reference=reference, amount=amount, operation_key=key, fingerprint=fingerprint
+        )
+    except BaseException:
+        session.rollback()  # release the claim and the row locks now, in this thread
+        raise
+    if replayed:
+        session.rollback()  # nothing was written: end the read-only transaction
+    else:
+        session.commit()
+    return answer, replayed

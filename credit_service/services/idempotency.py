@@ -18,12 +18,13 @@ from sqlalchemy.orm import Session
 from credit_service import queries
 from credit_service.errors import IdempotencyConflict
 
-__all__ = ["run_idempotent"]
+__all__ = ["request_fingerprint", "run_idempotent"]
 
 ResponseT = TypeVar("ResponseT", bound=BaseModel)
 
 
-def _fingerprint(kind: str, request: Mapping[str, Any]) -> str:
+def request_fingerprint(kind: str, request: Mapping[str, Any]) -> str:
+    """What identifies a request under its key: the same key with another one is a 409."""
     canonical = json.dumps({"kind": kind, **request}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -42,7 +43,7 @@ def run_idempotent(
     Raises:
         IdempotencyConflict: ``key`` was used before for another kind or other parameters.
     """
-    fingerprint = _fingerprint(kind, request)
+    fingerprint = request_fingerprint(kind, request)
     if not queries.claim_operation(session, key=key, kind=kind, fingerprint=fingerprint):
         # the row's writer has committed (ON CONFLICT waited for it): replay its answer
         existing = queries.find_operation(session, key=key)

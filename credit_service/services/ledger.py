@@ -6,17 +6,30 @@ account row (a conditional ``UPDATE``, which takes the same row lock as
 ``SELECT ... FOR UPDATE``), checks that the balance stays >= 0 and >= the held money,
 applies the change and appends the ledger entry. Nothing is committed here: the calling
 service commits, so a failure anywhere rolls every posting back.
+
+The posting itself is the database function ``ledger_apply_posting`` (migration 0002), so
+that :func:`settle_hold`, which runs a whole settlement in one database call, posts through
+the very same statement.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
 from credit_service import queries
-from credit_service.errors import AccountNotFound, InsufficientFunds
+from credit_service.errors import (
+    AccountNotFound,
+    CaptureExceedsHold,
+    CreditError,
+    HoldNotFound,
+    HoldNotOpen,
+    IdempotencyConflict,
+    InsufficientFunds,
+)
 from credit_service.schemas.accounts import AccountResponse
 
 __all__ = [
@@ -26,7 +39,16 @@ __all__ = [
     "ensure_account",
     "get_account",
     "move_money",
+    "settle_hold",
 ]
+
+# what settle_hold's outcome codes mean; the function returns each one's details as JSON
+_SETTLEMENT_REFUSALS: dict[str, type[CreditError]] = {
+    "hold_not_found": HoldNotFound,
+    "hold_not_open": HoldNotOpen,
+    "capture_exceeds_hold": CaptureExceedsHold,
+    "idempotency_conflict": IdempotencyConflict,
+}
 
 
 @dataclass(frozen=True)
@@ -114,6 +136,34 @@ def move_money(
         )
         _after_posting(posting, operation_key)
     return states
+
+
+def settle_hold(
+    session: Session, *, reference: str, amount: int, operation_key: str, fingerprint: str
+) -> tuple[str, bool]:
+    """Capture ``amount`` of the hold carrying ``reference``; return (answer JSON, replayed).
+
+    One database call claims ``operation_key``, locks the hold, posts the capture (held
+    money released, ``amount`` charged), closes the hold and stores the answer; a replay
+    returns the stored answer. Nothing is committed here.
+
+    Raises:
+        HoldNotFound, HoldNotOpen, CaptureExceedsHold, IdempotencyConflict: refused, nothing
+            written that the caller's rollback does not undo.
+        InsufficientFunds: the account no longer covers the hold (a broken invariant).
+    """
+    row = queries.settle_hold(
+        session, reference=reference, amount=amount, key=operation_key, fingerprint=fingerprint
+    )
+    if row.outcome in ("settled", "refused"):
+        posting = Posting(row.account_id, amount=-amount, held=-row.hold_amount)
+        if row.outcome == "refused":
+            _refuse(session, posting)
+        _after_posting(posting, operation_key)
+        return str(row.body), False
+    if row.outcome == "replayed":
+        return str(row.body), True
+    raise _SETTLEMENT_REFUSALS[row.outcome](**json.loads(row.body))
 
 
 def _refuse(session: Session, posting: Posting) -> None:

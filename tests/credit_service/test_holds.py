@@ -184,3 +184,62 @@ class TestSettlement:
         )
         assert response.status_code == 404
         assert response.json()["error"]["reference"] == "job-none"
+
+    async def test_the_database_built_answer_matches_the_hold_schema(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        await mint(client, "alice", 1_000, "m")
+        placed = (await place(client, "alice", 600, "h", reference="job-9")).json()
+        answer = await client.post(
+            "/v1/settlements", json={"reference": "job-9", "amount": 250}, headers=AUTH
+        )
+        assert answer.headers["content-type"] == "application/json"
+        assert answer.headers["Idempotent-Replayed"] == "false"
+        # GET builds the same hold through HoldResponse: the two must agree field for field
+        fetched = await client.get(f"/v1/holds/{placed['hold_id']}", headers=AUTH)
+        assert answer.json() == fetched.json()
+        assert answer.json()["released"] == 350
+
+    async def test_a_hold_closed_through_the_hold_routes_is_409(
+        self, client: httpx.AsyncClient, credit_settings: CreditSettings
+    ) -> None:
+        await mint(client, "alice", 1_000, "m")
+        hold_id = (await place(client, "alice", 600, "h", reference="job-5")).json()["hold_id"]
+        await client.post(
+            f"/v1/holds/{hold_id}/release", json={"idempotency_key": "r"}, headers=AUTH
+        )
+        response = await client.post(
+            "/v1/settlements", json={"reference": "job-5", "amount": 1}, headers=AUTH
+        )
+        assert response.status_code == 409
+        assert response.json()["error"] | {"message": ""} == {
+            "code": "hold_not_open",
+            "message": "",
+            "hold_id": hold_id,
+            "status": "released",
+        }
+        state = read_ledger_state(str(credit_settings.database_url))
+        assert state.balances == {"alice": 1_000}  # the refused settlement moved nothing
+        assert "settlement:job-5" not in state.entries_by_key
+
+    async def test_more_than_the_hold_is_409_and_the_key_stays_usable(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        await mint(client, "alice", 1_000, "m")
+        hold_id = (await place(client, "alice", 600, "h", reference="job-6")).json()["hold_id"]
+        too_much = await client.post(
+            "/v1/settlements", json={"reference": "job-6", "amount": 601}, headers=AUTH
+        )
+        assert too_much.status_code == 409
+        error = too_much.json()["error"]
+        assert (error["code"], error["hold_id"], error["hold_amount"], error["requested"]) == (
+            "capture_exceeds_hold",
+            hold_id,
+            600,
+            601,
+        )
+        retried = await client.post(
+            "/v1/settlements", json={"reference": "job-6", "amount": 600}, headers=AUTH
+        )
+        assert retried.status_code == 200
+        assert retried.json()["status"] == "captured"
