@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from tests.support.kubeapi import KubeAPI, KubeAPIUnavailable, kube_api, namespace_on_cluster
+from tests.support.unavailable import fail_or_skip
 
 pytest_plugins: list[str] = [
     "tests.support.postgres_fixtures",
     "tests.support.kuberay_fixtures",
 ]
-
-
-def _unavailable(what: str, exc: Exception) -> None:
-    """A missing real server fails the run under CI=true; elsewhere it skips, loudly."""
-    message = f"{what} unavailable: {exc}"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message, pytrace=False)
-    print(f"\n*** SKIPPING real-{what} tests: {message}\n")
-    pytest.skip(message)
 
 
 @pytest.fixture(scope="session")
@@ -32,8 +23,7 @@ def kubeapi() -> Iterator[KubeAPI]:
         context = kube_api()
         api = context.__enter__()
     except KubeAPIUnavailable as exc:
-        _unavailable("Kubernetes API server", exc)
-        raise  # unreachable: pytest.skip/fail raise
+        fail_or_skip("Kubernetes API server", exc)
     try:
         yield api
     finally:

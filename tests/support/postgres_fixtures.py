@@ -13,19 +13,17 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.postgres import PostgresTestServer, PostgresUnavailable, start_test_postgres
+from tests.support.unavailable import fail_or_skip
 
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresTestServer]:
     """A real PostgreSQL server for the whole test session."""
-    from tests.conftest import _unavailable
-
     try:
         context = start_test_postgres()
         server = context.__enter__()
     except PostgresUnavailable as exc:
-        _unavailable("PostgreSQL", exc)
-        raise  # unreachable: pytest.skip/fail raise
+        fail_or_skip("PostgreSQL", exc)
     try:
         yield server
     finally:
