@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -25,6 +24,7 @@ from gridweave_runtime import (
 )
 from gridweave_runtime.postgres import stop_embedded_server
 from tests.support.postgres import PostgresTestServer
+from tests.support.unavailable import fail_or_skip
 
 pytestmark = pytest.mark.postgres
 
@@ -112,24 +112,19 @@ class TestDatabase:
 
 class TestEmbeddedDefault:
     def test_the_embedded_server_keeps_data_across_restarts(self) -> None:
-        from tests.conftest import _unavailable
-
         # not pytest's tmp_path: pytest resets its root to 0700, which the server's own
         # system user (when run as root) could then no longer traverse
         state_dir = Path(tempfile.mkdtemp(prefix="gridweave-state-"))
         try:
-            self._restart_and_read(state_dir, _unavailable)
+            self._restart_and_read(state_dir)
         finally:
             shutil.rmtree(state_dir, ignore_errors=True)
 
-    def _restart_and_read(
-        self, tmp_path: Path, _unavailable: Callable[[str, Exception], None]
-    ) -> None:
+    def _restart_and_read(self, tmp_path: Path) -> None:
         try:
             url = resolve_database_url(None, database="credits", state_dir=tmp_path)
         except EmbeddedPostgresError as exc:
-            _unavailable("embedded PostgreSQL", exc)
-            raise
+            fail_or_skip("embedded PostgreSQL", exc)
         try:
             upgrade_database(url, MIGRATIONS_DIR)
             database = create_database(url)
