@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import uvicorn
-
 from credit_service.app import create_app
 from credit_service.settings import CreditSettings
+from gridweave_runtime.app import serve
 
 
 def main() -> None:
     """Run credit_service until interrupted."""
     settings = CreditSettings()
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port)
+    serve(create_app(settings), settings)
 
 
 if __name__ == "__main__":

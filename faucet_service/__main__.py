@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import uvicorn
-
 from faucet_service.app import create_app
 from faucet_service.settings import FaucetSettings
+from gridweave_runtime.app import serve
 
 
 def main() -> None:
     """Run faucet_service until interrupted."""
     settings = FaucetSettings()
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port)
+    serve(create_app(settings), settings)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import uvicorn
 from anyio import to_thread
 from fastapi import APIRouter, FastAPI
 from sqlalchemy import text
@@ -18,7 +19,7 @@ from gridweave_runtime.metrics import install_health_and_metrics
 from gridweave_runtime.postgres import resolve_database_url, stop_embedded_server
 from gridweave_runtime.settings import ServiceSettings
 
-__all__ = ["ConfigurationError", "create_service_app", "open_service_database"]
+__all__ = ["ConfigurationError", "create_service_app", "open_service_database", "serve"]
 
 _logger = logging.getLogger("gridweave")
 
@@ -96,3 +97,8 @@ def create_service_app(
     for router in routers:
         app.include_router(router)
     return app
+
+
+def serve(app: FastAPI, settings: ServiceSettings) -> None:
+    """Serve ``app`` with uvicorn on the configured host and port until interrupted."""
+    uvicorn.run(app, host=settings.host, port=settings.port, access_log=settings.access_log)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import uvicorn
-
+from gridweave_runtime.app import serve
 from kuberay_service.app import create_app
 from kuberay_service.settings import KubeRaySettings
 
@@ -11,7 +10,7 @@ from kuberay_service.settings import KubeRaySettings
 def main() -> None:
     """Run kuberay-service until interrupted."""
     settings = KubeRaySettings()
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port)
+    serve(create_app(settings), settings)
 
 
 if __name__ == "__main__":

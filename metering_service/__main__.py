@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import uvicorn
-
+from gridweave_runtime.app import serve
 from metering_service.app import create_app
 from metering_service.settings import MeteringSettings
 
@@ -11,7 +10,7 @@ from metering_service.settings import MeteringSettings
 def main() -> None:
     """Run metering_service until interrupted."""
     settings = MeteringSettings()
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port)
+    serve(create_app(settings), settings)
 
 
 if __name__ == "__main__":
