@@ -76,7 +76,16 @@ def create_service_app(
                 # let go of the embedded server here (it stops when no process holds it)
                 stop_embedded_server(settings.state_dir)
 
-    app = FastAPI(title=f"Gridweave {service}", version=version, lifespan=lifespan)
+    # No unauthenticated /docs or /openapi.json: every route but /healthz and /metrics needs
+    # the internal token. The document itself is ``app.openapi()``.
+    app = FastAPI(
+        title=f"Gridweave {service}",
+        version=version,
+        lifespan=lifespan,
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+    )
     app.state.settings = settings
     app.state.database = opened
     install_internal_auth(app, settings.internal_token.get_secret_value())

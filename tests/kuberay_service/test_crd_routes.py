@@ -127,3 +127,10 @@ class TestRoundTrip:
             http.post("/v1/crd/jobs", json=JOB)
             assert http.delete("/v1/crd/jobs/job-1").status_code == 204
             assert http.get("/v1/crd/jobs/job-1").status_code == 404
+
+
+class TestNoPublicDocuments:
+    @pytest.mark.parametrize("path", ["/openapi.json", "/docs", "/redoc"])
+    def test_api_documents_are_not_served(self, kuberay: KubeRayServer, path: str) -> None:
+        with _client(kuberay, None) as http:
+            assert http.get(path).status_code == 404
