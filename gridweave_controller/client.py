@@ -99,6 +99,17 @@ def _selector(label_selector: str | None, user_id: str | None) -> str | None:
     return ",".join(parts) or None
 
 
+_Owned = TypeVar("_Owned", Job, Endpoint)
+
+
+def _owned_by(items: list[_Owned], user_id: str | None) -> list[_Owned]:
+    # The user label is an index, not an identity: a sanitized-and-hashed value could equal
+    # another user's literal id, so the exact user id in the spec has the last word.
+    if user_id is None:
+        return items
+    return [item for item in items if item.spec.user_id == user_id]
+
+
 def poll_job_until(
     read_job: Callable[[str], Job],
     job_id: str,
@@ -224,7 +235,7 @@ class CrdClient:
     ) -> list[Job]:
         """List jobs, optionally by label selector and by user."""
         raws = self.store.list(self.namespace, JOBS, _selector(label_selector, user_id))
-        return [Job.from_raw(raw) for raw in raws]
+        return _owned_by([Job.from_raw(raw) for raw in raws], user_id)
 
     def delete_job(self, job_id: str) -> None:
         """Delete one job."""
@@ -374,7 +385,7 @@ class CrdClient:
     ) -> list[Endpoint]:
         """List endpoints, optionally by label selector and by user."""
         raws = self.store.list(self.namespace, ENDPOINTS, _selector(label_selector, user_id))
-        return [Endpoint.from_raw(raw) for raw in raws]
+        return _owned_by([Endpoint.from_raw(raw) for raw in raws], user_id)
 
     def delete_endpoint(self, endpoint_id: str) -> None:
         """Delete one endpoint."""

@@ -114,6 +114,17 @@ class TestReadListDeleteJobs:
         assert names(user_id="alice") == {a.name, c.name}
         assert names("tier", user_id="alice") == {a.name}
 
+    def test_a_user_whose_id_equals_anothers_label_value_sees_only_their_own(
+        self, transport: Transport
+    ) -> None:
+        victim = make_job(transport, user_id="alice@example.com")
+        impostor_id = user_label_value("alice@example.com")  # a valid id, the same label
+        impostor = make_job(transport, user_id=impostor_id)
+        mine = transport.api.list_jobs(user_id=impostor_id)
+        theirs = transport.api.list_jobs(user_id="alice@example.com")
+        assert [j.name for j in mine] == [impostor.name]
+        assert [j.name for j in theirs] == [victim.name]
+
     def test_list_of_other_namespace_is_empty(self, transport: Transport) -> None:
         make_job(transport)
         other = type(transport.client)(transport.client.store, new_id("ns"))
