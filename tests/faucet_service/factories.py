@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
@@ -13,7 +12,7 @@ import httpx
 from faucet_service.app import create_app
 from faucet_service.settings import FaucetSettings
 from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN
-from tests.support.http_server import serve_in_thread
+from tests.support.http_server import running_service
 
 ADMIN_HEADERS = {**AUTH_HEADERS, "X-Gridweave-Role": "admin"}
 GRANT = 500_000
@@ -54,18 +53,11 @@ def faucet_settings(database_url: str, credit_url: str, **overrides: Any) -> Fau
     return FaucetSettings(**values)
 
 
-@contextmanager
-def running_faucet(settings: FaucetSettings, **app_options: Any) -> Iterator[httpx.Client]:
-    """faucet_service served on a loopback port; yields a client carrying the token."""
-    app = create_app(settings, **app_options)
-    try:
-        with (
-            serve_in_thread(app) as url,
-            httpx.Client(base_url=url, headers=AUTH_HEADERS, timeout=60) as client,
-        ):
-            yield client
-    finally:
-        app.state.database.dispose()
+def running_faucet(
+    settings: FaucetSettings, **app_options: Any
+) -> AbstractContextManager[httpx.Client]:
+    """faucet_service served on a loopback port; a client carrying the token."""
+    return running_service(create_app(settings, **app_options), AUTH_HEADERS)
 
 
 def latest_code(faucet: httpx.Client, email: str) -> str:

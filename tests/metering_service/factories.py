@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 import httpx
@@ -12,7 +11,7 @@ import httpx
 from metering_service.app import create_app
 from metering_service.settings import MeteringSettings
 from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN
-from tests.support.http_server import serve_in_thread
+from tests.support.http_server import running_service
 
 
 def unique(prefix: str) -> str:
@@ -48,15 +47,8 @@ def metering_settings(database_url: str, credit_url: str, **overrides: Any) -> M
     return MeteringSettings(**values)
 
 
-@contextmanager
-def running_metering(settings: MeteringSettings, **app_options: Any) -> Iterator[httpx.Client]:
-    """metering_service served on a loopback port; yields a client carrying the token."""
-    app = create_app(settings, **app_options)
-    try:
-        with (
-            serve_in_thread(app) as url,
-            httpx.Client(base_url=url, headers=AUTH_HEADERS, timeout=60) as client,
-        ):
-            yield client
-    finally:
-        app.state.database.dispose()
+def running_metering(
+    settings: MeteringSettings, **app_options: Any
+) -> AbstractContextManager[httpx.Client]:
+    """metering_service served on a loopback port; a client carrying the token."""
+    return running_service(create_app(settings, **app_options), AUTH_HEADERS)

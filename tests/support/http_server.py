@@ -5,10 +5,12 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
+import httpx
 import uvicorn
+from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 START_TIMEOUT_S = 30.0
@@ -39,3 +41,21 @@ def serve_in_thread(app: ASGIApp) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+@contextmanager
+def running_service(app: FastAPI, headers: Mapping[str, str]) -> Iterator[httpx.Client]:
+    """A Gridweave service on a loopback port; yields a client sending ``headers``.
+
+    The service's database pool is disposed of on exit, even if the server never started.
+    """
+    try:
+        with (
+            serve_in_thread(app) as url,
+            httpx.Client(base_url=url, headers=dict(headers), timeout=60) as client,
+        ):
+            yield client
+    finally:
+        database = getattr(app.state, "database", None)
+        if database is not None:
+            database.dispose()
