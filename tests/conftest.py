@@ -13,6 +13,7 @@ from tests.support.unavailable import fail_or_skip
 pytest_plugins: list[str] = [
     "tests.support.postgres_fixtures",
     "tests.support.kuberay_fixtures",
+    "tests.support.credit_server",
 ]
 
 

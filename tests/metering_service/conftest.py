@@ -8,17 +8,8 @@ import httpx
 import pytest
 
 from tests.metering_service.factories import metering_settings, running_metering
-from tests.support.credit_server import CreditServer, running_credit_service
+from tests.support.credit_server import CreditServer
 from tests.support.postgres import PostgresTestServer
-
-
-@pytest.fixture(scope="module")
-def credit(
-    postgres: PostgresTestServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[CreditServer]:
-    """A real credit_service shared by one test module."""
-    with running_credit_service(postgres, tmp_path_factory.mktemp("credit")) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from credit_service.app import create_app
 from credit_service.settings import CreditSettings
@@ -98,3 +99,12 @@ def running_credit_service(postgres: PostgresTestServer, state_dir: Path) -> Ite
     finally:
         app.state.database.dispose()
         postgres.drop_database(database_url)
+
+
+@pytest.fixture(scope="module")
+def credit(
+    postgres: PostgresTestServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CreditServer]:
+    """A real credit_service shared by one test module (a pytest plugin fixture)."""
+    with running_credit_service(postgres, tmp_path_factory.mktemp("credit")) as server:
+        yield server
