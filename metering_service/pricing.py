@@ -17,6 +17,7 @@ __all__ = [
     "PriceTable",
     "PriceTier",
     "UnknownVendor",
+    "VendorName",
     "VramBeyondPriceTable",
     "price_per_gpu_second",
 ]

@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import AwareDatetime, BaseModel, Field
 
 from credit_service.schemas.common import RequestBody, UserId
+from metering_service.pricing import VendorName
 
 __all__ = [
     "MAX_WALL_SECONDS",
@@ -32,6 +33,18 @@ SubjectId = Annotated[
 ]
 
 
+# Printable ASCII without spaces: no NUL or other control character ever reaches PostgreSQL.
+NodeName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[\x21-\x7e]+$",
+        description="The node the GPUs are on (printable ASCII, no spaces).",
+    ),
+]
+
+
 class RecordUsageRequest(RequestBody):
     """The usage of a finished job (``job_id``) or endpoint run (``endpoint_id``): one of them."""
 
@@ -48,12 +61,12 @@ class RecordUsageRequest(RequestBody):
     owner_id: UserId | None = Field(
         default=None, description="The account billed; defaults to user_id."
     )
-    node: str = Field(min_length=1, max_length=253)
+    node: NodeName
     gpu_indices: list[Annotated[int, Field(strict=True, ge=0, le=255)]] = Field(
         min_length=1, max_length=64, description="GPU indices on the node; one per GPU."
     )
     vram_mb: int = Field(strict=True, gt=0, le=16_777_216, description="VRAM per GPU, MiB.")
-    vendor: str = Field(min_length=1, max_length=32, description="A vendor of the price table.")
+    vendor: VendorName = Field(description="A vendor of the price table.")
     gpu_count: int = Field(strict=True, ge=1, le=64)
     wall_seconds: float = Field(
         ge=0, le=MAX_WALL_SECONDS, allow_inf_nan=False, description="Running time, seconds."

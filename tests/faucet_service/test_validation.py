@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.faucet_service.factories import new_address, new_email, unique
+from tests.faucet_service.factories import ADMIN_HEADERS, new_address, new_email, unique
 
 
 def _bad_fields(response: httpx.Response) -> list[str]:
@@ -89,6 +89,29 @@ class TestBadInput:
         )
 
         assert _bad_fields(response) == ["code"]
+
+    @pytest.mark.parametrize(
+        ("path", "body", "field"),
+        [
+            ("/v1/signups", {"email": "a\x00b@example.com", "user_id": "u"}, "email"),
+            ("/v1/signups", {"email": "ab@example.com", "user_id": "u\x00"}, "user_id"),
+            ("/v1/signups/verify", {"email": "a\x00b@example.com", "code": "123456"}, "email"),
+            ("/v1/refills", {"user_id": "u\x00"}, "user_id"),
+        ],
+    )
+    def test_a_nul_byte_in_any_string_is_named(
+        self, faucet: httpx.Client, path: str, body: dict[str, Any], field: str
+    ) -> None:
+        response = faucet.post(path, json=body, headers=new_address())
+
+        assert _bad_fields(response) == [field]
+
+    def test_a_nul_byte_in_the_outbox_recipient_is_named(self, faucet: httpx.Client) -> None:
+        response = faucet.get(
+            "/v1/outbox", params={"recipient": "a\x00b@example.com"}, headers=ADMIN_HEADERS
+        )
+
+        assert _bad_fields(response) == ["recipient"]
 
     def test_a_bad_client_address_header_is_named(self, faucet: httpx.Client) -> None:
         response = faucet.post(

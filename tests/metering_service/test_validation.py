@@ -76,6 +76,36 @@ class TestBadUsageRecords:
 
         assert _bad_fields(metering.post("/v1/usage", json=body)) == [field]
 
+    @pytest.mark.parametrize(
+        "field",
+        ["job_id", "hold_reference", "user_id", "owner_id", "node", "vendor"],
+    )
+    @pytest.mark.parametrize("bad", ["\x00", "\x1b", "\n", " ", "\x7f"])
+    def test_a_control_character_or_space_in_any_string_is_named(
+        self, metering: httpx.Client, field: str, bad: str
+    ) -> None:
+        job_id = unique("job")
+        body = {**usage_body(job_id, unique("user")), "hold_reference": job_id}
+        body[field] = f"{body.get(field) or 'x'}{bad}a"
+
+        assert _bad_fields(metering.post("/v1/usage", json=body)) == [field]
+
+    @pytest.mark.parametrize("field", ["endpoint_id", "hold_reference"])
+    def test_a_nul_byte_in_an_endpoint_run_is_named(
+        self, metering: httpx.Client, field: str
+    ) -> None:
+        body = usage_body(unique("job"), unique("user"))
+        del body["job_id"]
+        body |= {"endpoint_id": unique("endpoint"), "hold_reference": unique("run")}
+        body[field] += "\x00"
+
+        assert _bad_fields(metering.post("/v1/usage", json=body)) == [field]
+
+    def test_a_nul_byte_in_the_queried_user_is_named(self, metering: httpx.Client) -> None:
+        response = metering.get("/v1/usage", params={"user_id": "user\x00a"})
+
+        assert _bad_fields(response) == ["user_id"]
+
     def test_an_unknown_record_is_404(self, metering: httpx.Client) -> None:
         response = metering.get("/v1/usage/999999")
 
