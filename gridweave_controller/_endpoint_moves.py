@@ -17,9 +17,16 @@ from gridweave_controller.errors import Invalid
 from gridweave_controller.phases import EndpointPhase, check_endpoint_move
 from gridweave_controller.validation import check_gpu_indices
 
-from ._status_change import ConditionUpdate, StatusChange, check_text, parse_timestamp
+from ._status_change import (
+    ConditionUpdate,
+    StatusChange,
+    check_same_repeat,
+    check_text,
+    parse_timestamp,
+)
 
 READY, HEALTHY = "Ready", "Healthy"
+KIND = "GridweaveEndpoint"
 _TRUE, _FALSE, _UNKNOWN = ConditionStatus.TRUE, ConditionStatus.FALSE, ConditionStatus.UNKNOWN
 
 
@@ -28,13 +35,27 @@ def current_phase(status: Mapping[str, Any]) -> EndpointPhase:
     return EndpointPhase(status.get("phase") or EndpointPhase.PENDING)
 
 
+def _billed_run(phase: EndpointPhase, status: Mapping[str, Any], now: datetime) -> dict[str, int]:
+    """Leaving Running (stop, failure or redeploy) adds the run's seconds to billedSeconds."""
+    started = parse_timestamp(status.get("startedAt"))
+    if phase is not EndpointPhase.RUNNING or started is None:
+        return {}
+    ran = max(0.0, (now - started).total_seconds())
+    return {"billedSeconds": int(status.get("billedSeconds") or 0) + math.ceil(ran)}
+
+
 def deploying(
     name: str, status: Mapping[str, Any], *, node: str, gpu_indices: list[int], now: datetime
 ) -> StatusChange | None:
-    """Pending, Running, Stopped or Failed -> Deploying on ``node`` with ``gpu_indices``."""
+    """Pending, Running, Stopped or Failed -> Deploying on ``node`` with ``gpu_indices``.
+
+    A redeploy from Running first adds the finished run's seconds to ``billedSeconds``.
+    """
     check_text(node, field="node", max_length=253)
     indices = check_gpu_indices(gpu_indices)
-    if not check_endpoint_move(name, current_phase(status), EndpointPhase.DEPLOYING):
+    phase = current_phase(status)
+    if not check_endpoint_move(name, phase, EndpointPhase.DEPLOYING):
+        check_same_repeat(KIND, name, status, {"node": node, "gpuIndices": indices})
         return None
     message = f"node {node}, GPUs {indices}"
     return StatusChange(
@@ -49,6 +70,7 @@ def deploying(
             "stoppedAt": None,
             "reason": None,
             "message": None,
+            **_billed_run(phase, status, now),
         },
         conditions=(
             ConditionUpdate(READY, _FALSE, "Deploying", message),
@@ -63,6 +85,7 @@ def running(
     """Deploying -> Running at ``url``; billing time starts."""
     check_text(url, field="url", max_length=2048)
     if not check_endpoint_move(name, current_phase(status), EndpointPhase.RUNNING):
+        check_same_repeat(KIND, name, status, {"url": url})
         return None
     return StatusChange(
         fields={
@@ -95,10 +118,7 @@ def _ended(
         "reason": reason,
         "message": message or None,
     }
-    started = parse_timestamp(status.get("startedAt"))
-    if phase is EndpointPhase.RUNNING and started is not None:
-        ran = max(0.0, (now - started).total_seconds())
-        fields["billedSeconds"] = int(status.get("billedSeconds") or 0) + math.ceil(ran)
+    fields.update(_billed_run(phase, status, now))
     return StatusChange(
         fields=fields,
         conditions=(

@@ -15,9 +15,16 @@ from gridweave_controller.conditions import (
 from gridweave_controller.phases import JobPhase, check_job_move
 from gridweave_controller.validation import check_gpu_indices
 
-from ._status_change import ConditionUpdate, StatusChange, check_text, wall_time_fields
+from ._status_change import (
+    ConditionUpdate,
+    StatusChange,
+    check_same_repeat,
+    check_text,
+    wall_time_fields,
+)
 
 ALLOCATED, RUNNING, FINISHED = "Allocated", "Running", "Finished"
+KIND = "GridweaveJob"
 _TRUE, _FALSE = ConditionStatus.TRUE, ConditionStatus.FALSE
 
 
@@ -37,6 +44,7 @@ def allocated(
     check_text(node, field="node", max_length=253)
     indices = check_gpu_indices(gpu_indices)
     if not _moves(name, status, JobPhase.ALLOCATED):
+        check_same_repeat(KIND, name, status, {"node": node, "gpuIndices": indices})
         return None
     message = f"node {node}, GPUs {indices}"
     return StatusChange(
@@ -93,6 +101,7 @@ def completed(
     if result_ref is not None:
         extra["resultRef"] = check_text(result_ref, field="result_ref", max_length=2048)
     if not _moves(name, status, JobPhase.COMPLETED):
+        check_same_repeat(KIND, name, status, extra)
         return None
     return _finished(JobPhase.COMPLETED, "Completed", "", extra, now)
 
@@ -111,6 +120,7 @@ def failed(
     check_message(message)
     extra = wall_time_fields(wall_seconds)
     if not _moves(name, status, JobPhase.FAILED):
+        check_same_repeat(KIND, name, status, extra)
         return None
     return _finished(JobPhase.FAILED, reason, message, extra, now)
 
@@ -122,6 +132,7 @@ def cancelled(
     check_message(message)
     extra = wall_time_fields(wall_seconds)
     if not _moves(name, status, JobPhase.CANCELLED):
+        check_same_repeat(KIND, name, status, extra)
         return None
     return _finished(JobPhase.CANCELLED, "Cancelled", message, extra, now)
 
@@ -133,6 +144,7 @@ def timed_out(
     check_message(message)
     extra = wall_time_fields(wall_seconds)
     if not _moves(name, status, JobPhase.TIMED_OUT):
+        check_same_repeat(KIND, name, status, extra)
         return None
     return _finished(JobPhase.TIMED_OUT, "TimedOut", message, extra, now)
 

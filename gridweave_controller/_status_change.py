@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gridweave_controller.conditions import ConditionStatus, check_message, set_condition
-from gridweave_controller.errors import Invalid
+from gridweave_controller.errors import Conflict, Invalid
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,23 @@ def wall_time_fields(wall_seconds: float | None) -> dict[str, Any]:
     if checked is None:
         return {}
     return {"wallSeconds": checked, "billedSeconds": billed_seconds(checked)}
+
+
+def check_same_repeat(
+    kind: str, name: str, status: Mapping[str, Any], arguments: Mapping[str, Any]
+) -> None:
+    """A move that repeats the current phase is a no-op only with the same arguments.
+
+    Two schedulers placing one job, or a retry racing a re-placement, must not both be told
+    they succeeded: a repeat with other arguments raises Conflict naming what differs.
+    """
+    differing = [key for key, value in arguments.items() if status.get(key) != value]
+    if differing:
+        stored = ", ".join(f"{key}={status.get(key)!r}" for key in differing)
+        asked = ", ".join(f"{key}={arguments[key]!r}" for key in differing)
+        raise Conflict(
+            f"{kind} {name!r} is already {status.get('phase')} with {stored}; not {asked}"
+        )
 
 
 def check_text(value: str, *, field: str, max_length: int, required: bool = True) -> str:

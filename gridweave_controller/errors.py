@@ -6,7 +6,8 @@
     ├── NotFound                  404, reason NotFound: the object does not exist
     │   └── CRDNotInstalled       404 without a NotFound Status: the resource type is not served
     ├── AlreadyExists             409, reason AlreadyExists: create of an existing name
-    ├── Conflict                  409, reason Conflict: stale resourceVersion (retry the RMW)
+    ├── Conflict                  409, reason Conflict: stale resourceVersion (retry the RMW),
+    │                             or a repeated move with other arguments (another placement)
     ├── Invalid                   422 / 400 or refused before any request: names the field
     │   └── InvalidTransition     an illegal phase move; names the current and the target phase
     ├── WaitTimedOut              ``wait_for_job`` saw none of the wanted phases in time
@@ -85,7 +86,8 @@ class AlreadyExists(CrdError):
 
 
 class Conflict(CrdError):
-    """The write carried a stale ``resourceVersion``: someone else wrote first."""
+    """Someone else wrote first: a stale ``resourceVersion``, or the object is already in
+    the target phase with other arguments (another node, GPUs, URL or wall time)."""
 
     code = 409
     default_reason = "Conflict"

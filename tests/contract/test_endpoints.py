@@ -6,6 +6,7 @@ import pytest
 
 from gridweave_controller import (
     USER_LABEL,
+    Conflict,
     EndpointPhase,
     Invalid,
     InvalidTransition,
@@ -76,11 +77,32 @@ class TestEndpointSetters:
         stopped = api.set_endpoint_stopped(endpoint.name, "UserStopped", "stopped from the CLI")
         assert stopped.phase is EndpointPhase.STOPPED
         assert stopped.status.stopped_at is not None
-        assert stopped.status.billed_seconds >= 0
+        assert stopped.status.billed_seconds >= 1  # a positive run rounds up to a second
         assert stopped.status.reason == "UserStopped"
         again = api.set_endpoint_deploying(endpoint.name, "gpu-node-2", [0])
         assert again.phase is EndpointPhase.DEPLOYING
         assert again.status.url is None and again.status.stopped_at is None
+
+    def test_a_redeploy_while_running_keeps_the_billed_run(self, transport: Transport) -> None:
+        name = deployed(transport)
+        redeployed = transport.api.set_endpoint_deploying(name, "gpu-node-2", [1])
+        assert redeployed.phase is EndpointPhase.DEPLOYING
+        first_run = redeployed.status.billed_seconds
+        assert first_run is not None and first_run >= 1
+        transport.api.set_endpoint_running(name, "http://gpu-node-2:9000")
+        stopped = transport.api.set_endpoint_stopped(name, "UserStopped")
+        assert stopped.status.billed_seconds >= first_run + 1
+
+    def test_a_repeat_with_other_arguments_is_a_conflict(self, transport: Transport) -> None:
+        endpoint = make_endpoint(transport)
+        transport.api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [0])
+        with pytest.raises(Conflict, match="gpu-node-1"):
+            transport.api.set_endpoint_deploying(endpoint.name, "gpu-node-2", [0])
+        running = transport.api.set_endpoint_running(endpoint.name, "http://gpu-node-1:9000")
+        with pytest.raises(Conflict, match="url"):
+            transport.api.set_endpoint_running(endpoint.name, "http://elsewhere:9000")
+        same = transport.api.set_endpoint_running(endpoint.name, "http://gpu-node-1:9000")
+        assert same.metadata.resource_version == running.metadata.resource_version
 
     def test_health_is_a_condition_beside_the_phase(self, transport: Transport) -> None:
         name = deployed(transport)

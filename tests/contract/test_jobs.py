@@ -10,6 +10,7 @@ import pytest
 from gridweave_controller import (
     USER_LABEL,
     AlreadyExists,
+    Conflict,
     Invalid,
     InvalidTransition,
     JobPhase,
@@ -265,6 +266,21 @@ class TestJobSetters:
             call(transport.api, job.name)  # type: ignore[operator]
         assert caught.value.field == field
         assert sum(requests.values()) == 0
+
+    def test_a_repeat_with_other_arguments_is_a_conflict(self, transport: Transport) -> None:
+        job = make_job(transport)
+        placed = transport.api.set_job_allocated(job.name, "node-a", [0])
+        with pytest.raises(Conflict, match="node-a"):
+            transport.api.set_job_allocated(job.name, "node-b", [3])
+        with pytest.raises(Conflict, match="gpuIndices"):
+            transport.api.set_job_allocated(job.name, "node-a", [1])
+        again = transport.api.set_job_allocated(job.name, "node-a", [0])
+        assert again.metadata.resource_version == placed.metadata.resource_version
+        transport.api.set_job_running(job.name)
+        transport.api.set_job_completed(job.name, 2.5)
+        with pytest.raises(Conflict, match="wallSeconds"):
+            transport.api.set_job_completed(job.name, 7.0)
+        assert transport.api.get_job(job.name).status.wall_seconds == 2.5
 
     def test_missing_job_setter_is_not_found(self, transport: Transport) -> None:
         with pytest.raises(NotFound):

@@ -156,6 +156,21 @@ class TestTimestampsAndBilling:
         assert second.phase is EndpointPhase.FAILED
         assert second.status.billed_seconds == 16
 
+    def test_a_redeploy_from_running_bills_the_finished_run(
+        self, client: CrdClient, clock: FakeClock
+    ) -> None:
+        client.create_endpoint("ep-1", "alice", vram_mb=10, model="m")
+        client.set_endpoint_deploying("ep-1", "n1", [0])
+        client.set_endpoint_running("ep-1", "http://n1:1")
+        clock.advance(1000)
+        redeployed = client.set_endpoint_deploying("ep-1", "n2", [1])
+        assert redeployed.status.billed_seconds == 1000
+        clock.advance(30)  # deploying again: not billed
+        client.set_endpoint_running("ep-1", "http://n2:1")
+        clock.advance(5)
+        stopped = client.set_endpoint_stopped("ep-1", "UserStopped")
+        assert stopped.status.billed_seconds == 1005
+
     def test_health_transition_time_moves_only_on_a_flip(
         self, client: CrdClient, clock: FakeClock
     ) -> None:
