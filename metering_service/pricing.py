@@ -11,9 +11,13 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
+from credit_service.schemas.common import MAX_AMOUNT
+
 __all__ = [
     "DEFAULT_PRICE_TABLE",
+    "MAX_GPU_COUNT",
     "MAX_PRICE_PER_GPU_SECOND",
+    "MAX_WALL_SECONDS",
     "PriceTable",
     "PriceTier",
     "UnknownVendor",
@@ -22,9 +26,15 @@ __all__ = [
     "price_per_gpu_second",
 ]
 
-# 1 credit per GPU-second: far above any real price, low enough that no accepted usage
-# record's cost comes near credit_service's largest amount.
-MAX_PRICE_PER_GPU_SECOND = 1_000_000
+# A year and a day: no single job or endpoint run is billed for longer in one record.
+MAX_WALL_SECONDS = 366 * 24 * 3600
+# The most GPUs one usage record bills (one node's).
+MAX_GPU_COUNT = 64
+# The highest price at which the largest record (MAX_WALL_SECONDS on MAX_GPU_COUNT GPUs)
+# still costs no more than the largest amount credit_service settles: 494,111 micro-credits
+# (about half a credit) per GPU-second, far above any real price. Above it such a record's
+# settlement would be refused for ever.
+MAX_PRICE_PER_GPU_SECOND = MAX_AMOUNT // (MAX_WALL_SECONDS * MAX_GPU_COUNT)
 
 VendorName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
 

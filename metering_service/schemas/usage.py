@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import AwareDatetime, BaseModel, Field
 
 from credit_service.schemas.common import RequestBody, UserId
-from metering_service.pricing import VendorName
+from metering_service.pricing import MAX_GPU_COUNT, MAX_WALL_SECONDS, VendorName
 
 __all__ = [
     "MAX_WALL_SECONDS",
@@ -18,9 +18,6 @@ __all__ = [
     "UsageRecordResponse",
     "UsageTotalsResponse",
 ]
-
-# A year and a day: no single job or endpoint run is billed for longer in one record.
-MAX_WALL_SECONDS = 366 * 24 * 3600
 
 SubjectId = Annotated[
     str,
@@ -63,11 +60,11 @@ class RecordUsageRequest(RequestBody):
     )
     node: NodeName
     gpu_indices: list[Annotated[int, Field(strict=True, ge=0, le=255)]] = Field(
-        min_length=1, max_length=64, description="GPU indices on the node; one per GPU."
+        min_length=1, max_length=MAX_GPU_COUNT, description="GPU indices on the node; one per GPU."
     )
     vram_mb: int = Field(strict=True, gt=0, le=16_777_216, description="VRAM per GPU, MiB.")
     vendor: VendorName = Field(description="A vendor of the price table.")
-    gpu_count: int = Field(strict=True, ge=1, le=64)
+    gpu_count: int = Field(strict=True, ge=1, le=MAX_GPU_COUNT)
     wall_seconds: float = Field(
         ge=0, le=MAX_WALL_SECONDS, allow_inf_nan=False, description="Running time, seconds."
     )

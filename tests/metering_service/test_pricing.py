@@ -8,8 +8,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from credit_service.schemas.common import MAX_AMOUNT
 from metering_service.pricing import (
     DEFAULT_PRICE_TABLE,
+    MAX_GPU_COUNT,
+    MAX_PRICE_PER_GPU_SECOND,
+    MAX_WALL_SECONDS,
     PriceTable,
     UnknownVendor,
     VramBeyondPriceTable,
@@ -107,3 +111,46 @@ class TestPriceTableSetting:
         assert credit.account(user_id)["balance"] == 1_000_000 - 130
         assert too_big.status_code == 422
         assert too_big.json()["error"]["fields"][0]["field"] == "vram_mb"
+
+
+class TestPriceLimit:
+    def test_the_largest_record_at_the_highest_price_is_an_amount_credit_accepts(self) -> None:
+        assert MAX_WALL_SECONDS * MAX_GPU_COUNT * MAX_PRICE_PER_GPU_SECOND <= MAX_AMOUNT
+
+    def test_a_price_above_the_limit_is_refused(self) -> None:
+        tier = {"max_vram_mb": None, "micro_credits_per_gpu_second": MAX_PRICE_PER_GPU_SECOND}
+
+        PriceTable.model_validate({"nvidia": [tier]})
+        with pytest.raises(ValidationError, match="micro_credits_per_gpu_second"):
+            PriceTable.model_validate(
+                {"nvidia": [{**tier, "micro_credits_per_gpu_second": MAX_PRICE_PER_GPU_SECOND + 1}]}
+            )
+
+    def test_the_largest_record_at_the_highest_price_settles(
+        self, metering_database: str, credit: CreditServer, tmp_path: Path
+    ) -> None:
+        user_id, job_id = unique("user"), unique("job")
+        credit.fund(user_id, MAX_AMOUNT)
+        credit.place_hold(user_id, MAX_AMOUNT, reference=job_id)
+        table = {"nvidia": [{"micro_credits_per_gpu_second": MAX_PRICE_PER_GPU_SECOND}]}
+        settings = metering_settings(
+            metering_database,
+            credit.url,
+            state_dir=tmp_path,
+            price_table=PriceTable.model_validate(table),
+        )
+        body = usage_body(
+            job_id,
+            user_id,
+            gpu_count=MAX_GPU_COUNT,
+            gpu_indices=list(range(MAX_GPU_COUNT)),
+            wall_seconds=MAX_WALL_SECONDS,
+        )
+        with running_metering(settings) as metering:
+            record = metering.post("/v1/usage", json=body).json()
+
+        cost = MAX_WALL_SECONDS * MAX_GPU_COUNT * MAX_PRICE_PER_GPU_SECOND
+        assert record["cost"] == cost
+        assert record["settlement"]["state"] == "settled", record["settlement"]
+        assert record["settlement"]["charged"] == cost
+        assert credit.account(user_id)["balance"] == MAX_AMOUNT - cost
