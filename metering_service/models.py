@@ -3,8 +3,9 @@
 Invariants:
 
 - One usage record per credit hold: ``UNIQUE (hold_reference)``. A job's hold reference is
-  its job id, so a job has one record; an endpoint's runs each carry their own (the endpoint
-  id by default). A replay finds the first record and never charges again.
+  its job id, so a job has one record; each run of an endpoint must carry its own (no
+  default: a shared one would make a later run look like a replay and go unbilled). A replay
+  finds the first record and never charges again.
 - ``billed_seconds = ceil(wall_seconds)``, ``cost = billed_seconds * gpu_count *
   price_per_gpu_second``, all integers (micro-credits); the price is copied onto the record,
   so a later price change never rewrites history.

@@ -50,8 +50,8 @@ class RecordUsageRequest(RequestBody):
     hold_reference: SubjectId | None = Field(
         default=None,
         description=(
-            "The reference the credit hold was placed with: a job's is always its job id; an "
-            "endpoint's defaults to the endpoint id (give each run of an endpoint its own)."
+            "The reference the credit hold was placed with: a job's is always its job id (and "
+            "may be left out); an endpoint run must give its own (each run has its own hold)."
         ),
     )
     user_id: UserId

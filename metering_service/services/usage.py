@@ -102,7 +102,12 @@ def _subject(request: RecordUsageRequest) -> tuple[str, str, str]:
             raise InvalidUsage("hold_reference", "a job's hold is placed with its job id")
         return UsageKind.JOB, request.job_id, request.job_id
     assert request.endpoint_id is not None
-    return UsageKind.ENDPOINT, request.endpoint_id, request.hold_reference or request.endpoint_id
+    if request.hold_reference is None:
+        # an endpoint runs again and again: each run's hold has its own reference
+        raise InvalidUsage(
+            "hold_reference", "an endpoint run needs the reference its credit hold was placed with"
+        )
+    return UsageKind.ENDPOINT, request.endpoint_id, request.hold_reference
 
 
 def _new_record_values(request: RecordUsageRequest, table: PriceTable) -> dict[str, Any]:

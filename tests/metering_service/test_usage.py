@@ -102,11 +102,12 @@ class TestRecordUsage:
         assert (record["user_id"], record["owner_id"]) == (runner_id, owner_id)
         assert credit.account(owner_id)["balance"] == 10_000_000 - 1700
 
-    def test_an_endpoint_run_is_settled_by_the_endpoint_id(
+    def test_an_endpoint_run_is_settled_by_its_hold_reference(
         self, metering: httpx.Client, credit: CreditServer
     ) -> None:
-        user_id, endpoint_id, hold_id = _funded_job(credit)
-        body = _endpoint_body(endpoint_id, user_id)
+        user_id, run, hold_id = _funded_job(credit)
+        endpoint_id = unique("endpoint")
+        body = _endpoint_body(endpoint_id, user_id, hold_reference=run)
 
         record = metering.post("/v1/usage", json=body).json()
 
@@ -115,9 +116,26 @@ class TestRecordUsage:
             endpoint_id,
             None,
         )
-        assert record["hold_reference"] == endpoint_id
+        assert record["hold_reference"] == run
         assert record["settlement"]["hold_id"] == hold_id
         assert credit.hold(hold_id)["captured"] == 1700
+
+    def test_an_endpoint_run_without_a_hold_reference_is_refused(
+        self, metering: httpx.Client, credit: CreditServer
+    ) -> None:
+        user_id, endpoint_id, hold_id = _funded_job(credit)
+
+        response = metering.post("/v1/usage", json=_endpoint_body(endpoint_id, user_id))
+
+        assert response.status_code == 422, response.text
+        assert response.json()["error"]["fields"] == [
+            {
+                "field": "hold_reference",
+                "message": "an endpoint run needs the reference its credit hold was placed with",
+            }
+        ]
+        assert credit.hold(hold_id)["status"] == "open"
+        assert credit.ledger_amounts(user_id) == [10_000_000]
 
     def test_each_run_of_an_endpoint_settles_its_own_hold(
         self, metering: httpx.Client, credit: CreditServer
@@ -137,6 +155,7 @@ class TestRecordUsage:
             "/v1/usage", json=_endpoint_body(endpoint_id, user_id, hold_reference=runs[0])
         )
 
+        # the same figures twice, yet two runs: each is billed
         assert [r.status_code for r in records] == [201, 201]
         assert [r.json()["settlement"]["hold_id"] for r in records] == holds
         assert (replay.status_code, replay.json()["id"]) == (200, records[0].json()["id"])
