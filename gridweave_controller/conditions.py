@@ -65,7 +65,7 @@ def format_precise_timestamp(moment: datetime) -> str:
 
 def check_reason(reason: str, *, field: str = "reason") -> str:
     """Return ``reason`` if it is a valid condition reason, else raise Invalid naming it."""
-    if len(reason) > MAX_REASON_LENGTH or not REASON_PATTERN.match(reason):
+    if len(reason) > MAX_REASON_LENGTH or not REASON_PATTERN.fullmatch(reason):
         raise Invalid(
             f"{field} {reason!r} must be CamelCase: a letter, then letters, digits, '_', ',' "
             f"or ':' (at most {MAX_REASON_LENGTH} characters), e.g. 'NodeLost'",

@@ -40,7 +40,11 @@ _HASH_DIGITS = 16
 
 def check_name(name: str, *, field: str) -> str:
     """Return ``name`` if it is a DNS-1123 label (what job and endpoint ids must be)."""
-    if not isinstance(name, str) or len(name) > MAX_NAME_LENGTH or not _DNS1123_LABEL.match(name):
+    if (
+        not isinstance(name, str)
+        or len(name) > MAX_NAME_LENGTH
+        or not _DNS1123_LABEL.fullmatch(name)
+    ):
         raise Invalid(
             f"{field} {name!r} is not a DNS-1123 name: at most {MAX_NAME_LENGTH} lower-case "
             "letters, digits or '-', starting and ending with a letter or digit",
@@ -51,9 +55,9 @@ def check_name(name: str, *, field: str) -> str:
 
 def _check_label_key(key: str, field: str) -> None:
     prefix, _, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+    if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix)):
         raise Invalid(f"{field} key {key!r} has an invalid prefix {prefix!r}", field=field)
-    if len(name) > MAX_LABEL_VALUE_LENGTH or not _LABEL_NAME.match(name):
+    if len(name) > MAX_LABEL_VALUE_LENGTH or not _LABEL_NAME.fullmatch(name):
         raise Invalid(
             f"{field} key {key!r}: the name must be at most 63 characters of letters, digits, "
             "'-', '_' or '.', starting and ending with a letter or digit",
@@ -76,7 +80,7 @@ def check_labels(labels: Mapping[str, str] | None, *, field: str = "labels") -> 
                 f"{MAX_LABEL_VALUE_LENGTH} are allowed",
                 field=f"{field}[{key}]",
             )
-        if not _LABEL_VALUE.match(value):
+        if not _LABEL_VALUE.fullmatch(value):
             raise Invalid(
                 f"{field}[{key!r}] value {value!r} has bad characters: use letters, digits, "
                 "'-', '_' or '.', starting and ending with a letter or digit",
@@ -88,7 +92,7 @@ def check_labels(labels: Mapping[str, str] | None, *, field: str = "labels") -> 
 
 def user_label_value(user_id: str) -> str:
     """The label value for a user id: unchanged if already valid, else sanitized + hashed."""
-    if len(user_id) <= MAX_LABEL_VALUE_LENGTH and _LABEL_VALUE.match(user_id) and user_id:
+    if len(user_id) <= MAX_LABEL_VALUE_LENGTH and _LABEL_VALUE.fullmatch(user_id) and user_id:
         return user_id
     digest = hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:_HASH_DIGITS]
     readable = _NOT_LABEL_CHAR.sub("-", user_id)

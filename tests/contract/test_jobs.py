@@ -256,6 +256,8 @@ class TestJobSetters:
             (lambda api, n: api.set_job_allocated(n, "n1", [0, 0]), "gpu_indices"),
             (lambda api, n: api.set_job_allocated(n, "", [0]), "node"),
             (lambda api, n: api.get_job("Not_A_Name"), "job_id"),
+            (lambda api, n: api.get_job(n + "\n"), "job_id"),
+            (lambda api, n: api.set_job_failed(n, "Failed\n"), "reason"),
         ],
     )
     def test_bad_setter_arguments_are_refused_before_any_request(

@@ -171,3 +171,22 @@ def test_endpoint_needs_model_or_image(store: RawStore, kube_namespace: str) -> 
     with pytest.raises(Invalid) as caught:
         store.create(kube_namespace, "gridweaveendpoints", body)
     assert caught.value.field == "spec.model"
+
+
+def test_a_trailing_newline_does_not_satisfy_a_pattern(
+    store: RawStore, kube_namespace: str
+) -> None:
+    created = store.create(kube_namespace, JOBS, job_body("nl"))
+    condition = {
+        "type": "Finished",
+        "status": "True",
+        "reason": "Failed\n",
+        "message": "",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    patch = {
+        "metadata": {"resourceVersion": created["metadata"]["resourceVersion"]},
+        "status": {"phase": "Failed", "conditions": [condition]},
+    }
+    with pytest.raises(Invalid):
+        store.patch_status(kube_namespace, JOBS, "nl", patch)

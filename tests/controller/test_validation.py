@@ -37,7 +37,7 @@ class TestLabels:
         assert caught.value.field == "labels[team]"
         assert "64 characters" in str(caught.value)
 
-    @pytest.mark.parametrize("value", ["a b", "-a", "a-", "a/b", "ü"])
+    @pytest.mark.parametrize("value", ["a b", "-a", "a-", "a/b", "ü", "gold\n"])
     def test_bad_characters_name_the_label(self, value: str) -> None:
         with pytest.raises(Invalid) as caught:
             check_labels({"team": value})
@@ -56,11 +56,21 @@ class TestUserLabelValue:
 
     @pytest.mark.parametrize(
         "user_id",
-        ["alice@example.com", "Bob Smith", "x" * 64, "", "@@@", "ü-user", "-lead", "trail."],
+        [
+            "alice@example.com",
+            "Bob Smith",
+            "x" * 64,
+            "",
+            "@@@",
+            "ü-user",
+            "-lead",
+            "trail.",
+            "alice\n",
+        ],
     )
     def test_others_become_valid_stable_values(self, user_id: str) -> None:
         value = user_label_value(user_id)
-        assert LABEL_VALUE.match(value) and 0 < len(value) <= 63
+        assert LABEL_VALUE.fullmatch(value) and 0 < len(value) <= 63
         assert value == user_label_value(user_id)
 
     def test_distinct_ids_stay_distinct(self) -> None:

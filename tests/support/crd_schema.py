@@ -110,13 +110,23 @@ def _check_scalar(
             causes.append(_cause("FieldValueInvalid", path, "Invalid value: too short"))
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             causes.append(_cause("FieldValueTooLong", path, "Too long"))
-        if "pattern" in schema and not re.search(schema["pattern"], value):
+        if "pattern" in schema and not re.search(_go_pattern(schema["pattern"]), value):
             causes.append(_cause("FieldValueInvalid", path, f"should match '{schema['pattern']}'"))
     if isinstance(value, int | float) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
             causes.append(_cause("FieldValueInvalid", path, f"should be >= {schema['minimum']}"))
         if "maximum" in schema and value > schema["maximum"]:
             causes.append(_cause("FieldValueInvalid", path, f"should be <= {schema['maximum']}"))
+
+
+def _go_pattern(pattern: str) -> str:
+    """The apiserver's (RE2) reading of a pattern: a final ``$`` is the end of the text.
+
+    Python's ``$`` also matches before a trailing newline, which the apiserver refuses.
+    """
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        return pattern[:-1] + r"\Z"
+    return pattern
 
 
 _HAS_EITHER = re.compile(r"^has\(self\.(\w+)\) \|\| has\(self\.(\w+)\)$")
