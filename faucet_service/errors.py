@@ -8,8 +8,10 @@ Tree::
         ├── SignupNotFound         404
         ├── WrongCode              400  (body: attempts_left)
         ├── CodeLocked             403
+        ├── CodeNotForUser         403  (body: field)
         ├── NotOnboarded           403
         ├── AlreadyOnboarded       409  (body: field)
+        ├── SignupPending          409  (body: field)
         ├── BalanceAboveThreshold  409  (body: balance, threshold)
         ├── CodeExpired            410
         ├── RateLimited            429  (body: scope, limit, window_seconds)
@@ -28,6 +30,7 @@ __all__ = [
     "BalanceAboveThreshold",
     "CodeExpired",
     "CodeLocked",
+    "CodeNotForUser",
     "CreditRefused",
     "CreditUnavailable",
     "EmailDeliveryFailed",
@@ -37,6 +40,7 @@ __all__ = [
     "RateLimited",
     "RefillTooSoon",
     "SignupNotFound",
+    "SignupPending",
     "WrongCode",
 ]
 
@@ -84,6 +88,14 @@ class CodeLocked(FaucetError):
     message = "too many wrong codes: sign up again for a new code"
 
 
+class CodeNotForUser(FaucetError):
+    """The email's code was issued to another user: it never verifies for this one."""
+
+    code = "code_not_for_user"
+    status_code = 403
+    message = "this email's code was issued to another user"
+
+
 class NotOnboarded(FaucetError):
     """The user has no verified email, so no refill."""
 
@@ -98,6 +110,14 @@ class AlreadyOnboarded(FaucetError):
     code = "already_onboarded"
     status_code = 409
     message = "the onboarding grant was already given"
+
+
+class SignupPending(FaucetError):
+    """The email has a live code issued to another user: no new one until it expires."""
+
+    code = "signup_pending"
+    status_code = 409
+    message = "this email has a live verification code for another user: try again later"
 
 
 class BalanceAboveThreshold(FaucetError):

@@ -3,7 +3,9 @@
 Invariants:
 
 - ``verifications``: one row per email; only an HMAC of the code is stored, never the code.
-  ``failed_attempts`` only grows until a new sign-up replaces the code.
+  The code verifies only for ``user_id``, the user it was issued to; a sign-up by another
+  user replaces it only once it is expired or locked. ``failed_attempts`` only grows until
+  a new sign-up replaces the code.
 - ``grants``: one onboarding grant per email and one per user (both UNIQUE); its credit
   idempotency key is derived from the email, so credit_service mints it once whatever
   happens here.

@@ -47,6 +47,7 @@ def verify(
     return signups.verify_email(
         session,
         email=body.email,
+        user_id=body.user_id,
         code=body.code,
         client_address=address,
         settings=settings,

@@ -32,9 +32,13 @@ class SignUpResponse(BaseModel):
 
 
 class VerifyRequest(RequestBody):
-    """Prove the mailbox with the code; the onboarding grant follows."""
+    """Prove the mailbox with the code; the onboarding grant follows.
+
+    ``user_id`` must be the user the code was issued to (at sign-up).
+    """
 
     email: Email
+    user_id: UserId
     code: Code
 
 

@@ -5,13 +5,20 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from credit_service.client import CreditClient
 from faucet_service.codes import code_matches, code_secret, hash_code, new_code
-from faucet_service.errors import CodeExpired, CodeLocked, SignupNotFound, WrongCode
+from faucet_service.errors import (
+    CodeExpired,
+    CodeLocked,
+    CodeNotForUser,
+    SignupNotFound,
+    SignupPending,
+    WrongCode,
+)
 from faucet_service.mailer import send_by_smtp, verification_email
 from faucet_service.models import VerificationModel
 from faucet_service.schemas.signups import SignUpResponse, VerifyResponse
@@ -39,9 +46,13 @@ def sign_up(
 ) -> SignUpResponse:
     """Send ``email`` a fresh code (replacing any earlier one, tries reset); commits.
 
+    A live code (unexpired, unlocked) issued to another user is never replaced: otherwise
+    whoever signed up last would receive the grant the mailbox's owner verifies.
+
     Raises:
         RateLimited: too many requests from this address or sign-ups for this email.
         AlreadyOnboarded: the email or the user already had the onboarding grant.
+        SignupPending: the email has a live code issued to another user.
         EmailDeliveryFailed: the SMTP server did not take the email (sign up again).
     """
     _count_address(session, client_address, settings)
@@ -54,7 +65,8 @@ def sign_up(
     )
     refuse_if_onboarded(session, email=email, user_id=user_id)
     code = new_code()
-    expires_at = datetime.now(UTC) + timedelta(seconds=settings.code_ttl_seconds)
+    now = datetime.now(UTC)
+    expires_at = now + timedelta(seconds=settings.code_ttl_seconds)
     values = {
         "user_id": user_id,
         "code_hash": hash_code(code_secret(settings), email=email, code=code),
@@ -62,11 +74,20 @@ def sign_up(
         "failed_attempts": 0,
         "verified_at": None,
     }
-    session.execute(
+    # one statement, so two sign-ups racing for one email cannot both replace the code
+    replaceable = or_(
+        VerificationModel.user_id == user_id,
+        VerificationModel.expires_at <= now,
+        VerificationModel.failed_attempts >= settings.code_max_attempts,
+    )
+    stored = session.scalar(
         insert(VerificationModel)
         .values(email=email, **values)
-        .on_conflict_do_update(index_elements=["email"], set_=values)
+        .on_conflict_do_update(index_elements=["email"], set_=values, where=replaceable)
+        .returning(VerificationModel.email)
     )
+    if stored is None:
+        raise SignupPending(field="email")
     message = verification_email(
         recipient=email, code=code, expires_at=expires_at, sender=settings.smtp_from
     )
@@ -98,6 +119,7 @@ def verify_email(
     session: Session,
     *,
     email: str,
+    user_id: str,
     code: str,
     client_address: str,
     settings: FaucetSettings,
@@ -105,15 +127,19 @@ def verify_email(
 ) -> VerifyResponse:
     """Check the code (each wrong one counts), then record and mint the grant; commits.
 
-    A verified email may be verified again with its code: the answer is the same grant.
+    The code verifies only for the user it was issued to. A verified email may be verified
+    again with its code: the answer is the same grant.
 
     Raises:
-        SignupNotFound, CodeLocked, CodeExpired, WrongCode: the code does not verify.
+        SignupNotFound, CodeNotForUser, CodeLocked, CodeExpired, WrongCode: no verification.
         AlreadyOnboarded: the user already had a grant under another email.
         CreditUnavailable: the grant is recorded but not minted yet: replay the call.
     """
     _count_address(session, client_address, settings)
     verification = _lock_verification(session, email)
+    if verification.user_id != user_id:
+        # checked before the code, so it neither spends a try nor tells if the code was right
+        raise CodeNotForUser(field="user_id")
     if verification.failed_attempts >= settings.code_max_attempts:
         raise CodeLocked(email=email)
     now = datetime.now(UTC)

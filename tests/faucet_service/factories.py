@@ -82,10 +82,12 @@ def sign_up(faucet: httpx.Client, email: str, user_id: str) -> httpx.Response:
     )
 
 
-def verify(faucet: httpx.Client, email: str, code: str) -> httpx.Response:
-    """Submit a code, from a fresh client address."""
+def verify(faucet: httpx.Client, email: str, user_id: str, code: str) -> httpx.Response:
+    """Submit a code for ``user_id``, from a fresh client address."""
     return faucet.post(
-        "/v1/signups/verify", json={"email": email, "code": code}, headers=new_address()
+        "/v1/signups/verify",
+        json={"email": email, "user_id": user_id, "code": code},
+        headers=new_address(),
     )
 
 
@@ -93,5 +95,5 @@ def onboard(faucet: httpx.Client) -> tuple[str, str]:
     """A user whose email is verified and grant minted: (email, user_id)."""
     email, user_id = new_email(), unique("user")
     assert sign_up(faucet, email, user_id).status_code == 202
-    assert verify(faucet, email, latest_code(faucet, email)).status_code == 200
+    assert verify(faucet, email, user_id, latest_code(faucet, email)).status_code == 200
     return email, user_id

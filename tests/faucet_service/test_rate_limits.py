@@ -29,9 +29,11 @@ def strict_database(postgres: PostgresTestServer) -> Iterator[str]:
         postgres.drop_database(url)
 
 
-def _sign_up(faucet: httpx.Client, email: str, address: dict[str, str]) -> httpx.Response:
+def _sign_up(
+    faucet: httpx.Client, email: str, address: dict[str, str], user_id: str | None = None
+) -> httpx.Response:
     return faucet.post(
-        "/v1/signups", json={"email": email, "user_id": unique("user")}, headers=address
+        "/v1/signups", json={"email": email, "user_id": user_id or unique("user")}, headers=address
     )
 
 
@@ -42,10 +44,12 @@ class TestRateLimits:
         settings = faucet_settings(
             strict_database, credit.url, state_dir=tmp_path, signups_per_email=2
         )
-        email = new_email()
+        email, user_id = new_email(), unique("user")
         with running_faucet(settings) as faucet:
-            statuses = [_sign_up(faucet, email, new_address()).status_code for _ in range(3)]
-            refused = _sign_up(faucet, email, new_address())
+            statuses = [
+                _sign_up(faucet, email, new_address(), user_id).status_code for _ in range(3)
+            ]
+            refused = _sign_up(faucet, email, new_address(), user_id)
             other_email = _sign_up(faucet, new_email(), new_address())
 
         assert statuses == [202, 202, 429]
@@ -69,7 +73,7 @@ class TestRateLimits:
             sign_ups = [_sign_up(faucet, new_email(), address).status_code for _ in range(2)]
             verify = faucet.post(
                 "/v1/signups/verify",
-                json={"email": new_email(), "code": "000000"},
+                json={"email": new_email(), "user_id": unique("user"), "code": "000000"},
                 headers=address,
             )
             limited = _sign_up(faucet, new_email(), address)

@@ -133,7 +133,7 @@ def test_an_unminted_grant_is_minted_before_a_refill(
     code = latest_code(faucet, email)
     dead = f"http://127.0.0.1:{free_port()}"
     with running_faucet(faucet_settings(faucet_database, dead, state_dir=tmp_path)) as cut_off:
-        assert verify(cut_off, email, code).status_code == 503
+        assert verify(cut_off, email, user_id, code).status_code == 503
 
     response = _refill(faucet, user_id)
 

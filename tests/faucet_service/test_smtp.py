@@ -40,7 +40,7 @@ class TestSmtpDelivery:
                 [message] = inbox.received()
                 match = re.search(r"code is (\d{6})", message.get_content())
                 assert match is not None
-                verified = verify(faucet, email, match.group(1))
+                verified = verify(faucet, email, user_id, match.group(1))
                 outbox = faucet.get(
                     "/v1/outbox", params={"recipient": email}, headers=ADMIN_HEADERS
                 )

@@ -85,7 +85,9 @@ class TestBadInput:
     @pytest.mark.parametrize("code", ["12345", "1234567", "abcdef", 123456])
     def test_a_malformed_code_is_named(self, faucet: httpx.Client, code: Any) -> None:
         response = faucet.post(
-            "/v1/signups/verify", json={"email": new_email(), "code": code}, headers=new_address()
+            "/v1/signups/verify",
+            json={"email": new_email(), "user_id": unique("user"), "code": code},
+            headers=new_address(),
         )
 
         assert _bad_fields(response) == ["code"]
@@ -95,7 +97,16 @@ class TestBadInput:
         [
             ("/v1/signups", {"email": "a\x00b@example.com", "user_id": "u"}, "email"),
             ("/v1/signups", {"email": "ab@example.com", "user_id": "u\x00"}, "user_id"),
-            ("/v1/signups/verify", {"email": "a\x00b@example.com", "code": "123456"}, "email"),
+            (
+                "/v1/signups/verify",
+                {"email": "a\x00b@example.com", "user_id": "u", "code": "123456"},
+                "email",
+            ),
+            (
+                "/v1/signups/verify",
+                {"email": "ab@example.com", "user_id": "u\x00", "code": "123456"},
+                "user_id",
+            ),
             ("/v1/refills", {"user_id": "u\x00"}, "user_id"),
         ],
     )
@@ -112,6 +123,15 @@ class TestBadInput:
         )
 
         assert _bad_fields(response) == ["recipient"]
+
+    def test_a_verification_needs_the_user(self, faucet: httpx.Client) -> None:
+        response = faucet.post(
+            "/v1/signups/verify",
+            json={"email": new_email(), "code": "123456"},
+            headers=new_address(),
+        )
+
+        assert _bad_fields(response) == ["user_id"]
 
     def test_a_bad_client_address_header_is_named(self, faucet: httpx.Client) -> None:
         response = faucet.post(
