@@ -10,6 +10,7 @@ from typing import Any
 
 from gridweave_controller.conditions import ConditionStatus, check_message, set_condition
 from gridweave_controller.errors import Conflict, Invalid
+from gridweave_controller.validation import check_wall_seconds
 
 
 @dataclass(frozen=True)
@@ -81,22 +82,6 @@ def billed_seconds(wall_seconds: float) -> int:
     return math.ceil(wall_seconds)
 
 
-def check_wall_seconds(wall_seconds: float | None) -> float | None:
-    """Return ``wall_seconds`` if it is a finite number >= 0 (or None)."""
-    if wall_seconds is None:
-        return None
-    if (
-        isinstance(wall_seconds, bool)
-        or not isinstance(wall_seconds, int | float)
-        or not math.isfinite(wall_seconds)
-        or wall_seconds < 0
-    ):
-        raise Invalid(
-            f"wall_seconds must be a finite number >= 0, not {wall_seconds!r}", field="wall_seconds"
-        )
-    return float(wall_seconds)
-
-
 def wall_time_fields(wall_seconds: float | None) -> dict[str, Any]:
     """``wallSeconds`` and ``billedSeconds`` when the wall time is known."""
     checked = check_wall_seconds(wall_seconds)
@@ -150,7 +135,6 @@ __all__ = [
     "billed_seconds",
     "check_message",
     "check_text",
-    "check_wall_seconds",
     "parse_timestamp",
     "status_merge_patch",
     "wall_time_fields",

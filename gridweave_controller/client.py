@@ -18,7 +18,6 @@ from gridweave_controller._status_change import (
     StatusChange,
     apply_change,
     check_text,
-    check_wall_seconds,
     status_merge_patch,
 )
 from gridweave_controller.conditions import check_message, check_reason
@@ -31,6 +30,7 @@ from gridweave_controller.validation import (
     check_gpu_indices,
     check_labels,
     check_name,
+    check_wall_seconds,
     user_label_value,
 )
 

@@ -10,6 +10,7 @@ distinct ids. The raw id always stays in ``spec.userId``.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Mapping
 
@@ -20,6 +21,7 @@ __all__ = [
     "check_gpu_indices",
     "check_labels",
     "check_name",
+    "check_wall_seconds",
     "user_label_value",
 ]
 
@@ -108,3 +110,19 @@ def check_gpu_indices(gpu_indices: list[int] | tuple[int, ...]) -> list[int]:
     if len(set(indices)) != len(indices):
         raise Invalid("gpu_indices must not repeat an index", field="gpu_indices")
     return indices
+
+
+def check_wall_seconds(wall_seconds: float | None) -> float | None:
+    """Return ``wall_seconds`` if it is a finite number >= 0 (or None)."""
+    if wall_seconds is None:
+        return None
+    if (
+        isinstance(wall_seconds, bool)
+        or not isinstance(wall_seconds, int | float)
+        or not math.isfinite(wall_seconds)
+        or wall_seconds < 0
+    ):
+        raise Invalid(
+            f"wall_seconds must be a finite number >= 0, not {wall_seconds!r}", field="wall_seconds"
+        )
+    return float(wall_seconds)

@@ -8,9 +8,10 @@ The job gateway has no cluster access; kuberay-service re-exports the typed oper
     job = crd.get_job("job-1")
 
 Retries: every call is retried when the connection could not be made (nothing was sent).
-Reads and the phase setters are also retried after a timeout or a dropped connection:
-repeating a setter's move is a no-op in the phase machine, so a retry cannot apply it twice.
-Creates and deletes are not retried once sent (a repeat would answer AlreadyExists/NotFound).
+Reads are also retried after a timeout or a dropped connection. Writes (creates, deletes,
+phase setters) are not retried once sent: the first attempt may have been applied and the
+object moved on since, so a blind repeat could apply a move twice (a requeue after a
+re-allocation). The caller gets TransportError and reads the object to decide.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import httpx
+from pydantic.alias_generators import to_snake
 
 from gridweave_controller.client import (
     DEFAULT_MAX_RETRIES,
@@ -37,7 +39,7 @@ from gridweave_controller.errors import (
 )
 from gridweave_controller.models import Endpoint, Job, Vendor
 from gridweave_controller.phases import JobPhase
-from gridweave_controller.validation import check_name
+from gridweave_controller.validation import check_name, check_wall_seconds
 
 __all__ = [
     "ProxiedClient",
@@ -72,8 +74,8 @@ TOKEN_ENV = "GRIDWEAVE_INTERNAL_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8800"
 #: Connect attempts for any call (nothing was sent yet, so any call may be repeated).
 CONNECT_RETRIES = 3
-#: Attempts for idempotent calls after a timeout or a dropped connection.
-IDEMPOTENT_ATTEMPTS = 3
+#: Attempts for reads after a timeout or a dropped connection.
+READ_ATTEMPTS = 3
 _RETRY_BACKOFF_S = 0.05
 #: A request's headers and body go out in two writes; without TCP_NODELAY, Nagle's algorithm
 #: holds the body back until the headers are acknowledged.
@@ -92,6 +94,7 @@ class ProxiedClient:
     def __init__(self) -> None:
         self._http: httpx.Client | None = None
         self._lock = threading.Lock()
+        self._first_use_lock = threading.Lock()
 
     def connect(
         self,
@@ -130,10 +133,13 @@ class ProxiedClient:
 
     def _connection(self) -> httpx.Client:
         http = self._http
-        if http is None:
-            self.connect_from_environment()
+        if http is not None:
+            return http
+        with self._first_use_lock:  # two threads' first calls make one connection, not two
+            if self._http is None:
+                self.connect_from_environment()
             http = self._http
-            assert http is not None
+        assert http is not None
         return http
 
     def call(
@@ -141,35 +147,29 @@ class ProxiedClient:
         method: str,
         path: str,
         *,
-        idempotent: bool,
         json: Mapping[str, Any] | None = None,
         params: Mapping[str, str] | None = None,
     ) -> Any:
         """One request; a non-2xx answer raises the controller error its Status names."""
-        http = self._connection()
-        attempts = IDEMPOTENT_ATTEMPTS if idempotent else 1
+        attempts = READ_ATTEMPTS if method == "GET" else 1
         for attempt in range(1, attempts + 1):
             try:
-                response = http.request(method, path, json=json, params=params)
+                response = self._connection().request(method, path, json=json, params=params)
             except _RETRIABLE as exc:
                 if attempt == attempts:
                     raise TransportError(f"kuberay-service {method} {path}: {exc!r}") from exc
                 time.sleep(_RETRY_BACKOFF_S * attempt)
                 continue
-            except httpx.HTTPError as exc:
+            except (httpx.HTTPError, RuntimeError) as exc:  # RuntimeError: closed meanwhile
                 raise TransportError(f"kuberay-service {method} {path}: {exc!r}") from exc
             return _result(response)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _job(
-        self, method: str, path: str, *, idempotent: bool, json: Mapping[str, Any] | None = None
-    ) -> Job:
-        return Job.from_raw(self.call(method, path, idempotent=idempotent, json=json))
+    def _job(self, method: str, path: str, json: Mapping[str, Any] | None = None) -> Job:
+        return Job.from_raw(self.call(method, path, json=json))
 
-    def _endpoint(
-        self, method: str, path: str, *, idempotent: bool, json: Mapping[str, Any] | None = None
-    ) -> Endpoint:
-        return Endpoint.from_raw(self.call(method, path, idempotent=idempotent, json=json))
+    def _endpoint(self, method: str, path: str, json: Mapping[str, Any] | None = None) -> Endpoint:
+        return Endpoint.from_raw(self.call(method, path, json=json))
 
     # -- jobs ---------------------------------------------------------------------------------
 
@@ -200,66 +200,68 @@ class ProxiedClient:
             "maxRetries": max_retries,
             "labels": dict(labels) if labels is not None else None,
         }
-        return self._job("POST", "/jobs", idempotent=False, json=body)
+        return self._job("POST", "/jobs", json=body)
 
     def get_job(self, job_id: str) -> Job:
         """Read one job."""
-        return self._job("GET", _job_path(job_id), idempotent=True)
+        return self._job("GET", _job_path(job_id))
 
     def list_jobs(
         self, label_selector: str | None = None, *, user_id: str | None = None
     ) -> list[Job]:
         """List jobs, optionally by label selector and by user."""
-        listed = self.call(
-            "GET", "/jobs", idempotent=True, params=_filters(label_selector, user_id)
-        )
+        listed = self.call("GET", "/jobs", params=_filters(label_selector, user_id))
         return [Job.from_raw(raw) for raw in listed["items"]]
 
     def delete_job(self, job_id: str) -> None:
         """Delete one job."""
-        self.call("DELETE", _job_path(job_id), idempotent=False)
+        self.call("DELETE", _job_path(job_id))
 
     def set_job_allocated(self, job_id: str, node: str, gpu_indices: Sequence[int]) -> Job:
         """Pending -> Allocated on a node and its GPU indices."""
         body = {"node": node, "gpuIndices": list(gpu_indices)}
-        return self._job("POST", _job_path(job_id, "allocated"), idempotent=True, json=body)
+        return self._job("POST", _job_path(job_id, "allocated"), json=body)
 
     def set_job_running(self, job_id: str) -> Job:
         """Allocated -> Running."""
-        return self._job("POST", _job_path(job_id, "running"), idempotent=True)
+        return self._job("POST", _job_path(job_id, "running"))
 
     def set_job_completed(
         self, job_id: str, wall_seconds: float, result_ref: str | None = None
     ) -> Job:
         """Running -> Completed, billing ``ceil(wall_seconds)``."""
+        check_wall_seconds(wall_seconds)  # NaN and infinity cannot travel as JSON
         body = {"wallSeconds": wall_seconds, "resultRef": result_ref}
-        return self._job("POST", _job_path(job_id, "completed"), idempotent=True, json=body)
+        return self._job("POST", _job_path(job_id, "completed"), json=body)
 
     def set_job_failed(
         self, job_id: str, reason: str, message: str = "", wall_seconds: float | None = None
     ) -> Job:
         """Pending, Allocated or Running -> Failed with a CamelCase reason."""
+        check_wall_seconds(wall_seconds)  # NaN and infinity cannot travel as JSON
         body = {"reason": reason, "message": message, "wallSeconds": wall_seconds}
-        return self._job("POST", _job_path(job_id, "failed"), idempotent=True, json=body)
+        return self._job("POST", _job_path(job_id, "failed"), json=body)
 
     def set_job_cancelled(
         self, job_id: str, message: str = "", wall_seconds: float | None = None
     ) -> Job:
         """Pending, Allocated or Running -> Cancelled."""
+        check_wall_seconds(wall_seconds)  # NaN and infinity cannot travel as JSON
         body = {"message": message, "wallSeconds": wall_seconds}
-        return self._job("POST", _job_path(job_id, "cancelled"), idempotent=True, json=body)
+        return self._job("POST", _job_path(job_id, "cancelled"), json=body)
 
     def set_job_timed_out(
         self, job_id: str, message: str = "", wall_seconds: float | None = None
     ) -> Job:
         """Running -> TimedOut."""
+        check_wall_seconds(wall_seconds)  # NaN and infinity cannot travel as JSON
         body = {"message": message, "wallSeconds": wall_seconds}
-        return self._job("POST", _job_path(job_id, "timed-out"), idempotent=True, json=body)
+        return self._job("POST", _job_path(job_id, "timed-out"), json=body)
 
     def set_job_pending(self, job_id: str, reason: str, message: str = "") -> Job:
         """Allocated or Running -> Pending (requeue; ``attempts`` + 1)."""
         body = {"reason": reason, "message": message}
-        return self._job("POST", _job_path(job_id, "pending"), idempotent=True, json=body)
+        return self._job("POST", _job_path(job_id, "pending"), json=body)
 
     def wait_for_job(
         self, job_id: str, phases: Iterable[JobPhase | str], timeout: float = 60.0
@@ -300,63 +302,51 @@ class ProxiedClient:
             "microCreditsPerRequest": micro_credits_per_request,
             "labels": dict(labels) if labels is not None else None,
         }
-        return self._endpoint("POST", "/endpoints", idempotent=False, json=body)
+        return self._endpoint("POST", "/endpoints", json=body)
 
     def get_endpoint(self, endpoint_id: str) -> Endpoint:
         """Read one endpoint."""
-        return self._endpoint("GET", _endpoint_path(endpoint_id), idempotent=True)
+        return self._endpoint("GET", _endpoint_path(endpoint_id))
 
     def list_endpoints(
         self, label_selector: str | None = None, *, user_id: str | None = None
     ) -> list[Endpoint]:
         """List endpoints, optionally by label selector and by user."""
-        listed = self.call(
-            "GET", "/endpoints", idempotent=True, params=_filters(label_selector, user_id)
-        )
+        listed = self.call("GET", "/endpoints", params=_filters(label_selector, user_id))
         return [Endpoint.from_raw(raw) for raw in listed["items"]]
 
     def delete_endpoint(self, endpoint_id: str) -> None:
         """Delete one endpoint."""
-        self.call("DELETE", _endpoint_path(endpoint_id), idempotent=False)
+        self.call("DELETE", _endpoint_path(endpoint_id))
 
     def set_endpoint_deploying(
         self, endpoint_id: str, node: str, gpu_indices: Sequence[int]
     ) -> Endpoint:
         """Pending, Running, Stopped or Failed -> Deploying on a node and its GPUs."""
         body = {"node": node, "gpuIndices": list(gpu_indices)}
-        return self._endpoint(
-            "POST", _endpoint_path(endpoint_id, "deploying"), idempotent=True, json=body
-        )
+        return self._endpoint("POST", _endpoint_path(endpoint_id, "deploying"), json=body)
 
     def set_endpoint_running(self, endpoint_id: str, url: str) -> Endpoint:
         """Deploying -> Running at ``url``."""
         body = {"url": url}
-        return self._endpoint(
-            "POST", _endpoint_path(endpoint_id, "running"), idempotent=True, json=body
-        )
+        return self._endpoint("POST", _endpoint_path(endpoint_id, "running"), json=body)
 
     def set_endpoint_stopped(self, endpoint_id: str, reason: str, message: str = "") -> Endpoint:
         """Pending, Deploying or Running -> Stopped."""
         body = {"reason": reason, "message": message}
-        return self._endpoint(
-            "POST", _endpoint_path(endpoint_id, "stopped"), idempotent=True, json=body
-        )
+        return self._endpoint("POST", _endpoint_path(endpoint_id, "stopped"), json=body)
 
     def set_endpoint_failed(self, endpoint_id: str, reason: str, message: str = "") -> Endpoint:
         """Pending, Deploying or Running -> Failed."""
         body = {"reason": reason, "message": message}
-        return self._endpoint(
-            "POST", _endpoint_path(endpoint_id, "failed"), idempotent=True, json=body
-        )
+        return self._endpoint("POST", _endpoint_path(endpoint_id, "failed"), json=body)
 
     def set_endpoint_health(
         self, endpoint_id: str, healthy: bool, message: str = "", ready_replicas: int | None = None
     ) -> Endpoint:
         """Record a health probe: ``health``, ``readyReplicas`` and the Healthy condition."""
         body = {"healthy": healthy, "message": message, "readyReplicas": ready_replicas}
-        return self._endpoint(
-            "POST", _endpoint_path(endpoint_id, "health"), idempotent=True, json=body
-        )
+        return self._endpoint("POST", _endpoint_path(endpoint_id, "health"), json=body)
 
 
 def _result(response: httpx.Response) -> Any:
@@ -366,7 +356,12 @@ def _result(response: httpx.Response) -> Any:
     fallback = f"kuberay-service answered HTTP {response.status_code}"
     if status is None:
         raise TransportError(f"{fallback}: {response.text[:500]}")
-    raise error_from_status(status, response.status_code, fallback=fallback)
+    error = error_from_status(status, response.status_code, fallback=fallback)
+    if isinstance(error, Invalid) and error.field is not None and error.field.isidentifier():
+        # The wire names are the parameters in camelCase; name the parameter, as the direct
+        # transport does.
+        error.field = to_snake(error.field)
+    raise error
 
 
 def _job_path(job_id: str, move: str = "") -> str:

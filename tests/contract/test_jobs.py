@@ -64,6 +64,24 @@ class TestCreateJob:
         assert sum(requests.values()) == 0
 
     @pytest.mark.parametrize(
+        ("arguments", "field"),
+        [
+            ({"vram_mb": "lots"}, "vram_mb"),
+            ({"vram_mb": 0}, "vram_mb"),
+            ({"gpu_count": 2.5}, "gpu_count"),
+            ({"vendor": "intel"}, "vendor"),
+            ({"max_retries": -1}, "max_retries"),
+        ],
+    )
+    def test_bad_arguments_name_the_parameter(
+        self, transport: Transport, arguments: dict[str, object], field: str
+    ) -> None:
+        with transport.count_requests() as requests, pytest.raises(Invalid) as caught:
+            make_job(transport, **arguments)
+        assert caught.value.field == field
+        assert sum(requests.values()) == 0
+
+    @pytest.mark.parametrize(
         ("labels", "field"),
         [
             ({"team": "x" * 64}, "labels[team]"),
@@ -253,6 +271,8 @@ class TestJobSetters:
             (lambda api, n: api.set_job_failed(n, "not camel case"), "reason"),
             (lambda api, n: api.set_job_pending(n, "Bad-Reason"), "reason"),
             (lambda api, n: api.set_job_completed(n, -1.0), "wall_seconds"),
+            (lambda api, n: api.set_job_completed(n, float("nan")), "wall_seconds"),
+            (lambda api, n: api.set_job_failed(n, "Lost", "", float("inf")), "wall_seconds"),
             (lambda api, n: api.set_job_allocated(n, "n1", [0, 0]), "gpu_indices"),
             (lambda api, n: api.set_job_allocated(n, "", [0]), "node"),
             (lambda api, n: api.get_job("Not_A_Name"), "job_id"),

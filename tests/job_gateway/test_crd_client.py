@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import httpx
 import pytest
@@ -115,26 +117,57 @@ class _DropFirst(httpx.BaseTransport):
 
 
 class TestRetries:
-    def test_reads_and_setters_are_retried_after_a_dropped_connection(
-        self, kuberay: KubeRayServer
-    ) -> None:
+    def test_reads_are_retried_after_a_dropped_connection(self, kuberay: KubeRayServer) -> None:
         crd_client.connect(kuberay.url, TOKEN)
         _job()
         dropping = _DropFirst(2)
         crd_client.connect(kuberay.url, TOKEN, transport=dropping)
         try:
-            job = crd_client.set_job_allocated("job-1", "gpu-1", [0])
+            job = crd_client.get_job("job-1")
         finally:
             crd_client.close()
-        assert job.phase is JobPhase.ALLOCATED
-        assert dropping.seen == ["POST", "POST", "POST"]
+        assert job.phase is JobPhase.PENDING
+        assert dropping.seen == ["GET", "GET", "GET"]
 
-    def test_creates_are_not_retried_once_sent(self, kuberay: KubeRayServer) -> None:
+    @pytest.mark.parametrize(
+        "write",
+        [
+            lambda: _job(),
+            lambda: crd_client.set_job_allocated("job-0", "gpu-1", [0]),
+            lambda: crd_client.delete_job("job-0"),
+        ],
+        ids=["create", "setter", "delete"],
+    )
+    def test_writes_are_not_retried_once_sent(
+        self, kuberay: KubeRayServer, write: Callable[[], object]
+    ) -> None:
+        crd_client.connect(kuberay.url, TOKEN)
+        _job("job-0")
         dropping = _DropFirst(1)
         crd_client.connect(kuberay.url, TOKEN, transport=dropping)
         try:
             with pytest.raises(TransportError):
-                _job()
+                write()
         finally:
             crd_client.close()
-        assert dropping.seen == ["POST"]
+        assert len(dropping.seen) == 1
+
+    def test_first_use_from_many_threads_makes_one_connection(
+        self, kuberay: KubeRayServer, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("KUBERAY_URL", kuberay.url)
+        monkeypatch.setenv("GRIDWEAVE_INTERNAL_TOKEN", TOKEN)
+        client = crd_client.ProxiedClient()
+        connects: list[str] = []
+        original = client.connect
+
+        def counting_connect(*args: Any, **kwargs: Any) -> None:
+            connects.append("connect")
+            original(*args, **kwargs)
+
+        monkeypatch.setattr(client, "connect", counting_connect)
+        with ThreadPoolExecutor(8) as pool:
+            listed = list(pool.map(lambda _: client.list_jobs(), range(16)))
+        client.close()
+        assert listed == [[]] * 16
+        assert connects == ["connect"]
