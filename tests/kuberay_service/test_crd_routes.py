@@ -134,3 +134,19 @@ class TestNoPublicDocuments:
     def test_api_documents_are_not_served(self, kuberay: KubeRayServer, path: str) -> None:
         with _client(kuberay, None) as http:
             assert http.get(path).status_code == 404
+
+
+class TestEveryCrdRouteNeedsTheToken:
+    def test_each_route_and_method_answers_401_without_it(self, kuberay: KubeRayServer) -> None:
+        paths = kuberay.app.openapi()["paths"]
+        routes = [
+            (method.upper(), path.replace("{job_id}", "j").replace("{endpoint_id}", "e"))
+            for path, operations in paths.items()
+            if path.startswith("/v1/crd")
+            for method in operations
+        ]
+        assert len(routes) >= 20
+        with _client(kuberay, None) as http:
+            codes = {(m, p): http.request(m, p, json={}).status_code for m, p in routes}
+        assert set(codes.values()) == {401}, codes
+        assert kuberay.store.list("gridweave", "gridweavejobs", None) == []
