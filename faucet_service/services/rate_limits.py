@@ -17,8 +17,9 @@ from sqlalchemy.orm import Session
 
 from faucet_service.errors import RateLimited
 from faucet_service.models import RateLimitHitModel
+from faucet_service.settings import FaucetSettings
 
-__all__ = ["count_request"]
+__all__ = ["count_address_request", "count_request"]
 
 
 def count_request(
@@ -43,3 +44,20 @@ def count_request(
         raise RateLimited(scope=scope, limit=limit, window_seconds=window_seconds)
     session.add(RateLimitHitModel(scope=scope, subject=subject, at=now))
     session.commit()
+
+
+def count_address_request(
+    session: Session, *, client_address: str, settings: FaucetSettings
+) -> None:
+    """Count one sign-up, verification or refill from ``client_address``; commits.
+
+    Raises:
+        RateLimited: the address made ``requests_per_address`` requests in the window.
+    """
+    count_request(
+        session,
+        scope="address",
+        subject=client_address,
+        limit=settings.requests_per_address,
+        window_seconds=settings.rate_limit_window_seconds,
+    )

@@ -20,7 +20,7 @@ from faucet_service.models import GrantModel, MintState, RefillModel
 from faucet_service.schemas.refills import RefillResponse
 from faucet_service.services.grants import find_grant
 from faucet_service.services.minting import mint_pending
-from faucet_service.services.rate_limits import count_request
+from faucet_service.services.rate_limits import count_address_request
 from faucet_service.settings import FaucetSettings
 
 __all__ = ["refill_response", "request_refill"]
@@ -85,13 +85,7 @@ def request_refill(
         BalanceAboveThreshold: the balance is not below the threshold.
         CreditUnavailable: credit_service unreachable (a recorded refill stays pending).
     """
-    count_request(
-        session,
-        scope="address",
-        subject=client_address,
-        limit=settings.requests_per_address,
-        window_seconds=settings.rate_limit_window_seconds,
-    )
+    count_address_request(session, client_address=client_address, settings=settings)
     grant = _lock_onboarded_user(session, user_id)
     if grant.state == MintState.PENDING:
         # an onboarding grant interrupted earlier comes before any refill

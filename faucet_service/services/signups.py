@@ -25,20 +25,10 @@ from faucet_service.schemas.signups import SignUpResponse, VerifyResponse
 from faucet_service.services.grants import grant_response, record_grant, refuse_if_onboarded
 from faucet_service.services.minting import mint_pending
 from faucet_service.services.outbox import write_to_outbox
-from faucet_service.services.rate_limits import count_request
+from faucet_service.services.rate_limits import count_address_request, count_request
 from faucet_service.settings import FaucetSettings
 
 __all__ = ["sign_up", "verify_email"]
-
-
-def _count_address(session: Session, client_address: str, settings: FaucetSettings) -> None:
-    count_request(
-        session,
-        scope="address",
-        subject=client_address,
-        limit=settings.requests_per_address,
-        window_seconds=settings.rate_limit_window_seconds,
-    )
 
 
 def sign_up(
@@ -55,7 +45,7 @@ def sign_up(
         SignupPending: the email has a live code issued to another user.
         EmailDeliveryFailed: the SMTP server did not take the email (sign up again).
     """
-    _count_address(session, client_address, settings)
+    count_address_request(session, client_address=client_address, settings=settings)
     count_request(
         session,
         scope="signup_email",
@@ -135,7 +125,7 @@ def verify_email(
         AlreadyOnboarded: the user already had a grant under another email.
         CreditUnavailable: the grant is recorded but not minted yet: replay the call.
     """
-    _count_address(session, client_address, settings)
+    count_address_request(session, client_address=client_address, settings=settings)
     verification = _lock_verification(session, email)
     if verification.user_id != user_id:
         # checked before the code, so it neither spends a try nor tells if the code was right

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query, Response
 from pydantic import AwareDatetime
 
+from credit_service.routers.common import mark_replayed
 from credit_service.schemas.common import UserId
 from gridweave_runtime.auth import require_internal_caller
 from metering_service.routers.common import CreditDep, SessionDep, SettingsDep
@@ -17,9 +18,7 @@ from metering_service.schemas.usage import (
 )
 from metering_service.services import usage
 
-__all__ = ["REPLAYED_HEADER", "router"]
-
-REPLAYED_HEADER = "Idempotent-Replayed"
+__all__ = ["router"]
 
 router = APIRouter(
     prefix="/v1/usage", tags=["usage"], dependencies=[Depends(require_internal_caller)]
@@ -41,7 +40,7 @@ def record_usage(
     )
     if replayed:
         response.status_code = 200
-    response.headers[REPLAYED_HEADER] = "true" if replayed else "false"
+    mark_replayed(response, replayed)
     return result
 
 
