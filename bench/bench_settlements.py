@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import random
+import resource
 import shutil
 import socket
 import subprocess
@@ -27,11 +28,14 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
+from bench.process_cpu import tree_cpu_seconds
+from bench.settlement_wrk import INSTALL_HINT, find_wrk, settle_with_wrk
 from gridweave_runtime.postgres import (
     embedded_server_url,
     ensure_database,
@@ -136,8 +140,25 @@ async def run_clients(
     return elapsed
 
 
-async def benchmark(port: int, jobs: int, users: int, clients: int) -> dict[str, Any]:
-    """Mint, place holds, settle, replay; return the figures and what the ledger should hold."""
+def _own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def benchmark(
+    port: int,
+    jobs: int,
+    users: int,
+    clients: int,
+    *,
+    wrk: str | None,
+    probes: dict[str, Callable[[], float]],
+) -> dict[str, Any]:
+    """Mint, place holds, settle, replay; return the figures and what the ledger should hold.
+
+    ``wrk`` (its path) sends the settlements when given, else the Python client does;
+    ``probes`` read the CPU seconds of the server and of PostgreSQL around the settlements.
+    """
     rng = random.Random(1)
     user_ids = [f"bench-user-{index}" for index in range(users)]
     minted_each = 10**12
@@ -175,9 +196,28 @@ async def benchmark(port: int, jobs: int, users: int, clients: int) -> dict[str,
             "/v1/settlements", {"reference": reference, "amount": amount}
         )
         assert status == 200, answer
+        assert reference not in answers, f"{reference} answered twice"
         answers[reference] = answer
 
-    settle_seconds = await run_clients(port, clients, settlements, settle)
+    cpu_before = {name: probe() for name, probe in probes.items()}
+    client_cpu = _own_cpu_seconds()
+    if wrk is None:
+        settle_seconds = await run_clients(port, clients, settlements, settle)
+        client_cpu = _own_cpu_seconds() - client_cpu
+    else:
+        run = settle_with_wrk(wrk, port=port, clients=clients, token=TOKEN, settlements=settlements)
+        settle_seconds, client_cpu = run.seconds, run.cpu_seconds
+        for status, body in run.answers:
+            answer = json.loads(body)
+            assert status == 200, (status, answer)
+            assert answer["reference"] not in answers, f"{answer['reference']} answered twice"
+            answers[answer["reference"]] = answer
+    cpu = {name: probe() - cpu_before[name] for name, probe in probes.items()}
+    cpu["load generator"] = client_cpu
+    # every settlement answered 200 exactly once, with the amount it asked for
+    assert {reference: answer["captured"] for reference, answer in answers.items()} == dict(
+        settlements
+    ), "a settlement is missing or answered with another amount"
 
     async def replay(connection: HttpConnection, settlement: tuple[str, int]) -> None:
         reference, amount = settlement
@@ -191,6 +231,7 @@ async def benchmark(port: int, jobs: int, users: int, clients: int) -> dict[str,
         "holds_per_second": jobs / place_seconds,
         "settlements_per_second": jobs / settle_seconds,
         "replays_per_second": jobs / replay_seconds,
+        "cpu_ms_per_settlement": {name: 1000 * value / jobs for name, value in cpu.items()},
         "expected_total": minted_each * users - sum(amount for _, amount in settlements),
         "expected_entries": users + sum(1 for _, amount in settlements if amount > 0),
     }
@@ -268,8 +309,17 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=200)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--workers", type=int, default=2, help="uvicorn worker processes")
+    parser.add_argument(
+        "--load",
+        choices=["wrk", "python"],
+        default="wrk",
+        help="what sends the settlements: wrk (default; must be installed) or the Python client",
+    )
     parser.add_argument("--record", action="store_true", help="append to docs/benchmarks.md")
     args = parser.parse_args()
+    wrk = find_wrk() if args.load == "wrk" else None
+    if args.load == "wrk" and wrk is None:
+        raise SystemExit(INSTALL_HINT)
 
     state_dir = Path(tempfile.mkdtemp(prefix="gridweave-bench-"))
     server: subprocess.Popen[bytes] | None = None
@@ -279,7 +329,14 @@ def main() -> None:
         ensure_database(database_url)
         port = free_port()
         server = start_server(database_url, port, args.workers)
-        figures = asyncio.run(benchmark(port, args.jobs, args.users, args.clients))
+        postmaster = int((state_dir / "postgres" / "postmaster.pid").read_text().split()[0])
+        probes: dict[str, Callable[[], float]] = {
+            "server": partial(tree_cpu_seconds, server.pid),
+            "postgresql": partial(tree_cpu_seconds, postmaster),
+        }
+        figures = asyncio.run(
+            benchmark(port, args.jobs, args.users, args.clients, wrk=wrk, probes=probes)
+        )
         drift = check_drift(
             libpq_url.replace("/postgres?", "/credits?"),
             figures["expected_total"],
@@ -295,9 +352,14 @@ def main() -> None:
     zero_drift = all(value == 0 for value in drift.values())
     drift_figures = ", ".join(f"{name}={value}" for name, value in drift.items())
     verdict = "met" if figures["settlements_per_second"] >= GOAL_PER_SECOND else "MISSED"
+    cpu = figures["cpu_ms_per_settlement"]
+    generator = "wrk -t1 (C)" if wrk is not None else "the Python asyncio client"
     lines = [
         f"- settlements: {figures['settlements_per_second']:,.0f}/s "
-        f"(goal >= {GOAL_PER_SECOND:,}/s: {verdict})",
+        f"(goal >= {GOAL_PER_SECOND:,}/s: {verdict}), sent by {generator}",
+        "- CPU per settlement: "
+        + ", ".join(f"{name} {value:.2f} ms" for name, value in cpu.items())
+        + f" (total {sum(cpu.values()):.2f} ms)",
         f"- holds placed: {figures['holds_per_second']:,.0f}/s",
         f"- settlement replays (same job id again, answer unchanged): "
         f"{figures['replays_per_second']:,.0f}/s",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
+from credit_service.async_connections import open_async_connections
 from credit_service.routers import accounts, holds, transfers
 from credit_service.settings import DATABASE_NAME, CreditSettings
 from gridweave_runtime.app import create_service_app
@@ -17,10 +18,16 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 def create_app(settings: CreditSettings | None = None) -> FastAPI:
     """The credit_service app: database opened and migrated, routes mounted."""
-    return create_service_app(
+    settings = settings or CreditSettings()
+    app = create_service_app(
         service="credit_service",
-        settings=settings or CreditSettings(),
+        settings=settings,
         routers=[accounts.router, transfers.router, holds.router],
         database=DATABASE_NAME,
         migrations_dir=MIGRATIONS_DIR,
     )
+    # the settlement route's connections, closed with the SQLAlchemy pool at shutdown
+    app.state.async_connections = open_async_connections(
+        app.state.database.engine, size=settings.database_pool_size
+    )
+    return app

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from psycopg import AsyncConnection
 from sqlalchemy import Row, text
 from sqlalchemy.orm import Session
 
@@ -20,6 +21,7 @@ __all__ = [
     "find_operation",
     "insert_account",
     "insert_hold",
+    "lock_account",
     "lock_hold_by_id",
     "settle_hold",
     "store_operation_response",
@@ -42,6 +44,10 @@ _FIND_ACCOUNT = text(
 _FIND_ACCOUNT_BY_ID = text(
     "SELECT id, user_id, balance, held FROM accounts WHERE id = CAST(:account_id AS bigint)"
 )
+_LOCK_ACCOUNT = text(
+    "SELECT id, user_id, balance, held FROM accounts WHERE id = CAST(:account_id AS bigint)"
+    " FOR UPDATE"
+)
 _INSERT_ACCOUNT = text(
     "INSERT INTO accounts (user_id) VALUES (CAST(:user_id AS varchar))"
     " ON CONFLICT (user_id) DO NOTHING"
@@ -54,10 +60,10 @@ _APPLY_POSTING = text(
     " CAST(:kind AS varchar), CAST(:operation_key AS varchar), CAST(:hold_id AS bigint),"
     " CAST(:counterparty_account_id AS bigint))"
 )
-_SETTLE_HOLD = text(
-    "SELECT outcome, CAST(body AS text) AS body, account_id, hold_amount FROM settle_hold("
-    "CAST(:reference AS varchar), CAST(:amount AS bigint), CAST(:key AS varchar),"
-    " CAST(:fingerprint AS varchar))"
+# psycopg's own placeholders: this one runs on the event loop's connections, not a session
+_SETTLE_HOLD = (
+    "SELECT outcome, CAST(body AS text), account_id, hold_amount"
+    " FROM settle_hold(%s::varchar, %s::bigint, %s::varchar, %s::varchar)"
 )
 _HOLD_COLUMNS = "id, account_id, amount, captured, status, reference"
 _LOCK_HOLD_BY_ID = text(
@@ -109,6 +115,12 @@ def find_account(
     return row
 
 
+def lock_account(session: Session, *, account_id: int) -> Row[Any] | None:
+    """Lock and read one account by id."""
+    row: Row[Any] | None = _run(session, _LOCK_ACCOUNT, {"account_id": account_id}).first()
+    return row
+
+
 def insert_account(session: Session, *, user_id: str) -> None:
     """Open an empty account for ``user_id`` unless one exists."""
     _run(session, _INSERT_ACCOUNT, {"user_id": user_id})
@@ -140,10 +152,16 @@ def close_hold(session: Session, *, hold_id: int, captured: int, status: str) ->
     _run(session, _CLOSE_HOLD, {"hold_id": hold_id, "captured": captured, "status": status})
 
 
-def settle_hold(
-    session: Session, *, reference: str, amount: int, key: str, fingerprint: str
-) -> Row[Any]:
-    """Run the settlement function (only ``ledger.settle_hold`` calls this)."""
-    params = {"reference": reference, "amount": amount, "key": key, "fingerprint": fingerprint}
-    row: Row[Any] = _run(session, _SETTLE_HOLD, params).one()
-    return row
+async def settle_hold(
+    connection: AsyncConnection, *, reference: str, amount: int, key: str, fingerprint: str
+) -> tuple[str, str, int | None, int | None]:
+    """Run the settlement function (only ``ledger.settle_hold`` calls this).
+
+    Returns (outcome, body as JSON text, account id, hold amount).
+    """
+    cursor = await connection.execute(
+        _SETTLE_HOLD, (reference, amount, key, fingerprint), prepare=True
+    )
+    row = await cursor.fetchone()
+    assert row is not None  # the function always returns one row
+    return row[0], row[1], row[2], row[3]

@@ -6,7 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Response
 
-from credit_service.routers.common import SessionDep, json_answer, mark_replayed
+from credit_service.routers.common import (
+    AsyncConnectionsDep,
+    SessionDep,
+    json_answer,
+    mark_replayed,
+)
 from credit_service.schemas.holds import (
     CaptureHoldRequest,
     HoldResponse,
@@ -67,10 +72,13 @@ def release_hold(
     return result
 
 
-# The answer is the JSON the database stored under the settlement's key, sent as is:
-# validating and serializing it again in Python cost more than the settlement's SQL.
+# Async and sessionless: one database call on the event loop's own connections. The answer
+# is the JSON the database stored under the settlement's key, sent as is: validating and
+# serializing it again in Python cost more than the settlement's SQL.
 @router.post("/v1/settlements", response_model=HoldResponse)
-def settle(body: SettleRequest, session: SessionDep) -> Response:
+async def settle(body: SettleRequest, connections: AsyncConnectionsDep) -> Response:
     """Settle the hold placed with ``reference`` (a job id): exactly once, safe to replay."""
-    answer, replayed = holds.settle_reference(session, reference=body.reference, amount=body.amount)
+    answer, replayed = await holds.settle_reference(
+        connections, reference=body.reference, amount=body.amount
+    )
     return json_answer(answer, replayed)

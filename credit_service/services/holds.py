@@ -9,6 +9,7 @@ from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
 from credit_service import queries
+from credit_service.async_connections import AsyncConnections
 from credit_service.errors import CaptureExceedsHold, HoldNotFound, HoldNotOpen, ReferenceInUse
 from credit_service.models import AccountModel, HoldModel, HoldStatus
 from credit_service.schemas.holds import HoldResponse
@@ -184,23 +185,21 @@ def release_hold(
     )
 
 
-def settle_reference(session: Session, *, reference: str, amount: int) -> tuple[str, bool]:
+async def settle_reference(
+    connections: AsyncConnections, *, reference: str, amount: int
+) -> tuple[str, bool]:
     """Capture ``amount`` of the hold placed with ``reference``: once, replayable forever.
 
     Returns the answer as JSON text (the stored answer, byte for byte, on a replay) and
-    whether it is a replay; one database call and a commit.
+    whether it is a replay. One transaction: committed here, rolled back on any error.
     """
     key = settlement_key(reference)
     fingerprint = request_fingerprint("settlement", {"reference": reference, "amount": amount})
-    try:
-        answer, replayed = settle_hold(
-            session, reference=reference, amount=amount, operation_key=key, fingerprint=fingerprint
+    async with connections.transaction() as connection:
+        return await settle_hold(
+            connection,
+            reference=reference,
+            amount=amount,
+            operation_key=key,
+            fingerprint=fingerprint,
         )
-    except BaseException:
-        session.rollback()  # release the claim and the row locks now, in this thread
-        raise
-    if replayed:
-        session.rollback()  # nothing was written: end the read-only transaction
-    else:
-        session.commit()
-    return answer, replayed

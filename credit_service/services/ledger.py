@@ -17,7 +17,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from psycopg import AsyncConnection
+from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from credit_service import queries
@@ -48,6 +51,7 @@ _SETTLEMENT_REFUSALS: dict[str, type[CreditError]] = {
     "hold_not_open": HoldNotOpen,
     "capture_exceeds_hold": CaptureExceedsHold,
     "idempotency_conflict": IdempotencyConflict,
+    "insufficient_funds": InsufficientFunds,
 }
 
 
@@ -118,19 +122,18 @@ def move_money(
     """
     states: dict[int, AccountState] = {}
     for posting in sorted(postings, key=lambda item: item.account_id):
-        row = queries.apply_posting(
-            session,
-            account_id=posting.account_id,
-            amount=posting.amount,
-            held=posting.held,
-            kind=kind,
-            operation_key=operation_key,
-            hold_id=hold_id,
-            counterparty_account_id=posting.counterparty_account_id,
-        )
+        params = {
+            "account_id": posting.account_id,
+            "amount": posting.amount,
+            "held": posting.held,
+            "kind": kind,
+            "operation_key": operation_key,
+            "hold_id": hold_id,
+            "counterparty_account_id": posting.counterparty_account_id,
+        }
+        row = queries.apply_posting(session, **params)
         if row is None:
-            _refuse(session, posting)
-        assert row is not None
+            row = _decide_under_lock(session, posting, params)
         states[posting.account_id] = AccountState(
             id=row.id, user_id=row.user_id, balance=row.balance, held=row.held
         )
@@ -138,39 +141,54 @@ def move_money(
     return states
 
 
-def settle_hold(
-    session: Session, *, reference: str, amount: int, operation_key: str, fingerprint: str
+async def settle_hold(
+    connection: AsyncConnection,
+    *,
+    reference: str,
+    amount: int,
+    operation_key: str,
+    fingerprint: str,
 ) -> tuple[str, bool]:
     """Capture ``amount`` of the hold carrying ``reference``; return (answer JSON, replayed).
 
     One database call claims ``operation_key``, locks the hold, posts the capture (held
-    money released, ``amount`` charged), closes the hold and stores the answer; a replay
-    returns the stored answer. Nothing is committed here.
+    money released, ``amount`` charged) through ``ledger_apply_posting``, closes the hold
+    and stores the answer; a replay returns the stored answer. Nothing is committed here.
 
     Raises:
-        HoldNotFound, HoldNotOpen, CaptureExceedsHold, IdempotencyConflict: refused, nothing
-            written that the caller's rollback does not undo.
+        HoldNotFound, HoldNotOpen, CaptureExceedsHold, IdempotencyConflict: refused; the
+            caller's rollback undoes the claim.
         InsufficientFunds: the account no longer covers the hold (a broken invariant).
     """
-    row = queries.settle_hold(
-        session, reference=reference, amount=amount, key=operation_key, fingerprint=fingerprint
+    outcome, body, account_id, hold_amount = await queries.settle_hold(
+        connection, reference=reference, amount=amount, key=operation_key, fingerprint=fingerprint
     )
-    if row.outcome in ("settled", "refused"):
-        posting = Posting(row.account_id, amount=-amount, held=-row.hold_amount)
-        if row.outcome == "refused":
-            _refuse(session, posting)
-        _after_posting(posting, operation_key)
-        return str(row.body), False
-    if row.outcome == "replayed":
-        return str(row.body), True
-    raise _SETTLEMENT_REFUSALS[row.outcome](**json.loads(row.body))
+    if outcome == "settled":
+        assert account_id is not None and hold_amount is not None
+        _after_posting(Posting(account_id, amount=-amount, held=-hold_amount), operation_key)
+        return body, False
+    if outcome == "replayed":
+        return body, True
+    raise _SETTLEMENT_REFUSALS[outcome](**json.loads(body))
 
 
-def _refuse(session: Session, posting: Posting) -> None:
-    """Explain why a posting's conditional update matched no row, as an error."""
-    account = queries.find_account(session, account_id=posting.account_id)
+def _decide_under_lock(session: Session, posting: Posting, params: dict[str, Any]) -> Row[Any]:
+    """Post again on the locked row, or refuse with that row's figures.
+
+    The conditional update saw the row as it was then; a transaction that committed since
+    may have freed money. Locking the row first means the figures a 402 reports are
+    exactly the ones the refusal was decided on.
+
+    Raises:
+        InsufficientFunds: the locked row cannot cover the posting.
+        AccountNotFound: no such account.
+    """
+    account = queries.lock_account(session, account_id=posting.account_id)
     if account is None:
         raise AccountNotFound(account_id=posting.account_id)
+    row = queries.apply_posting(session, **params)
+    if row is not None:
+        return row
     raise InsufficientFunds(
         user_id=account.user_id,
         balance=account.balance,

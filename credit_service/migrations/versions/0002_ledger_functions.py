@@ -53,8 +53,8 @@ $$
 """
 
 # outcome: 'settled' (body = the answer, stored under the key), 'replayed' (body = the first
-# answer), 'refused' (the posting matched no row: the caller explains it and rolls back), or
-# an error code with its details in body (the caller rolls back, releasing the claim).
+# answer), or an error code with its details in body (the caller rolls back, which releases
+# the claim).
 _SETTLE_HOLD = """
 CREATE FUNCTION settle_hold(
     p_reference varchar, p_amount bigint, p_key varchar, p_fingerprint varchar,
@@ -105,7 +105,11 @@ BEGIN
     SELECT * INTO v_account FROM ledger_apply_posting(
         v_hold.account_id, -p_amount, -v_hold.amount, 'settlement', p_key, v_hold.id, NULL);
     IF NOT FOUND THEN
-        outcome := 'refused';
+        -- cannot happen while the invariants hold (the hold's money is part of held)
+        outcome := 'insufficient_funds';
+        SELECT jsonb_build_object('user_id', a.user_id, 'balance', a.balance, 'held', a.held,
+                                  'available', a.balance - a.held, 'needed', p_amount)
+          INTO body FROM accounts AS a WHERE a.id = v_hold.account_id;
         RETURN;
     END IF;
 
