@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -74,7 +75,7 @@ class TestCreateJob:
         ],
     )
     def test_bad_arguments_name_the_parameter(
-        self, transport: Transport, arguments: dict[str, object], field: str
+        self, transport: Transport, arguments: dict[str, Any], field: str
     ) -> None:
         with transport.count_requests() as requests, pytest.raises(Invalid) as caught:
             make_job(transport, **arguments)
