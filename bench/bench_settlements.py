@@ -3,12 +3,19 @@
 A settlement is ``POST /v1/settlements`` (capture the hold placed for a job, release the
 rest). The benchmark starts a fresh embedded PostgreSQL, serves credit_service with uvicorn
 on a loopback port (``--workers`` processes), places holds for N jobs, then settles them from
-32 concurrent clients, then replays every settlement (each must come back unchanged), and
-finally checks for drift: every balance equals its ledger sum, no hold is left open and the
-total balance equals what was minted less what was settled.
+32 concurrent keep-alive connections, then replays every settlement (each must come back
+unchanged), and finally checks for drift: every balance equals its ledger sum, no hold is
+left open and the total balance equals what was minted less what was settled.
+
+The settlements are sent by ``wrk`` (``bench/settlements.lua``: each settlement once, every
+answer written down), so the load generator takes little of the CPU the server and
+PostgreSQL share; every settlement must be answered 200 exactly once with the amount asked.
+Without wrk the benchmark says how to install it; ``--load python`` uses the asyncio client
+instead. The CPU the server, PostgreSQL and the load generator used during the settlements
+is read from ``/proc`` and printed per settlement.
 
 Run from the repository root: ``.venv/bin/python -m bench.bench_settlements``
-(``--record`` appends the figures to ``docs/benchmarks.md``).
+(``--record`` writes the figures to ``docs/benchmarks.md``).
 """
 
 from __future__ import annotations
@@ -262,24 +269,11 @@ START_MARK, END_MARK = "<!-- bench_settlements:start -->", "<!-- bench_settlemen
 NOTES = """
 Notes:
 
-- A settlement is one HTTP call and one transaction: claim the idempotency key
-  `settlement:<job id>`, lock the hold, one statement that updates the account and appends
-  the ledger entry, close the hold, store the answer, commit (fsync on).
-- The goal is missed on this machine. The two cores are shared by the load generator,
-  two uvicorn workers and PostgreSQL, and by other work on the host (the load average
-  moved between 1 and 10 during these runs; figures moved by up to 2x between runs).
-  Measured ceilings: the same SQL sent from raw psycopg with 8 threads ran about
-  1,370 settlements/s; the service code without HTTP, 8 threads, about 670/s; over HTTP
-  about 400/s. So about half of each request's CPU is FastAPI/uvicorn and about a quarter
-  SQLAlchemy and our code.
-- Done to get here (from 119/s): hot-path SQL as prepared `text()` statements on the
-  session's connection (no ORM units of work), one statement per posting (conditional
-  `UPDATE ... RETURNING` plus a data-modifying CTE for the ledger entry), auth and session
-  dependencies that stay on the event loop, fewer worker threads per process
-  (`*_WORKER_THREADS`, default 8), a pure-ASGI metrics middleware.
-- Next steps, not done: a PL/pgSQL function for the posting (one round trip per
-  settlement), a batch settlement route for metering, more server processes on a machine
-  with more cores.
+- A settlement is one HTTP call, one transaction and one database call: the PL/pgSQL
+  function `settle_hold` claims the key `settlement:<job id>`, locks the hold, posts through
+  `ledger_apply_posting`, closes the hold and stores the answer; then COMMIT (fsync on). The
+  route is async, on psycopg async connections, and sends the stored JSON as is.
+- The load is sent by wrk (C); the CPU line shows where each settlement's time goes.
 """
 
 
@@ -288,7 +282,7 @@ def record(lines: list[str]) -> None:
     section = (
         f"{START_MARK}\n## credit_service settlements ({datetime.now(UTC):%Y-%m-%d}, "
         "machine: 2 cores / 24 GiB)\n\n"
-        "`.venv/bin/python -m bench.bench_settlements` (server, client and PostgreSQL share "
+        "`.venv/bin/python -m bench.bench_settlements` (server, wrk and PostgreSQL share "
         "the 2 cores).\n\n" + "\n".join(lines) + "\n" + NOTES + END_MARK + "\n"
     )
     path = REPO_ROOT / "docs" / "benchmarks.md"
