@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from psycopg import OperationalError
 from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
@@ -195,6 +196,17 @@ async def settle_reference(
     """
     key = settlement_key(reference)
     fingerprint = request_fingerprint("settlement", {"reference": reference, "amount": amount})
+    try:
+        return await _settle_once(connections, reference, amount, key, fingerprint)
+    except OperationalError:
+        # a kept connection the server dropped (a restart) fails once, and is discarded;
+        # the settlement's key makes a second try safe, whether or not the first committed
+        return await _settle_once(connections, reference, amount, key, fingerprint)
+
+
+async def _settle_once(
+    connections: AsyncConnections, reference: str, amount: int, key: str, fingerprint: str
+) -> tuple[str, bool]:
     async with connections.transaction() as connection:
         return await settle_hold(
             connection,

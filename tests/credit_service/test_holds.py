@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
+from sqlalchemy.engine import make_url
 
 from credit_service.settings import CreditSettings
 from tests.credit_service.conftest import AUTH, assert_ledger_consistent, mint, read_ledger_state
@@ -243,3 +245,23 @@ class TestSettlement:
         )
         assert retried.status_code == 200
         assert retried.json()["status"] == "captured"
+
+    async def test_a_connection_the_server_dropped_is_replaced(
+        self, client: httpx.AsyncClient, credit_settings: CreditSettings
+    ) -> None:
+        await mint(client, "alice", 1_000, "m")
+        await place(client, "alice", 100, "h1", reference="job-1")
+        await place(client, "alice", 100, "h2", reference="job-2")
+        settle = {"reference": "job-1", "amount": 10}
+        assert (await client.post("/v1/settlements", json=settle, headers=AUTH)).status_code == 200
+        conninfo = make_url(str(credit_settings.database_url)).set(drivername="postgresql")
+        with psycopg.connect(conninfo.render_as_string(False), autocommit=True) as admin:
+            killed = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert killed is not None and killed[0] >= 1  # the kept settlement connection too
+        settle = {"reference": "job-2", "amount": 20}
+        response = await client.post("/v1/settlements", json=settle, headers=AUTH)
+        assert response.status_code == 200
+        assert response.json()["account"]["balance"] == 970
