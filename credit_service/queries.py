@@ -1,8 +1,9 @@
-"""The hot-path SQL of credit_service, prepared once and run on the session's connection.
+"""The hot-path SQL of credit_service, prepared once and run on the caller's connection.
 
-Plain ``text()`` statements with explicit casts: building Core/ORM constructs per call
-cost more Python time than PostgreSQL spent running them. Every function here runs inside
-the caller's transaction and never commits.
+Plain ``text()`` statements with explicit casts on the session's connection: building
+Core/ORM constructs per call cost more Python time than PostgreSQL spent running them. The
+settlement call runs on an async psycopg connection instead (see ``async_connections``).
+Every function here runs inside the caller's transaction and never commits.
 """
 
 from __future__ import annotations
