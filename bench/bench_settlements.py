@@ -270,7 +270,7 @@ NOTES = """
 Notes:
 
 - A settlement is one HTTP call, one transaction and one database call: the PL/pgSQL
-  function `settle_hold` claims the key `settlement:<job id>`, locks the hold, posts through
+  function `settle_hold` claims the key `settlement <sha256 of the job id>`, locks the hold, posts through
   `ledger_apply_posting`, closes the hold and stores the answer; then COMMIT (fsync on). The
   route is async, on psycopg async connections, and sends the stored JSON as is.
 - The load is sent by wrk (C); the CPU line shows where each settlement's time goes.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,8 +36,13 @@ __all__ = [
 
 
 def settlement_key(reference: str) -> str:
-    """The idempotency key a settlement of ``reference`` runs under."""
-    return f"settlement:{reference}"
+    """The idempotency key a settlement of ``reference`` runs under.
+
+    The space cannot appear in a caller's key (printable ASCII without spaces), so no other
+    call can claim a settlement's key first; the digest keeps it short whatever the length
+    of the reference.
+    """
+    return "settlement " + hashlib.sha256(reference.encode()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from credit_service.services import ledger
+from credit_service.services.holds import settlement_key
 from credit_service.settings import CreditSettings
 from tests.credit_service.conftest import AUTH, assert_ledger_consistent, mint, read_ledger_state
 
@@ -99,7 +100,7 @@ def build_operations(rng: random.Random, hold_ids: list[tuple[int, str, int]]) -
         elif index < 20:
             body = {"reference": reference, "amount": rng.randint(1, amount)}
             operations.append(
-                Operation(f"settlement:{reference}", "capture", "/v1/settlements", body)
+                Operation(settlement_key(reference), "capture", "/v1/settlements", body)
             )
         else:
             key = f"race-capture-{index}"

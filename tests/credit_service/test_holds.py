@@ -9,6 +9,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
+from credit_service.services.holds import settlement_key
 from credit_service.settings import CreditSettings
 from tests.credit_service.conftest import AUTH, assert_ledger_consistent, mint, read_ledger_state
 
@@ -154,8 +155,32 @@ class TestSettlement:
         assert replay.headers["Idempotent-Replayed"] == "true"
         assert first.json()["account"]["balance"] == 877
         state = read_ledger_state(str(credit_settings.database_url))
-        assert state.entries_by_key["settlement:job-42"] == 1
+        assert state.entries_by_key[settlement_key("job-42")] == 1
         assert state.balances == {"alice": 877}
+
+    async def test_another_call_cannot_claim_a_settlements_key(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        await mint(client, "alice", 1_000, "m")
+        await place(client, "alice", 600, "h", reference="job-7")
+        deduct = {"amount": 5, "idempotency_key": "settlement:job-7"}
+        taken = await client.post("/v1/accounts/alice/deduct", json=deduct, headers=AUTH)
+        assert taken.status_code == 200
+        settle = {"reference": "job-7", "amount": 100}
+        settled = await client.post("/v1/settlements", json=settle, headers=AUTH)
+        assert settled.status_code == 200
+        assert settled.json()["account"]["balance"] == 895
+
+    async def test_a_reference_of_the_longest_length_settles(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        reference = "j" * 200
+        await mint(client, "alice", 1_000, "m")
+        assert (await place(client, "alice", 600, "h", reference=reference)).status_code == 200
+        settle = {"reference": reference, "amount": 100}
+        settled = await client.post("/v1/settlements", json=settle, headers=AUTH)
+        assert settled.status_code == 200
+        assert settled.json()["captured"] == 100
 
     async def test_a_different_amount_for_a_settled_job_is_409(
         self, client: httpx.AsyncClient
@@ -222,7 +247,7 @@ class TestSettlement:
         }
         state = read_ledger_state(str(credit_settings.database_url))
         assert state.balances == {"alice": 1_000}  # the refused settlement moved nothing
-        assert "settlement:job-5" not in state.entries_by_key
+        assert settlement_key("job-5") not in state.entries_by_key
 
     async def test_more_than_the_hold_is_409_and_the_key_stays_usable(
         self, client: httpx.AsyncClient
