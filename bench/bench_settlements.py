@@ -34,7 +34,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from typing import Any
 import psycopg
 
 from bench.process_cpu import tree_cpu_seconds
+from bench.report import machine_line, write_section
 from bench.settlement_wrk import INSTALL_HINT, find_wrk, settle_with_wrk
 from gridweave_runtime.postgres import (
     embedded_server_url,
@@ -49,6 +49,7 @@ from gridweave_runtime.postgres import (
     stop_embedded_server,
     to_sqlalchemy_url,
 )
+from tests.support.http_server import free_port
 
 TOKEN = "bench-internal-token"
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -92,13 +93,6 @@ class HttpConnection:
         if self.writer is not None:
             self.writer.close()
             await self.writer.wait_closed()
-
-
-def free_port() -> int:
-    """A loopback TCP port nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def start_server(database_url: str, port: int, workers: int) -> subprocess.Popen[bytes]:
@@ -265,14 +259,14 @@ def check_drift(libpq_url: str, expected_total: int, expected_entries: int) -> d
     }
 
 
-START_MARK, END_MARK = "<!-- bench_settlements:start -->", "<!-- bench_settlements:end -->"
 NOTES = """
 Notes:
 
 - A settlement is one HTTP call, one transaction and one database call: the PL/pgSQL
-  function `settle_hold` claims the key `settlement <sha256 of the job id>`, locks the hold, posts through
-  `ledger_apply_posting`, closes the hold and stores the answer; then COMMIT (fsync on). The
-  route is async, on psycopg async connections, and sends the stored JSON as is.
+  function `settle_hold` claims the key `settlement <sha256 of the job id>`, locks the
+  hold, posts through `ledger_apply_posting`, closes the hold and stores the answer; then
+  COMMIT (fsync on). The route is async, on psycopg async connections, and sends the
+  stored JSON as is.
 - The load is sent by wrk (C); the CPU line shows where each settlement's time goes.
 """
 
@@ -280,20 +274,11 @@ Notes:
 def record(lines: list[str]) -> None:
     """Write this benchmark's section of docs/benchmarks.md, leaving other sections alone."""
     section = (
-        f"{START_MARK}\n## credit_service settlements ({datetime.now(UTC):%Y-%m-%d}, "
-        "machine: 2 cores / 24 GiB)\n\n"
-        "`.venv/bin/python -m bench.bench_settlements` (server, wrk and PostgreSQL share "
-        "the 2 cores).\n\n" + "\n".join(lines) + "\n" + NOTES + END_MARK + "\n"
+        "## credit_service settlements\n\n"
+        f"{machine_line()}. `.venv/bin/python -m bench.bench_settlements` (server, wrk and "
+        "PostgreSQL share the cores).\n\n" + "\n".join(lines) + "\n" + NOTES.rstrip("\n")
     )
-    path = REPO_ROOT / "docs" / "benchmarks.md"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if START_MARK in text and END_MARK in text:
-        before, _, rest = text.partition(START_MARK)
-        _, _, after = rest.partition(END_MARK + "\n")
-        text = before + section + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
+    write_section("bench_settlements", section)
 
 
 def main() -> None:

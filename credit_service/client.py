@@ -25,18 +25,21 @@ from urllib.parse import quote
 
 import httpx
 from fastapi import FastAPI, Request
-from pydantic import BaseModel, ValidationError
+from pydantic import AliasChoices, BaseModel, Field, ValidationError
 
 from credit_service.schemas.accounts import AccountResponse
 from credit_service.schemas.holds import HoldResponse
 from credit_service.schemas.movements import MovementResponse
 from gridweave_runtime.auth import ROLE_HEADER
+from gridweave_runtime.settings import ServiceSettings
 
 __all__ = [
+    "CreditCallerSettings",
     "CreditClient",
     "CreditClientError",
     "CreditServiceRefused",
     "CreditServiceUnavailable",
+    "connect_credit_service",
     "credit_client_dependency",
     "install_credit_client",
 ]
@@ -177,4 +180,45 @@ def install_credit_client(app: FastAPI, client: CreditClient) -> None:
 async def credit_client_dependency(request: Request) -> CreditClient:
     """FastAPI dependency: the app's :class:`CreditClient` (async: no worker-thread hop)."""
     client: CreditClient = request.app.state.credit_client
+    return client
+
+
+class CreditCallerSettings(ServiceSettings):
+    """The settings of a service that calls credit_service (metering, faucet)."""
+
+    credit_service_url: str = Field(
+        default="http://127.0.0.1:8400",
+        validation_alias=AliasChoices("CREDIT_SERVICE_URL"),
+        description="CREDIT_SERVICE_URL: base URL of credit_service.",
+    )
+    credit_timeout_seconds: float = Field(
+        default=5.0, gt=0, le=120, description="Timeout of one call to credit_service."
+    )
+    credit_attempts: int = Field(
+        default=3,
+        ge=1,
+        le=10,
+        description="Attempts per call to credit_service (retried on timeouts and 5xx only).",
+    )
+
+
+def connect_credit_service(
+    app: FastAPI,
+    settings: CreditCallerSettings,
+    *,
+    role: str,
+    transport: httpx.BaseTransport | None = None,
+) -> CreditClient:
+    """Build the app's credit client from its settings and install it (closed at shutdown)."""
+    if settings.internal_token is None:
+        raise ValueError("GRIDWEAVE_INTERNAL_TOKEN must be set to call credit_service")
+    client = CreditClient(
+        settings.credit_service_url,
+        settings.internal_token.get_secret_value(),
+        role=role,
+        timeout_seconds=settings.credit_timeout_seconds,
+        attempts=settings.credit_attempts,
+        transport=transport,
+    )
+    install_credit_client(app, client)
     return client

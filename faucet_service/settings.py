@@ -9,36 +9,22 @@ Besides the shared ones (``FAUCET_HOST``, ``FAUCET_PORT`` (8500), ``FAUCET_DATAB
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from gridweave_runtime.settings import ServiceSettings
+from credit_service.client import CreditCallerSettings
 
 __all__ = ["DATABASE_NAME", "FaucetSettings"]
 
 DATABASE_NAME = "faucet"
 
 
-class FaucetSettings(ServiceSettings):
+class FaucetSettings(CreditCallerSettings):
     """Settings of faucet_service (prefix ``FAUCET_``)."""
 
     model_config = SettingsConfigDict(env_prefix="FAUCET_")
 
     port: int = Field(default=8500, ge=1, le=65535, description="TCP port of the HTTP server.")
-    credit_service_url: str = Field(
-        default="http://127.0.0.1:8400",
-        validation_alias=AliasChoices("CREDIT_SERVICE_URL"),
-        description="CREDIT_SERVICE_URL: base URL of credit_service.",
-    )
-    credit_timeout_seconds: float = Field(
-        default=5.0, gt=0, le=120, description="Timeout of one call to credit_service."
-    )
-    credit_attempts: int = Field(
-        default=3,
-        ge=1,
-        le=10,
-        description="Attempts per call to credit_service (retried on timeouts and 5xx only).",
-    )
     code_secret: SecretStr | None = Field(
         default=None,
         description=(

@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 from fastapi import FastAPI
 
-from credit_service.client import CreditClient, install_credit_client
+from credit_service.client import connect_credit_service
 from gridweave_runtime.app import create_service_app
 from metering_service.routers import usage
 from metering_service.settings import DATABASE_NAME, MeteringSettings
@@ -32,14 +32,5 @@ def create_app(
         database=DATABASE_NAME,
         migrations_dir=MIGRATIONS_DIR,
     )
-    assert settings.internal_token is not None  # create_service_app refuses to start without
-    credit = CreditClient(
-        settings.credit_service_url,
-        settings.internal_token.get_secret_value(),
-        role=CREDIT_ROLE,
-        timeout_seconds=settings.credit_timeout_seconds,
-        attempts=settings.credit_attempts,
-        transport=credit_transport,
-    )
-    install_credit_client(app, credit)
+    connect_credit_service(app, settings, role=CREDIT_ROLE, transport=credit_transport)
     return app

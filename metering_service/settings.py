@@ -10,10 +10,10 @@ deployment-wide ``CREDIT_SERVICE_URL``, ``GRIDWEAVE_INTERNAL_TOKEN`` and
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from gridweave_runtime.settings import ServiceSettings
+from credit_service.client import CreditCallerSettings
 from metering_service.pricing import DEFAULT_PRICE_TABLE, PriceTable
 
 __all__ = ["DATABASE_NAME", "MeteringSettings"]
@@ -21,7 +21,7 @@ __all__ = ["DATABASE_NAME", "MeteringSettings"]
 DATABASE_NAME = "metering"
 
 
-class MeteringSettings(ServiceSettings):
+class MeteringSettings(CreditCallerSettings):
     """Settings of metering_service (prefix ``METERING_``)."""
 
     model_config = SettingsConfigDict(env_prefix="METERING_")
@@ -35,18 +35,4 @@ class MeteringSettings(ServiceSettings):
             "max_vram_mb (null = no limit, last tier only). Replaces the default table whole; "
             "see metering_service/pricing.py."
         ),
-    )
-    credit_service_url: str = Field(
-        default="http://127.0.0.1:8400",
-        validation_alias=AliasChoices("CREDIT_SERVICE_URL"),
-        description="CREDIT_SERVICE_URL: base URL of credit_service.",
-    )
-    credit_timeout_seconds: float = Field(
-        default=5.0, gt=0, le=120, description="Timeout of one call to credit_service."
-    )
-    credit_attempts: int = Field(
-        default=3,
-        ge=1,
-        le=10,
-        description="Attempts per call to credit_service (retried on timeouts and 5xx only).",
     )
