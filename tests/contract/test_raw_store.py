@@ -190,3 +190,32 @@ def test_a_trailing_newline_does_not_satisfy_a_pattern(
     }
     with pytest.raises(Invalid):
         store.patch_status(kube_namespace, JOBS, "nl", patch)
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        {"phase": "Pending", "allocatedAt": "yesterday"},
+        {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "Allocated",
+                    "status": status,
+                    "reason": "Test",
+                    "message": "",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+                for status in ("True", "False")
+            ],
+        },
+    ],
+    ids=["bad-date-time", "duplicate-condition-type"],
+)
+def test_formats_and_list_map_keys_are_enforced(
+    store: RawStore, kube_namespace: str, status: dict[str, Any]
+) -> None:
+    created = store.create(kube_namespace, JOBS, job_body("fmt"))
+    patch = {"metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}}
+    with pytest.raises(Invalid):
+        store.patch_status(kube_namespace, JOBS, "fmt", patch | {"status": status})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -88,9 +89,38 @@ def normalize(value: Any, schema: dict[str, Any], path: str, causes: list[dict[s
         return result
     if isinstance(value, list):
         items = schema.get("items", {})
-        return [normalize(item, items, f"{path}[{i}]", causes) for i, item in enumerate(value)]
+        result_list = [
+            normalize(item, items, f"{path}[{i}]", causes) for i, item in enumerate(value)
+        ]
+        if schema.get("x-kubernetes-list-type") == "map":
+            _check_unique_keys(
+                result_list, schema.get("x-kubernetes-list-map-keys", []), path, causes
+            )
+        return result_list
     _check_scalar(value, schema, path, causes)
     return value
+
+
+def _check_unique_keys(
+    items: list[Any], keys: list[str], path: str, causes: list[dict[str, str]]
+) -> None:
+    """A list-map holds each key (tuple) once, as the apiserver requires."""
+    seen: set[tuple[Any, ...]] = set()
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        key = tuple(item.get(name) for name in keys)
+        if key in seen:
+            causes.append(_cause("FieldValueDuplicate", f"{path}[{index}]", "Duplicate value"))
+        seen.add(key)
+
+
+def _is_date_time(value: str) -> bool:
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return False
+    return "T" in value.upper()
 
 
 def _check_scalar(
@@ -112,6 +142,8 @@ def _check_scalar(
             causes.append(_cause("FieldValueTooLong", path, "Too long"))
         if "pattern" in schema and not re.search(_go_pattern(schema["pattern"]), value):
             causes.append(_cause("FieldValueInvalid", path, f"should match '{schema['pattern']}'"))
+        if schema.get("format") == "date-time" and not _is_date_time(value):
+            causes.append(_cause("FieldValueInvalid", path, "must be of type date-time"))
     if isinstance(value, int | float) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
             causes.append(_cause("FieldValueInvalid", path, f"should be >= {schema['minimum']}"))
