@@ -13,7 +13,7 @@ from gridweave_controller.conditions import (
     check_reason,
     format_precise_timestamp,
 )
-from gridweave_controller.errors import Invalid
+from gridweave_controller.errors import Conflict, Invalid
 from gridweave_controller.phases import EndpointPhase, check_endpoint_move
 from gridweave_controller.validation import check_gpu_indices
 
@@ -27,6 +27,8 @@ from ._status_change import (
 
 READY, HEALTHY = "Ready", "Healthy"
 KIND = "GridweaveEndpoint"
+#: The phases in which a deployment exists to be probed.
+PROBED_PHASES = (EndpointPhase.DEPLOYING, EndpointPhase.RUNNING)
 _TRUE, _FALSE, _UNKNOWN = ConditionStatus.TRUE, ConditionStatus.FALSE, ConditionStatus.UNKNOWN
 
 
@@ -150,7 +152,11 @@ def health(
     message: str,
     ready_replicas: int | None,
 ) -> StatusChange | None:
-    """Record a health probe (any phase): ``health``, ``readyReplicas`` and ``Healthy``."""
+    """Record a health probe while Deploying or Running: ``health``, ``readyReplicas``, ``Healthy``.
+
+    A probe that arrives after the endpoint stopped or failed is a Conflict: it describes a
+    deployment that is gone, and must not mark a stopped endpoint Healthy.
+    """
     check_message(message)
     if ready_replicas is not None and (
         isinstance(ready_replicas, bool)
@@ -158,6 +164,12 @@ def health(
         or ready_replicas < 0
     ):
         raise Invalid("ready_replicas must be an integer >= 0", field="ready_replicas")
+    phase = current_phase(status)
+    if phase not in PROBED_PHASES:
+        raise Conflict(
+            f"{KIND} {name!r} is {phase.value}: a health probe applies only while "
+            + " or ".join(p.value for p in PROBED_PHASES)
+        )
     value = "Healthy" if healthy else "Unhealthy"
     fields: dict[str, Any] = {"health": value}
     if ready_replicas is not None:

@@ -120,6 +120,16 @@ class TestEndpointSetters:
         flipped = sick.status.condition("Healthy")
         assert flipped is not None and flipped.status == "False"
 
+    @pytest.mark.parametrize("end", ["stopped", "failed"])
+    def test_a_late_probe_cannot_mark_an_ended_endpoint_healthy(
+        self, transport: Transport, end: str
+    ) -> None:
+        name = deployed(transport)
+        getattr(transport.api, f"set_endpoint_{end}")(name, "UserStopped")
+        with pytest.raises(Conflict, match="health probe"):
+            transport.api.set_endpoint_health(name, True, "200 OK", ready_replicas=1)
+        assert transport.api.get_endpoint(name).status.health == "Unknown"
+
     def test_repeated_health_report_writes_nothing(self, transport: Transport) -> None:
         name = deployed(transport)
         transport.api.set_endpoint_health(name, True, "ok", ready_replicas=1)
