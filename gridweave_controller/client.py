@@ -14,24 +14,28 @@ from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
 from gridweave_controller import _endpoint_moves, _job_moves
+from gridweave_controller._arguments import (
+    check_int,
+    check_outcome,
+    check_placement,
+    check_vendor,
+    object_labels,
+    selector,
+)
 from gridweave_controller._status_change import (
     StatusChange,
     apply_change,
     check_text,
     status_merge_patch,
 )
-from gridweave_controller.conditions import check_message, check_reason
+from gridweave_controller.conditions import check_message
 from gridweave_controller.errors import Conflict, Invalid, WaitTimedOut
 from gridweave_controller.models import Endpoint, Job, Vendor
 from gridweave_controller.phases import JobPhase
 from gridweave_controller.store import ENDPOINTS, GROUP, JOBS, VERSION, RawStore
 from gridweave_controller.validation import (
-    USER_LABEL,
-    check_gpu_indices,
-    check_labels,
     check_name,
     check_wall_seconds,
-    user_label_value,
 )
 
 __all__ = [
@@ -47,56 +51,12 @@ DEFAULT_MAX_RETRIES = 2
 MAX_WRITE_ATTEMPTS = 8
 _BACKOFF_BASE_S = 0.01
 _BACKOFF_CAP_S = 0.5
-_VENDORS = ("nvidia", "amd", "any")
 _T = TypeVar("_T")
 _Move = Callable[[Mapping[str, Any], int, datetime], StatusChange | None]
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def _check_int(value: int, *, field: str, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise Invalid(f"{field} must be an integer >= {minimum}, not {value!r}", field=field)
-    if maximum is not None and value > maximum:
-        raise Invalid(f"{field} must be at most {maximum}, not {value}", field=field)
-    return value
-
-
-def _check_vendor(vendor: str) -> str:
-    if vendor not in _VENDORS:
-        raise Invalid(
-            f"vendor must be one of {', '.join(_VENDORS)}, not {vendor!r}", field="vendor"
-        )
-    return vendor
-
-
-def _object_labels(user_id: str, labels: Mapping[str, str] | None) -> dict[str, str]:
-    checked = check_labels(labels)
-    if USER_LABEL in checked:
-        raise Invalid(
-            f"labels may not set {USER_LABEL}: it is derived from user_id", field="labels"
-        )
-    return {**checked, USER_LABEL: user_label_value(user_id)}
-
-
-def _check_placement(node: str, gpu_indices: Sequence[int]) -> list[int]:
-    check_text(node, field="node", max_length=253)
-    return check_gpu_indices(list(gpu_indices))
-
-
-def _check_outcome(reason: str, message: str, wall_seconds: float | None) -> None:
-    check_reason(reason)
-    check_message(message)
-    check_wall_seconds(wall_seconds)
-
-
-def _selector(label_selector: str | None, user_id: str | None) -> str | None:
-    parts = [label_selector] if label_selector else []
-    if user_id is not None:
-        parts.append(f"{USER_LABEL}={user_label_value(user_id)}")
-    return ",".join(parts) or None
 
 
 _Owned = TypeVar("_Owned", Job, Endpoint)
@@ -210,17 +170,17 @@ class CrdClient:
         spec = {
             "userId": check_text(user_id, field="user_id", max_length=253),
             "functionRef": check_text(function_ref, field="function_ref", max_length=2048),
-            "vramMb": _check_int(vram_mb, field="vram_mb", minimum=1),
-            "gpuCount": _check_int(gpu_count, field="gpu_count", minimum=1, maximum=64),
-            "vendor": _check_vendor(vendor),
+            "vramMb": check_int(vram_mb, field="vram_mb", minimum=1),
+            "gpuCount": check_int(gpu_count, field="gpu_count", minimum=1, maximum=64),
+            "vendor": check_vendor(vendor),
             "owner": check_text(owner or user_id, field="owner", max_length=253),
-            "timeoutSeconds": _check_int(timeout_seconds, field="timeout_seconds", minimum=1),
-            "maxRetries": _check_int(max_retries, field="max_retries", minimum=0, maximum=100),
+            "timeoutSeconds": check_int(timeout_seconds, field="timeout_seconds", minimum=1),
+            "maxRetries": check_int(max_retries, field="max_retries", minimum=0, maximum=100),
         }
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "GridweaveJob",
-            "metadata": {"name": job_id, "labels": _object_labels(user_id, labels)},
+            "metadata": {"name": job_id, "labels": object_labels(user_id, labels)},
             "spec": spec,
         }
         return Job.from_raw(self.store.create(self.namespace, JOBS, body))
@@ -234,7 +194,7 @@ class CrdClient:
         self, label_selector: str | None = None, *, user_id: str | None = None
     ) -> list[Job]:
         """List jobs, optionally by label selector and by user."""
-        raws = self.store.list(self.namespace, JOBS, _selector(label_selector, user_id))
+        raws = self.store.list(self.namespace, JOBS, selector(label_selector, user_id))
         return _owned_by([Job.from_raw(raw) for raw in raws], user_id)
 
     def delete_job(self, job_id: str) -> None:
@@ -244,7 +204,7 @@ class CrdClient:
 
     def set_job_allocated(self, job_id: str, node: str, gpu_indices: Sequence[int]) -> Job:
         """Pending -> Allocated on a node and its GPU indices."""
-        indices = _check_placement(node, gpu_indices)
+        indices = check_placement(node, gpu_indices)
         return self._job_write(
             job_id,
             lambda s, _g, now: _job_moves.allocated(
@@ -274,7 +234,7 @@ class CrdClient:
         self, job_id: str, reason: str, message: str = "", wall_seconds: float | None = None
     ) -> Job:
         """Pending, Allocated or Running -> Failed with a CamelCase reason."""
-        _check_outcome(reason, message, wall_seconds)
+        check_outcome(reason, message, wall_seconds)
         return self._job_write(
             job_id,
             lambda s, _g, now: _job_moves.failed(
@@ -286,7 +246,7 @@ class CrdClient:
         self, job_id: str, message: str = "", wall_seconds: float | None = None
     ) -> Job:
         """Pending, Allocated or Running -> Cancelled."""
-        _check_outcome("Cancelled", message, wall_seconds)
+        check_outcome("Cancelled", message, wall_seconds)
         return self._job_write(
             job_id,
             lambda s, _g, now: _job_moves.cancelled(
@@ -298,7 +258,7 @@ class CrdClient:
         self, job_id: str, message: str = "", wall_seconds: float | None = None
     ) -> Job:
         """Running -> TimedOut."""
-        _check_outcome("TimedOut", message, wall_seconds)
+        check_outcome("TimedOut", message, wall_seconds)
         return self._job_write(
             job_id,
             lambda s, _g, now: _job_moves.timed_out(
@@ -308,7 +268,7 @@ class CrdClient:
 
     def set_job_pending(self, job_id: str, reason: str, message: str = "") -> Job:
         """Allocated or Running -> Pending (requeue; ``attempts`` + 1)."""
-        _check_outcome(reason, message, None)
+        check_outcome(reason, message, None)
         return self._job_write(
             job_id,
             lambda s, _g, now: _job_moves.pending(
@@ -350,15 +310,15 @@ class CrdClient:
         spec: dict[str, Any] = {
             "userId": check_text(user_id, field="user_id", max_length=253),
             "mode": resolved_mode,
-            "vramMb": _check_int(vram_mb, field="vram_mb", minimum=1),
-            "gpuCount": _check_int(gpu_count, field="gpu_count", minimum=1, maximum=64),
-            "vendor": _check_vendor(vendor),
-            "replicas": _check_int(replicas, field="replicas", minimum=0, maximum=64),
+            "vramMb": check_int(vram_mb, field="vram_mb", minimum=1),
+            "gpuCount": check_int(gpu_count, field="gpu_count", minimum=1, maximum=64),
+            "vendor": check_vendor(vendor),
+            "replicas": check_int(replicas, field="replicas", minimum=0, maximum=64),
             "pricing": {
-                "microCreditsPerSecond": _check_int(
+                "microCreditsPerSecond": check_int(
                     micro_credits_per_second, field="micro_credits_per_second", minimum=0
                 ),
-                "microCreditsPerRequest": _check_int(
+                "microCreditsPerRequest": check_int(
                     micro_credits_per_request, field="micro_credits_per_request", minimum=0
                 ),
             },
@@ -370,7 +330,7 @@ class CrdClient:
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "GridweaveEndpoint",
-            "metadata": {"name": endpoint_id, "labels": _object_labels(user_id, labels)},
+            "metadata": {"name": endpoint_id, "labels": object_labels(user_id, labels)},
             "spec": spec,
         }
         return Endpoint.from_raw(self.store.create(self.namespace, ENDPOINTS, body))
@@ -384,7 +344,7 @@ class CrdClient:
         self, label_selector: str | None = None, *, user_id: str | None = None
     ) -> list[Endpoint]:
         """List endpoints, optionally by label selector and by user."""
-        raws = self.store.list(self.namespace, ENDPOINTS, _selector(label_selector, user_id))
+        raws = self.store.list(self.namespace, ENDPOINTS, selector(label_selector, user_id))
         return _owned_by([Endpoint.from_raw(raw) for raw in raws], user_id)
 
     def delete_endpoint(self, endpoint_id: str) -> None:
@@ -396,7 +356,7 @@ class CrdClient:
         self, endpoint_id: str, node: str, gpu_indices: Sequence[int]
     ) -> Endpoint:
         """Pending, Running, Stopped or Failed -> Deploying on a node and its GPUs."""
-        indices = _check_placement(node, gpu_indices)
+        indices = check_placement(node, gpu_indices)
         return self._endpoint_write(
             endpoint_id,
             lambda s, _g, now: _endpoint_moves.deploying(
@@ -414,7 +374,7 @@ class CrdClient:
 
     def set_endpoint_stopped(self, endpoint_id: str, reason: str, message: str = "") -> Endpoint:
         """Pending, Deploying or Running -> Stopped."""
-        _check_outcome(reason, message, None)
+        check_outcome(reason, message, None)
         return self._endpoint_write(
             endpoint_id,
             lambda s, _g, now: _endpoint_moves.stopped(
@@ -424,7 +384,7 @@ class CrdClient:
 
     def set_endpoint_failed(self, endpoint_id: str, reason: str, message: str = "") -> Endpoint:
         """Pending, Deploying or Running -> Failed."""
-        _check_outcome(reason, message, None)
+        check_outcome(reason, message, None)
         return self._endpoint_write(
             endpoint_id,
             lambda s, _g, now: _endpoint_moves.failed(
@@ -442,7 +402,7 @@ class CrdClient:
         """Record a health probe: ``health``, ``readyReplicas`` and the Healthy condition."""
         check_message(message)
         if ready_replicas is not None:
-            _check_int(ready_replicas, field="ready_replicas", minimum=0)
+            check_int(ready_replicas, field="ready_replicas", minimum=0)
         return self._endpoint_write(
             endpoint_id,
             lambda s, _g, _now: _endpoint_moves.health(
