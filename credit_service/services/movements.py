@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy.orm import Session
 
 from credit_service.errors import SameAccountTransfer
 from credit_service.schemas.movements import MovementResponse, TransferResponse
 from credit_service.services.idempotency import run_idempotent
 from credit_service.services.ledger import (
+    AccountState,
     Posting,
     account_response,
     ensure_account,
@@ -22,29 +25,8 @@ def mint_credits(
     session: Session, *, user_id: str, amount: int, idempotency_key: str
 ) -> tuple[MovementResponse, bool]:
     """Create ``amount`` on the account of ``user_id`` (opened if missing)."""
-
-    def mint() -> MovementResponse:
-        account = ensure_account(session, user_id)
-        accounts = move_money(
-            session,
-            [Posting(account.id, amount=amount)],
-            kind="mint",
-            operation_key=idempotency_key,
-        )
-        return MovementResponse(
-            kind="mint",
-            idempotency_key=idempotency_key,
-            amount=amount,
-            account=account_response(accounts[account.id]),
-        )
-
-    return run_idempotent(
-        session,
-        key=idempotency_key,
-        kind="mint",
-        request={"user_id": user_id, "amount": amount},
-        response_type=MovementResponse,
-        action=mint,
+    return _single_account_movement(
+        session, "mint", ensure_account, user_id=user_id, amount=amount, key=idempotency_key
     )
 
 
@@ -52,29 +34,41 @@ def deduct_credits(
     session: Session, *, user_id: str, amount: int, idempotency_key: str
 ) -> tuple[MovementResponse, bool]:
     """Take ``amount`` from the available balance of ``user_id``."""
+    return _single_account_movement(
+        session, "deduct", get_account, user_id=user_id, amount=-amount, key=idempotency_key
+    )
 
-    def deduct() -> MovementResponse:
-        account = get_account(session, user_id)
+
+def _single_account_movement(
+    session: Session,
+    kind: str,
+    find_account: Callable[[Session, str], AccountState],
+    *,
+    user_id: str,
+    amount: int,
+    key: str,
+) -> tuple[MovementResponse, bool]:
+    """``amount`` (signed) onto one account, once per idempotency key."""
+
+    def move() -> MovementResponse:
+        account = find_account(session, user_id)
         accounts = move_money(
-            session,
-            [Posting(account.id, amount=-amount)],
-            kind="deduct",
-            operation_key=idempotency_key,
+            session, [Posting(account.id, amount=amount)], kind=kind, operation_key=key
         )
         return MovementResponse(
-            kind="deduct",
-            idempotency_key=idempotency_key,
-            amount=amount,
+            kind=kind,
+            idempotency_key=key,
+            amount=abs(amount),
             account=account_response(accounts[account.id]),
         )
 
     return run_idempotent(
         session,
-        key=idempotency_key,
-        kind="deduct",
-        request={"user_id": user_id, "amount": amount},
+        key=key,
+        kind=kind,
+        request={"user_id": user_id, "amount": abs(amount)},
         response_type=MovementResponse,
-        action=deduct,
+        action=move,
     )
 
 
