@@ -1,8 +1,9 @@
 """The raw object store every transport implements: five apiserver calls on plain dicts.
 
-The typed layer (:mod:`gridweave_controller.client`: validation, phase machines,
-conditions, the read-modify-write loop) is written once against this protocol; a transport
-only moves raw objects. Implementations raise the errors of
+The typed layer (:mod:`gridweave_controller._flows`: validation, phase machines,
+conditions, the read-modify-write loop) is written once against these calls; a transport
+only moves raw objects, blocking (:class:`RawStore`) or under asyncio
+(:class:`AsyncRawStore`). Implementations raise the errors of
 :mod:`gridweave_controller.errors` and hand out objects the caller may keep (no shared
 references into the store).
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-__all__ = ["ENDPOINTS", "GROUP", "JOBS", "VERSION", "RawStore"]
+__all__ = ["ENDPOINTS", "GROUP", "JOBS", "VERSION", "AsyncRawStore", "RawStore"]
 
 GROUP = "gridweave.io"
 VERSION = "v1"
@@ -39,6 +40,34 @@ class RawStore(Protocol):
         ...
 
     def patch_status(
+        self, namespace: str, plural: str, name: str, patch: dict[str, Any]
+    ) -> dict[str, Any]:
+        """JSON merge patch on the ``/status`` subresource; a stale resourceVersion: Conflict."""
+        ...
+
+
+class AsyncRawStore(Protocol):
+    """:class:`RawStore`'s five calls under asyncio: the same arguments, results and errors."""
+
+    async def create(self, namespace: str, plural: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Create the object (``status`` is dropped); raise AlreadyExists or Invalid."""
+        ...
+
+    async def get(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
+        """Read one object; raise NotFound (or CRDNotInstalled)."""
+        ...
+
+    async def list(
+        self, namespace: str, plural: str, label_selector: str | None
+    ) -> list[dict[str, Any]]:
+        """List the objects matching a Kubernetes label selector."""
+        ...
+
+    async def delete(self, namespace: str, plural: str, name: str) -> None:
+        """Delete one object; raise NotFound."""
+        ...
+
+    async def patch_status(
         self, namespace: str, plural: str, name: str, patch: dict[str, Any]
     ) -> dict[str, Any]:
         """JSON merge patch on the ``/status`` subresource; a stale resourceVersion: Conflict."""
