@@ -14,14 +14,23 @@ from gridweave_controller.store import GROUP, VERSION
 MERGE_PATCH = "application/merge-patch+json"
 
 
-def _raise_mapped(exc: Exception) -> NoReturn:
-    if isinstance(exc, ApiException):
-        status = parse_status_body(exc.body)
-        raise error_from_status(status, exc.status, fallback=str(exc.reason or "")) from exc
-    raise TransportError(f"request to the Kubernetes API failed: {exc}") from exc
+def raise_mapped(exc: Exception) -> NoReturn:
+    """Raise the error an apiserver answer's Status names, else TransportError.
+
+    Either client's ``ApiException`` carries the answer (its HTTP status and body); anything
+    else (refused, reset, timed out: no answer) is a TransportError.
+    """
+    code = getattr(exc, "status", None)
+    if isinstance(code, int) and code > 0:
+        status = parse_status_body(getattr(exc, "body", None))
+        raise error_from_status(
+            status, code, fallback=str(getattr(exc, "reason", "") or "")
+        ) from exc
+    raise TransportError(f"request to the Kubernetes API failed: {exc!r}") from exc
 
 
-def _as_dict(value: object) -> dict[str, Any]:
+def as_object(value: object) -> dict[str, Any]:
+    """The apiserver's answer as an object; TransportError if it is anything else."""
     if not isinstance(value, dict):
         raise TransportError(f"the Kubernetes API answered {type(value).__name__}, not an object")
     return value
@@ -45,16 +54,16 @@ class KubeStore:
                 GROUP, VERSION, namespace, plural, body
             )
         except (ApiException, HTTPError) as exc:
-            _raise_mapped(exc)
-        return _as_dict(result)
+            raise_mapped(exc)
+        return as_object(result)
 
     def get(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
         """Read one object."""
         try:
             result = self._api.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
         except (ApiException, HTTPError) as exc:
-            _raise_mapped(exc)
-        return _as_dict(result)
+            raise_mapped(exc)
+        return as_object(result)
 
     def list(self, namespace: str, plural: str, label_selector: str | None) -> list[dict[str, Any]]:
         """List the objects matching a label selector (one request)."""
@@ -63,8 +72,8 @@ class KubeStore:
                 GROUP, VERSION, namespace, plural, label_selector=label_selector
             )
         except (ApiException, HTTPError) as exc:
-            _raise_mapped(exc)
-        items = _as_dict(result).get("items")
+            raise_mapped(exc)
+        items = as_object(result).get("items")
         if not isinstance(items, list):
             raise TransportError("the Kubernetes API answered a list without items")
         return items
@@ -74,7 +83,7 @@ class KubeStore:
         try:
             self._api.delete_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
         except (ApiException, HTTPError) as exc:
-            _raise_mapped(exc)
+            raise_mapped(exc)
 
     def patch_status(
         self, namespace: str, plural: str, name: str, patch: dict[str, Any]
@@ -85,5 +94,5 @@ class KubeStore:
                 GROUP, VERSION, namespace, plural, name, patch, _content_type=MERGE_PATCH
             )
         except (ApiException, HTTPError) as exc:
-            _raise_mapped(exc)
-        return _as_dict(result)
+            raise_mapped(exc)
+        return as_object(result)

@@ -18,6 +18,7 @@ from kubernetes import config as k8s_config
 
 from gridweave_controller._active import ActiveClient
 from gridweave_controller._kube_store import KubeStore
+from gridweave_controller._kubeconfig import kubeconfig_file, resolve_namespace
 from gridweave_controller.client import CrdClient
 from gridweave_controller.errors import TransportError
 
@@ -47,9 +48,6 @@ __all__ = [
     "wait_for_job",
 ]
 
-DEFAULT_NAMESPACE = "gridweave"
-NAMESPACE_ENV = "KUBERAY_NAMESPACE"
-
 
 def _load_api_client(kubeconfig: str | os.PathLike[str] | None) -> k8s_client.ApiClient:
     if kubeconfig is None:
@@ -61,14 +59,9 @@ def _load_api_client(kubeconfig: str | os.PathLike[str] | None) -> k8s_client.Ap
             return k8s_client.ApiClient(configuration)
         except k8s_config.ConfigException:
             pass
-    # Read KUBECONFIG now: the client library reads it once, at import.
-    if kubeconfig is not None:
-        config_file = os.fspath(kubeconfig)
-    else:
-        config_file = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
     try:
         loaded: k8s_client.ApiClient = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=config_file
+            config_file=kubeconfig_file(kubeconfig)
         )
     except (k8s_config.ConfigException, OSError) as exc:
         raise TransportError(f"no Kubernetes configuration found: {exc}") from exc
@@ -76,8 +69,7 @@ def _load_api_client(kubeconfig: str | os.PathLike[str] | None) -> k8s_client.Ap
 
 
 def _new_client(kubeconfig: str | os.PathLike[str] | None, namespace: str | None) -> CrdClient:
-    resolved = namespace or os.environ.get(NAMESPACE_ENV) or DEFAULT_NAMESPACE
-    return CrdClient(KubeStore(_load_api_client(kubeconfig)), resolved)
+    return CrdClient(KubeStore(_load_api_client(kubeconfig)), resolve_namespace(namespace))
 
 
 def _close_replaced(previous: CrdClient) -> None:

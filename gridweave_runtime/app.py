@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 import uvicorn
@@ -53,11 +53,14 @@ def create_service_app(
     database: str | None = None,
     migrations_dir: Path | None = None,
     version: str = "0.1.0",
+    resources: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None,
 ) -> FastAPI:
     """A FastAPI app with auth, error mapping, /healthz, /metrics and (optionally) a database.
 
     With ``database`` set, the database is opened (and migrated) before the app is returned,
     kept in ``app.state.database`` and disposed of at shutdown; ``/healthz`` runs ``SELECT 1``.
+    ``resources`` (optional) is entered when the app starts serving and left when it stops:
+    what a service opens inside its event loop (an asyncio client's connections).
     """
     if settings.internal_token is None or not settings.internal_token.get_secret_value():
         raise ConfigurationError(f"{service}: GRIDWEAVE_INTERNAL_TOKEN must be set")
@@ -66,9 +69,13 @@ def create_service_app(
         opened = open_service_database(settings, database=database, migrations_dir=migrations_dir)
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         to_thread.current_default_thread_limiter().total_tokens = settings.worker_threads
-        yield
+        if resources is None:
+            yield
+        else:
+            async with resources(app):
+                yield
         if opened is not None:
             opened.dispose()
             if settings.database_url is None:

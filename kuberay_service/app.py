@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 
-from gridweave_controller import CrdClient
+from gridweave_controller import aio
+from gridweave_controller.aio import AsyncCrdClient
 from gridweave_runtime.app import create_service_app
 from kuberay_service.errors import install_status_error_handlers
 from kuberay_service.routers import crd
@@ -14,17 +18,33 @@ __all__ = ["create_app"]
 
 
 def create_app(
-    settings: KubeRaySettings | None = None, *, crd_client: CrdClient | None = None
+    settings: KubeRaySettings | None = None, *, crd_client: AsyncCrdClient | None = None
 ) -> FastAPI:
-    """The kuberay-service app over ``crd_client`` (default: the cluster from the settings)."""
-    settings = settings or KubeRaySettings()
-    if crd_client is None:
-        from gridweave_controller import crd as direct
+    """The kuberay-service app over ``crd_client`` (default: the cluster from the settings).
 
-        crd_client = direct.init_k8s_client(
-            kubeconfig=settings.kubeconfig, namespace=settings.namespace
-        )
-    app = create_service_app(service="kuberay_service", settings=settings, routers=[crd.router])
+    Without ``crd_client`` the app connects to the cluster when it starts serving (the
+    asyncio client belongs to the server's event loop) and closes the connection at shutdown.
+    """
+    settings = settings or KubeRaySettings()
+
+    @asynccontextmanager
+    async def cluster_connection(app: FastAPI) -> AsyncIterator[None]:
+        if crd_client is not None:
+            yield
+            return
+        connected = await aio.connect(kubeconfig=settings.kubeconfig, namespace=settings.namespace)
+        app.state.crd_client = connected
+        try:
+            yield
+        finally:
+            await connected.close()
+
+    app = create_service_app(
+        service="kuberay_service",
+        settings=settings,
+        routers=[crd.router],
+        resources=cluster_connection,
+    )
     install_status_error_handlers(app)
     app.state.crd_client = crd_client
     return app

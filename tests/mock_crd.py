@@ -12,19 +12,16 @@ from __future__ import annotations
 import os
 
 from gridweave_controller._active import ActiveClient
+from gridweave_controller._kubeconfig import resolve_namespace
 from gridweave_controller.client import CrdClient
 from tests.support.memory_store import MemoryStore
-
-DEFAULT_NAMESPACE = "gridweave"
-NAMESPACE_ENV = "KUBERAY_NAMESPACE"
 
 #: The one in-memory "cluster" every mock client shares.
 STORE = MemoryStore()
 
 
 def _new_client(namespace: str | None) -> CrdClient:
-    resolved = namespace or os.environ.get(NAMESPACE_ENV) or DEFAULT_NAMESPACE
-    return CrdClient(STORE, resolved)
+    return CrdClient(STORE, resolve_namespace(namespace))
 
 
 _ACTIVE = ActiveClient(lambda: _new_client(None))

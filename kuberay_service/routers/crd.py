@@ -1,8 +1,9 @@
 """``/v1/crd``: the controller library's typed operations over HTTP.
 
-Each route calls one method of the app's :class:`~gridweave_controller.CrdClient` (the same
-typed layer ``gridweave_controller.crd`` exposes), so phase rules, conditions and the
-read-modify-write loop run here, next to the cluster. Objects travel as the raw Kubernetes
+Each route awaits one method of the app's :class:`~gridweave_controller.aio.AsyncCrdClient`
+(the same typed flows ``gridweave_controller.crd`` runs, on the official asyncio client), so
+phase rules, conditions and the read-modify-write loop run here, next to the cluster, on the
+event loop: no worker thread per request. Objects travel as the raw Kubernetes
 objects; errors as Status bodies (``kuberay_service.errors``). Every route needs the internal
 service token.
 """
@@ -14,7 +15,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from gridweave_controller import CrdClient, Endpoint, Job
+from gridweave_controller import Endpoint, Job
+from gridweave_controller.aio import AsyncCrdClient
 from gridweave_runtime.auth import require_internal_caller
 from kuberay_service.schemas.crd import (
     CompleteJobRequest,
@@ -34,13 +36,13 @@ __all__ = ["router"]
 router = APIRouter(prefix="/v1/crd", tags=["crd"], dependencies=[Depends(require_internal_caller)])
 
 
-async def crd_client(request: Request) -> CrdClient:
-    """The typed client this app serves (set by ``create_app``); async: no threadpool hop."""
-    client: CrdClient = request.app.state.crd_client
+async def crd_client(request: Request) -> AsyncCrdClient:
+    """The typed client this app serves (set by ``create_app`` or when it starts serving)."""
+    client: AsyncCrdClient = request.app.state.crd_client
     return client
 
 
-Client = Annotated[CrdClient, Depends(crd_client)]
+Client = Annotated[AsyncCrdClient, Depends(crd_client)]
 LabelSelector = Annotated[
     str | None, Query(alias="labelSelector", max_length=4096, description="Kubernetes selector")
 ]
@@ -61,10 +63,10 @@ def _list(kind: str, items: list[Job] | list[Endpoint]) -> JSONResponse:
 
 
 @router.post("/jobs", status_code=201)
-def create_job(body: CreateJobRequest, client: Client) -> JSONResponse:
+async def create_job(body: CreateJobRequest, client: Client) -> JSONResponse:
     """Create a GridweaveJob in phase Pending."""
     return _object(
-        client.create_job(
+        await client.create_job(
             body.job_id,
             body.user_id,
             body.function_ref,
@@ -81,76 +83,78 @@ def create_job(body: CreateJobRequest, client: Client) -> JSONResponse:
 
 
 @router.get("/jobs")
-def list_jobs(
+async def list_jobs(
     client: Client, label_selector: LabelSelector = None, user_id: UserFilter = None
 ) -> JSONResponse:
     """List jobs by label selector and user."""
-    return _list("GridweaveJob", client.list_jobs(label_selector, user_id=user_id))
+    return _list("GridweaveJob", await client.list_jobs(label_selector, user_id=user_id))
 
 
 @router.get("/jobs/{job_id}")
-def get_job(job_id: str, client: Client) -> JSONResponse:
+async def get_job(job_id: str, client: Client) -> JSONResponse:
     """Read one job."""
-    return _object(client.get_job(job_id))
+    return _object(await client.get_job(job_id))
 
 
 @router.delete("/jobs/{job_id}", status_code=204)
-def delete_job(job_id: str, client: Client) -> Response:
+async def delete_job(job_id: str, client: Client) -> Response:
     """Delete one job."""
-    client.delete_job(job_id)
+    await client.delete_job(job_id)
     return Response(status_code=204)
 
 
 @router.post("/jobs/{job_id}/allocated")
-def set_job_allocated(job_id: str, body: PlacementRequest, client: Client) -> JSONResponse:
+async def set_job_allocated(job_id: str, body: PlacementRequest, client: Client) -> JSONResponse:
     """Pending -> Allocated on a node and its GPU indices."""
-    return _object(client.set_job_allocated(job_id, body.node, body.gpu_indices))
+    return _object(await client.set_job_allocated(job_id, body.node, body.gpu_indices))
 
 
 @router.post("/jobs/{job_id}/running")
-def set_job_running(job_id: str, client: Client) -> JSONResponse:
+async def set_job_running(job_id: str, client: Client) -> JSONResponse:
     """Allocated -> Running."""
-    return _object(client.set_job_running(job_id))
+    return _object(await client.set_job_running(job_id))
 
 
 @router.post("/jobs/{job_id}/completed")
-def set_job_completed(job_id: str, body: CompleteJobRequest, client: Client) -> JSONResponse:
+async def set_job_completed(job_id: str, body: CompleteJobRequest, client: Client) -> JSONResponse:
     """Running -> Completed."""
-    return _object(client.set_job_completed(job_id, body.wall_seconds, body.result_ref))
+    return _object(await client.set_job_completed(job_id, body.wall_seconds, body.result_ref))
 
 
 @router.post("/jobs/{job_id}/failed")
-def set_job_failed(job_id: str, body: FailJobRequest, client: Client) -> JSONResponse:
+async def set_job_failed(job_id: str, body: FailJobRequest, client: Client) -> JSONResponse:
     """Pending, Allocated or Running -> Failed."""
-    return _object(client.set_job_failed(job_id, body.reason, body.message, body.wall_seconds))
+    return _object(
+        await client.set_job_failed(job_id, body.reason, body.message, body.wall_seconds)
+    )
 
 
 @router.post("/jobs/{job_id}/cancelled")
-def set_job_cancelled(job_id: str, body: FinishJobRequest, client: Client) -> JSONResponse:
+async def set_job_cancelled(job_id: str, body: FinishJobRequest, client: Client) -> JSONResponse:
     """Pending, Allocated or Running -> Cancelled."""
-    return _object(client.set_job_cancelled(job_id, body.message, body.wall_seconds))
+    return _object(await client.set_job_cancelled(job_id, body.message, body.wall_seconds))
 
 
 @router.post("/jobs/{job_id}/timed-out")
-def set_job_timed_out(job_id: str, body: FinishJobRequest, client: Client) -> JSONResponse:
+async def set_job_timed_out(job_id: str, body: FinishJobRequest, client: Client) -> JSONResponse:
     """Running -> TimedOut."""
-    return _object(client.set_job_timed_out(job_id, body.message, body.wall_seconds))
+    return _object(await client.set_job_timed_out(job_id, body.message, body.wall_seconds))
 
 
 @router.post("/jobs/{job_id}/pending")
-def set_job_pending(job_id: str, body: RequeueJobRequest, client: Client) -> JSONResponse:
+async def set_job_pending(job_id: str, body: RequeueJobRequest, client: Client) -> JSONResponse:
     """Allocated or Running -> Pending (requeue)."""
-    return _object(client.set_job_pending(job_id, body.reason, body.message))
+    return _object(await client.set_job_pending(job_id, body.reason, body.message))
 
 
 # -- endpoints ----------------------------------------------------------------------------
 
 
 @router.post("/endpoints", status_code=201)
-def create_endpoint(body: CreateEndpointRequest, client: Client) -> JSONResponse:
+async def create_endpoint(body: CreateEndpointRequest, client: Client) -> JSONResponse:
     """Create a GridweaveEndpoint in phase Pending."""
     return _object(
-        client.create_endpoint(
+        await client.create_endpoint(
             body.endpoint_id,
             body.user_id,
             vram_mb=body.vram_mb,
@@ -169,63 +173,65 @@ def create_endpoint(body: CreateEndpointRequest, client: Client) -> JSONResponse
 
 
 @router.get("/endpoints")
-def list_endpoints(
+async def list_endpoints(
     client: Client, label_selector: LabelSelector = None, user_id: UserFilter = None
 ) -> JSONResponse:
     """List endpoints by label selector and user."""
-    return _list("GridweaveEndpoint", client.list_endpoints(label_selector, user_id=user_id))
+    return _list("GridweaveEndpoint", await client.list_endpoints(label_selector, user_id=user_id))
 
 
 @router.get("/endpoints/{endpoint_id}")
-def get_endpoint(endpoint_id: str, client: Client) -> JSONResponse:
+async def get_endpoint(endpoint_id: str, client: Client) -> JSONResponse:
     """Read one endpoint."""
-    return _object(client.get_endpoint(endpoint_id))
+    return _object(await client.get_endpoint(endpoint_id))
 
 
 @router.delete("/endpoints/{endpoint_id}", status_code=204)
-def delete_endpoint(endpoint_id: str, client: Client) -> Response:
+async def delete_endpoint(endpoint_id: str, client: Client) -> Response:
     """Delete one endpoint."""
-    client.delete_endpoint(endpoint_id)
+    await client.delete_endpoint(endpoint_id)
     return Response(status_code=204)
 
 
 @router.post("/endpoints/{endpoint_id}/deploying")
-def set_endpoint_deploying(
+async def set_endpoint_deploying(
     endpoint_id: str, body: PlacementRequest, client: Client
 ) -> JSONResponse:
     """Pending, Running, Stopped or Failed -> Deploying."""
-    return _object(client.set_endpoint_deploying(endpoint_id, body.node, body.gpu_indices))
+    return _object(await client.set_endpoint_deploying(endpoint_id, body.node, body.gpu_indices))
 
 
 @router.post("/endpoints/{endpoint_id}/running")
-def set_endpoint_running(
+async def set_endpoint_running(
     endpoint_id: str, body: EndpointRunningRequest, client: Client
 ) -> JSONResponse:
     """Deploying -> Running at a URL."""
-    return _object(client.set_endpoint_running(endpoint_id, body.url))
+    return _object(await client.set_endpoint_running(endpoint_id, body.url))
 
 
 @router.post("/endpoints/{endpoint_id}/stopped")
-def set_endpoint_stopped(
+async def set_endpoint_stopped(
     endpoint_id: str, body: EndpointOutcomeRequest, client: Client
 ) -> JSONResponse:
     """Pending, Deploying or Running -> Stopped."""
-    return _object(client.set_endpoint_stopped(endpoint_id, body.reason, body.message))
+    return _object(await client.set_endpoint_stopped(endpoint_id, body.reason, body.message))
 
 
 @router.post("/endpoints/{endpoint_id}/failed")
-def set_endpoint_failed(
+async def set_endpoint_failed(
     endpoint_id: str, body: EndpointOutcomeRequest, client: Client
 ) -> JSONResponse:
     """Pending, Deploying or Running -> Failed."""
-    return _object(client.set_endpoint_failed(endpoint_id, body.reason, body.message))
+    return _object(await client.set_endpoint_failed(endpoint_id, body.reason, body.message))
 
 
 @router.post("/endpoints/{endpoint_id}/health")
-def set_endpoint_health(
+async def set_endpoint_health(
     endpoint_id: str, body: EndpointHealthRequest, client: Client
 ) -> JSONResponse:
     """Record a health probe."""
     return _object(
-        client.set_endpoint_health(endpoint_id, body.healthy, body.message, body.ready_replicas)
+        await client.set_endpoint_health(
+            endpoint_id, body.healthy, body.message, body.ready_replicas
+        )
     )

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack
+from typing import Any
 
 import pytest
 
 from gridweave_controller import CrdClient, crd
+from gridweave_controller._kube_aio_store import AsyncKubeStore
 from gridweave_controller._kube_store import KubeStore
+from gridweave_controller.aio import AsyncCrdClient
 from job_gateway import crd_client
 from tests import mock_crd
 from tests.contract.transports import (
@@ -24,15 +27,19 @@ from tests.contract.transports import (
 )
 from tests.support.http_server import serve_in_thread
 from tests.support.kubeapi import namespace_on_cluster
-from tests.support.kuberay_fixtures import TOKEN, kuberay_app
+from tests.support.kuberay_fixtures import TOKEN, kuberay_app, kuberay_cluster_app
 
 
-def _proxied(backend: CrdClient, name: str, stack: ExitStack) -> Transport:
-    """job_gateway.crd_client -> HTTP -> kuberay-service (real port) -> ``backend``."""
-    url = stack.enter_context(serve_in_thread(kuberay_app(backend)))
+def _proxied(
+    url: str, name: str, backend: CrdClient, served_store: Any, stack: ExitStack
+) -> Transport:
+    """job_gateway.crd_client -> HTTP -> kuberay-service at ``url`` -> ``served_store``.
+
+    ``backend`` is a typed client on the same store, for the tests' own reads.
+    """
     crd_client.connect(url, TOKEN)
     stack.callback(crd_client.close)
-    return Transport(name, crd_client, backend, backend.namespace)
+    return Transport(name, crd_client, backend, backend.namespace, served_store)
 
 
 @pytest.fixture(params=TRANSPORTS)
@@ -52,12 +59,13 @@ def transport(
             mock_crd.reset()
             stack.callback(mock_crd.reset)
             client = mock_crd.init_k8s_client(namespace=kube_namespace)
-            result = (
-                _proxied(client, name, stack)
-                if proxied
-                else Transport(name, mock_crd, client, kube_namespace)
-            )
-            spy_memory_store(result, client.store, monkeypatch)
+            store = mock_crd.STORE
+            if proxied:
+                url = stack.enter_context(serve_in_thread(kuberay_app(store, kube_namespace)))
+                result = _proxied(url, name, client, store, stack)
+            else:
+                result = Transport(name, mock_crd, client, kube_namespace, store)
+            spy_memory_store(result, store, monkeypatch)
             yield result
             return
         kubeapi = request.getfixturevalue("kubeapi")
@@ -66,10 +74,15 @@ def transport(
         client = crd.init_k8s_client(kubeconfig=kubeapi.kubeconfig, namespace=kube_namespace)
         assert isinstance(client.store, KubeStore)
         stack.callback(client.store.close)
-        result = (
-            _proxied(client, name, stack)
-            if proxied
-            else Transport(name, crd, client, kube_namespace)
-        )
-        spy_kube_store(result, client.store, monkeypatch)
+        if not proxied:
+            result = Transport(name, crd, client, kube_namespace, client.store)
+            spy_kube_store(result, client.store.api_client.rest_client, monkeypatch)
+            yield result
+            return
+        app = kuberay_cluster_app(kubeapi.kubeconfig, kube_namespace)
+        url = stack.enter_context(serve_in_thread(app))
+        served: AsyncCrdClient = app.state.crd_client  # connected as the server started
+        assert isinstance(served.store, AsyncKubeStore)
+        result = _proxied(url, name, client, served.store, stack)
+        spy_kube_store(result, served.store.api_client.rest_client, monkeypatch)
         yield result

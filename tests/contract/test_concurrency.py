@@ -9,7 +9,7 @@ import pytest
 
 from gridweave_controller import JobPhase
 from tests.contract.factories import make_job
-from tests.contract.transports import Transport
+from tests.contract.transports import Transport, see_status_writes
 
 ROUNDS = 15
 
@@ -26,20 +26,16 @@ def test_two_threads_racing_requeues_lose_no_attempt(
     """
     job = make_job(transport)
     transport.api.set_job_allocated(job.name, "n1", [0])
-    store = transport.client.store
-    original_patch = store.patch_status
     written_attempts: list[int] = []
     record_lock = threading.Lock()
 
-    def recording_patch(*args: Any) -> dict[str, Any]:
-        result = original_patch(*args)
-        status = result.get("status") or {}
+    def record(written: dict[str, Any]) -> None:
+        status = written.get("status") or {}
         if status.get("phase") == JobPhase.PENDING:
             with record_lock:
                 written_attempts.append(int(status["attempts"]))
-        return result
 
-    monkeypatch.setattr(store, "patch_status", recording_patch)
+    see_status_writes(transport.served_store, monkeypatch, record)
     barrier = threading.Barrier(2)
     errors: list[BaseException] = []
 

@@ -7,6 +7,7 @@ in-memory store behind the mock or behind kuberay-service for the proxied transp
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,7 +17,6 @@ from typing import Any
 import pytest
 
 from gridweave_controller import CrdClient
-from gridweave_controller._kube_store import KubeStore
 
 #: mock: tests/mock_crd over the in-memory store; real: gridweave_controller.crd over the
 #: real apiserver; proxied: job_gateway.crd_client over HTTP to kuberay-service.
@@ -42,8 +42,10 @@ class Transport:
 
     name: str
     api: Any  # a module with the crd functions (ModuleType; Any so calls type-check)
-    client: CrdClient
+    client: CrdClient  # a typed client on the same store, for the tests' own reads
     namespace: str
+    #: The store the operations reach (behind kuberay-service for the proxied transports).
+    served_store: Any
     _counters: list[Counter[str]] = field(default_factory=list)
 
     def record(self, verb: str) -> None:
@@ -73,12 +75,35 @@ def spy_memory_store(transport: Transport, store: Any, monkeypatch: pytest.Monke
         monkeypatch.setattr(store, method, spy)
 
 
-def spy_kube_store(transport: Transport, store: KubeStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    rest = store.api_client.rest_client
+def spy_kube_store(transport: Transport, rest: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Count the requests of a Kubernetes client's REST layer (blocking or asyncio)."""
     original: Callable[..., Any] = rest.request
 
     def spy(method: str, *args: Any, **kwargs: Any) -> Any:
-        transport.record(method.upper())
+        transport.record(method.upper())  # counted when sent (an asyncio call: when awaited)
         return original(method, *args, **kwargs)
 
     monkeypatch.setattr(rest, "request", spy)
+
+
+def see_status_writes(
+    store: Any, monkeypatch: pytest.MonkeyPatch, see: Callable[[dict[str, Any]], None]
+) -> None:
+    """Call ``see`` with each object a status write on ``store`` (blocking or asyncio) returns."""
+    original: Callable[..., Any] = store.patch_status
+    if inspect.iscoroutinefunction(original):
+
+        async def awaited(*args: Any) -> dict[str, Any]:
+            result: dict[str, Any] = await original(*args)
+            see(result)
+            return result
+
+        monkeypatch.setattr(store, "patch_status", awaited)
+        return
+
+    def blocking(*args: Any) -> dict[str, Any]:
+        result: dict[str, Any] = original(*args)
+        see(result)
+        return result
+
+    monkeypatch.setattr(store, "patch_status", blocking)

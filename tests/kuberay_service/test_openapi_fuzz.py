@@ -8,11 +8,10 @@ from __future__ import annotations
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from gridweave_controller import CrdClient
 from tests.support.kuberay_fixtures import TOKEN, kuberay_app
 from tests.support.memory_store import MemoryStore
 
-app = kuberay_app(CrdClient(MemoryStore(), "gridweave"))
+app = kuberay_app(MemoryStore())
 schema = schemathesis.openapi.from_dict(app.openapi())
 schema.app = app  # calls go to the app in process (ASGI)
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

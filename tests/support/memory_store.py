@@ -239,3 +239,36 @@ class MemoryStore:
                 stored["status"] = status
                 stored["metadata"]["resourceVersion"] = self._bump()
             return copy.deepcopy(stored)
+
+
+class AsyncMemoryStore:
+    """A :class:`MemoryStore` as an ``AsyncRawStore``: it never waits, so each call is awaited
+    in place (for kuberay-service's asyncio client in tests); calls go to ``store``'s methods
+    as they are now (a test's spy on them sees every call)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    async def create(self, namespace: str, plural: str, body: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`MemoryStore.create`."""
+        return self.store.create(namespace, plural, body)
+
+    async def get(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
+        """:meth:`MemoryStore.get`."""
+        return self.store.get(namespace, plural, name)
+
+    async def list(
+        self, namespace: str, plural: str, label_selector: str | None
+    ) -> list[dict[str, Any]]:
+        """:meth:`MemoryStore.list`."""
+        return self.store.list(namespace, plural, label_selector)
+
+    async def delete(self, namespace: str, plural: str, name: str) -> None:
+        """:meth:`MemoryStore.delete`."""
+        self.store.delete(namespace, plural, name)
+
+    async def patch_status(
+        self, namespace: str, plural: str, name: str, patch: dict[str, Any]
+    ) -> dict[str, Any]:
+        """:meth:`MemoryStore.patch_status`."""
+        return self.store.patch_status(namespace, plural, name, patch)

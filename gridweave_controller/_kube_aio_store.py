@@ -1,0 +1,84 @@
+"""The asyncio transport's raw store: the official client's ``kubernetes.aio`` CustomObjectsApi."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+from kubernetes.aio import client as aio_client
+from kubernetes.aio.client.exceptions import ApiException
+
+from gridweave_controller._kube_store import MERGE_PATCH, as_object, raise_mapped
+from gridweave_controller.errors import TransportError
+from gridweave_controller.store import GROUP, VERSION
+
+__all__ = ["AsyncKubeStore"]
+
+_FAILURES = (ApiException, aiohttp.ClientError, asyncio.TimeoutError)
+
+
+class AsyncKubeStore:
+    """An :class:`~gridweave_controller.store.AsyncRawStore` over a ``kubernetes.aio`` client."""
+
+    def __init__(self, api_client: aio_client.ApiClient) -> None:
+        self.api_client = api_client
+        self._api = aio_client.CustomObjectsApi(api_client)
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self.api_client.close()  # type: ignore[no-untyped-call]
+
+    async def create(self, namespace: str, plural: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Create the object."""
+        try:
+            result = await self._api.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, body
+            )
+        except _FAILURES as exc:
+            raise_mapped(exc)
+        return as_object(result)
+
+    async def get(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
+        """Read one object."""
+        try:
+            result = await self._api.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, name
+            )
+        except _FAILURES as exc:
+            raise_mapped(exc)
+        return as_object(result)
+
+    async def list(
+        self, namespace: str, plural: str, label_selector: str | None
+    ) -> list[dict[str, Any]]:
+        """List the objects matching a label selector (one request)."""
+        try:
+            result = await self._api.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, label_selector=label_selector
+            )
+        except _FAILURES as exc:
+            raise_mapped(exc)
+        items = as_object(result).get("items")
+        if not isinstance(items, list):
+            raise TransportError("the Kubernetes API answered a list without items")
+        return items
+
+    async def delete(self, namespace: str, plural: str, name: str) -> None:
+        """Delete one object."""
+        try:
+            await self._api.delete_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+        except _FAILURES as exc:
+            raise_mapped(exc)
+
+    async def patch_status(
+        self, namespace: str, plural: str, name: str, patch: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Merge-patch the status subresource."""
+        try:
+            result = await self._api.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, plural, name, patch, _content_type=MERGE_PATCH
+            )
+        except _FAILURES as exc:
+            raise_mapped(exc)
+        return as_object(result)

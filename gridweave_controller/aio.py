@@ -1,0 +1,146 @@
+"""The typed client under asyncio: ``AsyncCrdClient``, the same flows as ``CrdClient``.
+
+For services that serve the typed operations from an event loop (kuberay-service): no
+worker thread per call. The store is the official client's asyncio API
+(``kubernetes.aio``)::
+
+    client = await gridweave_controller.aio.connect(namespace="gridweave")
+    job = await client.create_job("job-1", "alice", "s3://fn", vram_mb=8192)
+    await client.close()
+
+Validation, phase machines, conditions and the read-modify-write loop are the flows of
+:mod:`gridweave_controller._flows`, shared with the blocking client; only the driver differs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import urllib.request
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Concatenate, ParamSpec, TypeVar
+from urllib.parse import urlsplit
+
+from kubernetes.aio import client as aio_client
+from kubernetes.aio import config as aio_config
+
+from gridweave_controller._facade import describe_as
+from gridweave_controller._flows import (
+    MAX_WRITE_ATTEMPTS,
+    Flow,
+    TypedFlows,
+    run_flow_async,
+    utc_now,
+)
+from gridweave_controller._kube_aio_store import AsyncKubeStore
+from gridweave_controller._kubeconfig import kubeconfig_file, resolve_namespace
+from gridweave_controller.errors import TransportError
+from gridweave_controller.store import AsyncRawStore
+
+__all__ = ["AsyncCrdClient", "connect"]
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _awaitable(
+    operation: Callable[Concatenate[TypedFlows, _P], Flow[_T]],
+) -> Callable[Concatenate[AsyncCrdClient, _P], Awaitable[_T]]:
+    async def method(self: AsyncCrdClient, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        return await run_flow_async(operation(self.flows, *args, **kwargs), self.store, self._sleep)
+
+    describe_as(method, operation, "AsyncCrdClient")
+    return method
+
+
+class AsyncCrdClient:
+    """:class:`~gridweave_controller.CrdClient`'s operations, awaited, on an asyncio store."""
+
+    def __init__(
+        self,
+        store: AsyncRawStore,
+        namespace: str,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        max_write_attempts: int = MAX_WRITE_ATTEMPTS,
+    ) -> None:
+        self.store = store
+        self.flows = TypedFlows(namespace, clock=clock, max_write_attempts=max_write_attempts)
+        self.namespace = self.flows.namespace
+        self._sleep = sleep
+
+    async def close(self) -> None:
+        """Close the store's connections, if it holds any."""
+        if isinstance(self.store, AsyncKubeStore):
+            await self.store.close()
+
+    create_job = _awaitable(TypedFlows.create_job)
+    get_job = _awaitable(TypedFlows.get_job)
+    list_jobs = _awaitable(TypedFlows.list_jobs)
+    delete_job = _awaitable(TypedFlows.delete_job)
+    set_job_allocated = _awaitable(TypedFlows.set_job_allocated)
+    set_job_running = _awaitable(TypedFlows.set_job_running)
+    set_job_completed = _awaitable(TypedFlows.set_job_completed)
+    set_job_failed = _awaitable(TypedFlows.set_job_failed)
+    set_job_cancelled = _awaitable(TypedFlows.set_job_cancelled)
+    set_job_timed_out = _awaitable(TypedFlows.set_job_timed_out)
+    set_job_pending = _awaitable(TypedFlows.set_job_pending)
+    wait_for_job = _awaitable(TypedFlows.wait_for_job)
+    create_endpoint = _awaitable(TypedFlows.create_endpoint)
+    get_endpoint = _awaitable(TypedFlows.get_endpoint)
+    list_endpoints = _awaitable(TypedFlows.list_endpoints)
+    delete_endpoint = _awaitable(TypedFlows.delete_endpoint)
+    set_endpoint_deploying = _awaitable(TypedFlows.set_endpoint_deploying)
+    set_endpoint_running = _awaitable(TypedFlows.set_endpoint_running)
+    set_endpoint_stopped = _awaitable(TypedFlows.set_endpoint_stopped)
+    set_endpoint_failed = _awaitable(TypedFlows.set_endpoint_failed)
+    set_endpoint_health = _awaitable(TypedFlows.set_endpoint_health)
+
+
+def _environment_proxy(host: str) -> str | None:
+    # The blocking client takes HTTPS_PROXY / NO_PROXY from the environment once, when it is
+    # configured; do the same here rather than let aiohttp look them up on every request.
+    proxies = urllib.request.getproxies()
+    address = urlsplit(host)
+    if address.hostname and urllib.request.proxy_bypass(address.hostname):
+        return None
+    return proxies.get(address.scheme) or proxies.get("all")
+
+
+async def _load_configuration(
+    kubeconfig: str | os.PathLike[str] | None,
+) -> aio_client.Configuration:
+    configuration = aio_client.Configuration()
+    if kubeconfig is None:
+        try:
+            aio_config.load_incluster_config(  # type: ignore[no-untyped-call]
+                client_configuration=configuration
+            )
+            return configuration
+        except aio_config.ConfigException:
+            pass
+    try:
+        await aio_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig_file(kubeconfig), client_configuration=configuration
+        )
+    except (aio_config.ConfigException, OSError) as exc:
+        raise TransportError(f"no Kubernetes configuration found: {exc}") from exc
+    return configuration
+
+
+async def connect(
+    *, kubeconfig: str | os.PathLike[str] | None = None, namespace: str | None = None
+) -> AsyncCrdClient:
+    """Connect like ``crd.init_k8s_client``: in-cluster, else ``kubeconfig`` / ``KUBECONFIG``.
+
+    The namespace is ``namespace``, else ``KUBERAY_NAMESPACE``, else ``gridweave``. Close
+    the client with :meth:`AsyncCrdClient.close`.
+    """
+    configuration = await _load_configuration(kubeconfig)
+    if configuration.proxy is None:
+        configuration.proxy = _environment_proxy(configuration.host)
+    configuration.client_session_kwargs = {"trust_env": False}
+    store = AsyncKubeStore(aio_client.ApiClient(configuration))
+    return AsyncCrdClient(store, resolve_namespace(namespace))
