@@ -84,10 +84,13 @@ def create_service_app(
                 stop_embedded_server(settings.state_dir)
 
     # No unauthenticated /docs or /openapi.json: every route but /healthz and /metrics needs
-    # the internal token. The document itself is ``app.openapi()``.
+    # the internal token. The document itself is ``app.openapi()``. Gridweave's metrics are
+    # Prometheus (/metrics): FastAPI's own OpenTelemetry hooks are off, so no request pays
+    # for looking up providers nobody configured.
     app = FastAPI(
         title=f"Gridweave {service}",
         version=version,
+        telemetry={"tracing": False, "metrics": False, "logs": False},
         lifespan=lifespan,
         openapi_url=None,
         docs_url=None,
@@ -116,5 +119,16 @@ def create_service_app(
 
 
 def serve(app: FastAPI, settings: ServiceSettings) -> None:
-    """Serve ``app`` with uvicorn on the configured host and port until interrupted."""
-    uvicorn.run(app, host=settings.host, port=settings.port, access_log=settings.access_log)
+    """Serve ``app`` with uvicorn on the configured host and port until interrupted.
+
+    ``X-Forwarded-For`` is not believed (``proxy_headers=False``): a caller's address is the
+    connection's, and the platform names an end user's address in a header of its own,
+    trusted only with the internal token.
+    """
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        access_log=settings.access_log,
+        proxy_headers=False,
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from fastapi import FastAPI, Response
 from prometheus_client import (
@@ -59,6 +60,20 @@ class _RequestMetricsMiddleware:
         self.app = app
         self.service = service
         self.metrics = metrics
+        # The labelled series, looked up once per (method, route, status): ``labels()`` takes
+        # a lock and checks the label values on every call.
+        self._series: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+
+    def _series_for(self, method: str, route: str, status: str) -> tuple[Any, Any]:
+        key = (method, route, status)
+        series = self._series.get(key)
+        if series is None:
+            series = (
+                self.metrics.requests.labels(self.service, method, route, status),
+                self.metrics.latency.labels(self.service, route),
+            )
+            self._series[key] = series
+        return series
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -78,8 +93,9 @@ class _RequestMetricsMiddleware:
         finally:
             path = getattr(scope.get("route"), "path", None)
             route = path if isinstance(path, str) else "unmatched"
-            self.metrics.requests.labels(self.service, scope["method"], route, str(status)).inc()
-            self.metrics.latency.labels(self.service, route).observe(time.perf_counter() - started)
+            requests, latency = self._series_for(scope["method"], route, str(status))
+            requests.inc()
+            latency.observe(time.perf_counter() - started)
 
 
 def install_health_and_metrics(
