@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 import os
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
 from kubernetes.aio import client as aio_client
@@ -46,7 +46,7 @@ _T = TypeVar("_T")
 
 def _awaitable(
     operation: Callable[Concatenate[TypedFlows, _P], Flow[_T]],
-) -> Callable[Concatenate[AsyncCrdClient, _P], Awaitable[_T]]:
+) -> Callable[Concatenate[AsyncCrdClient, _P], Coroutine[Any, Any, _T]]:
     async def method(self: AsyncCrdClient, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         return await run_flow_async(operation(self.flows, *args, **kwargs), self.store, self._sleep)
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.kuberay_fixtures import TOKEN, KubeRayServer
+from gridweave_controller import TransportError
+from tests.support.kuberay_fixtures import TOKEN, KubeRayServer, kuberay_cluster_app
 
 JOB = {
     "jobId": "job-1",
@@ -150,3 +153,17 @@ class TestEveryCrdRouteNeedsTheToken:
             codes = {(m, p): http.request(m, p, json={}).status_code for m, p in routes}
         assert set(codes.values()) == {401}, codes
         assert kuberay.store.list("gridweave", "gridweavejobs", None) == []
+
+
+def test_without_a_cluster_configuration_the_service_does_not_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    app = kuberay_cluster_app(tmp_path / "no-such-kubeconfig", "gridweave")
+
+    async def start() -> None:  # the cluster connection is made as the app starts serving
+        async with app.router.lifespan_context(app):
+            pass
+
+    with pytest.raises(TransportError, match="no Kubernetes configuration"):
+        asyncio.run(start())
