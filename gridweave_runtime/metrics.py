@@ -53,6 +53,10 @@ class ServiceMetrics:
         return cls(registry=registry, requests=requests, latency=latency)
 
 
+#: The ``route`` label of a request that never reached a route, by status.
+_UNROUTED = {401: "unauthorized"}
+
+
 class _RequestMetricsMiddleware:
     """Pure ASGI middleware (cheaper than BaseHTTPMiddleware) counting requests by route."""
 
@@ -92,7 +96,8 @@ class _RequestMetricsMiddleware:
             await self.app(scope, receive, send_and_note_status)
         finally:
             path = getattr(scope.get("route"), "path", None)
-            route = path if isinstance(path, str) else "unmatched"
+            # The token middleware refuses a request before routing: no route to name.
+            route = path if isinstance(path, str) else _UNROUTED.get(status, "unmatched")
             requests, latency = self._series_for(scope["method"], route, str(status))
             requests.inc()
             latency.observe(time.perf_counter() - started)

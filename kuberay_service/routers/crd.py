@@ -5,19 +5,19 @@ Each route awaits one method of the app's :class:`~gridweave_controller.aio.Asyn
 phase rules, conditions and the read-modify-write loop run here, next to the cluster, on the
 event loop: no worker thread per request. Objects travel as the raw Kubernetes
 objects; errors as Status bodies (``kuberay_service.errors``). Every route needs the internal
-service token.
+service token, checked for every non-public path by the app's token middleware
+(``gridweave_runtime.auth``) before any of this runs.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from gridweave_controller import Endpoint, Job
 from gridweave_controller.aio import AsyncCrdClient
-from gridweave_runtime.auth import require_internal_caller
 from kuberay_service.schemas.crd import (
     CompleteJobRequest,
     CreateEndpointRequest,
@@ -33,16 +33,19 @@ from kuberay_service.schemas.crd import (
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/crd", tags=["crd"], dependencies=[Depends(require_internal_caller)])
+router = APIRouter(prefix="/v1/crd", tags=["crd"])
 
 
-async def crd_client(request: Request) -> AsyncCrdClient:
-    """The typed client this app serves (set by ``create_app`` or when it starts serving)."""
+def served(request: Request) -> AsyncCrdClient:
+    """The typed client this app serves (set by ``create_app`` or when it starts serving).
+
+    Read from the app's state rather than injected as a dependency: FastAPI's dependency
+    solving would cost more per request than the rest of the route's own work.
+    """
     client: AsyncCrdClient = request.app.state.crd_client
     return client
 
 
-Client = Annotated[AsyncCrdClient, Depends(crd_client)]
 LabelSelector = Annotated[
     str | None, Query(alias="labelSelector", max_length=4096, description="Kubernetes selector")
 ]
@@ -63,10 +66,10 @@ def _list(kind: str, items: list[Job] | list[Endpoint]) -> JSONResponse:
 
 
 @router.post("/jobs", status_code=201)
-async def create_job(body: CreateJobRequest, client: Client) -> JSONResponse:
+async def create_job(body: CreateJobRequest, request: Request) -> JSONResponse:
     """Create a GridweaveJob in phase Pending."""
     return _object(
-        await client.create_job(
+        await served(request).create_job(
             body.job_id,
             body.user_id,
             body.function_ref,
@@ -84,77 +87,81 @@ async def create_job(body: CreateJobRequest, client: Client) -> JSONResponse:
 
 @router.get("/jobs")
 async def list_jobs(
-    client: Client, label_selector: LabelSelector = None, user_id: UserFilter = None
+    request: Request, label_selector: LabelSelector = None, user_id: UserFilter = None
 ) -> JSONResponse:
     """List jobs by label selector and user."""
-    return _list("GridweaveJob", await client.list_jobs(label_selector, user_id=user_id))
+    return _list("GridweaveJob", await served(request).list_jobs(label_selector, user_id=user_id))
 
 
 @router.get("/jobs/{job_id}")
-async def get_job(job_id: str, client: Client) -> JSONResponse:
+async def get_job(job_id: str, request: Request) -> JSONResponse:
     """Read one job."""
-    return _object(await client.get_job(job_id))
+    return _object(await served(request).get_job(job_id))
 
 
 @router.delete("/jobs/{job_id}", status_code=204)
-async def delete_job(job_id: str, client: Client) -> Response:
+async def delete_job(job_id: str, request: Request) -> Response:
     """Delete one job."""
-    await client.delete_job(job_id)
+    await served(request).delete_job(job_id)
     return Response(status_code=204)
 
 
 @router.post("/jobs/{job_id}/allocated")
-async def set_job_allocated(job_id: str, body: PlacementRequest, client: Client) -> JSONResponse:
+async def set_job_allocated(job_id: str, body: PlacementRequest, request: Request) -> JSONResponse:
     """Pending -> Allocated on a node and its GPU indices."""
-    return _object(await client.set_job_allocated(job_id, body.node, body.gpu_indices))
+    return _object(await served(request).set_job_allocated(job_id, body.node, body.gpu_indices))
 
 
 @router.post("/jobs/{job_id}/running")
-async def set_job_running(job_id: str, client: Client) -> JSONResponse:
+async def set_job_running(job_id: str, request: Request) -> JSONResponse:
     """Allocated -> Running."""
-    return _object(await client.set_job_running(job_id))
+    return _object(await served(request).set_job_running(job_id))
 
 
 @router.post("/jobs/{job_id}/completed")
-async def set_job_completed(job_id: str, body: CompleteJobRequest, client: Client) -> JSONResponse:
+async def set_job_completed(
+    job_id: str, body: CompleteJobRequest, request: Request
+) -> JSONResponse:
     """Running -> Completed."""
-    return _object(await client.set_job_completed(job_id, body.wall_seconds, body.result_ref))
+    return _object(
+        await served(request).set_job_completed(job_id, body.wall_seconds, body.result_ref)
+    )
 
 
 @router.post("/jobs/{job_id}/failed")
-async def set_job_failed(job_id: str, body: FailJobRequest, client: Client) -> JSONResponse:
+async def set_job_failed(job_id: str, body: FailJobRequest, request: Request) -> JSONResponse:
     """Pending, Allocated or Running -> Failed."""
     return _object(
-        await client.set_job_failed(job_id, body.reason, body.message, body.wall_seconds)
+        await served(request).set_job_failed(job_id, body.reason, body.message, body.wall_seconds)
     )
 
 
 @router.post("/jobs/{job_id}/cancelled")
-async def set_job_cancelled(job_id: str, body: FinishJobRequest, client: Client) -> JSONResponse:
+async def set_job_cancelled(job_id: str, body: FinishJobRequest, request: Request) -> JSONResponse:
     """Pending, Allocated or Running -> Cancelled."""
-    return _object(await client.set_job_cancelled(job_id, body.message, body.wall_seconds))
+    return _object(await served(request).set_job_cancelled(job_id, body.message, body.wall_seconds))
 
 
 @router.post("/jobs/{job_id}/timed-out")
-async def set_job_timed_out(job_id: str, body: FinishJobRequest, client: Client) -> JSONResponse:
+async def set_job_timed_out(job_id: str, body: FinishJobRequest, request: Request) -> JSONResponse:
     """Running -> TimedOut."""
-    return _object(await client.set_job_timed_out(job_id, body.message, body.wall_seconds))
+    return _object(await served(request).set_job_timed_out(job_id, body.message, body.wall_seconds))
 
 
 @router.post("/jobs/{job_id}/pending")
-async def set_job_pending(job_id: str, body: RequeueJobRequest, client: Client) -> JSONResponse:
+async def set_job_pending(job_id: str, body: RequeueJobRequest, request: Request) -> JSONResponse:
     """Allocated or Running -> Pending (requeue)."""
-    return _object(await client.set_job_pending(job_id, body.reason, body.message))
+    return _object(await served(request).set_job_pending(job_id, body.reason, body.message))
 
 
 # -- endpoints ----------------------------------------------------------------------------
 
 
 @router.post("/endpoints", status_code=201)
-async def create_endpoint(body: CreateEndpointRequest, client: Client) -> JSONResponse:
+async def create_endpoint(body: CreateEndpointRequest, request: Request) -> JSONResponse:
     """Create a GridweaveEndpoint in phase Pending."""
     return _object(
-        await client.create_endpoint(
+        await served(request).create_endpoint(
             body.endpoint_id,
             body.user_id,
             vram_mb=body.vram_mb,
@@ -174,64 +181,72 @@ async def create_endpoint(body: CreateEndpointRequest, client: Client) -> JSONRe
 
 @router.get("/endpoints")
 async def list_endpoints(
-    client: Client, label_selector: LabelSelector = None, user_id: UserFilter = None
+    request: Request, label_selector: LabelSelector = None, user_id: UserFilter = None
 ) -> JSONResponse:
     """List endpoints by label selector and user."""
-    return _list("GridweaveEndpoint", await client.list_endpoints(label_selector, user_id=user_id))
+    return _list(
+        "GridweaveEndpoint", await served(request).list_endpoints(label_selector, user_id=user_id)
+    )
 
 
 @router.get("/endpoints/{endpoint_id}")
-async def get_endpoint(endpoint_id: str, client: Client) -> JSONResponse:
+async def get_endpoint(endpoint_id: str, request: Request) -> JSONResponse:
     """Read one endpoint."""
-    return _object(await client.get_endpoint(endpoint_id))
+    return _object(await served(request).get_endpoint(endpoint_id))
 
 
 @router.delete("/endpoints/{endpoint_id}", status_code=204)
-async def delete_endpoint(endpoint_id: str, client: Client) -> Response:
+async def delete_endpoint(endpoint_id: str, request: Request) -> Response:
     """Delete one endpoint."""
-    await client.delete_endpoint(endpoint_id)
+    await served(request).delete_endpoint(endpoint_id)
     return Response(status_code=204)
 
 
 @router.post("/endpoints/{endpoint_id}/deploying")
 async def set_endpoint_deploying(
-    endpoint_id: str, body: PlacementRequest, client: Client
+    endpoint_id: str, body: PlacementRequest, request: Request
 ) -> JSONResponse:
     """Pending, Running, Stopped or Failed -> Deploying."""
-    return _object(await client.set_endpoint_deploying(endpoint_id, body.node, body.gpu_indices))
+    return _object(
+        await served(request).set_endpoint_deploying(endpoint_id, body.node, body.gpu_indices)
+    )
 
 
 @router.post("/endpoints/{endpoint_id}/running")
 async def set_endpoint_running(
-    endpoint_id: str, body: EndpointRunningRequest, client: Client
+    endpoint_id: str, body: EndpointRunningRequest, request: Request
 ) -> JSONResponse:
     """Deploying -> Running at a URL."""
-    return _object(await client.set_endpoint_running(endpoint_id, body.url))
+    return _object(await served(request).set_endpoint_running(endpoint_id, body.url))
 
 
 @router.post("/endpoints/{endpoint_id}/stopped")
 async def set_endpoint_stopped(
-    endpoint_id: str, body: EndpointOutcomeRequest, client: Client
+    endpoint_id: str, body: EndpointOutcomeRequest, request: Request
 ) -> JSONResponse:
     """Pending, Deploying or Running -> Stopped."""
-    return _object(await client.set_endpoint_stopped(endpoint_id, body.reason, body.message))
+    return _object(
+        await served(request).set_endpoint_stopped(endpoint_id, body.reason, body.message)
+    )
 
 
 @router.post("/endpoints/{endpoint_id}/failed")
 async def set_endpoint_failed(
-    endpoint_id: str, body: EndpointOutcomeRequest, client: Client
+    endpoint_id: str, body: EndpointOutcomeRequest, request: Request
 ) -> JSONResponse:
     """Pending, Deploying or Running -> Failed."""
-    return _object(await client.set_endpoint_failed(endpoint_id, body.reason, body.message))
+    return _object(
+        await served(request).set_endpoint_failed(endpoint_id, body.reason, body.message)
+    )
 
 
 @router.post("/endpoints/{endpoint_id}/health")
 async def set_endpoint_health(
-    endpoint_id: str, body: EndpointHealthRequest, client: Client
+    endpoint_id: str, body: EndpointHealthRequest, request: Request
 ) -> JSONResponse:
     """Record a health probe."""
     return _object(
-        await client.set_endpoint_health(
+        await served(request).set_endpoint_health(
             endpoint_id, body.healthy, body.message, body.ready_replicas
         )
     )

@@ -52,7 +52,7 @@ class TestInternalToken:
         await client.get("/v1/accounts/alice")
         assert (await client.get("/healthz")).json() == {"status": "ok"}
         metrics = (await client.get("/metrics")).text
-        assert 'route="/v1/accounts/{user_id}",service="credit_service",status="401"' in metrics
+        assert 'route="unauthorized",service="credit_service",status="401"' in metrics
 
 
 class TestBadInput:

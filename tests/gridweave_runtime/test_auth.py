@@ -16,6 +16,7 @@ from gridweave_runtime import (
     require_internal_caller,
     require_role,
 )
+from gridweave_runtime.auth import PUBLIC_PATHS
 
 pytestmark = pytest.mark.anyio
 CallerDep = Annotated[Caller, Depends(require_internal_caller)]
@@ -114,3 +115,38 @@ class TestRequireInternalCaller:
     def test_an_empty_token_cannot_be_installed(self) -> None:
         with pytest.raises(ValueError, match="must not be empty"):
             install_internal_auth(FastAPI(), "")
+
+
+class TestDenyByDefault:
+    def _app(self, public_paths: frozenset[str] | None = None) -> FastAPI:
+        app = FastAPI()
+        if public_paths is None:
+            install_internal_auth(app, TOKEN)
+        else:
+            install_internal_auth(app, TOKEN, public_paths=public_paths)
+        install_error_handlers(app)
+
+        @app.post("/healthz")
+        @app.post("/v1/nodes/validate")
+        @app.post("/v1/open-by-mistake")  # no dependency at all: the middleware still guards it
+        def plain() -> dict[str, bool]:
+            return {"ok": True}
+
+        return app
+
+    async def test_a_route_without_the_dependency_still_needs_the_token(self) -> None:
+        app = self._app()
+        refused = await call(app, "/v1/open-by-mistake", {})
+        assert refused.status_code == 401
+        assert refused.json()["error"]["code"] == "unauthorized"
+        allowed = await call(app, "/v1/open-by-mistake", {"Authorization": f"Bearer {TOKEN}"})
+        assert allowed.status_code == 200
+
+    async def test_unknown_paths_disclose_nothing_without_the_token(self) -> None:
+        assert (await call(self._app(), "/v1/no-such-thing", {})).status_code == 401
+
+    async def test_public_paths_are_served_without_it(self) -> None:
+        assert (await call(self._app(), "/healthz", {})).status_code == 200
+        assert (await call(self._app(), "/v1/nodes/validate", {})).status_code == 401
+        service = self._app(PUBLIC_PATHS | {"/v1/nodes/validate"})
+        assert (await call(service, "/v1/nodes/validate", {})).status_code == 200

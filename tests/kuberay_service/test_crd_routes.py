@@ -136,6 +136,8 @@ class TestNoPublicDocuments:
     @pytest.mark.parametrize("path", ["/openapi.json", "/docs", "/redoc"])
     def test_api_documents_are_not_served(self, kuberay: KubeRayServer, path: str) -> None:
         with _client(kuberay, None) as http:
+            assert http.get(path).status_code == 401  # deny by default: nothing is disclosed
+        with _client(kuberay) as http:
             assert http.get(path).status_code == 404
 
 
