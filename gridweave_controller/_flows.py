@@ -126,6 +126,7 @@ async def run_flow_async(
 
 
 def utc_now() -> datetime:
+    """The clock the clients stamp status times with by default (UTC, aware)."""
     return datetime.now(UTC)
 
 
