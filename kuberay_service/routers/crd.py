@@ -39,8 +39,9 @@ router = APIRouter(prefix="/v1/crd", tags=["crd"])
 def served(request: Request) -> AsyncCrdClient:
     """The typed client this app serves (set by ``create_app`` or when it starts serving).
 
-    Read from the app's state rather than injected as a dependency: FastAPI's dependency
-    solving would cost more per request than the rest of the route's own work.
+    Read from the app's state rather than injected as a dependency: FastAPI solves
+    dependencies on every request, a measurable part of a proxied call's cost
+    (docs/benchmarks.md).
     """
     client: AsyncCrdClient = request.app.state.crd_client
     return client
