@@ -5,8 +5,9 @@
 -- SETTLEMENTS_FILE: one "reference amount" per line. Each answer is written to ANSWERS_FILE
 -- as "status body" on one line; the Python side checks that every reference was answered
 -- 200 exactly once. The last answer ends the run (see response()). Connections that
--- ask for work once the list is empty get GET /v1/settlements, a 405 that touches neither
--- the service code nor the database, and whose answers are not written.
+-- ask for work once the list is empty get GET /v1/settlements (with the token, which every
+-- path needs), a 405 that touches neither the service code nor the database, and whose
+-- answers are not written.
 
 local settlements = {}
 local next_index = 1
@@ -38,7 +39,7 @@ function request()
   end
   local body = settlements[next_index]
   if body == nil then
-    return wrk.format("GET", "/v1/settlements")
+    return wrk.format("GET", "/v1/settlements", headers)
   end
   next_index = next_index + 1
   return wrk.format("POST", "/v1/settlements", headers, body)
