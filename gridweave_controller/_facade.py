@@ -29,6 +29,6 @@ def describe_as(method: Callable[..., Any], operation: Callable[..., Any], owner
     method.__qualname__ = f"{owner}.{operation.__name__}"
     method.__doc__ = operation.__doc__
     signature = inspect.signature(operation)
-    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        return_annotation=_result_annotation(signature.return_annotation)
-    )
+    result = _result_annotation(signature.return_annotation)
+    method.__signature__ = signature.replace(return_annotation=result)  # type: ignore[attr-defined]
+    method.__annotations__ = {**operation.__annotations__, "return": result}

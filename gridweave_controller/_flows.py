@@ -94,7 +94,8 @@ def run_flow(flow: Flow[_T], store: RawStore, sleep: Callable[[float], None]) ->
             step = flow.send(reply) if failure is None else flow.throw(failure)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
-        reply, failure = None, None
+        finally:  # an error raised on from here must not keep this frame (and itself) alive
+            reply, failure = None, None
         if isinstance(step, Pause):
             sleep(step.seconds)
             continue
@@ -115,7 +116,8 @@ async def run_flow_async(
             step = flow.send(reply) if failure is None else flow.throw(failure)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
-        reply, failure = None, None
+        finally:  # an error raised on from here must not keep this frame (and itself) alive
+            reply, failure = None, None
         if isinstance(step, Pause):
             await sleep(step.seconds)
             continue

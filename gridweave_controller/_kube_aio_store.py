@@ -15,7 +15,8 @@ from gridweave_controller.store import GROUP, VERSION
 
 __all__ = ["AsyncKubeStore"]
 
-_FAILURES = (ApiException, aiohttp.ClientError, asyncio.TimeoutError)
+#: No answer (refused, reset, timed out, malformed) or an answer of the apiserver.
+_FAILURES = (ApiException, aiohttp.ClientError, asyncio.TimeoutError, ValueError)
 
 
 class AsyncKubeStore:
@@ -36,7 +37,7 @@ class AsyncKubeStore:
                 GROUP, VERSION, namespace, plural, body
             )
         except _FAILURES as exc:
-            raise_mapped(exc)
+            raise_mapped(exc, ApiException)
         return as_object(result)
 
     async def get(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
@@ -46,7 +47,7 @@ class AsyncKubeStore:
                 GROUP, VERSION, namespace, plural, name
             )
         except _FAILURES as exc:
-            raise_mapped(exc)
+            raise_mapped(exc, ApiException)
         return as_object(result)
 
     async def list(
@@ -58,7 +59,7 @@ class AsyncKubeStore:
                 GROUP, VERSION, namespace, plural, label_selector=label_selector
             )
         except _FAILURES as exc:
-            raise_mapped(exc)
+            raise_mapped(exc, ApiException)
         items = as_object(result).get("items")
         if not isinstance(items, list):
             raise TransportError("the Kubernetes API answered a list without items")
@@ -69,7 +70,7 @@ class AsyncKubeStore:
         try:
             await self._api.delete_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
         except _FAILURES as exc:
-            raise_mapped(exc)
+            raise_mapped(exc, ApiException)
 
     async def patch_status(
         self, namespace: str, plural: str, name: str, patch: dict[str, Any]
@@ -80,5 +81,5 @@ class AsyncKubeStore:
                 GROUP, VERSION, namespace, plural, name, patch, _content_type=MERGE_PATCH
             )
         except _FAILURES as exc:
-            raise_mapped(exc)
+            raise_mapped(exc, ApiException)
         return as_object(result)

@@ -14,18 +14,20 @@ from gridweave_controller.store import GROUP, VERSION
 MERGE_PATCH = "application/merge-patch+json"
 
 
-def raise_mapped(exc: Exception) -> NoReturn:
+def raise_mapped(exc: Exception, answer: type[Exception] = ApiException) -> NoReturn:
     """Raise the error an apiserver answer's Status names, else TransportError.
 
-    Either client's ``ApiException`` carries the answer (its HTTP status and body); anything
-    else (refused, reset, timed out: no answer) is a TransportError.
+    Only ``answer`` (the client's ``ApiException``: the blocking one by default) carries an
+    answer of the apiserver, its HTTP status and body. Anything else, even an HTTP library
+    error with a status of its own (a malformed response, a proxy refusing the tunnel), is
+    no answer of the apiserver: TransportError.
     """
-    code = getattr(exc, "status", None)
-    if isinstance(code, int) and code > 0:
+    if isinstance(exc, answer):
+        code = getattr(exc, "status", None) or 0
         status = parse_status_body(getattr(exc, "body", None))
-        raise error_from_status(
-            status, code, fallback=str(getattr(exc, "reason", "") or "")
-        ) from exc
+        fallback = str(getattr(exc, "reason", "") or "")
+        if code:
+            raise error_from_status(status, code, fallback=fallback) from exc
     raise TransportError(f"request to the Kubernetes API failed: {exc!r}") from exc
 
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import urllib.request
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
-from urllib.parse import urlsplit
 
 from kubernetes.aio import client as aio_client
 from kubernetes.aio import config as aio_config
+from kubernetes.client import Configuration as BlockingConfiguration
+from kubernetes.client.rest import should_bypass_proxies
 
 from gridweave_controller._facade import describe_as
 from gridweave_controller._flows import (
@@ -55,7 +55,11 @@ def _awaitable(
 
 
 class AsyncCrdClient:
-    """:class:`~gridweave_controller.CrdClient`'s operations, awaited, on an asyncio store."""
+    """:class:`~gridweave_controller.CrdClient`'s operations, awaited, on an asyncio store.
+
+    Arguments are checked when the call is awaited (a coroutine does not run before), with
+    the same errors as the blocking client.
+    """
 
     def __init__(
         self,
@@ -68,8 +72,12 @@ class AsyncCrdClient:
     ) -> None:
         self.store = store
         self.flows = TypedFlows(namespace, clock=clock, max_write_attempts=max_write_attempts)
-        self.namespace = self.flows.namespace
         self._sleep = sleep
+
+    @property
+    def namespace(self) -> str:
+        """The namespace every operation acts in."""
+        return self.flows.namespace
 
     async def close(self) -> None:
         """Close the store's connections, if it holds any."""
@@ -100,13 +108,13 @@ class AsyncCrdClient:
 
 
 def _environment_proxy(host: str) -> str | None:
-    # The blocking client takes HTTPS_PROXY / NO_PROXY from the environment once, when it is
-    # configured; do the same here rather than let aiohttp look them up on every request.
-    proxies = urllib.request.getproxies()
-    address = urlsplit(host)
-    if address.hostname and urllib.request.proxy_bypass(address.hostname):
-        return None
-    return proxies.get(address.scheme) or proxies.get("all")
+    # The blocking client takes HTTPS_PROXY / NO_PROXY (names, suffixes, address ranges) from
+    # the environment once, when it is configured: apply its very rule, once, here, rather
+    # than let aiohttp look them up on every request.
+    blocking = BlockingConfiguration(host=host)
+    if blocking.proxy and not should_bypass_proxies(host, blocking.no_proxy or ""):
+        return str(blocking.proxy)
+    return None
 
 
 async def _load_configuration(

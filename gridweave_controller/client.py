@@ -60,8 +60,12 @@ class CrdClient:
     ) -> None:
         self.store = store
         self.flows = TypedFlows(namespace, clock=clock, max_write_attempts=max_write_attempts)
-        self.namespace = self.flows.namespace
         self._sleep = sleep
+
+    @property
+    def namespace(self) -> str:
+        """The namespace every operation acts in."""
+        return self.flows.namespace
 
     create_job = _blocking(TypedFlows.create_job)
     get_job = _blocking(TypedFlows.get_job)

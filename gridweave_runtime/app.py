@@ -71,17 +71,20 @@ def create_service_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         to_thread.current_default_thread_limiter().total_tokens = settings.worker_threads
-        if resources is None:
-            yield
-        else:
-            async with resources(app):
+        try:
+            if resources is None:
                 yield
-        if opened is not None:
-            opened.dispose()
-            if settings.database_url is None:
-                # uvicorn re-raises SIGTERM after a graceful shutdown, so atexit never runs:
-                # let go of the embedded server here (it stops when no process holds it)
-                stop_embedded_server(settings.state_dir)
+            else:
+                async with resources(app):
+                    yield
+        finally:  # also when the service's resources failed to open or to close
+            if opened is not None:
+                opened.dispose()
+                if settings.database_url is None:
+                    # uvicorn re-raises SIGTERM after a graceful shutdown, so atexit never
+                    # runs: let go of the embedded server here (it stops when no process
+                    # holds it)
+                    stop_embedded_server(settings.state_dir)
 
     # No unauthenticated /docs or /openapi.json: every route but /healthz and /metrics needs
     # the internal token. The document itself is ``app.openapi()``. Gridweave's metrics are

@@ -99,7 +99,7 @@ def _presented_token(headers: Headers) -> bytes | None:
 
 
 class InternalTokenMiddleware:
-    """401 for any HTTP request without the internal token, unless its path is public.
+    """401 for any HTTP request (and no websocket) without the internal token, unless public.
 
     Pure ASGI (no per-request dependency solving): the check costs a header lookup and a
     constant-time comparison. The 401 is rendered by ``owner``'s handler for
@@ -115,12 +115,15 @@ class InternalTokenMiddleware:
         self.public_paths = frozenset(public_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.public_paths:
-            await self.app(scope, receive, send)
+        if scope["type"] not in ("http", "websocket") or scope["path"] in self.public_paths:
+            await self.app(scope, receive, send)  # lifespan, health checks, scrapes
             return
         presented = _presented_token(Headers(scope=scope))
         if presented is None or not hmac.compare_digest(presented, self.token):
-            await self._refuse(scope, receive, send)
+            if scope["type"] == "websocket":  # closed before it is accepted (HTTP 403)
+                await send({"type": "websocket.close", "code": 1008})
+            else:
+                await self._refuse(scope, receive, send)
             return
         scope[_AUTHENTICATED] = True
         await self.app(scope, receive, send)

@@ -103,6 +103,12 @@ class _Connection:
         }
         self.extensions = {"timeout": timeout.as_dict()}
         self.transport = transport
+        self.closed = False
+
+    def close(self) -> None:
+        """Close the pooled connections; a later send fails instead of opening new ones."""
+        self.closed = True
+        self.transport.close()
 
     def send(
         self,
@@ -112,6 +118,8 @@ class _Connection:
         params: Mapping[str, str] | None,
     ) -> httpx.Response:
         """Send one request on a pooled connection; the whole answer, read."""
+        if self.closed:  # httpx's transport would quietly open a new pool
+            raise RuntimeError("the connection to kuberay-service was closed")
         request = httpx.Request(
             method,
             self.base_url + path,
@@ -166,7 +174,7 @@ class ProxiedClient:
         with self._lock:
             previous, self._connection_now = self._connection_now, connection
         if previous is not None:
-            previous.transport.close()
+            previous.close()
 
     def connect_from_environment(self) -> None:
         """Connect to ``KUBERAY_URL`` (default port 8800 on loopback) with the internal token."""
@@ -177,7 +185,7 @@ class ProxiedClient:
         with self._lock:
             previous, self._connection_now = self._connection_now, None
         if previous is not None:
-            previous.transport.close()
+            previous.close()
 
     def _connection(self) -> _Connection:
         connection = self._connection_now

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 from collections.abc import Iterator
 from pathlib import Path
@@ -180,3 +181,67 @@ def test_a_store_failure_that_is_no_controller_error_reaches_the_caller_unchange
     awaited = AsyncCrdClient(_AsyncBrokenStore(), "gridweave")  # type: ignore[arg-type]
     with pytest.raises(RuntimeError, match="disk on fire"):
         asyncio.run(awaited.set_job_running("job-1"))
+
+
+def test_no_proxy_address_ranges_count_as_the_blocking_client_counts_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write_kubeconfig(tmp_path / "c", "https://10.96.0.1:443")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example.com:3128")
+    monkeypatch.setenv("NO_PROXY", "10.0.0.0/8,.svc")
+    connected = _connected(kubeconfig=config)
+    assert isinstance(connected.store, AsyncKubeStore)
+    assert connected.store.api_client.configuration.proxy is None
+
+
+class TestErrorMapping:
+    def test_an_apiserver_answer_names_its_error(self) -> None:
+        from kubernetes.aio.client.exceptions import ApiException
+
+        from gridweave_controller._kube_store import raise_mapped
+
+        body = '{"kind":"Status","reason":"NotFound","code":404,"message":"gone"}'
+        with pytest.raises(NotFound, match="gone"):
+            raise_mapped(ApiException(status=404, reason="Not Found", body=body), ApiException)
+
+    def test_an_http_library_error_with_a_status_is_no_answer(self) -> None:
+        from kubernetes.aio.client.exceptions import ApiException
+
+        from gridweave_controller._kube_store import raise_mapped
+
+        class MalformedResponse(Exception):  # like aiohttp's errors: a status of its own
+            status = 400
+
+        with pytest.raises(TransportError):
+            raise_mapped(MalformedResponse("Content-Length: nope"), ApiException)
+
+
+def test_failed_calls_leave_no_reference_cycles() -> None:
+    """A failure raised through a driver must not keep the driver's frame (and itself) alive."""
+    client = CrdClient(MemoryStore(), "gridweave")
+    awaited = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
+
+    def blocking_failures() -> None:
+        for _ in range(50):
+            try:
+                client.get_job("job-1")
+            except NotFound:
+                pass
+
+    async def awaited_failures() -> int:
+        gc.collect()  # what the event loop made so far
+        for _ in range(50):
+            try:
+                await awaited.get_job("job-1")
+            except NotFound:
+                pass
+        return gc.collect()
+
+    gc.collect()
+    gc.disable()
+    try:
+        blocking_failures()
+        assert gc.collect() == 0  # each failure used to leave about 20 objects in a cycle
+        assert asyncio.run(awaited_failures()) == 0
+    finally:
+        gc.enable()

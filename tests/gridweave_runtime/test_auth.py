@@ -8,6 +8,7 @@ from typing import Annotated
 import httpx
 import pytest
 from fastapi import APIRouter, Depends, FastAPI
+from starlette.types import Message
 
 from gridweave_runtime import (
     Caller,
@@ -150,3 +151,23 @@ class TestDenyByDefault:
         assert (await call(self._app(), "/v1/nodes/validate", {})).status_code == 401
         service = self._app(PUBLIC_PATHS | {"/v1/nodes/validate"})
         assert (await call(service, "/v1/nodes/validate", {})).status_code == 200
+
+    async def test_a_websocket_without_the_token_is_closed_before_it_is_accepted(self) -> None:
+        app = self._app()
+        sent: list[Message] = []
+
+        async def receive() -> Message:
+            return {"type": "websocket.connect"}
+
+        async def send(message: Message) -> None:
+            sent.append(message)
+
+        scope = {
+            "type": "websocket",
+            "path": "/v1/stream",
+            "headers": [],
+            "query_string": b"",
+            "root_path": "",
+        }
+        await app(scope, receive, send)
+        assert sent == [{"type": "websocket.close", "code": 1008}]

@@ -11,6 +11,7 @@ transport uses. ``inject_conflicts(n)`` makes the next n writes fail with Confli
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import re
 import threading
@@ -242,33 +243,41 @@ class MemoryStore:
 
 
 class AsyncMemoryStore:
-    """A :class:`MemoryStore` as an ``AsyncRawStore``: it never waits, so each call is awaited
-    in place (for kuberay-service's asyncio client in tests); calls go to ``store``'s methods
-    as they are now (a test's spy on them sees every call)."""
+    """A :class:`MemoryStore` as an ``AsyncRawStore`` (kuberay-service's client in tests).
+
+    Each call first yields to the event loop, as a network call would, so concurrent requests
+    interleave between a setter's GET and PATCH and meet Conflicts like on a cluster; then it
+    calls ``store``'s method as it is now (a test's spy on it sees every call).
+    """
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
 
     async def create(self, namespace: str, plural: str, body: dict[str, Any]) -> dict[str, Any]:
         """:meth:`MemoryStore.create`."""
+        await asyncio.sleep(0)
         return self.store.create(namespace, plural, body)
 
     async def get(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
         """:meth:`MemoryStore.get`."""
+        await asyncio.sleep(0)
         return self.store.get(namespace, plural, name)
 
     async def list(
         self, namespace: str, plural: str, label_selector: str | None
     ) -> list[dict[str, Any]]:
         """:meth:`MemoryStore.list`."""
+        await asyncio.sleep(0)
         return self.store.list(namespace, plural, label_selector)
 
     async def delete(self, namespace: str, plural: str, name: str) -> None:
         """:meth:`MemoryStore.delete`."""
+        await asyncio.sleep(0)
         self.store.delete(namespace, plural, name)
 
     async def patch_status(
         self, namespace: str, plural: str, name: str, patch: dict[str, Any]
     ) -> dict[str, Any]:
         """:meth:`MemoryStore.patch_status`."""
+        await asyncio.sleep(0)
         return self.store.patch_status(namespace, plural, name, patch)
