@@ -45,9 +45,12 @@ _FIND_ACCOUNT = text(
 _FIND_ACCOUNT_BY_ID = text(
     "SELECT id, user_id, balance, held FROM accounts WHERE id = CAST(:account_id AS bigint)"
 )
+# FOR NO KEY UPDATE: the lock a balance update takes. FOR UPDATE would also wait for the
+# key-share locks that inserting a ledger entry takes on its account and counterparty rows
+# (foreign keys), and two transfers crossing such locks deadlocked.
 _LOCK_ACCOUNT = text(
     "SELECT id, user_id, balance, held FROM accounts WHERE id = CAST(:account_id AS bigint)"
-    " FOR UPDATE"
+    " FOR NO KEY UPDATE"
 )
 _INSERT_ACCOUNT = text(
     "INSERT INTO accounts (user_id) VALUES (CAST(:user_id AS varchar))"

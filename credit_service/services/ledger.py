@@ -2,8 +2,8 @@
 
 Every mint, deduct, transfer, hold, capture and release is a list of :class:`Posting`\\s
 given to :func:`move_money`. For each posting, in account-id order, one statement locks the
-account row (a conditional ``UPDATE``, which takes the same row lock as
-``SELECT ... FOR UPDATE``), checks that the balance stays >= 0 and >= the held money,
+account row (a conditional ``UPDATE``, which takes the row lock
+``SELECT ... FOR NO KEY UPDATE`` takes), checks that the balance stays >= 0 and >= the held money,
 applies the change and appends the ledger entry. Nothing is committed here: the calling
 service commits, so a failure anywhere rolls every posting back.
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session
 
+from credit_service import queries
 from credit_service.services import ledger
 from credit_service.settings import CreditSettings
 from tests.credit_service.conftest import (
@@ -233,3 +237,41 @@ class TestTransfer:
         )
         assert response.status_code == 422
         assert response.json()["error"]["code"] == "same_account_transfer"
+
+
+def test_deciding_under_lock_waits_for_no_ledger_reference(
+    credit_app: FastAPI, credit_settings: CreditSettings
+) -> None:
+    """Re-reading a refused account under lock must not wait for another transaction's
+    ledger entry that merely names that account (a foreign key's key-share lock): with
+    ``FOR UPDATE`` it did, and two transfers crossing such locks deadlocked."""
+    assert credit_settings.database_url is not None
+    engine = create_engine(credit_settings.database_url)
+    try:
+        with Session(engine) as setup:
+            for user in ("payer", "payee"):
+                queries.insert_account(setup, user_id=user)
+            setup.commit()
+            payer = queries.find_account(setup, user_id="payer")
+            payee = queries.find_account(setup, user_id="payee")
+            assert payer is not None and payee is not None
+        with Session(engine) as open_transfer, Session(engine) as refused:
+            # a transfer's first leg: the payee's entry names the payer, still uncommitted
+            leg = queries.apply_posting(
+                open_transfer,
+                account_id=payee.id,
+                amount=10,
+                held=0,
+                kind="transfer",
+                operation_key="transfer-1",
+                hold_id=None,
+                counterparty_account_id=payer.id,
+            )
+            assert leg is not None
+            refused.execute(text("SET LOCAL lock_timeout = '2s'"))
+            locked = queries.lock_account(refused, account_id=payer.id)  # must not wait
+            assert locked is not None and locked.balance == 0
+            open_transfer.rollback()
+            refused.rollback()
+    finally:
+        engine.dispose()

@@ -19,7 +19,7 @@ down_revision = "0001_ledger"
 branch_labels = None
 depends_on = None
 
-# Locks the account row (an UPDATE takes the same lock as SELECT ... FOR UPDATE), re-checks
+# Locks the account row (an UPDATE of its balance takes FOR NO KEY UPDATE), re-checks
 # the rules on its latest version, applies the change and appends the entry. No row back:
 # refused (or no such account); the caller explains which.
 _APPLY_POSTING = """
