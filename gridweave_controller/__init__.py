@@ -1,8 +1,10 @@
 """Gridweave controller library: the typed client for GridweaveJob and GridweaveEndpoint.
 
 ``from gridweave_controller import crd`` gives the module-level functions (the direct
-transport, which imports the Kubernetes client); the models, phases, errors and the typed
-:class:`CrdClient` are re-exported here without it.
+transport, which imports the Kubernetes client); ``from gridweave_controller import aio``
+gives :class:`~gridweave_controller.aio.AsyncCrdClient` for services on an event loop (the
+official client's asyncio API). The models, phases, errors and the typed :class:`CrdClient`
+are re-exported here without either.
 """
 
 from __future__ import annotations
