@@ -2,7 +2,10 @@
 
 The key is claimed first, with ``INSERT ... ON CONFLICT DO NOTHING``: a concurrent duplicate
 blocks on the unique key until the first transaction ends, then finds its answer. A call
-that fails (402, 404...) rolls its claim back, so the same key may be tried again.
+that fails (402, 404...) rolls its claim back, so the same key may be tried again. A call
+whose transaction PostgreSQL aborted to break a deadlock or a serialization conflict is run
+again, claim included, from a clean transaction (as PostgreSQL asks of its clients):
+nothing of the aborted attempt was committed.
 """
 
 from __future__ import annotations
@@ -13,12 +16,18 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from credit_service import queries
 from credit_service.errors import IdempotencyConflict
 
-__all__ = ["request_fingerprint", "run_idempotent"]
+__all__ = ["TRANSIENT_ATTEMPTS", "request_fingerprint", "run_idempotent"]
+
+#: Attempts of a call whose transaction PostgreSQL aborted: deadlock_detected (40P01) or
+#: serialization_failure (40001).
+TRANSIENT_ATTEMPTS = 3
+_TRANSIENT_SQLSTATES = frozenset({"40P01", "40001"})
 
 ResponseT = TypeVar("ResponseT", bound=BaseModel)
 
@@ -43,6 +52,25 @@ def run_idempotent(
     Raises:
         IdempotencyConflict: ``key`` was used before for another kind or other parameters.
     """
+    for attempt in range(1, TRANSIENT_ATTEMPTS + 1):
+        try:
+            return _run_once(session, key, kind, request, response_type, action)
+        except OperationalError as exc:
+            session.rollback()
+            sqlstate = getattr(exc.orig, "sqlstate", None)
+            if attempt == TRANSIENT_ATTEMPTS or sqlstate not in _TRANSIENT_SQLSTATES:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _run_once(
+    session: Session,
+    key: str,
+    kind: str,
+    request: Mapping[str, Any],
+    response_type: type[ResponseT],
+    action: Callable[[], ResponseT],
+) -> tuple[ResponseT, bool]:
     fingerprint = request_fingerprint(kind, request)
     if not queries.claim_operation(session, key=key, kind=kind, fingerprint=fingerprint):
         # the row's writer has committed (ON CONFLICT waited for it): replay its answer

@@ -5,7 +5,9 @@ from __future__ import annotations
 import httpx
 import pytest
 from fastapi import FastAPI
+from psycopg.errors import DeadlockDetected
 from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from credit_service import queries
@@ -186,6 +188,52 @@ class TestTransfer:
         assert retried.headers["Idempotent-Replayed"] == "false"
         state = read_ledger_state(str(credit_settings.database_url))
         assert state.balances == {"alice": 700, "bob": 310}
+
+    async def test_a_transaction_aborted_to_break_a_deadlock_is_run_again(
+        self,
+        client: httpx.AsyncClient,
+        credit_settings: CreditSettings,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        await mint(client, "alice", 1_000, "m1")
+        await mint(client, "bob", 10, "m2")
+        aborted: list[str] = []
+
+        def deadlock_once(posting: ledger.Posting, operation_key: str) -> None:
+            if not aborted:
+                aborted.append(operation_key)
+                raise OperationalError("UPDATE accounts", {}, DeadlockDetected("deadlock"))
+
+        monkeypatch.setattr(ledger, "_after_posting", deadlock_once)
+        transfer = {"from_user_id": "alice", "to_user_id": "bob", "amount": 300}
+        response = await client.post(
+            "/v1/transfers", json={**transfer, "idempotency_key": "t"}, headers=AUTH
+        )
+        assert response.status_code == 200, response.text
+        assert aborted == ["t"]
+        state = read_ledger_state(str(credit_settings.database_url))
+        assert state.balances == {"alice": 700, "bob": 310}  # moved once, not twice
+        assert state.entries_by_key["t"] == 2
+        assert_ledger_consistent(state)
+
+    async def test_other_database_errors_are_not_run_again(
+        self, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        await mint(client, "alice", 1_000, "m1")
+        attempts: list[str] = []
+
+        def connection_lost(posting: ledger.Posting, operation_key: str) -> None:
+            attempts.append(operation_key)
+            raise OperationalError("UPDATE accounts", {}, Exception("server closed"))
+
+        monkeypatch.setattr(ledger, "_after_posting", connection_lost)
+        response = await client.post(
+            "/v1/accounts/alice/deduct",
+            json={"amount": 5, "idempotency_key": "d"},
+            headers=AUTH,
+        )
+        assert response.status_code == 500
+        assert attempts == ["d"]
 
     async def test_uncovered_transfer_moves_nothing(
         self, client: httpx.AsyncClient, credit_settings: CreditSettings
