@@ -140,6 +140,22 @@ def _owned_by(items: list[_Owned], user_id: str | None) -> list[_Owned]:
     return [item for item in items if item.spec.user_id == user_id]
 
 
+def _new_object(
+    kind: str,
+    name: str,
+    user_id: str,
+    labels: Mapping[str, str] | None,
+    spec: dict[str, Any],
+) -> dict[str, Any]:
+    """A new GridweaveJob or GridweaveEndpoint: its user label beside the caller's labels."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "metadata": {"name": name, "labels": object_labels(user_id, labels)},
+        "spec": spec,
+    }
+
+
 class JobWait:
     """The rule of every ``wait_for_job``: back off 20 ms to 1 s, give up after ``timeout``."""
 
@@ -263,12 +279,7 @@ class TypedFlows:
             "timeoutSeconds": check_int(timeout_seconds, field="timeout_seconds", minimum=1),
             "maxRetries": check_int(max_retries, field="max_retries", minimum=0, maximum=100),
         }
-        body = {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "GridweaveJob",
-            "metadata": {"name": job_id, "labels": object_labels(user_id, labels)},
-            "spec": spec,
-        }
+        body = _new_object("GridweaveJob", job_id, user_id, labels, spec)
         return Job.from_raw((yield StoreCall("create", (self.namespace, JOBS, body))))
 
     def get_job(self, job_id: str) -> Flow[Job]:
@@ -435,12 +446,7 @@ class TypedFlows:
             spec["model"] = check_text(model, field="model", max_length=512)
         if image is not None:
             spec["image"] = check_text(image, field="image", max_length=1024)
-        body = {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "GridweaveEndpoint",
-            "metadata": {"name": endpoint_id, "labels": object_labels(user_id, labels)},
-            "spec": spec,
-        }
+        body = _new_object("GridweaveEndpoint", endpoint_id, user_id, labels, spec)
         return Endpoint.from_raw((yield StoreCall("create", (self.namespace, ENDPOINTS, body))))
 
     def get_endpoint(self, endpoint_id: str) -> Flow[Endpoint]:
