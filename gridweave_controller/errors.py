@@ -11,6 +11,8 @@
     ├── Invalid                   422 / 400 or refused before any request: names the field
     │   └── InvalidTransition     an illegal phase move; names the current and the target phase
     ├── WaitTimedOut              ``wait_for_job`` saw none of the wanted phases in time
+    ├── Expired                   410, reason Expired or Gone: the resourceVersion a watch
+    │                             (or list) starts from was compacted away; list again
     └── TransportError            anything else: network failure, 401/403/5xx, unparsable reply
 
 Errors are mapped from the Status ``reason`` first and the HTTP code second
@@ -29,6 +31,7 @@ __all__ = [
     "CRDNotInstalled",
     "Conflict",
     "CrdError",
+    "Expired",
     "Invalid",
     "InvalidTransition",
     "NotFound",
@@ -149,6 +152,13 @@ class WaitTimedOut(CrdError, TimeoutError):
     default_reason = "WaitTimedOut"
 
 
+class Expired(CrdError):
+    """The resourceVersion asked for is older than the history the server keeps (HTTP 410)."""
+
+    code = 410
+    default_reason = "Expired"
+
+
 class TransportError(CrdError):
     """The request could not be carried out: network, auth, server error or bad reply."""
 
@@ -164,12 +174,15 @@ _BY_REASON: dict[str, type[CrdError]] = {
     "InvalidTransition": InvalidTransition,
     "BadRequest": Invalid,
     "WaitTimedOut": WaitTimedOut,
+    "Expired": Expired,
+    "Gone": Expired,
 }
 
 _BY_CODE: dict[int, type[CrdError]] = {
     400: Invalid,
     404: CRDNotInstalled,
     409: Conflict,
+    410: Expired,
     422: Invalid,
 }
 

@@ -13,6 +13,7 @@ from gridweave_controller import (
     Conflict,
     CrdError,
     CRDNotInstalled,
+    Expired,
     Invalid,
     InvalidTransition,
     NotFound,
@@ -46,6 +47,8 @@ class TestErrorFromStatus:
             ("Conflict", 409, Conflict),
             ("Invalid", 422, Invalid),
             ("BadRequest", 400, Invalid),
+            ("Expired", 410, Expired),
+            ("Gone", 410, Expired),
             ("Forbidden", 403, TransportError),
             ("InternalError", 500, TransportError),
         ],
@@ -62,7 +65,7 @@ class TestErrorFromStatus:
 
     @pytest.mark.parametrize(
         ("code", "expected"),
-        [(409, Conflict), (422, Invalid), (400, Invalid), (503, TransportError)],
+        [(409, Conflict), (410, Expired), (422, Invalid), (400, Invalid), (503, TransportError)],
     )
     def test_code_decides_without_a_known_reason(self, code: int, expected: type[CrdError]) -> None:
         assert type(error_from_status(status("SomethingNew", code), code)) is expected
