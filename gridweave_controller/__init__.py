@@ -9,6 +9,7 @@ are re-exported here without either.
 
 from __future__ import annotations
 
+from gridweave_controller.billing import billed_seconds
 from gridweave_controller.client import CrdClient
 from gridweave_controller.errors import (
     AlreadyExists,
@@ -35,8 +36,10 @@ from gridweave_controller.models import (
 from gridweave_controller.phases import EndpointPhase, JobPhase
 from gridweave_controller.store import RawStore
 from gridweave_controller.validation import USER_LABEL, user_label_value
+from gridweave_controller.vendors import GPU_VENDORS, GpuVendor, Vendor
 
 __all__ = [
+    "GPU_VENDORS",
     "USER_LABEL",
     "AlreadyExists",
     "CRDNotInstalled",
@@ -49,6 +52,7 @@ __all__ = [
     "EndpointSpec",
     "EndpointStatus",
     "Expired",
+    "GpuVendor",
     "Invalid",
     "InvalidTransition",
     "Job",
@@ -58,7 +62,9 @@ __all__ = [
     "NotFound",
     "RawStore",
     "TransportError",
+    "Vendor",
     "WaitTimedOut",
+    "billed_seconds",
     "error_from_status",
     "user_label_value",
 ]

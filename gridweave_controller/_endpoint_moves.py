@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from gridweave_controller.billing import billed_seconds
 from gridweave_controller.conditions import (
     ConditionStatus,
     check_message,
@@ -43,7 +43,7 @@ def _billed_run(phase: EndpointPhase, status: Mapping[str, Any], now: datetime) 
     if phase is not EndpointPhase.RUNNING or started is None:
         return {}
     ran = max(0.0, (now - started).total_seconds())
-    return {"billedSeconds": int(status.get("billedSeconds") or 0) + math.ceil(ran)}
+    return {"billedSeconds": int(status.get("billedSeconds") or 0) + billed_seconds(ran)}
 
 
 def deploying(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from gridweave_controller.billing import billed_seconds
 from gridweave_controller.conditions import ConditionStatus, check_message, set_condition
 from gridweave_controller.errors import Conflict, Invalid
 from gridweave_controller.validation import check_wall_seconds
@@ -77,11 +77,6 @@ def status_merge_patch(
     return {"metadata": {"resourceVersion": resource_version}, "status": status_patch}
 
 
-def billed_seconds(wall_seconds: float) -> int:
-    """Whole seconds billed for a wall time: rounded up."""
-    return math.ceil(wall_seconds)
-
-
 def wall_time_fields(wall_seconds: float | None) -> dict[str, Any]:
     """``wallSeconds`` and ``billedSeconds`` when the wall time is known."""
     checked = check_wall_seconds(wall_seconds)
@@ -132,7 +127,6 @@ __all__ = [
     "ConditionUpdate",
     "StatusChange",
     "apply_change",
-    "billed_seconds",
     "check_message",
     "check_text",
     "parse_timestamp",

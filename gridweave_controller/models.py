@@ -18,6 +18,7 @@ from pydantic.alias_generators import to_camel
 
 from gridweave_controller.conditions import ConditionStatus
 from gridweave_controller.phases import EndpointPhase, JobPhase
+from gridweave_controller.vendors import Vendor
 
 __all__ = [
     "Condition",
@@ -33,7 +34,6 @@ __all__ = [
     "Vendor",
 ]
 
-Vendor = Literal["nvidia", "amd", "any"]
 Health = Literal["Unknown", "Healthy", "Unhealthy"]
 
 
