@@ -12,6 +12,7 @@ from gridweave_controller.conditions import (
     check_reason,
     format_precise_timestamp,
 )
+from gridweave_controller.errors import Invalid
 from gridweave_controller.phases import JobPhase, check_job_move
 from gridweave_controller.validation import check_gpu_indices
 
@@ -38,11 +39,23 @@ def _moves(name: str, status: Mapping[str, Any], target: JobPhase) -> bool:
 
 
 def allocated(
-    name: str, status: Mapping[str, Any], *, node: str, gpu_indices: list[int], now: datetime
+    name: str,
+    status: Mapping[str, Any],
+    *,
+    node: str,
+    gpu_indices: list[int],
+    gpu_count: int,
+    now: datetime,
 ) -> StatusChange | None:
-    """Pending -> Allocated on ``node`` with ``gpu_indices``."""
+    """Pending -> Allocated on ``node`` with ``gpu_indices``: one index per GPU of the spec."""
     check_text(node, field="node", max_length=253)
     indices = check_gpu_indices(gpu_indices)
+    if len(indices) != gpu_count:
+        raise Invalid(
+            f"{KIND} {name!r} asks for {gpu_count} GPU(s) (spec.gpuCount), "
+            f"not the {len(indices)} of gpu_indices {indices}",
+            field="gpu_indices",
+        )
     if not _moves(name, status, JobPhase.ALLOCATED):
         check_same_repeat(KIND, name, status, {"node": node, "gpuIndices": indices})
         return None

@@ -9,52 +9,35 @@ worker thread per call. The store is the official client's asyncio API
     await client.close()
 
 Validation, phase machines, conditions and the read-modify-write loop are the flows of
-:mod:`gridweave_controller._flows`, shared with the blocking client; only the driver differs.
+:mod:`gridweave_controller._flow`, shared with the blocking client; only the driver differs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, TypeVar
 
 from kubernetes.aio import client as aio_client
 from kubernetes.aio import config as aio_config
 from kubernetes.client import Configuration as BlockingConfiguration
 from kubernetes.client.rest import should_bypass_proxies
 
-from gridweave_controller._facade import describe_as
-from gridweave_controller._flows import (
-    MAX_WRITE_ATTEMPTS,
-    Flow,
-    TypedFlows,
-    run_flow_async,
-    utc_now,
-)
+from gridweave_controller._flow import MAX_WRITE_ATTEMPTS, FlowContext, run_flow_async, utc_now
 from gridweave_controller._kube_aio_store import AsyncKubeStore
 from gridweave_controller._kubeconfig import kubeconfig_file, resolve_namespace
 from gridweave_controller.errors import TransportError
+from gridweave_controller.operations import AsyncRunner, Operation, Operations
 from gridweave_controller.store import AsyncRawStore
 
 __all__ = ["AsyncCrdClient", "connect"]
 
-_P = ParamSpec("_P")
 _T = TypeVar("_T")
 
 
-def _awaitable(
-    operation: Callable[Concatenate[TypedFlows, _P], Flow[_T]],
-) -> Callable[Concatenate[AsyncCrdClient, _P], Coroutine[Any, Any, _T]]:
-    async def method(self: AsyncCrdClient, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        return await run_flow_async(operation(self.flows, *args, **kwargs), self.store, self._sleep)
-
-    describe_as(method, operation, "AsyncCrdClient")
-    return method
-
-
-class AsyncCrdClient:
+class AsyncCrdClient(Operations, AsyncRunner):
     """:class:`~gridweave_controller.CrdClient`'s operations, awaited, on an asyncio store.
 
     Arguments are checked when the call is awaited (a coroutine does not run before), with
@@ -71,40 +54,25 @@ class AsyncCrdClient:
         max_write_attempts: int = MAX_WRITE_ATTEMPTS,
     ) -> None:
         self.store = store
-        self.flows = TypedFlows(namespace, clock=clock, max_write_attempts=max_write_attempts)
+        self.context = FlowContext(namespace, clock=clock, max_write_attempts=max_write_attempts)
         self._sleep = sleep
 
     @property
     def namespace(self) -> str:
         """The namespace every operation acts in."""
-        return self.flows.namespace
+        return self.context.namespace
 
     async def close(self) -> None:
         """Close the store's connections, if it holds any."""
         if isinstance(self.store, AsyncKubeStore):
             await self.store.close()
 
-    create_job = _awaitable(TypedFlows.create_job)
-    get_job = _awaitable(TypedFlows.get_job)
-    list_jobs = _awaitable(TypedFlows.list_jobs)
-    delete_job = _awaitable(TypedFlows.delete_job)
-    set_job_allocated = _awaitable(TypedFlows.set_job_allocated)
-    set_job_running = _awaitable(TypedFlows.set_job_running)
-    set_job_completed = _awaitable(TypedFlows.set_job_completed)
-    set_job_failed = _awaitable(TypedFlows.set_job_failed)
-    set_job_cancelled = _awaitable(TypedFlows.set_job_cancelled)
-    set_job_timed_out = _awaitable(TypedFlows.set_job_timed_out)
-    set_job_pending = _awaitable(TypedFlows.set_job_pending)
-    wait_for_job = _awaitable(TypedFlows.wait_for_job)
-    create_endpoint = _awaitable(TypedFlows.create_endpoint)
-    get_endpoint = _awaitable(TypedFlows.get_endpoint)
-    list_endpoints = _awaitable(TypedFlows.list_endpoints)
-    delete_endpoint = _awaitable(TypedFlows.delete_endpoint)
-    set_endpoint_deploying = _awaitable(TypedFlows.set_endpoint_deploying)
-    set_endpoint_running = _awaitable(TypedFlows.set_endpoint_running)
-    set_endpoint_stopped = _awaitable(TypedFlows.set_endpoint_stopped)
-    set_endpoint_failed = _awaitable(TypedFlows.set_endpoint_failed)
-    set_endpoint_health = _awaitable(TypedFlows.set_endpoint_health)
+    async def perform_operation(
+        self, operation: Operation[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> _T:
+        """Run the operation's flow on the store, awaiting each call."""
+        flow = operation.flow(self.context, *args, **kwargs)
+        return await run_flow_async(flow, self.store, self._sleep)
 
 
 def _environment_proxy(host: str) -> str | None:

@@ -77,7 +77,9 @@ def _close_replaced(previous: CrdClient) -> None:
         previous.store.close()
 
 
-_ACTIVE = ActiveClient(lambda: _new_client(None, None), on_replaced=_close_replaced)
+_ACTIVE: ActiveClient[CrdClient] = ActiveClient(
+    lambda: _new_client(None, None), on_replaced=_close_replaced
+)
 
 
 def init_k8s_client(

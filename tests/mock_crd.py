@@ -24,7 +24,7 @@ def _new_client(namespace: str | None) -> CrdClient:
     return CrdClient(STORE, resolve_namespace(namespace))
 
 
-_ACTIVE = ActiveClient(lambda: _new_client(None))
+_ACTIVE: ActiveClient[CrdClient] = ActiveClient(lambda: _new_client(None))
 
 
 def init_k8s_client(

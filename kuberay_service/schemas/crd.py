@@ -1,36 +1,30 @@
-"""Request bodies of ``/v1/crd``: camelCase on the wire, the controller's parameters inside.
+"""Request bodies of ``/v1/crd``, derived from each operation's declared parameters.
 
-Value rules (DNS-1123 names, label values, phase moves) belong to the controller library and
-are checked there, so the direct and the proxied transports refuse exactly the same input;
-these models check only the JSON shape and refuse unknown fields.
+camelCase on the wire, the controller's parameters inside. Value rules (DNS-1123 names,
+label values, phase moves) belong to the controller library and are checked there, so the
+direct and the proxied transports refuse exactly the same input; these models check only
+the JSON shape and refuse unknown fields.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import typing
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from types import UnionType
+from typing import Any, Union
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, ConfigDict, create_model
+from pydantic.alias_generators import to_camel, to_pascal
 
-from gridweave_controller.client import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
+from gridweave_controller.operations import Operation
 
-__all__ = [
-    "CompleteJobRequest",
-    "CreateEndpointRequest",
-    "CreateJobRequest",
-    "EndpointHealthRequest",
-    "EndpointOutcomeRequest",
-    "EndpointRunningRequest",
-    "FailJobRequest",
-    "FinishJobRequest",
-    "PlacementRequest",
-    "RequeueJobRequest",
-]
-
-Vendor = Literal["nvidia", "amd", "any"]
+__all__ = ["request_model", "wire_type"]
 
 
-class _Body(BaseModel):
+class RequestBody(BaseModel):
+    """The base of every ``/v1/crd`` request body."""
+
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
@@ -41,90 +35,39 @@ class _Body(BaseModel):
     )
 
 
-class CreateJobRequest(_Body):
-    """``POST /v1/crd/jobs``."""
-
-    job_id: str
-    user_id: str
-    function_ref: str
-    vram_mb: int
-    gpu_count: int = 1
-    vendor: Vendor = "any"
-    owner: str | None = None
-    timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
-    max_retries: int = DEFAULT_MAX_RETRIES
-    labels: dict[str, str] | None = None
-
-
-class PlacementRequest(_Body):
-    """A node and the GPU indices on it (job allocated, endpoint deploying)."""
-
-    node: str
-    gpu_indices: list[int]
+def wire_type(annotation: Any) -> Any:
+    """What JSON carries for a parameter type: abstract collections become list and dict."""
+    origin = typing.get_origin(annotation)
+    arguments = typing.get_args(annotation)
+    if origin in (Union, UnionType):
+        converted = tuple(wire_type(argument) for argument in arguments)
+        return Union[converted]  # noqa: UP007 - built from a runtime tuple
+    if origin in (Sequence, Iterable, list, tuple) and arguments:
+        return list[wire_type(arguments[0])]  # type: ignore[misc]
+    if origin in (Mapping, dict) and arguments:
+        return dict[wire_type(arguments[0]), wire_type(arguments[1])]  # type: ignore[misc]
+    return annotation
 
 
-class CompleteJobRequest(_Body):
-    """``POST /v1/crd/jobs/{id}/completed``."""
-
-    wall_seconds: float
-    result_ref: str | None = None
-
-
-class FailJobRequest(_Body):
-    """``POST /v1/crd/jobs/{id}/failed``."""
-
-    reason: str
-    message: str = ""
-    wall_seconds: float | None = None
-
-
-class FinishJobRequest(_Body):
-    """``POST /v1/crd/jobs/{id}/cancelled`` and ``/timed-out``."""
-
-    message: str = ""
-    wall_seconds: float | None = None
-
-
-class RequeueJobRequest(_Body):
-    """``POST /v1/crd/jobs/{id}/pending``."""
-
-    reason: str
-    message: str = ""
-
-
-class CreateEndpointRequest(_Body):
-    """``POST /v1/crd/endpoints``."""
-
-    endpoint_id: str
-    user_id: str
-    vram_mb: int
-    model: str | None = None
-    image: str | None = None
-    mode: Literal["vllm", "custom"] | None = None
-    gpu_count: int = 1
-    vendor: Vendor = "any"
-    replicas: int = 1
-    micro_credits_per_second: int = 0
-    micro_credits_per_request: int = 0
-    labels: dict[str, str] | None = None
-
-
-class EndpointRunningRequest(_Body):
-    """``POST /v1/crd/endpoints/{id}/running``."""
-
-    url: str
-
-
-class EndpointOutcomeRequest(_Body):
-    """``POST /v1/crd/endpoints/{id}/stopped`` and ``/failed``."""
-
-    reason: str
-    message: str = ""
-
-
-class EndpointHealthRequest(_Body):
-    """``POST /v1/crd/endpoints/{id}/health``."""
-
-    healthy: bool
-    message: str = ""
-    ready_replicas: int | None = None
+@cache
+def request_model(operation: Operation[..., Any]) -> type[RequestBody] | None:
+    """The JSON body of ``operation``'s route (None when nothing travels in a body)."""
+    route = operation.route
+    if route is None or route.method == "GET":
+        return None
+    in_path = set(route.path_parameters)
+    fields: dict[str, Any] = {}
+    for name, parameter in operation.signature.parameters.items():
+        if name in in_path:
+            continue
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[name] = (wire_type(operation.parameter_types[name]), default)
+    if not fields:
+        return None
+    model: type[RequestBody] = create_model(
+        f"{to_pascal(operation.name)}Request",
+        __base__=RequestBody,
+        __doc__=f"The body of ``{route.method} {route.path}``: {operation.__doc__}",
+        **fields,
+    )
+    return model

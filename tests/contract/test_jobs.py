@@ -154,7 +154,7 @@ class TestReadListDeleteJobs:
 class TestJobSetters:
     def test_full_lifecycle_stamps_times_and_bills_rounded_up(self, transport: Transport) -> None:
         api = transport.api
-        job = make_job(transport)
+        job = make_job(transport, gpu_count=2)
         allocated = api.set_job_allocated(job.name, "gpu-node-1", [0, 1])
         assert allocated.phase is JobPhase.ALLOCATED
         assert (allocated.status.node, allocated.status.gpu_indices) == ("gpu-node-1", (0, 1))
@@ -289,6 +289,18 @@ class TestJobSetters:
             call(transport.api, job.name)  # type: ignore[operator]
         assert caught.value.field == field
         assert sum(requests.values()) == 0
+
+    @pytest.mark.parametrize("indices", [[0], [0, 1, 2]], ids=["fewer", "more"])
+    def test_allocation_takes_one_index_per_gpu_of_the_spec(
+        self, transport: Transport, indices: list[int]
+    ) -> None:
+        job = make_job(transport, gpu_count=2)
+        with transport.count_requests() as requests, pytest.raises(Invalid) as caught:
+            transport.api.set_job_allocated(job.name, "gpu-node-1", indices)
+        assert caught.value.field == "gpu_indices"
+        assert "spec.gpuCount" in str(caught.value)
+        assert requests == {"GET": 1}  # read to learn gpuCount; nothing written
+        assert transport.client.get_job(job.name).phase is JobPhase.PENDING
 
     def test_a_repeat_with_other_arguments_is_a_conflict(self, transport: Transport) -> None:
         job = make_job(transport)

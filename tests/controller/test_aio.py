@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from gridweave_controller import Conflict, CrdClient, JobPhase, NotFound, TransportError, aio
-from gridweave_controller._active import OPERATIONS
 from gridweave_controller._kube_aio_store import AsyncKubeStore
 from gridweave_controller.aio import AsyncCrdClient
+from gridweave_controller.operations import OPERATIONS
 from tests.controller.test_crd_module import write_kubeconfig
 from tests.support.http_server import free_port
 from tests.support.memory_store import AsyncMemoryStore, MemoryStore
@@ -96,12 +96,16 @@ class TestConnect:
 
 class TestSameFlows:
     def test_every_operation_has_the_blocking_signature(self) -> None:
-        for name in OPERATIONS:
-            blocking = inspect.signature(getattr(CrdClient, name))
-            awaited = inspect.signature(getattr(AsyncCrdClient, name))
-            assert awaited == blocking, name
-            assert getattr(AsyncCrdClient, name).__doc__ == getattr(CrdClient, name).__doc__
-            assert "Flow" not in str(blocking.return_annotation), name
+        store = MemoryStore()
+        blocking_client = CrdClient(store, "gridweave")
+        async_client = AsyncCrdClient(AsyncMemoryStore(store), "gridweave")
+        for operation in OPERATIONS:
+            blocking = getattr(blocking_client, operation.name)
+            awaited = getattr(async_client, operation.name)
+            assert inspect.signature(awaited) == inspect.signature(blocking), operation.name
+            assert inspect.iscoroutinefunction(awaited), operation.name
+            assert awaited.__doc__ == blocking.__doc__ == operation.__doc__
+            assert "Flow" not in str(inspect.signature(blocking).return_annotation)
 
     def test_lifecycle_over_an_asyncio_store(self) -> None:
         store = MemoryStore()

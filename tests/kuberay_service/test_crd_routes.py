@@ -111,7 +111,7 @@ class TestStatusBodies:
 class TestRoundTrip:
     def test_a_job_walks_its_phases(self, kuberay: KubeRayServer) -> None:
         with _client(kuberay) as http:
-            assert http.post("/v1/crd/jobs", json=JOB).status_code == 201
+            assert http.post("/v1/crd/jobs", json={**JOB, "gpuCount": 2}).status_code == 201
             placement = {"node": "gpu-1", "gpuIndices": [0, 1]}
             assert http.post("/v1/crd/jobs/job-1/allocated", json=placement).status_code == 200
             assert http.post("/v1/crd/jobs/job-1/running").status_code == 200

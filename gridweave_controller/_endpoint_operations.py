@@ -1,0 +1,193 @@
+"""The GridweaveEndpoint operations, each declared once: its flow and its ``/v1/crd`` route.
+
+See :mod:`gridweave_controller._job_operations` for how the clients and routes are derived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from gridweave_controller import _endpoint_moves
+from gridweave_controller._arguments import (
+    check_int,
+    check_outcome,
+    check_placement,
+    check_vendor,
+    selector,
+)
+from gridweave_controller._flow import Create, Delete, Flow, FlowContext, Get, List, Move
+from gridweave_controller._objects import new_object, owned_by
+from gridweave_controller._operation import delete, get, operation, post
+from gridweave_controller._status_change import check_text
+from gridweave_controller.conditions import check_message
+from gridweave_controller.errors import Invalid
+from gridweave_controller.models import Endpoint, Vendor
+from gridweave_controller.store import ENDPOINTS
+from gridweave_controller.validation import check_name
+
+__all__ = ["EndpointOperations"]
+
+
+def _write(context: FlowContext, endpoint_id: str, move: Move) -> Flow[Endpoint]:
+    check_name(endpoint_id, field="endpoint_id")
+    return Endpoint.from_raw((yield from context.write_status(ENDPOINTS, endpoint_id, move)))
+
+
+class EndpointOperations:
+    """Create, read, list, delete and move GridweaveEndpoints."""
+
+    @operation(post("/endpoints", status_code=201))
+    def create_endpoint(
+        self: FlowContext,
+        endpoint_id: str,
+        user_id: str,
+        *,
+        vram_mb: int,
+        model: str | None = None,
+        image: str | None = None,
+        mode: Literal["vllm", "custom"] | None = None,
+        gpu_count: int = 1,
+        vendor: Vendor = "any",
+        replicas: int = 1,
+        micro_credits_per_second: int = 0,
+        micro_credits_per_request: int = 0,
+        labels: Mapping[str, str] | None = None,
+    ) -> Flow[Endpoint]:
+        """Create a GridweaveEndpoint in phase Pending (``mode`` defaults from model/image)."""
+        check_name(endpoint_id, field="endpoint_id")
+        if model is None and image is None:
+            raise Invalid("one of model or image is required", field="model")
+        resolved_mode = mode or ("vllm" if model is not None else "custom")
+        if resolved_mode not in ("vllm", "custom"):
+            raise Invalid(f"mode must be vllm or custom, not {mode!r}", field="mode")
+        spec: dict[str, Any] = {
+            "userId": check_text(user_id, field="user_id", max_length=253),
+            "mode": resolved_mode,
+            "vramMb": check_int(vram_mb, field="vram_mb", minimum=1),
+            "gpuCount": check_int(gpu_count, field="gpu_count", minimum=1, maximum=64),
+            "vendor": check_vendor(vendor),
+            "replicas": check_int(replicas, field="replicas", minimum=0, maximum=64),
+            "pricing": {
+                "microCreditsPerSecond": check_int(
+                    micro_credits_per_second, field="micro_credits_per_second", minimum=0
+                ),
+                "microCreditsPerRequest": check_int(
+                    micro_credits_per_request, field="micro_credits_per_request", minimum=0
+                ),
+            },
+        }
+        if model is not None:
+            spec["model"] = check_text(model, field="model", max_length=512)
+        if image is not None:
+            spec["image"] = check_text(image, field="image", max_length=1024)
+        body = new_object("GridweaveEndpoint", endpoint_id, user_id, labels, spec)
+        return Endpoint.from_raw((yield from Create(self.namespace, ENDPOINTS, body).result()))
+
+    @operation(get("/endpoints/{endpoint_id}"))
+    def get_endpoint(self: FlowContext, endpoint_id: str) -> Flow[Endpoint]:
+        """Read one endpoint."""
+        check_name(endpoint_id, field="endpoint_id")
+        return Endpoint.from_raw((yield from Get(self.namespace, ENDPOINTS, endpoint_id).result()))
+
+    @operation(get("/endpoints"))
+    def list_endpoints(
+        self: FlowContext, label_selector: str | None = None, *, user_id: str | None = None
+    ) -> Flow[list[Endpoint]]:
+        """List endpoints, optionally by label selector and by user."""
+        call = List(self.namespace, ENDPOINTS, selector(label_selector, user_id))
+        return owned_by([Endpoint.from_raw(raw) for raw in (yield from call.result())], user_id)
+
+    @operation(delete("/endpoints/{endpoint_id}"))
+    def delete_endpoint(self: FlowContext, endpoint_id: str) -> Flow[None]:
+        """Delete one endpoint."""
+        check_name(endpoint_id, field="endpoint_id")
+        yield from Delete(self.namespace, ENDPOINTS, endpoint_id).result()
+
+    @operation(post("/endpoints/{endpoint_id}/deploying"))
+    def set_endpoint_deploying(
+        self: FlowContext, endpoint_id: str, node: str, gpu_indices: Sequence[int]
+    ) -> Flow[Endpoint]:
+        """Pending, Running, Stopped or Failed -> Deploying on a node and its GPUs."""
+        indices = check_placement(node, gpu_indices)
+        return (
+            yield from _write(
+                self,
+                endpoint_id,
+                lambda status, _spec, now: _endpoint_moves.deploying(
+                    endpoint_id, status, node=node, gpu_indices=indices, now=now
+                ),
+            )
+        )
+
+    @operation(post("/endpoints/{endpoint_id}/running"))
+    def set_endpoint_running(self: FlowContext, endpoint_id: str, url: str) -> Flow[Endpoint]:
+        """Deploying -> Running at ``url``."""
+        check_text(url, field="url", max_length=2048)
+        return (
+            yield from _write(
+                self,
+                endpoint_id,
+                lambda status, _spec, now: _endpoint_moves.running(
+                    endpoint_id, status, url=url, now=now
+                ),
+            )
+        )
+
+    @operation(post("/endpoints/{endpoint_id}/stopped"))
+    def set_endpoint_stopped(
+        self: FlowContext, endpoint_id: str, reason: str, message: str = ""
+    ) -> Flow[Endpoint]:
+        """Pending, Deploying or Running -> Stopped."""
+        check_outcome(reason, message, None)
+        return (
+            yield from _write(
+                self,
+                endpoint_id,
+                lambda status, _spec, now: _endpoint_moves.stopped(
+                    endpoint_id, status, reason=reason, message=message, now=now
+                ),
+            )
+        )
+
+    @operation(post("/endpoints/{endpoint_id}/failed"))
+    def set_endpoint_failed(
+        self: FlowContext, endpoint_id: str, reason: str, message: str = ""
+    ) -> Flow[Endpoint]:
+        """Pending, Deploying or Running -> Failed."""
+        check_outcome(reason, message, None)
+        return (
+            yield from _write(
+                self,
+                endpoint_id,
+                lambda status, _spec, now: _endpoint_moves.failed(
+                    endpoint_id, status, reason=reason, message=message, now=now
+                ),
+            )
+        )
+
+    @operation(post("/endpoints/{endpoint_id}/health"))
+    def set_endpoint_health(
+        self: FlowContext,
+        endpoint_id: str,
+        healthy: bool,
+        message: str = "",
+        ready_replicas: int | None = None,
+    ) -> Flow[Endpoint]:
+        """Record a health probe: ``health``, ``readyReplicas`` and the Healthy condition."""
+        check_message(message)
+        if ready_replicas is not None:
+            check_int(ready_replicas, field="ready_replicas", minimum=0)
+        return (
+            yield from _write(
+                self,
+                endpoint_id,
+                lambda status, _spec, _now: _endpoint_moves.health(
+                    endpoint_id,
+                    status,
+                    healthy=healthy,
+                    message=message,
+                    ready_replicas=ready_replicas,
+                ),
+            )
+        )

@@ -1,0 +1,235 @@
+"""The GridweaveJob operations, each declared once: its flow and its ``/v1/crd`` route.
+
+Adding an operation is one decorated method here (or in ``_endpoint_operations``) and its
+test: the blocking, asyncio, module-level, in-memory and proxied clients and
+kuberay-service's route are derived from it (:mod:`gridweave_controller._operation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from gridweave_controller import _job_moves
+from gridweave_controller._arguments import (
+    check_int,
+    check_outcome,
+    check_placement,
+    check_vendor,
+    selector,
+)
+from gridweave_controller._flow import (
+    Create,
+    Delete,
+    Flow,
+    FlowContext,
+    Get,
+    JobWait,
+    List,
+    Move,
+    Pause,
+)
+from gridweave_controller._objects import new_object, owned_by
+from gridweave_controller._operation import delete, get, operation, post
+from gridweave_controller._status_change import check_text
+from gridweave_controller.models import Job, Vendor
+from gridweave_controller.phases import JobPhase
+from gridweave_controller.store import JOBS
+from gridweave_controller.validation import check_name, check_wall_seconds
+
+__all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT_SECONDS", "JobOperations"]
+
+DEFAULT_TIMEOUT_SECONDS = 3600
+DEFAULT_MAX_RETRIES = 2
+
+
+def _write(context: FlowContext, job_id: str, move: Move) -> Flow[Job]:
+    check_name(job_id, field="job_id")
+    return Job.from_raw((yield from context.write_status(JOBS, job_id, move)))
+
+
+class JobOperations:
+    """Create, read, list, delete and move GridweaveJobs."""
+
+    @operation(post("/jobs", status_code=201))
+    def create_job(
+        self: FlowContext,
+        job_id: str,
+        user_id: str,
+        function_ref: str,
+        *,
+        vram_mb: int,
+        gpu_count: int = 1,
+        vendor: Vendor = "any",
+        owner: str | None = None,
+        timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        labels: Mapping[str, str] | None = None,
+    ) -> Flow[Job]:
+        """Create a GridweaveJob in phase Pending."""
+        check_name(job_id, field="job_id")
+        spec = {
+            "userId": check_text(user_id, field="user_id", max_length=253),
+            "functionRef": check_text(function_ref, field="function_ref", max_length=2048),
+            "vramMb": check_int(vram_mb, field="vram_mb", minimum=1),
+            "gpuCount": check_int(gpu_count, field="gpu_count", minimum=1, maximum=64),
+            "vendor": check_vendor(vendor),
+            "owner": check_text(owner or user_id, field="owner", max_length=253),
+            "timeoutSeconds": check_int(timeout_seconds, field="timeout_seconds", minimum=1),
+            "maxRetries": check_int(max_retries, field="max_retries", minimum=0, maximum=100),
+        }
+        body = new_object("GridweaveJob", job_id, user_id, labels, spec)
+        return Job.from_raw((yield from Create(self.namespace, JOBS, body).result()))
+
+    @operation(get("/jobs/{job_id}"))
+    def get_job(self: FlowContext, job_id: str) -> Flow[Job]:
+        """Read one job."""
+        check_name(job_id, field="job_id")
+        return Job.from_raw((yield from Get(self.namespace, JOBS, job_id).result()))
+
+    @operation(get("/jobs"))
+    def list_jobs(
+        self: FlowContext, label_selector: str | None = None, *, user_id: str | None = None
+    ) -> Flow[list[Job]]:
+        """List jobs, optionally by label selector and by user."""
+        call = List(self.namespace, JOBS, selector(label_selector, user_id))
+        return owned_by([Job.from_raw(raw) for raw in (yield from call.result())], user_id)
+
+    @operation(delete("/jobs/{job_id}"))
+    def delete_job(self: FlowContext, job_id: str) -> Flow[None]:
+        """Delete one job."""
+        check_name(job_id, field="job_id")
+        yield from Delete(self.namespace, JOBS, job_id).result()
+
+    @operation(post("/jobs/{job_id}/allocated"))
+    def set_job_allocated(
+        self: FlowContext, job_id: str, node: str, gpu_indices: Sequence[int]
+    ) -> Flow[Job]:
+        """Pending -> Allocated on a node and its GPU indices (one per GPU of the spec)."""
+        indices = check_placement(node, gpu_indices)
+        return (
+            yield from _write(
+                self,
+                job_id,
+                lambda status, spec, now: _job_moves.allocated(
+                    job_id,
+                    status,
+                    node=node,
+                    gpu_indices=indices,
+                    gpu_count=int(spec.get("gpuCount") or 1),
+                    now=now,
+                ),
+            )
+        )
+
+    @operation(post("/jobs/{job_id}/running"))
+    def set_job_running(self: FlowContext, job_id: str) -> Flow[Job]:
+        """Allocated -> Running."""
+        return (
+            yield from _write(
+                self, job_id, lambda status, _spec, now: _job_moves.running(job_id, status, now=now)
+            )
+        )
+
+    @operation(post("/jobs/{job_id}/completed"))
+    def set_job_completed(
+        self: FlowContext, job_id: str, wall_seconds: float, result_ref: str | None = None
+    ) -> Flow[Job]:
+        """Running -> Completed, billing ``ceil(wall_seconds)``."""
+        check_wall_seconds(wall_seconds)
+        if result_ref is not None:
+            check_text(result_ref, field="result_ref", max_length=2048)
+        return (
+            yield from _write(
+                self,
+                job_id,
+                lambda status, _spec, now: _job_moves.completed(
+                    job_id, status, wall_seconds=wall_seconds, result_ref=result_ref, now=now
+                ),
+            )
+        )
+
+    @operation(post("/jobs/{job_id}/failed"))
+    def set_job_failed(
+        self: FlowContext,
+        job_id: str,
+        reason: str,
+        message: str = "",
+        wall_seconds: float | None = None,
+    ) -> Flow[Job]:
+        """Pending, Allocated or Running -> Failed with a CamelCase reason."""
+        check_outcome(reason, message, wall_seconds)
+        return (
+            yield from _write(
+                self,
+                job_id,
+                lambda status, _spec, now: _job_moves.failed(
+                    job_id,
+                    status,
+                    reason=reason,
+                    message=message,
+                    wall_seconds=wall_seconds,
+                    now=now,
+                ),
+            )
+        )
+
+    @operation(post("/jobs/{job_id}/cancelled"))
+    def set_job_cancelled(
+        self: FlowContext, job_id: str, message: str = "", wall_seconds: float | None = None
+    ) -> Flow[Job]:
+        """Pending, Allocated or Running -> Cancelled."""
+        check_outcome("Cancelled", message, wall_seconds)
+        return (
+            yield from _write(
+                self,
+                job_id,
+                lambda status, _spec, now: _job_moves.cancelled(
+                    job_id, status, message=message, wall_seconds=wall_seconds, now=now
+                ),
+            )
+        )
+
+    @operation(post("/jobs/{job_id}/timed-out"))
+    def set_job_timed_out(
+        self: FlowContext, job_id: str, message: str = "", wall_seconds: float | None = None
+    ) -> Flow[Job]:
+        """Running -> TimedOut."""
+        check_outcome("TimedOut", message, wall_seconds)
+        return (
+            yield from _write(
+                self,
+                job_id,
+                lambda status, _spec, now: _job_moves.timed_out(
+                    job_id, status, message=message, wall_seconds=wall_seconds, now=now
+                ),
+            )
+        )
+
+    @operation(post("/jobs/{job_id}/pending"))
+    def set_job_pending(
+        self: FlowContext, job_id: str, reason: str, message: str = ""
+    ) -> Flow[Job]:
+        """Allocated or Running -> Pending (requeue; ``attempts`` + 1)."""
+        check_outcome(reason, message, None)
+        return (
+            yield from _write(
+                self,
+                job_id,
+                lambda status, _spec, now: _job_moves.pending(
+                    job_id, status, reason=reason, message=message, now=now
+                ),
+            )
+        )
+
+    @operation(None)  # composed on the client: it polls get_job
+    def wait_for_job(
+        self: FlowContext, job_id: str, phases: Iterable[JobPhase | str], timeout: float = 60.0
+    ) -> Flow[Job]:
+        """Poll until the job is in one of ``phases``; raise WaitTimedOut after ``timeout`` s."""
+        check_name(job_id, field="job_id")
+        wait = JobWait(job_id, phases, timeout)
+        while True:
+            job = Job.from_raw((yield from Get(self.namespace, JOBS, job_id).result()))
+            if wait.reached(job.phase):
+                return job
+            yield Pause(wait.next_pause(job.phase))

@@ -1,0 +1,43 @@
+"""Every typed operation of the controller library, declared once.
+
+:class:`Operations` holds them (``_job_operations``, ``_endpoint_operations``); a client is
+``Operations`` plus a runner (:mod:`gridweave_controller._operation`). :data:`OPERATIONS`
+lists them in declaration order, for what is derived from them at run time:
+kuberay-service's ``/v1/crd`` routes, the proxied clients' requests, the parity tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gridweave_controller._endpoint_operations import EndpointOperations
+from gridweave_controller._job_operations import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_SECONDS,
+    JobOperations,
+)
+from gridweave_controller._operation import AsyncRunner, BlockingRunner, Operation, Route
+
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT_SECONDS",
+    "OPERATIONS",
+    "AsyncRunner",
+    "BlockingRunner",
+    "Operation",
+    "Operations",
+    "Route",
+]
+
+
+class Operations(JobOperations, EndpointOperations):
+    """Every typed operation; a client inherits them beside a runner."""
+
+
+#: Every operation, jobs first, in declaration order.
+OPERATIONS: tuple[Operation[..., Any], ...] = tuple(
+    member
+    for declared in (JobOperations, EndpointOperations)
+    for member in vars(declared).values()
+    if isinstance(member, Operation)
+)
