@@ -10,8 +10,10 @@ Tree::
         ├── IdempotencyConflict    409  (same key, different request)
         ├── HoldNotOpen            409
         ├── CaptureExceedsHold     409
-        ├── ReferenceInUse         409
-        └── SameAccountTransfer    422
+        └── ReferenceInUse         409
+
+A bad request field (a transfer to the same account too) is gridweave_runtime's
+``InvalidRequest`` (422 ``invalid_request``, the field named), as in every service.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ __all__ = [
     "IdempotencyConflict",
     "InsufficientFunds",
     "ReferenceInUse",
-    "SameAccountTransfer",
 ]
 
 
@@ -93,11 +94,3 @@ class ReferenceInUse(CreditError):
     code = "reference_in_use"
     status_code = 409
     message = "another hold already carries this reference"
-
-
-class SameAccountTransfer(CreditError):
-    """A transfer from an account to itself."""
-
-    code = "same_account_transfer"
-    status_code = 422
-    message = "a transfer needs two different accounts"

@@ -4,7 +4,6 @@ Tree::
 
     GridweaveError (gridweave_runtime)
     └── FaucetError
-        ├── InvalidFaucetRequest   422  (body: fields, like request validation errors)
         ├── SignupNotFound         404
         ├── WrongCode              400  (body: attempts_left)
         ├── CodeLocked             403
@@ -19,6 +18,9 @@ Tree::
         ├── EmailDeliveryFailed    502
         ├── CreditRefused          502  (credit_service refused a faucet call)
         └── CreditUnavailable      503  (replay the call: nothing is lost)
+
+A request that passes the schema but breaks a rule raises gridweave_runtime's
+``InvalidRequest`` (422 ``invalid_request``, the field named), as in every service.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ __all__ = [
     "CreditUnavailable",
     "EmailDeliveryFailed",
     "FaucetError",
-    "InvalidFaucetRequest",
     "NotOnboarded",
     "RateLimited",
     "RefillTooSoon",
@@ -51,17 +52,6 @@ class FaucetError(GridweaveError):
     code = "faucet_error"
     status_code = 400
     message = "the faucet operation failed"
-
-
-class InvalidFaucetRequest(FaucetError):
-    """A request that passes the schema but not the rules."""
-
-    code = "invalid_request"
-    status_code = 422
-    message = "invalid request"
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"invalid fields: {field}", fields=[{"field": field, "message": message}])
 
 
 class SignupNotFound(FaucetError):

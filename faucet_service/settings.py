@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from credit_service.client import CreditCallerSettings
+from gridweave_runtime.settings import CreditCallerSettings
 
 __all__ = ["DATABASE_NAME", "FaucetSettings"]
 

@@ -3,14 +3,16 @@
 Tree::
 
     GridweaveError            code, status_code, message, details
+    ├── InvalidRequest        422 invalid_request, ``fields`` (every service's bad field)
     ├── Unauthorized          401 (gridweave_runtime.auth)
     ├── Forbidden             403 (gridweave_runtime.auth)
     └── <each service's errors.py subclasses>
 
-Every error answers ``{"error": {"code": ..., "message": ..., **details}}``. Request
-validation errors answer 422 with ``code = "invalid_request"`` and ``fields``: one item per
+Every error answers ``{"error": {"code": ..., "message": ..., **details}}``. A bad request
+field, whether the schema or a service's own rule refused it, is one class,
+:class:`InvalidRequest`: 422 with ``code = "invalid_request"`` and ``fields``, one item per
 bad field, ``{"field": "amount", "message": "..."}``. Anything unexpected answers a bare 500
-without internals.
+without internals. ``gridweave_clients`` decodes these bodies into its own exceptions.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-__all__ = ["GridweaveError", "error_body", "install_error_handlers"]
+__all__ = ["GridweaveError", "InvalidRequest", "error_body", "install_error_handlers"]
 
 _logger = logging.getLogger("gridweave")
 
@@ -40,6 +42,26 @@ class GridweaveError(Exception):
         self.message = message or type(self).message
         self.details: dict[str, Any] = details
         super().__init__(self.message)
+
+
+class InvalidRequest(GridweaveError):
+    """A bad request field, named: by the schema or by a rule it cannot express."""
+
+    code = "invalid_request"
+    status_code = 422
+    message = "invalid request"
+
+    def __init__(self, field: str, message: str, *, more: Sequence[Mapping[str, str]] = ()) -> None:
+        self.fields = [{"field": field, "message": message}]
+        self.fields += [{"field": item["field"], "message": item["message"]} for item in more]
+        names = ", ".join(item["field"] for item in self.fields)
+        super().__init__(f"invalid fields: {names}", fields=self.fields)
+
+    @classmethod
+    def of_fields(cls, fields: Sequence[Mapping[str, str]]) -> InvalidRequest:
+        """Several bad fields at once (a request the schema refused); at least one."""
+        first, *rest = fields
+        return cls(first["field"], first["message"], more=rest)
 
 
 def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
@@ -71,13 +93,10 @@ def install_error_handlers(app: FastAPI) -> None:
             error_body(exc.code, exc.message, **exc.details), status_code=exc.status_code
         )
 
-    async def on_validation_error(_: Request, exc: Exception) -> JSONResponse:
+    async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        fields = _validation_fields(exc.errors())
-        names = ", ".join(item["field"] for item in fields)
-        return JSONResponse(
-            error_body("invalid_request", f"invalid fields: {names}", fields=fields),
-            status_code=422,
+        return await on_gridweave_error(
+            request, InvalidRequest.of_fields(_validation_fields(exc.errors()))
         )
 
     async def on_http_error(_: Request, exc: Exception) -> JSONResponse:

@@ -1,10 +1,10 @@
 """The body of every service's ``migrations/env.py``: online migrations from a URL.
 
-A service's ``env.py`` is two lines::
+A service's ``env.py`` passes its own metadata in (the runtime imports no service)::
 
-    from credit_service.models import CreditBase
+    from <service>.models import <Service>Base
     from gridweave_runtime.migrations_env import run_migrations
-    run_migrations(CreditBase.metadata)
+    run_migrations(<Service>Base.metadata)
 """
 
 from __future__ import annotations

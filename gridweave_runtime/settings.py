@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["ServiceSettings", "default_state_dir"]
+__all__ = ["CreditCallerSettings", "ServiceSettings", "default_state_dir"]
 
 
 def default_state_dir() -> Path:
@@ -80,5 +80,27 @@ class ServiceSettings(BaseSettings):
         description=(
             "GRIDWEAVE_STATE_DIR: where embedded servers keep their data "
             "(the embedded PostgreSQL lives in <state_dir>/postgres)."
+        ),
+    )
+
+
+class CreditCallerSettings(ServiceSettings):
+    """The settings of a service that calls credit_service (metering, faucet)."""
+
+    credit_service_url: str = Field(
+        default="http://127.0.0.1:8400",
+        validation_alias=AliasChoices("CREDIT_SERVICE_URL"),
+        description="CREDIT_SERVICE_URL: base URL of credit_service.",
+    )
+    credit_timeout_seconds: float = Field(
+        default=5.0, gt=0, le=120, description="Timeout of one call to credit_service."
+    )
+    credit_attempts: int = Field(
+        default=3,
+        ge=1,
+        le=10,
+        description=(
+            "Attempts per call to credit_service (gridweave_clients' retry policy: connect "
+            "errors always; timeouts, dropped connections and 5xx for replayable calls)."
         ),
     )

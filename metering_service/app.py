@@ -7,8 +7,10 @@ from pathlib import Path
 import httpx
 from fastapi import FastAPI
 
-from credit_service.client import connect_credit_service
+from gridweave_clients import RetryPolicy
+from gridweave_clients.credit import CreditClient
 from gridweave_runtime.app import create_service_app
+from gridweave_runtime.clients import install_client
 from metering_service.routers import usage
 from metering_service.settings import DATABASE_NAME, MeteringSettings
 
@@ -32,5 +34,14 @@ def create_app(
         database=DATABASE_NAME,
         migrations_dir=MIGRATIONS_DIR,
     )
-    connect_credit_service(app, settings, role=CREDIT_ROLE, transport=credit_transport)
+    assert settings.internal_token is not None  # create_service_app refused to start without
+    credit = CreditClient(
+        settings.credit_service_url,
+        settings.internal_token.get_secret_value(),
+        role=CREDIT_ROLE,
+        timeout=settings.credit_timeout_seconds,
+        retry=RetryPolicy(attempts=settings.credit_attempts),
+        transport=credit_transport,
+    )
+    install_client(app, "credit_client", credit)
     return app

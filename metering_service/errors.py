@@ -4,16 +4,18 @@ Tree::
 
     GridweaveError (gridweave_runtime)
     └── MeteringError
-        ├── InvalidUsage          422  (body: fields, like request validation errors)
         ├── UsageRecordNotFound   404
         └── UsageRecordConflict   409  (same hold reference, different usage)
+
+A usage record that passes the schema but breaks a rule (vendor, tiers, counts) raises
+gridweave_runtime's ``InvalidRequest`` (422 ``invalid_request``, the field named).
 """
 
 from __future__ import annotations
 
 from gridweave_runtime.errors import GridweaveError
 
-__all__ = ["InvalidUsage", "MeteringError", "UsageRecordConflict", "UsageRecordNotFound"]
+__all__ = ["MeteringError", "UsageRecordConflict", "UsageRecordNotFound"]
 
 
 class MeteringError(GridweaveError):
@@ -22,17 +24,6 @@ class MeteringError(GridweaveError):
     code = "metering_error"
     status_code = 400
     message = "the metering operation failed"
-
-
-class InvalidUsage(MeteringError):
-    """A usage record that passes the schema but not the rules (vendor, tiers, counts)."""
-
-    code = "invalid_request"
-    status_code = 422
-    message = "invalid usage record"
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"invalid fields: {field}", fields=[{"field": field, "message": message}])
 
 
 class UsageRecordNotFound(MeteringError):

@@ -7,11 +7,11 @@ tier whose ``max_vram_mb`` is at least its VRAM per GPU. The last tier may leave
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
-from credit_service.schemas.common import MAX_AMOUNT
+from gridweave_clients.credit.models import MAX_AMOUNT
+from gridweave_clients.metering.models import MAX_GPU_COUNT, MAX_WALL_SECONDS
+from gridweave_controller.vendors import GpuVendor
 
 __all__ = [
     "DEFAULT_PRICE_TABLE",
@@ -21,22 +21,15 @@ __all__ = [
     "PriceTable",
     "PriceTier",
     "UnknownVendor",
-    "VendorName",
     "VramBeyondPriceTable",
     "price_per_gpu_second",
 ]
 
-# A year and a day: no single job or endpoint run is billed for longer in one record.
-MAX_WALL_SECONDS = 366 * 24 * 3600
-# The most GPUs one usage record bills (one node's).
-MAX_GPU_COUNT = 64
 # The highest price at which the largest record (MAX_WALL_SECONDS on MAX_GPU_COUNT GPUs)
 # still costs no more than the largest amount credit_service settles: 494,111 micro-credits
 # (about half a credit) per GPU-second, far above any real price. Above it such a record's
 # settlement would be refused for ever.
 MAX_PRICE_PER_GPU_SECOND = MAX_AMOUNT // (MAX_WALL_SECONDS * MAX_GPU_COUNT)
-
-VendorName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
 
 
 class PriceTier(BaseModel):
@@ -48,7 +41,7 @@ class PriceTier(BaseModel):
     micro_credits_per_gpu_second: int = Field(strict=True, ge=0, le=MAX_PRICE_PER_GPU_SECOND)
 
 
-class PriceTable(RootModel[dict[VendorName, tuple[PriceTier, ...]]]):
+class PriceTable(RootModel[dict[GpuVendor, tuple[PriceTier, ...]]]):
     """Vendor -> tiers in ascending ``max_vram_mb``; only the last tier may be unbounded."""
 
     model_config = ConfigDict(frozen=True)
@@ -79,7 +72,7 @@ class VramBeyondPriceTable(ValueError):
 
 def price_per_gpu_second(table: PriceTable, *, vendor: str, vram_mb: int) -> int:
     """The price of one GPU-second of ``vendor`` with ``vram_mb`` per GPU, in micro-credits."""
-    tiers = table.root.get(vendor)
+    tiers = next((tiers for name, tiers in table.root.items() if name == vendor), None)
     if tiers is None:
         raise UnknownVendor(
             f"no price for vendor {vendor!r}; known: {', '.join(sorted(table.root))}"

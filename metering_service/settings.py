@@ -13,7 +13,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from credit_service.client import CreditCallerSettings
+from gridweave_runtime.settings import CreditCallerSettings
 from metering_service.pricing import DEFAULT_PRICE_TABLE, PriceTable
 
 __all__ = ["DATABASE_NAME", "MeteringSettings"]
@@ -30,7 +30,7 @@ class MeteringSettings(CreditCallerSettings):
     price_table: PriceTable = Field(
         default=DEFAULT_PRICE_TABLE,
         description=(
-            "METERING_PRICE_TABLE: JSON object vendor -> list of tiers "
+            "METERING_PRICE_TABLE: JSON object vendor (nvidia, amd) -> list of tiers "
             '{"max_vram_mb": int | null, "micro_credits_per_gpu_second": int} in ascending '
             "max_vram_mb (null = no limit, last tier only). Replaces the default table whole; "
             "see metering_service/pricing.py."

@@ -6,12 +6,18 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
-from credit_service.routers.common import CallerDep, SessionDep, mark_replayed
-from credit_service.schemas.accounts import AccountResponse, LedgerPageResponse
-from credit_service.schemas.common import UserId
-from credit_service.schemas.movements import DeductRequest, MintRequest, MovementResponse
+from credit_service.routers.common import CallerDep, SessionDep
 from credit_service.services import accounts, movements
+from gridweave_clients.credit.models import (
+    AccountResponse,
+    DeductRequest,
+    LedgerPageResponse,
+    MintRequest,
+    MovementResponse,
+    UserId,
+)
 from gridweave_runtime.auth import require_internal_caller, require_role
+from gridweave_runtime.responses import mark_replayed
 
 __all__ = ["MINT_ROLES", "router"]
 

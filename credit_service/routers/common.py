@@ -1,26 +1,17 @@
-"""Dependencies and helpers the routers share."""
+"""Dependencies the routers share (the replay header's helpers are gridweave_runtime's)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request, Response
+from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from credit_service.async_connections import AsyncConnections
 from gridweave_runtime.auth import Caller, require_internal_caller
 from gridweave_runtime.database import session_dependency
 
-__all__ = [
-    "REPLAYED_HEADER",
-    "AsyncConnectionsDep",
-    "CallerDep",
-    "SessionDep",
-    "json_answer",
-    "mark_replayed",
-]
-
-REPLAYED_HEADER = "Idempotent-Replayed"
+__all__ = ["AsyncConnectionsDep", "CallerDep", "SessionDep"]
 
 
 async def async_connections(request: Request) -> AsyncConnections:
@@ -32,17 +23,3 @@ async def async_connections(request: Request) -> AsyncConnections:
 SessionDep = Annotated[Session, Depends(session_dependency)]
 AsyncConnectionsDep = Annotated[AsyncConnections, Depends(async_connections)]
 CallerDep = Annotated[Caller, Depends(require_internal_caller)]
-
-
-def mark_replayed(response: Response, replayed: bool) -> None:
-    """Tell the client whether this answer is a replay of an earlier call with the same key."""
-    response.headers[REPLAYED_HEADER] = "true" if replayed else "false"
-
-
-def json_answer(body: str, replayed: bool) -> Response:
-    """An answer that is already JSON text (built and stored by the database): sent as is."""
-    return Response(
-        body,
-        media_type="application/json",
-        headers={REPLAYED_HEADER: "true" if replayed else "false"},
-    )

@@ -6,21 +6,17 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Response
 
-from credit_service.routers.common import (
-    AsyncConnectionsDep,
-    SessionDep,
-    json_answer,
-    mark_replayed,
-)
-from credit_service.schemas.holds import (
+from credit_service.routers.common import AsyncConnectionsDep, SessionDep
+from credit_service.services import holds
+from gridweave_clients.credit.models import (
     CaptureHoldRequest,
     HoldResponse,
     PlaceHoldRequest,
     ReleaseHoldRequest,
     SettleRequest,
 )
-from credit_service.services import holds
 from gridweave_runtime.auth import require_internal_caller
+from gridweave_runtime.responses import json_answer, mark_replayed
 
 __all__ = ["router"]
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Response
 
-from credit_service.routers.common import SessionDep, mark_replayed
-from credit_service.schemas.movements import TransferRequest, TransferResponse
+from credit_service.routers.common import SessionDep
 from credit_service.services import movements
+from gridweave_clients.credit.models import TransferRequest, TransferResponse
 from gridweave_runtime.auth import require_internal_caller
+from gridweave_runtime.responses import mark_replayed
 
 __all__ = ["router"]
 

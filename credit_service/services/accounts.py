@@ -6,12 +6,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
 from credit_service.models import AccountModel, LedgerEntryModel
-from credit_service.schemas.accounts import (
+from credit_service.services.ledger import account_response, ensure_account, get_account
+from gridweave_clients.credit.models import (
     AccountResponse,
     LedgerEntryResponse,
     LedgerPageResponse,
 )
-from credit_service.services.ledger import account_response, ensure_account, get_account
 
 __all__ = ["get_user_account", "list_account_entries", "open_account"]
 

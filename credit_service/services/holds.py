@@ -14,7 +14,6 @@ from credit_service import queries
 from credit_service.async_connections import AsyncConnections
 from credit_service.errors import CaptureExceedsHold, HoldNotFound, HoldNotOpen, ReferenceInUse
 from credit_service.models import AccountModel, HoldModel, HoldStatus
-from credit_service.schemas.holds import HoldResponse
 from credit_service.services.idempotency import request_fingerprint, run_idempotent
 from credit_service.services.ledger import (
     AccountState,
@@ -24,6 +23,7 @@ from credit_service.services.ledger import (
     move_money,
     settle_hold,
 )
+from gridweave_clients.credit.models import HoldResponse
 
 __all__ = [
     "capture_hold",

@@ -33,7 +33,7 @@ from credit_service.errors import (
     IdempotencyConflict,
     InsufficientFunds,
 )
-from credit_service.schemas.accounts import AccountResponse
+from gridweave_clients.credit.models import AccountResponse
 
 __all__ = [
     "AccountState",

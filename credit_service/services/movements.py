@@ -6,8 +6,6 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
-from credit_service.errors import SameAccountTransfer
-from credit_service.schemas.movements import MovementResponse, TransferResponse
 from credit_service.services.idempotency import run_idempotent
 from credit_service.services.ledger import (
     AccountState,
@@ -17,6 +15,8 @@ from credit_service.services.ledger import (
     get_account,
     move_money,
 )
+from gridweave_clients.credit.models import MovementResponse, TransferResponse
+from gridweave_runtime.errors import InvalidRequest
 
 __all__ = ["deduct_credits", "mint_credits", "transfer_credits"]
 
@@ -77,7 +77,7 @@ def transfer_credits(
 ) -> tuple[TransferResponse, bool]:
     """Move ``amount`` between two users: both legs in one transaction, or neither."""
     if from_user_id == to_user_id:
-        raise SameAccountTransfer(user_id=from_user_id)
+        raise InvalidRequest("to_user_id", "a transfer needs two different accounts")
 
     def transfer() -> TransferResponse:
         source = get_account(session, from_user_id)

@@ -8,11 +8,13 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 from sqlalchemy.orm import Session
 
-from credit_service.client import CreditClient, credit_client_dependency
-from faucet_service.errors import InvalidFaucetRequest
 from faucet_service.settings import FaucetSettings
+from gridweave_clients.credit import CreditClient
+from gridweave_clients.faucet.models import CLIENT_ADDRESS_HEADER
 from gridweave_runtime.auth import Caller, require_internal_caller
+from gridweave_runtime.clients import state_dependency
 from gridweave_runtime.database import session_dependency
+from gridweave_runtime.errors import InvalidRequest
 
 __all__ = [
     "CLIENT_ADDRESS_HEADER",
@@ -22,9 +24,6 @@ __all__ = [
     "SessionDep",
     "SettingsDep",
 ]
-
-# Set by platform_service to the end user's IP address; trusted because the token matched.
-CLIENT_ADDRESS_HEADER = "X-Gridweave-Client-Address"
 
 
 async def _settings(request: Request) -> FaucetSettings:
@@ -42,11 +41,11 @@ async def _client_address(
     try:
         return str(ipaddress.ip_address(forwarded.strip()))
     except ValueError as exc:
-        raise InvalidFaucetRequest(CLIENT_ADDRESS_HEADER, "must be an IP address") from exc
+        raise InvalidRequest(CLIENT_ADDRESS_HEADER, "must be an IP address") from exc
 
 
 SessionDep = Annotated[Session, Depends(session_dependency)]
-CreditDep = Annotated[CreditClient, Depends(credit_client_dependency)]
+CreditDep = Annotated[CreditClient, Depends(state_dependency("credit_client", CreditClient))]
 SettingsDep = Annotated[FaucetSettings, Depends(_settings)]
 CallerDep = Annotated[Caller, Depends(require_internal_caller)]
 ClientAddressDep = Annotated[str, Depends(_client_address)]

@@ -7,9 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from faucet_service.routers.common import CallerDep, SessionDep
-from faucet_service.schemas.common import Email
-from faucet_service.schemas.outbox import OutboxPageResponse
 from faucet_service.services import outbox
+from gridweave_clients.faucet.models import Email, OutboxPageResponse
 from gridweave_runtime.auth import require_role
 
 __all__ = ["router"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Response
 
 from faucet_service.routers.common import ClientAddressDep, CreditDep, SessionDep, SettingsDep
-from faucet_service.schemas.refills import RefillRequest, RefillResponse
 from faucet_service.services import refills
+from gridweave_clients.faucet.models import RefillRequest, RefillResponse
 from gridweave_runtime.auth import require_internal_caller
 
 __all__ = ["router"]

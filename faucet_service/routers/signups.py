@@ -5,13 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 from faucet_service.routers.common import ClientAddressDep, CreditDep, SessionDep, SettingsDep
-from faucet_service.schemas.signups import (
+from faucet_service.services import signups
+from gridweave_clients.faucet.models import (
     SignUpRequest,
     SignUpResponse,
     VerifyRequest,
     VerifyResponse,
 )
-from faucet_service.services import signups
 from gridweave_runtime.auth import require_internal_caller
 
 __all__ = ["router"]

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from faucet_service.errors import AlreadyOnboarded
 from faucet_service.models import GrantModel, MintState
-from faucet_service.schemas.signups import GrantResponse
+from gridweave_clients.faucet.models import GrantResponse
 
 __all__ = [
     "find_grant",

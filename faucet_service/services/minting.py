@@ -6,9 +6,10 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
-from credit_service.client import CreditClient, CreditServiceRefused, CreditServiceUnavailable
 from faucet_service.errors import CreditRefused, CreditUnavailable
 from faucet_service.models import GrantModel, MintState, RefillModel
+from gridweave_clients.credit import CreditClient
+from gridweave_clients.errors import ServiceRefused, ServiceUnavailable
 
 __all__ = ["mint_pending"]
 
@@ -32,10 +33,10 @@ def mint_pending(
         movement = credit.mint(
             user_id=row.user_id, amount=row.amount, idempotency_key=row.idempotency_key
         )
-    except CreditServiceUnavailable as exc:
+    except ServiceUnavailable as exc:
         session.commit()
         raise CreditUnavailable() from exc
-    except CreditServiceRefused as exc:
+    except ServiceRefused as exc:
         session.commit()
         raise CreditRefused(credit_code=exc.code, credit_status=exc.status_code) from exc
     row.state = MintState.MINTED

@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from faucet_service.models import OutboxMessageModel
-from faucet_service.schemas.outbox import OutboxMessageResponse, OutboxPageResponse
+from gridweave_clients.faucet.models import OutboxMessageResponse, OutboxPageResponse
 
 __all__ = ["list_outbox_messages", "write_to_outbox"]
 

@@ -8,7 +8,6 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from credit_service.client import CreditClient, CreditServiceRefused, CreditServiceUnavailable
 from faucet_service.errors import (
     BalanceAboveThreshold,
     CreditRefused,
@@ -17,11 +16,13 @@ from faucet_service.errors import (
     RefillTooSoon,
 )
 from faucet_service.models import GrantModel, MintState, RefillModel
-from faucet_service.schemas.refills import RefillResponse
 from faucet_service.services.grants import find_grant
 from faucet_service.services.minting import mint_pending
 from faucet_service.services.rate_limits import count_address_request
 from faucet_service.settings import FaucetSettings
+from gridweave_clients.credit import CreditClient
+from gridweave_clients.errors import ServiceRefused, ServiceUnavailable
+from gridweave_clients.faucet.models import RefillResponse
 
 __all__ = ["refill_response", "request_refill"]
 
@@ -52,9 +53,9 @@ def _latest_refill(session: Session, user_id: str) -> RefillModel | None:
 def _current_balance(credit: CreditClient, user_id: str) -> int:
     try:
         return credit.get_account(user_id).balance
-    except CreditServiceUnavailable as exc:
+    except ServiceUnavailable as exc:
         raise CreditUnavailable() from exc
-    except CreditServiceRefused as exc:
+    except ServiceRefused as exc:
         if exc.code == "account_not_found":
             return 0
         raise CreditRefused(credit_code=exc.code, credit_status=exc.status_code) from exc

@@ -9,7 +9,6 @@ from sqlalchemy import or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from credit_service.client import CreditClient
 from faucet_service.codes import code_matches, code_secret, hash_code, new_code
 from faucet_service.errors import (
     CodeExpired,
@@ -21,12 +20,13 @@ from faucet_service.errors import (
 )
 from faucet_service.mailer import send_by_smtp, verification_email
 from faucet_service.models import VerificationModel
-from faucet_service.schemas.signups import SignUpResponse, VerifyResponse
 from faucet_service.services.grants import grant_response, record_grant, refuse_if_onboarded
 from faucet_service.services.minting import mint_pending
 from faucet_service.services.outbox import write_to_outbox
 from faucet_service.services.rate_limits import count_address_request, count_request
 from faucet_service.settings import FaucetSettings
+from gridweave_clients.credit import CreditClient
+from gridweave_clients.faucet.models import SignUpResponse, VerifyResponse
 
 __all__ = ["sign_up", "verify_email"]
 

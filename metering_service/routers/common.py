@@ -7,7 +7,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
-from credit_service.client import CreditClient, credit_client_dependency
+from gridweave_clients.credit import CreditClient
+from gridweave_runtime.clients import state_dependency
 from gridweave_runtime.database import session_dependency
 from metering_service.settings import MeteringSettings
 
@@ -20,5 +21,5 @@ async def _settings(request: Request) -> MeteringSettings:
 
 
 SessionDep = Annotated[Session, Depends(session_dependency)]
-CreditDep = Annotated[CreditClient, Depends(credit_client_dependency)]
+CreditDep = Annotated[CreditClient, Depends(state_dependency("credit_client", CreditClient))]
 SettingsDep = Annotated[MeteringSettings, Depends(_settings)]

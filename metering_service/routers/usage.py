@@ -7,15 +7,15 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query, Response
 from pydantic import AwareDatetime
 
-from credit_service.routers.common import mark_replayed
-from credit_service.schemas.common import UserId
-from gridweave_runtime.auth import require_internal_caller
-from metering_service.routers.common import CreditDep, SessionDep, SettingsDep
-from metering_service.schemas.usage import (
+from gridweave_clients.fields import UserId
+from gridweave_clients.metering.models import (
     RecordUsageRequest,
     UsagePageResponse,
     UsageRecordResponse,
 )
+from gridweave_runtime.auth import require_internal_caller
+from gridweave_runtime.responses import mark_replayed
+from metering_service.routers.common import CreditDep, SessionDep, SettingsDep
 from metering_service.services import usage
 
 __all__ = ["router"]

@@ -14,8 +14,9 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from credit_service.client import CreditClient, CreditServiceRefused, CreditServiceUnavailable
-from credit_service.schemas.holds import HoldResponse
+from gridweave_clients.credit import CreditClient
+from gridweave_clients.credit.models import HoldResponse
+from gridweave_clients.errors import ServiceRefused, ServiceUnavailable
 from metering_service.errors import UsageRecordNotFound
 from metering_service.models import SettlementState, UsageRecordModel
 
@@ -80,7 +81,7 @@ def lock_usage_record(session: Session, usage_id: int) -> UsageRecordModel:
     return record
 
 
-def _capped_amount(record: UsageRecordModel, refusal: CreditServiceRefused) -> int | None:
+def _capped_amount(record: UsageRecordModel, refusal: ServiceRefused) -> int | None:
     """The hold's amount when the cost exceeds it: the charge is capped at what was held."""
     hold_amount = refusal.details.get("hold_amount")
     if (
@@ -104,11 +105,11 @@ def settle_usage_record(
             return record
         try:
             hold = credit.settle(reference=record.hold_reference, amount=record.settlement_amount)
-        except CreditServiceUnavailable as exc:
+        except ServiceUnavailable as exc:
             switch_settlement_state(
                 record, SettlementState.PENDING, error_code="credit_unavailable", error=str(exc)
             )
-        except CreditServiceRefused as exc:
+        except ServiceRefused as exc:
             capped = _capped_amount(record, exc)
             if capped is not None:
                 # persisted before it is sent, so every later attempt sends the same amount

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,8 +9,17 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from credit_service.client import CreditClient
-from metering_service.errors import InvalidUsage, UsageRecordConflict, UsageRecordNotFound
+from gridweave_clients.credit import CreditClient
+from gridweave_clients.metering.models import (
+    RecordUsageRequest,
+    SettlementResponse,
+    UsagePageResponse,
+    UsageRecordResponse,
+    UsageTotalsResponse,
+)
+from gridweave_controller.billing import billed_seconds
+from gridweave_runtime.errors import InvalidRequest
+from metering_service.errors import UsageRecordConflict, UsageRecordNotFound
 from metering_service.models import SettlementState, UsageKind, UsageRecordModel
 from metering_service.pricing import (
     PriceTable,
@@ -19,17 +27,9 @@ from metering_service.pricing import (
     VramBeyondPriceTable,
     price_per_gpu_second,
 )
-from metering_service.schemas.usage import (
-    RecordUsageRequest,
-    SettlementResponse,
-    UsagePageResponse,
-    UsageRecordResponse,
-    UsageTotalsResponse,
-)
 from metering_service.services.settlement import settle_usage_record
 
 __all__ = [
-    "billed_seconds_of",
     "get_usage_record",
     "list_user_usage",
     "record_usage",
@@ -50,11 +50,6 @@ _REPLAY_FIELDS = (
     "gpu_count",
     "billed_seconds",
 )
-
-
-def billed_seconds_of(wall_seconds: float) -> int:
-    """Running time rounded up to whole seconds."""
-    return math.ceil(wall_seconds)
 
 
 def usage_response(record: UsageRecordModel) -> UsageRecordResponse:
@@ -96,15 +91,15 @@ def usage_response(record: UsageRecordModel) -> UsageRecordResponse:
 def _subject(request: RecordUsageRequest) -> tuple[str, str, str]:
     """(kind, job or endpoint id, the reference its credit hold was placed with)."""
     if (request.job_id is None) == (request.endpoint_id is None):
-        raise InvalidUsage("job_id", "give exactly one of job_id and endpoint_id")
+        raise InvalidRequest("job_id", "give exactly one of job_id and endpoint_id")
     if request.job_id is not None:
         if request.hold_reference not in (None, request.job_id):
-            raise InvalidUsage("hold_reference", "a job's hold is placed with its job id")
+            raise InvalidRequest("hold_reference", "a job's hold is placed with its job id")
         return UsageKind.JOB, request.job_id, request.job_id
     assert request.endpoint_id is not None
     if request.hold_reference is None:
         # an endpoint runs again and again: each run's hold has its own reference
-        raise InvalidUsage(
+        raise InvalidRequest(
             "hold_reference", "an endpoint run needs the reference its credit hold was placed with"
         )
     return UsageKind.ENDPOINT, request.endpoint_id, request.hold_reference
@@ -114,19 +109,19 @@ def _new_record_values(request: RecordUsageRequest, table: PriceTable) -> dict[s
     """The columns of a new record: validated against the rules, priced, costed."""
     kind, subject_id, hold_reference = _subject(request)
     if len(request.gpu_indices) != request.gpu_count:
-        raise InvalidUsage("gpu_indices", "must list exactly gpu_count GPU indices")
+        raise InvalidRequest("gpu_indices", "must list exactly gpu_count GPU indices")
     if len(set(request.gpu_indices)) != len(request.gpu_indices):
-        raise InvalidUsage("gpu_indices", "must not repeat an index")
+        raise InvalidRequest("gpu_indices", "must not repeat an index")
     try:
         price = price_per_gpu_second(table, vendor=request.vendor, vram_mb=request.vram_mb)
     except UnknownVendor as exc:
-        raise InvalidUsage("vendor", str(exc)) from exc
+        raise InvalidRequest("vendor", str(exc)) from exc
     except VramBeyondPriceTable as exc:
-        raise InvalidUsage("vram_mb", str(exc)) from exc
+        raise InvalidRequest("vram_mb", str(exc)) from exc
     finished_at = request.finished_at or datetime.now(UTC)
     if request.started_at is not None and finished_at < request.started_at:
-        raise InvalidUsage("finished_at", "must not be before started_at")
-    billed = billed_seconds_of(request.wall_seconds)
+        raise InvalidRequest("finished_at", "must not be before started_at")
+    billed = billed_seconds(request.wall_seconds)  # the controller's rule, the one rule
     cost = billed * request.gpu_count * price
     return {
         "kind": kind,
@@ -172,7 +167,7 @@ def record_usage(
     """Store the usage once per hold and settle that hold; (record, was it a replay).
 
     Raises:
-        InvalidUsage: the record breaks a rule the schema cannot express (names the field).
+        InvalidRequest: the record breaks a rule the schema cannot express (names the field).
         UsageRecordConflict: the hold already has a record with other figures.
     """
     values = _new_record_values(request, price_table)
@@ -221,10 +216,10 @@ def list_user_usage(
     """The records ``user_id`` ran that finished in [from, to), newest first, with totals.
 
     Raises:
-        InvalidUsage: ``to`` is not after ``from``.
+        InvalidRequest: ``to`` is not after ``from``.
     """
     if period_from is not None and period_to is not None and period_to <= period_from:
-        raise InvalidUsage("to", "must be after from")
+        raise InvalidRequest("to", "must be after from")
     conditions: list[ColumnElement[bool]] = [UsageRecordModel.user_id == user_id]
     if period_from is not None:
         conditions.append(UsageRecordModel.finished_at >= period_from)

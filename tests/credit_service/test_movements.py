@@ -284,7 +284,8 @@ class TestTransfer:
             headers=AUTH,
         )
         assert response.status_code == 422
-        assert response.json()["error"]["code"] == "same_account_transfer"
+        assert response.json()["error"]["code"] == "invalid_request"
+        assert [item["field"] for item in response.json()["error"]["fields"]] == ["to_user_id"]
 
 
 def test_deciding_under_lock_waits_for_no_ledger_reference(

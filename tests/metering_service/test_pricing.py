@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from credit_service.schemas.common import MAX_AMOUNT
+from gridweave_clients.credit.models import MAX_AMOUNT
 from metering_service.pricing import (
     DEFAULT_PRICE_TABLE,
     MAX_GPU_COUNT,

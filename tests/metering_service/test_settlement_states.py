@@ -6,8 +6,7 @@ import itertools
 
 import pytest
 
-from credit_service.schemas.accounts import AccountResponse
-from credit_service.schemas.holds import HoldResponse
+from gridweave_clients.credit.models import AccountResponse, HoldResponse
 from metering_service.models import SettlementState, UsageRecordModel
 from metering_service.services.settlement import ALLOWED_SETTLEMENT_MOVES, switch_settlement_state
 

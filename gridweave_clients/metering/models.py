@@ -1,4 +1,4 @@
-"""Usage record bodies."""
+"""metering_service's wire models: the bodies it validates and answers, shared with clients."""
 
 from __future__ import annotations
 
@@ -7,30 +7,29 @@ from typing import Annotated
 
 from pydantic import AwareDatetime, BaseModel, Field
 
-from credit_service.schemas.common import RequestBody, UserId
-from metering_service.pricing import MAX_GPU_COUNT, MAX_WALL_SECONDS, VendorName
+from gridweave_clients.fields import PrintableId, RequestBody, UserId
+from gridweave_controller.vendors import GpuVendor
 
 __all__ = [
+    "MAX_GPU_COUNT",
     "MAX_WALL_SECONDS",
+    "NodeName",
     "RecordUsageRequest",
     "SettlementResponse",
+    "SubjectId",
     "UsagePageResponse",
     "UsageRecordResponse",
     "UsageTotalsResponse",
 ]
 
+# A year and a day: no single job or endpoint run is billed for longer in one record.
+MAX_WALL_SECONDS = 366 * 24 * 3600
+# The most GPUs one usage record bills (one node's).
+MAX_GPU_COUNT = 64
+
 SubjectId = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=200,
-        pattern=r"^[\x21-\x7e]+$",
-        description="A job or endpoint id, or a credit hold reference.",
-    ),
+    PrintableId, Field(description="A job or endpoint id, or a credit hold reference.")
 ]
-
-
-# Printable ASCII without spaces: no NUL or other control character ever reaches PostgreSQL.
 NodeName = Annotated[
     str,
     Field(
@@ -63,7 +62,7 @@ class RecordUsageRequest(RequestBody):
         min_length=1, max_length=MAX_GPU_COUNT, description="GPU indices on the node; one per GPU."
     )
     vram_mb: int = Field(strict=True, gt=0, le=16_777_216, description="VRAM per GPU, MiB.")
-    vendor: VendorName = Field(description="A vendor of the price table.")
+    vendor: GpuVendor = Field(description="The GPUs' maker, priced by the price table.")
     gpu_count: int = Field(strict=True, ge=1, le=MAX_GPU_COUNT)
     wall_seconds: float = Field(
         ge=0, le=MAX_WALL_SECONDS, allow_inf_nan=False, description="Running time, seconds."

@@ -1,1 +1,0 @@
-"""Request and response bodies of credit_service (one module per resource)."""

@@ -1,1 +1,0 @@
-"""Request and response bodies of faucet_service (one module per resource)."""

@@ -1,0 +1,408 @@
+"""The internal HTTP client base every service client is built on: blocking and asyncio.
+
+One client holds a service's base URL, the internal token (``Authorization: Bearer``), the
+caller's identity headers, timeouts and a keep-alive connection pool. Both drivers send
+what the sans-IO core (``_core.py``) builds and let it decide about retries and errors, so
+they share one retry policy and one error decoding:
+
+- connect errors (nothing was sent) are retried for every call;
+- a timeout, a dropped connection or a 5xx is retried only for a replayable call: a read,
+  a PUT or a DELETE, or a write carrying an idempotency key (``idempotent=True``);
+- a 4xx is never retried; it raises a :class:`~gridweave_clients.errors.ServiceRefused`
+  subclass, and no usable answer raises :class:`~gridweave_clients.errors.ServiceUnavailable`.
+
+Requests go straight to httpx's pooled transport (``HTTPTransport``: pool, keep-alive,
+timeouts): the ``httpx.Client`` layer above it (cookies, redirects, auth flows, hooks) does
+nothing for an internal JSON API and costs about 0.17 ms of CPU per call.
+
+A client for another service is built on it in three steps (``credit.py`` is one)::
+
+    @validate_call                      # arguments checked by the wire models' own types
+    def get_widget(widget_id: WidgetId) -> Operation[WidgetResponse]:
+        \"\"\"One widget.\"\"\"
+        return model_operation("GET", f"/v1/widgets/{widget_id}", WidgetResponse)
+
+    class WidgetClient(InternalClient):
+        service = "widget_service"
+        get_widget = blocking(get_widget)      # AsyncWidgetClient: awaiting(get_widget)
+
+A service with its own error format passes ``decoder=`` (an :class:`ErrorDecoder`
+subclass); :meth:`InternalClient.request` returns the decoded JSON of any route, and
+:meth:`InternalClient.send` the raw :class:`Answer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import socket
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Any, ClassVar, Generic, ParamSpec, Self, TypeVar, overload
+
+import httpx
+from pydantic import ValidationError
+
+from gridweave_clients._core import (
+    Answer,
+    Call,
+    ErrorDecoder,
+    Operation,
+    RetryPolicy,
+    argument_fields,
+    classify_failure,
+    encode_json,
+)
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "ROLE_HEADER",
+    "USER_HEADER",
+    "AsyncInternalClient",
+    "InternalClient",
+    "awaiting",
+    "blocking",
+]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: Identity headers: believed by a service only with the internal token (gridweave_runtime).
+USER_HEADER = "X-Gridweave-User"
+ROLE_HEADER = "X-Gridweave-Role"
+DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+#: A request's headers and body go out in two writes; without TCP_NODELAY, Nagle's algorithm
+#: holds the body back until the headers are acknowledged.
+_SOCKET_OPTIONS = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+_LIMITS = httpx.Limits(max_connections=64, max_keepalive_connections=32)
+_JSON = "application/json"
+
+
+class _Base:
+    """What both drivers share: the request they build and the decisions they ask for."""
+
+    #: The service's name in error messages (a subclass sets it).
+    service: ClassVar[str] = "service"
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        role: str | None = None,
+        user: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        decoder: ErrorDecoder | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not token:
+            raise ValueError(f"the internal token is required to call {self.service}")
+        self.base_url = base_url.rstrip("/")
+        self.retry = retry or RetryPolicy()
+        self.decoder = decoder or ErrorDecoder(self.service)
+        self._headers = {
+            "Authorization": f"Bearer {token}",
+            "Accept": _JSON,
+            "User-Agent": f"gridweave-clients ({self.service})",
+        }
+        if role is not None:
+            self._headers[ROLE_HEADER] = role
+        if user is not None:
+            self._headers[USER_HEADER] = user
+        self._headers.update(headers or {})
+        self._body_headers = {**self._headers, "Content-Type": _JSON}
+        timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        self._extensions = {"timeout": timeout.as_dict()}
+        self.closed = False
+
+    def _request(self, call: Call) -> httpx.Request:
+        headers = self._headers if call.body is None else self._body_headers
+        if call.headers:
+            headers = {**headers, **call.headers}
+        return httpx.Request(
+            call.method,
+            self.base_url + call.path,
+            params=call.params,
+            headers=headers,
+            content=call.body,
+            extensions=self._extensions,
+        )
+
+    def _failed(self, call: Call, attempt: int, exc: httpx.TransportError) -> float:
+        """The delay before the next attempt; raises the decoder's error when none follows."""
+        failure = classify_failure(exc)
+        if failure is None or not self.retry.retries(call, attempt, failure):
+            raise self.decoder.unavailable(call, f"{type(exc).__name__}: {exc}") from exc
+        return self.retry.delay(attempt)
+
+    def _answered(self, call: Call, attempt: int, answer: Answer) -> float | None:
+        """None: the answer is final and a 2xx; else the delay before the next attempt."""
+        if answer.ok:
+            return None
+        if not self.retry.retries_answer(call, attempt, answer):
+            raise self.decoder.refused(call, answer)
+        return self.retry.delay(attempt)
+
+    def _parsed(self, operation: Operation[T], answer: Answer) -> T:
+        try:
+            return operation.parse(answer.content)
+        except ValueError as exc:  # pydantic's ValidationError and json's errors are ValueErrors
+            raise self.decoder.unavailable(
+                operation.call, f"an answer not understood: {exc}"
+            ) from None
+
+    def _decoded(self, call: Call, answer: Answer) -> Any:
+        try:
+            return answer.json()
+        except ValueError as exc:
+            raise self.decoder.unavailable(call, f"an answer that is not JSON: {exc}") from None
+
+    @staticmethod
+    def _call(
+        method: str,
+        path: str,
+        json: Any,
+        params: Mapping[str, str] | None,
+        headers: Mapping[str, str] | None,
+        idempotent: bool,
+    ) -> Call:
+        body = None if json is None else encode_json(json)
+        return Call(method, path, body, params, headers, idempotent)
+
+
+class InternalClient(_Base):
+    """A blocking client of one internal service over a pooled keep-alive transport."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        role: str | None = None,
+        user: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        decoder: ErrorDecoder | None = None,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(
+            base_url,
+            token,
+            role=role,
+            user=user,
+            timeout=timeout,
+            retry=retry,
+            decoder=decoder,
+            headers=headers,
+        )
+        self._transport = transport or httpx.HTTPTransport(
+            socket_options=_SOCKET_OPTIONS, limits=_LIMITS
+        )
+
+    def close(self) -> None:
+        """Close the pooled connections; every later call raises the decoder's ``closed``."""
+        self.closed = True  # httpx's transport would quietly open a new pool
+        self._transport.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def send(self, call: Call) -> Answer:
+        """Send ``call`` under the retry policy; the 2xx answer, or the decoder's error."""
+        attempt = 0
+        while True:
+            attempt += 1
+            if self.closed:
+                raise self.decoder.closed(call)
+            try:
+                response = self._transport.handle_request(self._request(call))
+                try:
+                    content = response.read()
+                finally:
+                    response.close()
+            except httpx.TransportError as exc:
+                time.sleep(self._failed(call, attempt, exc))
+                continue
+            answer = Answer(response.status_code, response.headers, content)
+            delay = self._answered(call, attempt, answer)
+            if delay is None:
+                return answer
+            time.sleep(delay)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool = False,
+    ) -> Any:
+        """One request; the decoded JSON of the 2xx answer (None when empty)."""
+        call = self._call(method, path, json, params, headers, idempotent)
+        return self._decoded(call, self.send(call))
+
+    def run(self, operation: Operation[T]) -> T:
+        """Send a typed operation; its parsed answer."""
+        return self._parsed(operation, self.send(operation.call))
+
+
+class AsyncInternalClient(_Base):
+    """The asyncio client of one internal service: the same policy, awaited."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        role: str | None = None,
+        user: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        decoder: ErrorDecoder | None = None,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(
+            base_url,
+            token,
+            role=role,
+            user=user,
+            timeout=timeout,
+            retry=retry,
+            decoder=decoder,
+            headers=headers,
+        )
+        self._transport = transport or httpx.AsyncHTTPTransport(
+            socket_options=_SOCKET_OPTIONS, limits=_LIMITS
+        )
+
+    async def aclose(self) -> None:
+        """Close the pooled connections; every later call raises the decoder's ``closed``."""
+        self.closed = True
+        await self._transport.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def send(self, call: Call) -> Answer:
+        """Send ``call`` under the retry policy; the 2xx answer, or the decoder's error."""
+        attempt = 0
+        while True:
+            attempt += 1
+            if self.closed:
+                raise self.decoder.closed(call)
+            try:
+                response = await self._transport.handle_async_request(self._request(call))
+                try:
+                    content = await response.aread()
+                finally:
+                    await response.aclose()
+            except httpx.TransportError as exc:
+                await asyncio.sleep(self._failed(call, attempt, exc))
+                continue
+            answer = Answer(response.status_code, response.headers, content)
+            delay = self._answered(call, attempt, answer)
+            if delay is None:
+                return answer
+            await asyncio.sleep(delay)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool = False,
+    ) -> Any:
+        """One request; the decoded JSON of the 2xx answer (None when empty)."""
+        call = self._call(method, path, json, params, headers, idempotent)
+        return self._decoded(call, await self.send(call))
+
+    async def run(self, operation: Operation[T]) -> T:
+        """Send a typed operation; its parsed answer."""
+        return self._parsed(operation, await self.send(operation.call))
+
+
+def _built(
+    client: _Base, builder: Callable[..., Operation[T]], *args: Any, **kwargs: Any
+) -> Operation[T]:
+    try:
+        return builder(*args, **kwargs)
+    except ValidationError as exc:
+        fields = argument_fields(builder, exc)
+        raise client.decoder.invalid_arguments(f"{builder.__name__} (not sent)", fields) from None
+
+
+class blocking(Generic[P, T]):  # noqa: N801 (a decorator-like descriptor)
+    """A client method from an operation builder: ``client.name(...)`` sends and parses it."""
+
+    def __init__(self, builder: Callable[P, Operation[T]]) -> None:
+        self.builder = builder
+        self.__doc__ = builder.__doc__
+        self.__wrapped__ = builder  # inspect.signature() and help() show the builder's
+
+    @overload
+    def __get__(self, client: None, owner: type[Any]) -> Self: ...
+    @overload
+    def __get__(self, client: InternalClient, owner: type[Any]) -> Callable[P, T]: ...
+    def __get__(self, client: InternalClient | None, owner: type[Any]) -> Self | Callable[P, T]:
+        if client is None:
+            return self
+        builder = self.builder
+
+        @functools.wraps(builder)
+        def method(*args: P.args, **kwargs: P.kwargs) -> T:
+            return client.run(_built(client, builder, *args, **kwargs))
+
+        return method
+
+
+class awaiting(Generic[P, T]):  # noqa: N801 (a decorator-like descriptor)
+    """An asyncio client method from an operation builder: awaited, it sends and parses."""
+
+    def __init__(self, builder: Callable[P, Operation[T]]) -> None:
+        self.builder = builder
+        self.__doc__ = builder.__doc__
+        self.__wrapped__ = builder  # inspect.signature() and help() show the builder's
+
+    @overload
+    def __get__(self, client: None, owner: type[Any]) -> Self: ...
+    @overload
+    def __get__(
+        self, client: AsyncInternalClient, owner: type[Any]
+    ) -> Callable[P, Awaitable[T]]: ...
+    def __get__(
+        self, client: AsyncInternalClient | None, owner: type[Any]
+    ) -> Self | Callable[P, Awaitable[T]]:
+        if client is None:
+            return self
+        builder = self.builder
+
+        @functools.wraps(builder)
+        async def method(*args: P.args, **kwargs: P.kwargs) -> T:
+            return await client.run(_built(client, builder, *args, **kwargs))
+
+        return method

@@ -1,0 +1,185 @@
+"""credit_service's wire models: the bodies it validates and answers, shared with its clients.
+
+Money is integer micro-credits (1 credit = 1,000,000), never floats.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from gridweave_clients.fields import RequestBody, UserId
+
+__all__ = [
+    "MAX_AMOUNT",
+    "AccountResponse",
+    "Amount",
+    "CaptureAmount",
+    "CaptureHoldRequest",
+    "DeductRequest",
+    "HoldResponse",
+    "IdempotencyKey",
+    "LedgerEntryResponse",
+    "LedgerPageResponse",
+    "MintRequest",
+    "MovementResponse",
+    "PlaceHoldRequest",
+    "Reference",
+    "ReleaseHoldRequest",
+    "SettleRequest",
+    "TransferRequest",
+    "TransferResponse",
+    "UserId",
+]
+
+# 10^15 micro-credits = 10^9 credits: far above any real balance, far below BIGINT's limit,
+# so no sum of accepted amounts can overflow.
+MAX_AMOUNT = 10**15
+
+Amount = Annotated[
+    int, Field(strict=True, gt=0, le=MAX_AMOUNT, description="Micro-credits (an integer).")
+]
+CaptureAmount = Annotated[
+    int, Field(strict=True, ge=0, le=MAX_AMOUNT, description="Micro-credits; 0 releases all.")
+]
+IdempotencyKey = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        pattern=r"^[\x21-\x7e]+$",
+        description="Makes a retry safe: the same key replays the first answer.",
+    ),
+]
+Reference = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        pattern=r"^[\x21-\x7e]+$",
+        description="What the hold pays for, e.g. a job id; settles it exactly once.",
+    ),
+]
+
+# -- accounts ---------------------------------------------------------------------------------
+
+
+class AccountResponse(BaseModel):
+    """An account: ``available`` = ``balance`` - ``held``; all in micro-credits."""
+
+    user_id: str
+    balance: int
+    held: int
+    available: int
+
+
+class LedgerEntryResponse(BaseModel):
+    """One ledger entry (negative ``amount`` took money out)."""
+
+    id: int
+    amount: int
+    balance_after: int
+    kind: str
+    operation_key: str
+    hold_id: int | None
+    counterparty_user_id: str | None
+    created_at: datetime
+
+
+class LedgerPageResponse(BaseModel):
+    """Entries newest first; pass ``next_before_id`` as ``before_id`` for the next page."""
+
+    user_id: str
+    entries: list[LedgerEntryResponse]
+    next_before_id: int | None
+
+
+# -- mint, deduct, transfer -------------------------------------------------------------------
+
+
+class MintRequest(RequestBody):
+    """Create money on a user's account (roles admin and faucet only)."""
+
+    amount: Amount
+    idempotency_key: IdempotencyKey
+
+
+class DeductRequest(RequestBody):
+    """Take money out of a user's available balance."""
+
+    amount: Amount
+    idempotency_key: IdempotencyKey
+
+
+class MovementResponse(BaseModel):
+    """The result of a mint or deduct: the account right after it."""
+
+    kind: Literal["mint", "deduct"]
+    idempotency_key: str
+    amount: int
+    account: AccountResponse
+
+
+class TransferRequest(RequestBody):
+    """Move money between two users, both legs or neither."""
+
+    from_user_id: UserId
+    to_user_id: UserId
+    amount: Amount
+    idempotency_key: IdempotencyKey
+
+
+class TransferResponse(BaseModel):
+    """The result of a transfer: both accounts right after it."""
+
+    idempotency_key: str
+    amount: int
+    from_account: AccountResponse
+    to_account: AccountResponse
+
+
+# -- holds and settlements --------------------------------------------------------------------
+
+
+class PlaceHoldRequest(RequestBody):
+    """Set money aside on a user's account; refused with 402 if unavailable."""
+
+    user_id: UserId
+    amount: Amount
+    idempotency_key: IdempotencyKey
+    reference: Reference | None = None
+
+
+class CaptureHoldRequest(RequestBody):
+    """Take ``amount`` (at most the hold) from the held money; the rest is released."""
+
+    amount: CaptureAmount
+    idempotency_key: IdempotencyKey
+
+
+class ReleaseHoldRequest(RequestBody):
+    """Give the whole hold back to the available balance."""
+
+    idempotency_key: IdempotencyKey
+
+
+class SettleRequest(RequestBody):
+    """Capture the hold placed with ``reference`` (a job id): exactly once per reference."""
+
+    reference: Reference
+    amount: CaptureAmount
+
+
+class HoldResponse(BaseModel):
+    """A hold and its account right after the operation that answered it."""
+
+    hold_id: int
+    user_id: str
+    amount: int
+    captured: int
+    released: int
+    status: str
+    reference: str | None
+    account: AccountResponse

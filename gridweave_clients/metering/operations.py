@@ -1,0 +1,64 @@
+"""metering_service's routes as typed operations (sans-IO), each declared once.
+
+Recording usage is replayable: metering keeps one record per credit hold, so the same
+record sent again returns the first (and finishes its settlement).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AwareDatetime, Field, validate_call
+
+from gridweave_clients._core import Operation, model_operation
+from gridweave_clients.fields import UserId
+from gridweave_clients.metering.models import (
+    RecordUsageRequest,
+    UsagePageResponse,
+    UsageRecordResponse,
+)
+
+__all__ = ["get_usage", "list_usage", "record_usage", "settle_usage"]
+
+UsageId = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
+PageLimit = Annotated[int, Field(strict=True, ge=1, le=1000)]
+
+
+@validate_call
+def record_usage(request: RecordUsageRequest) -> Operation[UsageRecordResponse]:
+    """Record a finished job's or endpoint run's usage and settle its hold (replay-safe)."""
+    return model_operation("POST", "/v1/usage", UsageRecordResponse, body=request, idempotent=True)
+
+
+@validate_call
+def list_usage(
+    user_id: UserId,
+    *,
+    period_from: AwareDatetime | None = None,
+    period_to: AwareDatetime | None = None,
+    limit: PageLimit = 100,
+    before_id: UsageId | None = None,
+) -> Operation[UsagePageResponse]:
+    """``user_id``'s usage that finished in [from, to), newest first, with the totals."""
+    params = {"user_id": user_id, "limit": str(limit)}
+    if period_from is not None:
+        params["from"] = period_from.isoformat()
+    if period_to is not None:
+        params["to"] = period_to.isoformat()
+    if before_id is not None:
+        params["before_id"] = str(before_id)
+    return model_operation("GET", "/v1/usage", UsagePageResponse, params=params)
+
+
+@validate_call
+def get_usage(usage_id: UsageId) -> Operation[UsageRecordResponse]:
+    """One usage record and its settlement."""
+    return model_operation("GET", f"/v1/usage/{usage_id}", UsageRecordResponse)
+
+
+@validate_call
+def settle_usage(usage_id: UsageId) -> Operation[UsageRecordResponse]:
+    """Try again to settle a pending or refused record; a settled one is returned as is."""
+    return model_operation(
+        "POST", f"/v1/usage/{usage_id}/settle", UsageRecordResponse, idempotent=True
+    )

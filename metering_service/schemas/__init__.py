@@ -1,1 +1,0 @@
-"""Request and response bodies of metering_service (one module per resource)."""
