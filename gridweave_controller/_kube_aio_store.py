@@ -10,6 +10,14 @@ from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
 from gridweave_controller._kube_store import MERGE_PATCH, as_object, raise_mapped
+from gridweave_controller._kube_watch import (
+    AsyncKubeWatch,
+    answer_error,
+    raw_list,
+    request_timeout,
+    watch_query,
+)
+from gridweave_controller._raw_watch import RawList
 from gridweave_controller.errors import TransportError
 from gridweave_controller.store import GROUP, VERSION
 
@@ -64,6 +72,60 @@ class AsyncKubeStore:
         if not isinstance(items, list):
             raise TransportError("the Kubernetes API answered a list without items")
         return items
+
+    async def list_page(
+        self,
+        namespace: str,
+        plural: str,
+        label_selector: str | None = None,
+        *,
+        field_selector: str | None = None,
+    ) -> RawList:
+        """List the matching objects with the list's resourceVersion (one request)."""
+        try:
+            result = await self._api.list_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                label_selector=label_selector,
+                field_selector=field_selector,
+            )
+        except _FAILURES as exc:
+            raise_mapped(exc, ApiException)
+        return raw_list(result)
+
+    async def watch(
+        self,
+        namespace: str,
+        plural: str,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_bookmarks: bool = True,
+    ) -> AsyncKubeWatch:
+        """Open a watch: the streaming list call, its status checked before any event."""
+        query = watch_query(
+            label_selector, field_selector, resource_version, timeout_seconds, allow_bookmarks
+        )
+        try:
+            response = await self._api.list_namespaced_custom_object_without_preload_content(
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                **query,
+                _request_timeout=request_timeout(timeout_seconds),
+            )
+            if not 200 <= response.status <= 299:
+                body = await response.read()
+                response.release()
+                raise answer_error(response.status, body, str(response.reason or ""))
+        except _FAILURES as exc:
+            raise_mapped(exc, ApiException)
+        return AsyncKubeWatch(response)
 
     async def delete(self, namespace: str, plural: str, name: str) -> None:
         """Delete one object."""

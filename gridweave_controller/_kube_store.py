@@ -8,10 +8,14 @@ from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from gridweave_controller._kube_watch import KubeWatch, raw_list, read_timeout, watch_query
+from gridweave_controller._raw_watch import RawList
 from gridweave_controller.errors import TransportError, error_from_status, parse_status_body
 from gridweave_controller.store import GROUP, VERSION
 
 MERGE_PATCH = "application/merge-patch+json"
+#: A watch request that gets no connection within this is a TransportError (then retried).
+WATCH_CONNECT_TIMEOUT_S = 10.0
 
 
 def raise_mapped(exc: Exception, answer: type[Exception] = ApiException) -> NoReturn:
@@ -79,6 +83,57 @@ class KubeStore:
         if not isinstance(items, list):
             raise TransportError("the Kubernetes API answered a list without items")
         return items
+
+    def list_page(
+        self,
+        namespace: str,
+        plural: str,
+        label_selector: str | None = None,
+        *,
+        field_selector: str | None = None,
+    ) -> RawList:
+        """List the matching objects with the list's resourceVersion (one request)."""
+        try:
+            result = self._api.list_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                label_selector=label_selector,
+                field_selector=field_selector,
+            )
+        except (ApiException, HTTPError) as exc:
+            raise_mapped(exc)
+        return raw_list(result)
+
+    def watch(
+        self,
+        namespace: str,
+        plural: str,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_bookmarks: bool = True,
+    ) -> KubeWatch:
+        """Open a watch: the streaming list call, its status checked before any event."""
+        query = watch_query(
+            label_selector, field_selector, resource_version, timeout_seconds, allow_bookmarks
+        )
+        try:
+            response = self._api.list_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                **query,
+                _preload_content=False,
+                _request_timeout=(WATCH_CONNECT_TIMEOUT_S, read_timeout(timeout_seconds)),
+            )
+        except (ApiException, HTTPError) as exc:
+            raise_mapped(exc)
+        return KubeWatch(response)
 
     def delete(self, namespace: str, plural: str, name: str) -> None:
         """Delete one object."""
