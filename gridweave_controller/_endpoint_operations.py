@@ -9,22 +9,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from gridweave_controller import _endpoint_moves
-from gridweave_controller._arguments import (
-    check_int,
-    check_outcome,
-    check_placement,
-    check_vendor,
-    selector,
-)
 from gridweave_controller._flow import Create, Delete, Flow, FlowContext, Get, List, Move
 from gridweave_controller._objects import new_object, owned_by
 from gridweave_controller._operation import delete, get, operation, post
-from gridweave_controller._status_change import check_text
-from gridweave_controller.conditions import check_message
 from gridweave_controller.errors import Invalid
 from gridweave_controller.models import Endpoint, Vendor
 from gridweave_controller.store import ENDPOINTS
-from gridweave_controller.validation import check_name
+from gridweave_controller.validation import (
+    check_int,
+    check_message,
+    check_name,
+    check_outcome,
+    check_placement,
+    check_text,
+    check_vendor,
+    selector,
+)
 
 __all__ = ["EndpointOperations"]
 

@@ -8,19 +8,15 @@ from typing import Any
 
 from gridweave_controller.conditions import (
     ConditionStatus,
-    check_message,
-    check_reason,
     format_precise_timestamp,
 )
 from gridweave_controller.errors import Invalid
 from gridweave_controller.phases import JobPhase, check_job_move
-from gridweave_controller.validation import check_gpu_indices
 
 from ._status_change import (
     ConditionUpdate,
     StatusChange,
     check_same_repeat,
-    check_text,
     wall_time_fields,
 )
 
@@ -48,8 +44,7 @@ def allocated(
     now: datetime,
 ) -> StatusChange | None:
     """Pending -> Allocated on ``node`` with ``gpu_indices``: one index per GPU of the spec."""
-    check_text(node, field="node", max_length=253)
-    indices = check_gpu_indices(gpu_indices)
+    indices = list(gpu_indices)
     if len(indices) != gpu_count:
         raise Invalid(
             f"{KIND} {name!r} asks for {gpu_count} GPU(s) (spec.gpuCount), "
@@ -112,7 +107,7 @@ def completed(
     """Running -> Completed; bills ``ceil(wall_seconds)``."""
     extra = wall_time_fields(wall_seconds)
     if result_ref is not None:
-        extra["resultRef"] = check_text(result_ref, field="result_ref", max_length=2048)
+        extra["resultRef"] = result_ref
     if not _moves(name, status, JobPhase.COMPLETED):
         check_same_repeat(KIND, name, status, extra)
         return None
@@ -129,8 +124,6 @@ def failed(
     now: datetime,
 ) -> StatusChange | None:
     """Pending, Allocated or Running -> Failed with a CamelCase ``reason``."""
-    check_reason(reason)
-    check_message(message)
     extra = wall_time_fields(wall_seconds)
     if not _moves(name, status, JobPhase.FAILED):
         check_same_repeat(KIND, name, status, extra)
@@ -142,7 +135,6 @@ def cancelled(
     name: str, status: Mapping[str, Any], *, message: str, wall_seconds: float | None, now: datetime
 ) -> StatusChange | None:
     """Pending, Allocated or Running -> Cancelled."""
-    check_message(message)
     extra = wall_time_fields(wall_seconds)
     if not _moves(name, status, JobPhase.CANCELLED):
         check_same_repeat(KIND, name, status, extra)
@@ -154,7 +146,6 @@ def timed_out(
     name: str, status: Mapping[str, Any], *, message: str, wall_seconds: float | None, now: datetime
 ) -> StatusChange | None:
     """Running -> TimedOut."""
-    check_message(message)
     extra = wall_time_fields(wall_seconds)
     if not _moves(name, status, JobPhase.TIMED_OUT):
         check_same_repeat(KIND, name, status, extra)
@@ -166,8 +157,6 @@ def pending(
     name: str, status: Mapping[str, Any], *, reason: str, message: str, now: datetime
 ) -> StatusChange | None:
     """Allocated or Running -> Pending (requeue): frees node and GPUs, ``attempts`` + 1."""
-    check_reason(reason)
-    check_message(message)
     if not _moves(name, status, JobPhase.PENDING):
         return None
     return StatusChange(

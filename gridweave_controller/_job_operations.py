@@ -10,13 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from gridweave_controller import _job_moves
-from gridweave_controller._arguments import (
-    check_int,
-    check_outcome,
-    check_placement,
-    check_vendor,
-    selector,
-)
 from gridweave_controller._flow import (
     Create,
     Delete,
@@ -30,11 +23,19 @@ from gridweave_controller._flow import (
 )
 from gridweave_controller._objects import new_object, owned_by
 from gridweave_controller._operation import delete, get, operation, post
-from gridweave_controller._status_change import check_text
 from gridweave_controller.models import Job, Vendor
 from gridweave_controller.phases import JobPhase
 from gridweave_controller.store import JOBS
-from gridweave_controller.validation import check_name, check_wall_seconds
+from gridweave_controller.validation import (
+    check_int,
+    check_name,
+    check_outcome,
+    check_placement,
+    check_text,
+    check_vendor,
+    check_wall_seconds,
+    selector,
+)
 
 __all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT_SECONDS", "JobOperations"]
 

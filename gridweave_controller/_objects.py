@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from gridweave_controller._arguments import object_labels
 from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.store import GROUP, VERSION
+from gridweave_controller.validation import object_labels
 
 __all__ = ["new_object", "owned_by"]
 

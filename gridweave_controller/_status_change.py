@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gridweave_controller.billing import billed_seconds
-from gridweave_controller.conditions import ConditionStatus, check_message, set_condition
-from gridweave_controller.errors import Conflict, Invalid
+from gridweave_controller.conditions import ConditionStatus, set_condition
+from gridweave_controller.errors import Conflict
 from gridweave_controller.validation import check_wall_seconds
 
 
@@ -102,17 +102,6 @@ def check_same_repeat(
         )
 
 
-def check_text(value: str, *, field: str, max_length: int, required: bool = True) -> str:
-    """Return ``value`` if it is a string within the schema's length limits."""
-    if not isinstance(value, str):
-        raise Invalid(f"{field} must be a string", field=field)
-    if required and not value:
-        raise Invalid(f"{field} must not be empty", field=field)
-    if len(value) > max_length:
-        raise Invalid(f"{field} is longer than {max_length} characters", field=field)
-    return value
-
-
 def parse_timestamp(value: object) -> datetime | None:
     """Read an RFC 3339 timestamp from a raw status, or None."""
     if not isinstance(value, str):
@@ -127,8 +116,6 @@ __all__ = [
     "ConditionUpdate",
     "StatusChange",
     "apply_change",
-    "check_message",
-    "check_text",
     "parse_timestamp",
     "status_merge_patch",
     "wall_time_fields",

@@ -17,28 +17,19 @@ Condition types written by Gridweave:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from gridweave_controller.errors import Invalid
+from gridweave_controller.validation import check_reason
 
 __all__ = [
-    "REASON_PATTERN",
     "ConditionStatus",
-    "check_message",
-    "check_reason",
     "format_precise_timestamp",
     "format_timestamp",
     "set_condition",
 ]
-
-#: The ``metav1.Condition.reason`` pattern (CamelCase, also enforced by the CRD schema).
-REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
-MAX_REASON_LENGTH = 1024
-MAX_MESSAGE_LENGTH = 32768
 
 
 class ConditionStatus(StrEnum):
@@ -61,24 +52,6 @@ def format_precise_timestamp(moment: datetime) -> str:
     if moment.tzinfo is None:
         raise ValueError("timestamps must be timezone-aware")
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def check_reason(reason: str, *, field: str = "reason") -> str:
-    """Return ``reason`` if it is a valid condition reason, else raise Invalid naming it."""
-    if len(reason) > MAX_REASON_LENGTH or not REASON_PATTERN.fullmatch(reason):
-        raise Invalid(
-            f"{field} {reason!r} must be CamelCase: a letter, then letters, digits, '_', ',' "
-            f"or ':' (at most {MAX_REASON_LENGTH} characters), e.g. 'NodeLost'",
-            field=field,
-        )
-    return reason
-
-
-def check_message(message: str, *, field: str = "message") -> str:
-    """Return ``message`` if it fits the schema's length limit, else raise Invalid."""
-    if len(message) > MAX_MESSAGE_LENGTH:
-        raise Invalid(f"{field} is longer than {MAX_MESSAGE_LENGTH} characters", field=field)
-    return message
 
 
 def set_condition(

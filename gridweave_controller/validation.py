@@ -1,4 +1,8 @@
-"""Checks run before any request: object names, labels, user ids (pure: no I/O).
+"""Every argument check of the typed operations, run before any request (pure: no I/O).
+
+Object names, labels, user ids, texts, numbers, vendors, placements and condition reasons:
+the flows call these before they send anything, so every transport refuses bad input the
+same way, naming the parameter.
 
 User ids are free text (an email, an OAuth subject) but label values are at most 63
 characters of ``[A-Za-z0-9._-]``, starting and ending alphanumeric. :func:`user_label_value`
@@ -12,16 +16,29 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from gridweave_controller.errors import Invalid
+from gridweave_controller.vendors import VENDORS
 
 __all__ = [
+    "MAX_MESSAGE_LENGTH",
+    "MAX_REASON_LENGTH",
+    "REASON_PATTERN",
     "USER_LABEL",
     "check_gpu_indices",
+    "check_int",
     "check_labels",
+    "check_message",
     "check_name",
+    "check_outcome",
+    "check_placement",
+    "check_reason",
+    "check_text",
+    "check_vendor",
     "check_wall_seconds",
+    "object_labels",
+    "selector",
     "user_label_value",
 ]
 
@@ -35,6 +52,10 @@ _DNS1123_SUBDOMAIN = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 )
 _NOT_LABEL_CHAR = re.compile(r"[^A-Za-z0-9._-]+")
+#: The ``metav1.Condition.reason`` pattern (CamelCase, also enforced by the CRD schema).
+REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+MAX_REASON_LENGTH = 1024
+MAX_MESSAGE_LENGTH = 32768
 MAX_NAME_LENGTH = 63
 MAX_LABEL_VALUE_LENGTH = 63
 _HASH_DIGITS = 16
@@ -126,3 +147,79 @@ def check_wall_seconds(wall_seconds: float | None) -> float | None:
             f"wall_seconds must be a finite number >= 0, not {wall_seconds!r}", field="wall_seconds"
         )
     return float(wall_seconds)
+
+
+def check_text(value: str, *, field: str, max_length: int, required: bool = True) -> str:
+    """Return ``value`` if it is a string within the schema's length limits."""
+    if not isinstance(value, str):
+        raise Invalid(f"{field} must be a string", field=field)
+    if required and not value:
+        raise Invalid(f"{field} must not be empty", field=field)
+    if len(value) > max_length:
+        raise Invalid(f"{field} is longer than {max_length} characters", field=field)
+    return value
+
+
+def check_reason(reason: str, *, field: str = "reason") -> str:
+    """Return ``reason`` if it is a valid condition reason, else raise Invalid naming it."""
+    if len(reason) > MAX_REASON_LENGTH or not REASON_PATTERN.fullmatch(reason):
+        raise Invalid(
+            f"{field} {reason!r} must be CamelCase: a letter, then letters, digits, '_', ',' "
+            f"or ':' (at most {MAX_REASON_LENGTH} characters), e.g. 'NodeLost'",
+            field=field,
+        )
+    return reason
+
+
+def check_message(message: str, *, field: str = "message") -> str:
+    """Return ``message`` if it fits the schema's length limit, else raise Invalid."""
+    if len(message) > MAX_MESSAGE_LENGTH:
+        raise Invalid(f"{field} is longer than {MAX_MESSAGE_LENGTH} characters", field=field)
+    return message
+
+
+def check_int(value: int, *, field: str, minimum: int, maximum: int | None = None) -> int:
+    """An integer in range, else Invalid naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise Invalid(f"{field} must be an integer >= {minimum}, not {value!r}", field=field)
+    if maximum is not None and value > maximum:
+        raise Invalid(f"{field} must be at most {maximum}, not {value}", field=field)
+    return value
+
+
+def check_vendor(vendor: str) -> str:
+    """One of the vendors the CRD allows, else Invalid."""
+    if vendor not in VENDORS:
+        raise Invalid(f"vendor must be one of {', '.join(VENDORS)}, not {vendor!r}", field="vendor")
+    return vendor
+
+
+def object_labels(user_id: str, labels: Mapping[str, str] | None) -> dict[str, str]:
+    """The caller's labels, checked, plus the user label derived from ``user_id``."""
+    checked = check_labels(labels)
+    if USER_LABEL in checked:
+        raise Invalid(
+            f"labels may not set {USER_LABEL}: it is derived from user_id", field="labels"
+        )
+    return {**checked, USER_LABEL: user_label_value(user_id)}
+
+
+def check_placement(node: str, gpu_indices: Sequence[int]) -> list[int]:
+    """A node name and GPU indices, checked; the indices as a list."""
+    check_text(node, field="node", max_length=253)
+    return check_gpu_indices(list(gpu_indices))
+
+
+def check_outcome(reason: str, message: str, wall_seconds: float | None) -> None:
+    """A terminal move's reason, message and wall time, checked."""
+    check_reason(reason)
+    check_message(message)
+    check_wall_seconds(wall_seconds)
+
+
+def selector(label_selector: str | None, user_id: str | None) -> str | None:
+    """The label selector, narrowed to the user's label when ``user_id`` is given."""
+    parts = [label_selector] if label_selector else []
+    if user_id is not None:
+        parts.append(f"{USER_LABEL}={user_label_value(user_id)}")
+    return ",".join(parts) or None

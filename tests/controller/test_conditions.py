@@ -7,12 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from gridweave_controller import Invalid
-from gridweave_controller.conditions import (
-    ConditionStatus,
-    check_reason,
-    format_timestamp,
-    set_condition,
-)
+from gridweave_controller.conditions import ConditionStatus, format_timestamp, set_condition
+from gridweave_controller.validation import check_reason
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=5)
