@@ -3,12 +3,12 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-PY_SOURCES := gridweave_controller gridweave_runtime kuberay_service job_gateway credit_service \
-	metering_service faucet_service gridweave tests bench
+PY_SOURCES := gridweave_controller gridweave_runtime gridweave_clients kuberay_service job_gateway \
+	credit_service metering_service faucet_service gridweave tests bench
 # Only the folders that exist: the layout grows issue by issue.
 CHECK_PATHS = $(wildcard $(PY_SOURCES))
 
-.PHONY: help install kubeapi lint typecheck pytest test bench clean
+.PHONY: help install kubeapi lint typecheck layers pytest test bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -33,13 +33,16 @@ lint: install  ## ruff lint and format check
 typecheck: install  ## mypy strict
 	$(BIN)/mypy $(CHECK_PATHS)
 
+layers: install  ## the import-linter contracts: the layers, no service importing another
+	$(BIN)/lint-imports --no-logo
+
 pytest: install kubeapi  ## the test suite (real apiserver and PostgreSQL included)
 	$(BIN)/pytest
 
-test: lint typecheck pytest  ## everything CI runs
+test: lint typecheck layers pytest  ## everything CI runs
 
 bench: install kubeapi  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python -m bench.$$(basename $$b .py) || exit 1; done
 
 clean:  ## remove the virtualenv and caches (not the apiserver build cache)
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache
