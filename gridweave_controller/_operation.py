@@ -34,6 +34,7 @@ from pydantic.alias_generators import to_camel
 from gridweave_controller._flow import Flow, FlowContext
 
 __all__ = [
+    "CRD_PREFIX",
     "AsyncRunner",
     "BlockingRunner",
     "Operation",
@@ -44,6 +45,8 @@ __all__ = [
     "post",
 ]
 
+#: Where kuberay-service serves the routes of the operations.
+CRD_PREFIX = "/v1/crd"
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 _FLOW_PREFIX = "Flow["

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 from pydantic.alias_generators import to_camel
@@ -133,6 +133,8 @@ class _Resource(BaseModel):
 class Job(_Resource):
     """A GridweaveJob as read from the store."""
 
+    KIND: ClassVar[str] = "GridweaveJob"
+
     @cached_property
     def spec(self) -> JobSpec:
         """``spec``, typed."""
@@ -205,6 +207,8 @@ class EndpointStatus(_WireModel):
 
 class Endpoint(_Resource):
     """A GridweaveEndpoint as read from the store."""
+
+    KIND: ClassVar[str] = "GridweaveEndpoint"
 
     @cached_property
     def spec(self) -> EndpointSpec:

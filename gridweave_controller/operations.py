@@ -16,9 +16,16 @@ from gridweave_controller._job_operations import (
     DEFAULT_TIMEOUT_SECONDS,
     JobOperations,
 )
-from gridweave_controller._operation import AsyncRunner, BlockingRunner, Operation, Route
+from gridweave_controller._operation import (
+    CRD_PREFIX,
+    AsyncRunner,
+    BlockingRunner,
+    Operation,
+    Route,
+)
 
 __all__ = [
+    "CRD_PREFIX",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT_SECONDS",
     "OPERATIONS",

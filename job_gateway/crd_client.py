@@ -8,27 +8,24 @@ The job gateway has no cluster access; kuberay-service re-exports the typed oper
     job = crd.get_job("job-1")
 
 The module functions are the operations of one :class:`ProxiedClient`; each call becomes
-the request its declaration names (:mod:`gridweave_controller.wire`).
+the request its declaration names (:mod:`gridweave_clients.kuberay`).
 
-Retries: every call is retried when the connection could not be made (nothing was sent).
-Reads are also retried after a timeout or a dropped connection. Writes (creates, deletes,
-phase setters) are not retried once sent: the first attempt may have been applied and the
-object moved on since, so a blind repeat could apply a move twice (a requeue after a
-re-allocation). The caller gets TransportError and reads the object to decide.
+Retries: a call that was not sent is retried; a read also after a dropped connection; a
+write is sent once (:class:`~gridweave_clients.kuberay.CrdRetryPolicy` says why).
 """
 
 from __future__ import annotations
 
 import os
 
-from gridweave_controller.errors import Invalid
-from job_gateway._proxied import (
+from gridweave_clients.kuberay import (
     DEFAULT_URL,
     TOKEN_ENV,
     URL_ENV,
     AsyncProxiedClient,
     ProxiedClient,
 )
+from gridweave_controller.errors import Invalid
 
 __all__ = [
     "DEFAULT_URL",

@@ -21,14 +21,13 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from gridweave_controller.aio import AsyncCrdClient
-from gridweave_controller.operations import OPERATIONS, Operation
+from gridweave_controller.operations import CRD_PREFIX, OPERATIONS, Operation
 from gridweave_controller.store import GROUP, VERSION
-from gridweave_controller.wire import PREFIX, kind_of
 from kuberay_service.schemas.crd import request_model
 
 __all__ = ["router"]
 
-router = APIRouter(prefix=PREFIX, tags=["crd"])
+router = APIRouter(prefix=CRD_PREFIX, tags=["crd"])
 #: The longest query value accepted (a label selector); longer ones are a 422.
 MAX_QUERY_LENGTH = 4096
 _KEYWORD = inspect.Parameter.KEYWORD_ONLY
@@ -53,7 +52,7 @@ def _responder(operation: Operation[..., Any]) -> Callable[[Any], Response]:
     if result_type is type(None):
         return lambda _result: Response(status_code=status_code)
     if typing.get_origin(result_type) is list:
-        kind = kind_of(typing.get_args(result_type)[0]) + "List"
+        kind = typing.get_args(result_type)[0].KIND + "List"
         return lambda items: JSONResponse(
             {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "items": [i.raw for i in items]}
         )

@@ -1,0 +1,317 @@
+"""The controller's typed operations over kuberay-service's ``/v1/crd``: the proxied clients.
+
+:class:`ProxiedClient` (blocking) and :class:`AsyncProxiedClient` inherit every operation of
+:mod:`gridweave_controller.operations`, with its signature, and send each call as the
+request its declaration names (:func:`request_for`) over the internal client base
+(:mod:`gridweave_clients.base`); the answer becomes the typed result, and a refusal the
+controller's own exception (:class:`StatusDecoder`: kuberay-service answers Kubernetes
+``Status`` bodies). An operation without a route (``wait_for_job``) runs its flow here,
+its reads sent as routed reads.
+
+On the wire: path parameters are checked as object names before anything is sent; a GET
+sends the other arguments as query parameters (None left out), any other method as a
+JSON body with camelCase keys.
+
+Retries (:class:`CrdRetryPolicy`): every call is retried when nothing was sent (a connect
+error); reads also after a timeout, a dropped connection or a 5xx. Writes (creates,
+deletes, phase setters) are not retried once sent: the first attempt may have been applied
+and the object moved on since, so a blind repeat could apply a move twice (a requeue after
+a re-allocation). The caller gets TransportError and reads the object to decide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import threading
+import time
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
+from typing import Any, TypeVar, cast
+
+import httpx
+from pydantic.alias_generators import to_snake
+
+from gridweave_clients._core import Answer, Call, ErrorDecoder, Failure, RetryPolicy, encode_json
+from gridweave_clients.base import AsyncInternalClient, InternalClient
+from gridweave_controller._flow import FlowContext, run_flow, run_flow_async
+from gridweave_controller.errors import (
+    CrdError,
+    Invalid,
+    TransportError,
+    error_from_status,
+    parse_status_body,
+)
+from gridweave_controller.models import Endpoint, Job
+from gridweave_controller.operations import (
+    CRD_PREFIX,
+    AsyncRunner,
+    BlockingRunner,
+    Operation,
+    Operations,
+)
+from gridweave_controller.store import ENDPOINTS, JOBS, AsyncRawStore, RawStore
+from gridweave_controller.validation import check_name
+
+__all__ = [
+    "DEFAULT_URL",
+    "TOKEN_ENV",
+    "URL_ENV",
+    "AsyncProxiedClient",
+    "CrdRetryPolicy",
+    "ProxiedClient",
+    "StatusDecoder",
+    "request_for",
+    "result_from",
+]
+
+URL_ENV = "KUBERAY_URL"
+TOKEN_ENV = "GRIDWEAVE_INTERNAL_TOKEN"
+DEFAULT_URL = "http://127.0.0.1:8800"
+DEFAULT_TIMEOUT_S = 30.0
+_SERVICE = "kuberay-service"
+#: The namespace is kuberay-service's: a composed flow's reads go through routes that
+#: ignore this one.
+_COMPOSED = FlowContext("gridweave")
+_ROUTED_GETS: dict[str, Operation[..., Any]] = {
+    JOBS: Operations.get_job,
+    ENDPOINTS: Operations.get_endpoint,
+}
+_T = TypeVar("_T")
+
+
+class CrdRetryPolicy(RetryPolicy):
+    """Only reads are sent again once they may have arrived; a write is sent once."""
+
+    def retries(self, call: Call, attempt: int, failure: Failure) -> bool:
+        """Not sent: retry anything; else only a GET."""
+        if attempt >= self.attempts:
+            return False
+        return failure is Failure.NOT_SENT or call.method == "GET"
+
+
+class StatusDecoder(ErrorDecoder):
+    """kuberay-service's ``Status`` bodies become the controller's own exceptions."""
+
+    def __init__(self) -> None:
+        super().__init__(_SERVICE)
+
+    def refused(self, call: Call, answer: Answer) -> Exception:
+        """The controller error the Status names (InvalidTransition, NotFound...)."""
+        return error_from_answer(answer.status_code, answer.content)
+
+    def unavailable(self, call: Call, reason: str) -> Exception:
+        """No usable answer: TransportError."""
+        return TransportError(f"{_SERVICE} {call.method} {call.path}: {reason}")
+
+    def closed(self, call: Call) -> Exception:
+        """The client was closed: TransportError, nothing sent."""
+        return TransportError(f"the connection to {_SERVICE} was closed")
+
+    def invalid_arguments(self, operation: str, fields: list[dict[str, str]]) -> Exception:
+        """Arguments refused before sending: Invalid naming the first one."""
+        field = fields[0]["field"] if fields else None
+        return Invalid(f"{operation}: invalid {field}", field=field)
+
+
+def error_from_answer(status_code: int, content: bytes) -> CrdError:
+    """The controller error a non-2xx answer's Status names (TransportError without one)."""
+    status = parse_status_body(content)
+    fallback = f"{_SERVICE} answered HTTP {status_code}"
+    if status is None:
+        return TransportError(f"{fallback}: {content[:500]!r}")
+    error = error_from_status(status, status_code, fallback=fallback)
+    if isinstance(error, Invalid) and error.field is not None and error.field.isidentifier():
+        # The wire names are the parameters in camelCase; name the parameter, as the direct
+        # transport does.
+        error.field = to_snake(error.field)
+    return error
+
+
+def _wire_value(name: str, value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):  # JSON cannot carry it
+        raise Invalid(f"{name} must be a finite number, not {value!r}", field=name)
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return list(value)
+    return value
+
+
+def request_for(
+    operation: Operation[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Call:
+    """The request that performs ``operation(*args, **kwargs)`` on kuberay-service."""
+    route = operation.route
+    if route is None:
+        raise TypeError(f"{operation.name} has no route: it is composed on the client")
+    arguments = operation.arguments(args, kwargs)
+    path = route.path
+    for name in route.path_parameters:
+        value = arguments.pop(name)
+        path = path.replace("{" + name + "}", check_name(value, field=name))
+    path = CRD_PREFIX + path
+    if route.method == "GET":
+        params = {route.wire_name(k): str(v) for k, v in arguments.items() if v is not None}
+        return Call("GET", path, params=params or None)
+    body = {route.wire_name(k): _wire_value(k, v) for k, v in arguments.items()}
+    return Call(route.method, path, body=encode_json(body) if body else None)
+
+
+@cache
+def _decoder(result_type: Any) -> Callable[[Any], Any]:
+    if result_type is type(None):
+        return lambda _body: None
+    if typing.get_origin(result_type) is list:
+        (model,) = typing.get_args(result_type)
+        return lambda body: [model.from_raw(raw) for raw in body["items"]]
+    return cast(Callable[[Any], Any], result_type.from_raw)
+
+
+def result_from(operation: Operation[..., Any], answer: Answer) -> Any:
+    """The typed result of a 2xx answer."""
+    return _decoder(operation.result_type)(answer.json())
+
+
+def _raw(result: Job | Endpoint) -> dict[str, Any]:
+    return result.raw
+
+
+class ProxiedClient(Operations, BlockingRunner):
+    """The typed operations over one pooled HTTP connection to kuberay-service's ``/v1/crd``.
+
+    Created unconnected; the first call connects from the environment unless
+    :meth:`connect` was called. :meth:`close` closes the pool; the next call connects again.
+    """
+
+    def __init__(self) -> None:
+        self._client: InternalClient | None = None
+        self._lock = threading.Lock()
+        self._first_use_lock = threading.Lock()
+
+    def connect(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """Point at kuberay-service at ``base_url``, authenticating with the internal token."""
+        if not token:
+            raise Invalid(f"{TOKEN_ENV} is required to call {_SERVICE}", field=TOKEN_ENV)
+        client = InternalClient(
+            base_url,
+            token,
+            timeout=httpx.Timeout(timeout, connect=5.0),
+            retry=CrdRetryPolicy(),
+            decoder=StatusDecoder(),
+            transport=transport,
+        )
+        with self._lock:
+            previous, self._client = self._client, client
+        if previous is not None:
+            previous.close()
+
+    def connect_from_environment(self) -> None:
+        """Connect to ``KUBERAY_URL`` (default port 8800 on loopback) with the internal token."""
+        self.connect(os.environ.get(URL_ENV) or DEFAULT_URL, os.environ.get(TOKEN_ENV, ""))
+
+    def close(self) -> None:
+        """Close the pooled connections; the next call connects again."""
+        with self._lock:
+            previous, self._client = self._client, None
+        if previous is not None:
+            previous.close()
+
+    def _connected(self) -> InternalClient:
+        client = self._client
+        if client is None:
+            with self._first_use_lock:  # two threads' first calls make one connection
+                if self._client is None:
+                    self.connect_from_environment()
+                client = self._client
+        if client is None:  # closed meanwhile
+            raise TransportError(f"the connection to {_SERVICE} was closed")
+        return client
+
+    def perform_operation(
+        self, operation: Operation[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> _T:
+        """Send the operation's request; a composed operation runs here over routed reads."""
+        if operation.route is None:
+            flow = operation.flow(_COMPOSED, *args, **kwargs)
+            return run_flow(flow, cast(RawStore, _RoutedReads(self)), time.sleep)
+        answer = self._connected().send(request_for(operation, args, kwargs))
+        return result_from(operation, answer)  # type: ignore[no-any-return]
+
+
+class AsyncProxiedClient(Operations, AsyncRunner):
+    """:class:`ProxiedClient`'s operations, awaited, over the asyncio client base."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if not token:
+            raise Invalid(f"{TOKEN_ENV} is required to call {_SERVICE}", field=TOKEN_ENV)
+        self._client = AsyncInternalClient(
+            base_url,
+            token,
+            timeout=httpx.Timeout(timeout, connect=5.0),
+            retry=CrdRetryPolicy(),
+            decoder=StatusDecoder(),
+            transport=transport,
+        )
+
+    @classmethod
+    def from_environment(cls) -> AsyncProxiedClient:
+        """A client for ``KUBERAY_URL`` (default port 8800 on loopback) with the token."""
+        return cls(os.environ.get(URL_ENV) or DEFAULT_URL, os.environ.get(TOKEN_ENV, ""))
+
+    async def close(self) -> None:
+        """Close the pooled connections; later calls fail with TransportError."""
+        await self._client.aclose()
+
+    async def perform_operation(
+        self, operation: Operation[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> _T:
+        """Send the operation's request; a composed operation runs here over routed reads."""
+        if operation.route is None:
+            flow = operation.flow(_COMPOSED, *args, **kwargs)
+            reads = cast(AsyncRawStore, _AsyncRoutedReads(self))
+            return await run_flow_async(flow, reads, asyncio.sleep)
+        answer = await self._client.send(request_for(operation, args, kwargs))
+        return result_from(operation, answer)  # type: ignore[no-any-return]
+
+
+class _RoutedReads:
+    """The store a composed flow runs on; its only call, ``get``, is a routed read.
+
+    Composed operations only read one object at a time (``wait_for_job``), so this is all
+    of :class:`~gridweave_controller.store.RawStore` they reach.
+    """
+
+    def __init__(self, client: ProxiedClient) -> None:
+        self._client = client
+
+    def get(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
+        """Read one object through its routed get."""
+        return _raw(self._client.perform_operation(_ROUTED_GETS[plural], (name,), {}))
+
+
+class _AsyncRoutedReads:
+    """:class:`_RoutedReads` for the asyncio client."""
+
+    def __init__(self, client: AsyncProxiedClient) -> None:
+        self._client = client
+
+    async def get(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
+        """Read one object through its routed get."""
+        return _raw(await self._client.perform_operation(_ROUTED_GETS[plural], (name,), {}))
