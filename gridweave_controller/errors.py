@@ -39,6 +39,7 @@ __all__ = [
     "WaitTimedOut",
     "error_from_status",
     "parse_status_body",
+    "status_body",
 ]
 
 
@@ -57,15 +58,7 @@ class CrdError(Exception):
         """The error as a Kubernetes ``Status`` dict (what a proxy sends over the wire)."""
         if self.status:
             return dict(self.status)
-        return {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.default_reason,
-            "code": self.code,
-        }
+        return status_body(self.code, self.default_reason, self.message)
 
 
 class NotFound(CrdError):
@@ -185,6 +178,24 @@ _BY_CODE: dict[int, type[CrdError]] = {
     410: Expired,
     422: Invalid,
 }
+
+
+def status_body(
+    code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A failure as a Kubernetes ``metav1.Status`` body: the one place one is built."""
+    status: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details:
+        status["details"] = dict(details)
+    return status
 
 
 def parse_status_body(body: bytes | str | None) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from gridweave_controller.errors import CrdError, TransportError
+from gridweave_controller.errors import CrdError, TransportError, status_body
 from gridweave_runtime.errors import GridweaveError
 
 __all__ = ["install_status_error_handlers", "status_response"]
@@ -36,23 +36,12 @@ def status_response(error: CrdError) -> JSONResponse:
     return JSONResponse(status, status_code=code)
 
 
-def _status(code: int, message: str, **details: Any) -> dict[str, Any]:
+def _status(code: int, message: str) -> dict[str, Any]:
     try:
         reason = HTTPStatus(code).phrase.title().replace(" ", "").replace("-", "")
     except ValueError:
         reason = "Unknown"
-    status: dict[str, Any] = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
-    if details:
-        status["details"] = details
-    return status
+    return status_body(code, reason, message)
 
 
 def _field(location: Sequence[Any]) -> str:
@@ -72,16 +61,7 @@ def _invalid_status(errors: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         for error in errors
     ]
     summary = "; ".join(f"{cause['field']}: {cause['message']}" for cause in causes)
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": f"invalid request: {summary}",
-        "reason": "Invalid",
-        "details": {"causes": causes},
-        "code": 422,
-    }
+    return status_body(422, "Invalid", f"invalid request: {summary}", {"causes": causes})
 
 
 def install_status_error_handlers(app: FastAPI) -> None:
