@@ -122,8 +122,8 @@ class TestLayerContract:
 
         assert result.returncode == 1, result.stdout + result.stderr
         broken = [line for line in result.stdout.splitlines() if line.endswith("BROKEN")]
-        assert len(broken) == 1, result.stdout
-        assert broken[0].startswith(contract)
+        # one import may break more than its own contract (the clients import the controller)
+        assert any(line.startswith(contract) for line in broken), result.stdout
 
     def test_every_top_level_package_is_a_root_package(self) -> None:
         packages = {
