@@ -9,7 +9,7 @@ import aiohttp
 from kubernetes.aio import client as aio_client
 from kubernetes.aio.client.exceptions import ApiException
 
-from gridweave_controller._kube_store import MERGE_PATCH, as_object, raise_mapped
+from gridweave_controller._kube_store import FIELD_MANAGER, MERGE_PATCH, as_object, raise_mapped
 from gridweave_controller._kube_watch import (
     AsyncKubeWatch,
     answer_error,
@@ -42,7 +42,7 @@ class AsyncKubeStore:
         """Create the object."""
         try:
             result = await self._api.create_namespaced_custom_object(
-                GROUP, VERSION, namespace, plural, body
+                GROUP, VERSION, namespace, plural, body, field_manager=FIELD_MANAGER
             )
         except _FAILURES as exc:
             raise_mapped(exc, ApiException)
@@ -59,12 +59,22 @@ class AsyncKubeStore:
         return as_object(result)
 
     async def list(
-        self, namespace: str, plural: str, label_selector: str | None
+        self,
+        namespace: str,
+        plural: str,
+        label_selector: str | None,
+        *,
+        field_selector: str | None = None,
     ) -> list[dict[str, Any]]:
-        """List the objects matching a label selector (one request)."""
+        """List the objects matching a label and a field selector (one request)."""
         try:
             result = await self._api.list_namespaced_custom_object(
-                GROUP, VERSION, namespace, plural, label_selector=label_selector
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                label_selector=label_selector,
+                field_selector=field_selector,
             )
         except _FAILURES as exc:
             raise_mapped(exc, ApiException)
@@ -140,7 +150,14 @@ class AsyncKubeStore:
         """Merge-patch the status subresource."""
         try:
             result = await self._api.patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, plural, name, patch, _content_type=MERGE_PATCH
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                name,
+                patch,
+                field_manager=FIELD_MANAGER,
+                _content_type=MERGE_PATCH,
             )
         except _FAILURES as exc:
             raise_mapped(exc, ApiException)

@@ -14,6 +14,8 @@ from gridweave_controller.errors import TransportError, error_from_status, parse
 from gridweave_controller.store import GROUP, VERSION
 
 MERGE_PATCH = "application/merge-patch+json"
+#: Who wrote what, in ``metadata.managedFields``: the writes of the typed client.
+FIELD_MANAGER = "gridweave-controller"
 #: A watch request that gets no connection within this is a TransportError (then retried).
 WATCH_CONNECT_TIMEOUT_S = 10.0
 
@@ -57,7 +59,7 @@ class KubeStore:
         """Create the object."""
         try:
             result = self._api.create_namespaced_custom_object(
-                GROUP, VERSION, namespace, plural, body
+                GROUP, VERSION, namespace, plural, body, field_manager=FIELD_MANAGER
             )
         except (ApiException, HTTPError) as exc:
             raise_mapped(exc)
@@ -71,11 +73,23 @@ class KubeStore:
             raise_mapped(exc)
         return as_object(result)
 
-    def list(self, namespace: str, plural: str, label_selector: str | None) -> list[dict[str, Any]]:
-        """List the objects matching a label selector (one request)."""
+    def list(
+        self,
+        namespace: str,
+        plural: str,
+        label_selector: str | None,
+        *,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """List the objects matching a label and a field selector (one request)."""
         try:
             result = self._api.list_namespaced_custom_object(
-                GROUP, VERSION, namespace, plural, label_selector=label_selector
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                label_selector=label_selector,
+                field_selector=field_selector,
             )
         except (ApiException, HTTPError) as exc:
             raise_mapped(exc)
@@ -148,7 +162,14 @@ class KubeStore:
         """Merge-patch the status subresource."""
         try:
             result = self._api.patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, plural, name, patch, _content_type=MERGE_PATCH
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                name,
+                patch,
+                field_manager=FIELD_MANAGER,
+                _content_type=MERGE_PATCH,
             )
         except (ApiException, HTTPError) as exc:
             raise_mapped(exc)

@@ -31,8 +31,20 @@ class RawStore(Protocol):
         """Read one object; raise NotFound (or CRDNotInstalled)."""
         ...
 
-    def list(self, namespace: str, plural: str, label_selector: str | None) -> list[dict[str, Any]]:
-        """List the objects matching a Kubernetes label selector."""
+    def list(
+        self,
+        namespace: str,
+        plural: str,
+        label_selector: str | None,
+        *,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """List the objects matching a label selector and a field selector.
+
+        Field selectors take ``metadata.name``, ``metadata.namespace`` and the CRDs'
+        selectable fields (``spec.userId``), with ``=``, ``==`` or ``!=``; any other field
+        is Invalid (the apiserver's 400 "field label not supported").
+        """
         ...
 
     def delete(self, namespace: str, plural: str, name: str) -> None:
@@ -58,9 +70,14 @@ class AsyncRawStore(Protocol):
         ...
 
     async def list(
-        self, namespace: str, plural: str, label_selector: str | None
+        self,
+        namespace: str,
+        plural: str,
+        label_selector: str | None,
+        *,
+        field_selector: str | None = None,
     ) -> list[dict[str, Any]]:
-        """List the objects matching a Kubernetes label selector."""
+        """List the objects matching a label selector and a field selector."""
         ...
 
     async def delete(self, namespace: str, plural: str, name: str) -> None:

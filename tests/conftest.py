@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.kubeapi import KubeAPI, KubeAPIUnavailable, kube_api, namespace_on_cluster
+from tests.support.kubeapi import KubeAPI, KubeAPIUnavailable, kube_api, namespace_for_test
 from tests.support.unavailable import fail_or_skip
 
 pytest_plugins: list[str] = [
@@ -35,15 +35,18 @@ def kubeapi() -> Iterator[KubeAPI]:
 def kube_namespace(request: pytest.FixtureRequest) -> Iterator[str]:
     """A namespace of its own for one test.
 
-    The local test apiserver serves only CRDs and needs no Namespace object; on an external
-    cluster (``GRIDWEAVE_TEST_KUBECONFIG``) the namespace is created and deleted around the test.
+    When the test uses the ``kubeapi`` fixture the Namespace object is created (the API
+    runs NamespaceLifecycle admission: no object lives in a missing namespace). It is
+    deleted afterwards only on an external cluster (``GRIDWEAVE_TEST_KUBECONFIG``): the
+    local API has no namespace controller, so a deleted namespace would only turn
+    Terminating, and the whole server goes away after the session anyway. Fixtures that
+    reach the API through ``request.getfixturevalue`` create it with
+    ``namespace_for_test`` themselves.
     """
     name = f"gw-test-{uuid.uuid4().hex[:10]}"
-    api: KubeAPI | None = None
-    if "kubeapi" in request.fixturenames:
-        api = request.getfixturevalue("kubeapi")
-    if api is None or api.started_here:
+    if "kubeapi" not in request.fixturenames:
         yield name
         return
-    with namespace_on_cluster(api.kubeconfig, name):
+    api: KubeAPI = request.getfixturevalue("kubeapi")
+    with namespace_for_test(api, name):
         yield name

@@ -26,7 +26,7 @@ from tests.contract.transports import (
     spy_memory_store,
 )
 from tests.support.http_server import serve_in_thread
-from tests.support.kubeapi import namespace_on_cluster
+from tests.support.kubeapi import namespace_for_test
 from tests.support.kuberay_fixtures import TOKEN, kuberay_app, kuberay_cluster_app
 
 
@@ -69,8 +69,7 @@ def transport(
             yield result
             return
         kubeapi = request.getfixturevalue("kubeapi")
-        if not kubeapi.started_here:
-            stack.enter_context(namespace_on_cluster(kubeapi.kubeconfig, kube_namespace))
+        stack.enter_context(namespace_for_test(kubeapi, kube_namespace))
         client = crd.init_k8s_client(kubeconfig=kubeapi.kubeconfig, namespace=kube_namespace)
         assert isinstance(client.store, KubeStore)
         stack.callback(client.store.close)

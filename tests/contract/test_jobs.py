@@ -37,7 +37,7 @@ class TestCreateJob:
         assert job.metadata.creation_timestamp is not None
         assert (job.spec.gpu_count, job.spec.vendor) == (2, "nvidia")
         assert (job.spec.timeout_seconds, job.spec.max_retries) == (60, 1)
-        assert "status" not in job.raw
+        assert job.raw["status"] == {"phase": "Pending"}  # the CRD's status default
 
     def test_raw_user_id_stays_in_spec_and_label_is_sanitized(self, transport: Transport) -> None:
         job = make_job(transport, user_id="Bob Smith <bob@example.com>")

@@ -18,15 +18,16 @@ from gridweave_controller import (
     RawStore,
 )
 from gridweave_controller._kube_store import KubeStore
-from gridweave_controller.store import GROUP, JOBS, VERSION
+from gridweave_controller.store import ENDPOINTS, GROUP, JOBS, VERSION
+from tests.support.kubeapi import namespace_for_test
 from tests.support.memory_store import MemoryStore
 
 
 @pytest.fixture(
     params=[pytest.param("mock", id="mock"), pytest.param("real", marks=pytest.mark.kubeapi)]
 )
-def store(request: pytest.FixtureRequest) -> Iterator[RawStore]:
-    """Each raw store in turn."""
+def store(request: pytest.FixtureRequest, kube_namespace: str) -> Iterator[RawStore]:
+    """Each raw store in turn (the real one with the test's Namespace created)."""
     if request.param == "mock":
         yield MemoryStore()
         return
@@ -36,7 +37,8 @@ def store(request: pytest.FixtureRequest) -> Iterator[RawStore]:
     )
     kube = KubeStore(api_client)
     try:
-        yield kube
+        with namespace_for_test(kubeapi, kube_namespace):
+            yield kube
     finally:
         kube.close()
 
@@ -59,8 +61,20 @@ def test_create_sets_identity_drops_status_and_applies_defaults(
     metadata = created["metadata"]
     assert metadata["generation"] == 1
     assert metadata["uid"] and metadata["creationTimestamp"].endswith("Z")
-    assert "status" not in created
+    # The status sent is dropped; the schema's status default shows on every read.
+    assert created["status"] == {"phase": "Pending"}
+    assert store.get(kube_namespace, JOBS, "a")["status"] == {"phase": "Pending"}
     assert created["spec"]["gpuCount"] == 1 and created["spec"]["vendor"] == "any"
+
+
+def test_first_status_write_is_a_write_even_if_it_matches_the_default(
+    store: RawStore, kube_namespace: str
+) -> None:
+    created = store.create(kube_namespace, JOBS, job_body("a"))
+    first = store.patch_status(kube_namespace, JOBS, "a", {"status": {"phase": "Pending"}})
+    assert int(first["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
+    cleared = store.patch_status(kube_namespace, JOBS, "a", {"status": {"phase": None}})
+    assert "phase" not in cleared["status"]  # the default fills a missing status, not a field
 
 
 def test_unknown_fields_are_pruned_without_error(store: RawStore, kube_namespace: str) -> None:
@@ -106,7 +120,7 @@ def test_merge_patch_null_removes_and_lists_are_replaced(
     patched = store.patch_status(
         kube_namespace, JOBS, "a", {"status": {"node": None, "gpuIndices": [3]}}
     )
-    assert patched["status"] == {"gpuIndices": [3]}
+    assert patched["status"] == {"phase": "Pending", "gpuIndices": [3]}
 
 
 def test_errors_map_to_the_same_classes(store: RawStore, kube_namespace: str) -> None:
@@ -219,3 +233,89 @@ def test_formats_and_list_map_keys_are_enforced(
     patch = {"metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}}
     with pytest.raises(Invalid):
         store.patch_status(kube_namespace, JOBS, "fmt", patch | {"status": status})
+
+
+class TestNamesTheTypedClientCannotTake:
+    """The CRDs' root CEL rule: a name is a DNS-1123 label, as ``check_name`` requires."""
+
+    @pytest.mark.parametrize("name", ["a.b", "x" * 64, "-a"], ids=["dot", "64-chars", "dash"])
+    def test_refused(self, store: RawStore, kube_namespace: str, name: str) -> None:
+        with pytest.raises(Invalid) as caught:
+            store.create(kube_namespace, JOBS, job_body(name))
+        assert caught.value.field == "metadata.name"
+
+    def test_longest_label_is_taken(self, store: RawStore, kube_namespace: str) -> None:
+        name = "a" * 63
+        assert store.create(kube_namespace, JOBS, job_body(name))["metadata"]["name"] == name
+
+
+@pytest.mark.parametrize("plural", [JOBS, ENDPOINTS])
+def test_gpu_indices_are_a_set(store: RawStore, kube_namespace: str, plural: str) -> None:
+    body = job_body("dup")
+    if plural == ENDPOINTS:
+        body["kind"] = "GridweaveEndpoint"
+        body["spec"] = {"userId": "u1", "mode": "vllm", "model": "m", "vramMb": 10}
+    store.create(kube_namespace, plural, body)
+    with pytest.raises(Invalid) as caught:
+        store.patch_status(kube_namespace, plural, "dup", {"status": {"gpuIndices": [0, 1, 1]}})
+    assert caught.value.field == "status.gpuIndices[2]"
+    assert caught.value.status["details"]["causes"][0]["reason"] == "FieldValueDuplicate"
+    patched = store.patch_status(kube_namespace, plural, "dup", {"status": {"gpuIndices": [1, 0]}})
+    assert patched["status"]["gpuIndices"] == [1, 0]
+
+
+class TestFieldSelectors:
+    """``spec.userId`` is a selectable field; ``metadata.name``/``namespace`` always are."""
+
+    @pytest.fixture
+    def users(self, store: RawStore, kube_namespace: str) -> RawStore:
+        for name, user in [("a", "alice"), ("b", "bob"), ("c", "alice"), ("d", "x,y=z")]:
+            body = job_body(name)
+            body["spec"]["userId"] = user
+            del body["metadata"]["labels"]  # found without any label
+            store.create(kube_namespace, JOBS, body)
+        return store
+
+    @pytest.mark.parametrize(
+        ("selector", "names"),
+        [
+            ("spec.userId=alice", ["a", "c"]),
+            ("spec.userId==alice", ["a", "c"]),
+            ("spec.userId!=alice", ["b", "d"]),
+            ("spec.userId=alice,metadata.name!=a", ["c"]),
+            ("metadata.name=b", ["b"]),
+            ("spec.userId=nobody", []),
+            ("spec.userId=", []),
+            ("spec.userId=x\\,y\\=z", ["d"]),
+            ("", ["a", "b", "c", "d"]),
+        ],
+    )
+    def test_matches(
+        self, users: RawStore, kube_namespace: str, selector: str, names: list[str]
+    ) -> None:
+        found = users.list(kube_namespace, JOBS, None, field_selector=selector)
+        assert [obj["metadata"]["name"] for obj in found] == names
+
+    def test_namespace_field(self, users: RawStore, kube_namespace: str) -> None:
+        found = users.list(kube_namespace, JOBS, None, field_selector="metadata.namespace=other")
+        assert found == []
+        selector = f"metadata.namespace={kube_namespace},spec.userId=bob"
+        found = users.list(kube_namespace, JOBS, None, field_selector=selector)
+        assert [obj["metadata"]["name"] for obj in found] == ["b"]
+
+    @pytest.mark.parametrize(
+        ("selector", "message"),
+        [
+            ("spec.vramMb=10", "field label not supported: spec.vramMb"),
+            ("spec.userId", "can't understand 'spec.userId'"),
+            ("spec.userId=a=b", "unescaped character in value"),
+            ("spec.userId=a\\b", "invalid escape sequence"),
+        ],
+    )
+    def test_refused(
+        self, store: RawStore, kube_namespace: str, selector: str, message: str
+    ) -> None:
+        with pytest.raises(Invalid) as caught:
+            store.list(kube_namespace, JOBS, None, field_selector=selector)
+        assert caught.value.status["reason"] == "BadRequest"
+        assert message in str(caught.value)

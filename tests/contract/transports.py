@@ -68,9 +68,11 @@ def spy_memory_store(transport: Transport, store: Any, monkeypatch: pytest.Monke
     for method, verb in _MEMORY_VERBS.items():
         original = getattr(store, method)
 
-        def spy(*args: Any, _original: Callable[..., Any] = original, _verb: str = verb) -> Any:
+        def spy(
+            *args: Any, _original: Callable[..., Any] = original, _verb: str = verb, **kwargs: Any
+        ) -> Any:
             transport.record(_verb)
-            return _original(*args)
+            return _original(*args, **kwargs)
 
         monkeypatch.setattr(store, method, spy)
 

@@ -144,7 +144,7 @@ class TestKubeStoreMapping:
         exc.body = body
 
         class Raising:
-            def create_namespaced_custom_object(self, *args: Any) -> Any:
+            def create_namespaced_custom_object(self, *args: Any, **kwargs: Any) -> Any:
                 raise exc
 
         store = KubeStore.__new__(KubeStore)

@@ -7,6 +7,7 @@ reported as a ``metav1.Status`` cause with the field path the apiserver would us
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,6 +35,8 @@ class CrdSchema:
     plural: str
     kind: str
     schema: dict[str, Any]
+    #: The version's ``selectableFields`` JSON paths (``.spec.userId``).
+    selectable_fields: tuple[str, ...] = ()
 
 
 @cache
@@ -48,6 +51,7 @@ def load_schemas() -> dict[str, CrdSchema]:
             plural=names["plural"],
             kind=names["kind"],
             schema=version["schema"]["openAPIV3Schema"],
+            selectable_fields=tuple(f["jsonPath"] for f in version.get("selectableFields", [])),
         )
     return result
 
@@ -80,12 +84,7 @@ def normalize(value: Any, schema: dict[str, Any], path: str, causes: list[dict[s
         for key in schema.get("required", []):
             if key not in result:
                 causes.append(_cause("FieldValueRequired", _join(path, key), "Required value"))
-        for rule in schema.get("x-kubernetes-validations", []):
-            if not _holds(rule["rule"], result):
-                field = _join(path, rule.get("fieldPath", "").lstrip("."))
-                causes.append(
-                    _cause("FieldValueInvalid", field, f"Invalid value: {rule['message']}")
-                )
+        check_rules(schema, result, path, causes)
         return result
     if isinstance(value, list):
         items = schema.get("items", {})
@@ -96,9 +95,44 @@ def normalize(value: Any, schema: dict[str, Any], path: str, causes: list[dict[s
             _check_unique_keys(
                 result_list, schema.get("x-kubernetes-list-map-keys", []), path, causes
             )
+        if schema.get("x-kubernetes-list-type") == "set":
+            _check_unique_items(result_list, path, causes)
         return result_list
     _check_scalar(value, schema, path, causes)
     return value
+
+
+def check_rules(
+    schema: dict[str, Any], value: dict[str, Any], path: str, causes: list[dict[str, str]]
+) -> None:
+    """Append a cause for each ``x-kubernetes-validations`` rule of ``schema`` that fails."""
+    for rule in schema.get("x-kubernetes-validations", []):
+        if not _holds(rule["rule"], value):
+            field = _join(path, rule.get("fieldPath", "").lstrip("."))
+            reason = rule.get("reason", "FieldValueInvalid")
+            causes.append(_cause(reason, field, f"Invalid value: {rule['message']}"))
+
+
+def apply_read_defaults(obj: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Add the defaults of absent top-level fields, as the apiserver does on every read.
+
+    (``status: {default: {phase: Pending}}``: a status the create dropped reads as Pending.)
+    """
+    for key, sub in schema.get("properties", {}).items():
+        if key not in obj and "default" in sub:
+            obj[key] = normalize(copy.deepcopy(sub["default"]), sub, key, [])
+    return obj
+
+
+def _check_unique_items(items: list[Any], path: str, causes: list[dict[str, str]]) -> None:
+    """A set-list holds each value once."""
+    seen: list[Any] = []
+    for index, item in enumerate(items):
+        if item in seen:
+            causes.append(
+                _cause("FieldValueDuplicate", f"{path}[{index}]", f"Duplicate value: {item}")
+            )
+        seen.append(item)
 
 
 def _check_unique_keys(
@@ -162,14 +196,22 @@ def _go_pattern(pattern: str) -> str:
 
 
 _HAS_EITHER = re.compile(r"^has\(self\.(\w+)\) \|\| has\(self\.(\w+)\)$")
+_NAME_MATCHES = re.compile(r"^self\.metadata\.name\.matches\('([^']*)'\)$")
 
 
 def _holds(rule: str, value: dict[str, Any]) -> bool:
-    """Evaluate the CEL rules the manifests use (only ``has(self.a) || has(self.b)``)."""
-    match = _HAS_EITHER.match(rule)
-    if match is None:
-        raise NotImplementedError(f"the in-memory store cannot evaluate the CEL rule {rule!r}")
-    return match.group(1) in value or match.group(2) in value
+    """Evaluate the CEL rules the manifests use.
+
+    Only two forms: ``has(self.a) || has(self.b)`` and
+    ``self.metadata.name.matches('<RE2>')`` (CEL's ``matches`` finds the pattern anywhere,
+    like ``re.search``).
+    """
+    if match := _HAS_EITHER.match(rule):
+        return match.group(1) in value or match.group(2) in value
+    if match := _NAME_MATCHES.match(rule):
+        name = (value.get("metadata") or {}).get("name")
+        return isinstance(name, str) and re.search(_go_pattern(match.group(1)), name) is not None
+    raise NotImplementedError(f"the in-memory store cannot evaluate the CEL rule {rule!r}")
 
 
 def _join(path: str, key: str) -> str:

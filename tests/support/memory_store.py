@@ -4,7 +4,9 @@ What it enforces, as the apiserver does: uid, creationTimestamp and generation 1
 ``status`` dropped on create and only written through ``patch_status``; one resourceVersion
 counter bumped on every write (a patch that changes nothing is not a write); status writes
 never bump generation; a stale resourceVersion is a Conflict; the CRD schemas (defaults,
-pruning, validation) from ``k8s/*.yaml``; label selectors; deep copies in and out. Errors
+pruning, validation, the root CEL rule on the name, set-lists, the ``status`` default
+applied on every read) from ``k8s/*.yaml``; label selectors and field selectors on the
+selectable fields; deep copies in and out. Errors
 are built as ``metav1.Status`` dicts and mapped by the same ``error_from_status`` the real
 transport uses. ``inject_conflicts(n)`` makes the next n writes fail with Conflict.
 """
@@ -22,7 +24,14 @@ from typing import Any
 
 from gridweave_controller.errors import CrdError, error_from_status
 from gridweave_controller.store import GROUP
-from tests.support.crd_schema import CrdSchema, load_schemas, normalize
+from tests.support.crd_schema import (
+    CrdSchema,
+    apply_read_defaults,
+    check_rules,
+    load_schemas,
+    normalize,
+)
+from tests.support.field_selector import FieldSelectorError, parse_field_selector
 from tests.support.label_selector import SelectorError, parse_selector
 
 _DNS1123_SUBDOMAIN = re.compile(
@@ -145,6 +154,7 @@ class MemoryStore:
                     "field": "metadata.resourceVersion",
                 }
             )
+        check_rules(crd.schema, {"metadata": metadata}, "", causes)
         obj.pop("status", None)
         spec = normalize(obj.get("spec"), crd.schema["properties"]["spec"], "spec", causes)
         if "spec" not in obj:
@@ -173,32 +183,45 @@ class MemoryStore:
                 "spec": spec,
             }
             self._objects[key] = stored
-            return copy.deepcopy(stored)
+            return self._read(crd, stored)
+
+    @staticmethod
+    def _read(crd: CrdSchema, stored: dict[str, Any]) -> dict[str, Any]:
+        """A copy of a stored object as a read answers it: read defaults applied."""
+        return apply_read_defaults(copy.deepcopy(stored), crd.schema)
 
     def get(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
         """Read one object."""
         crd = self._crd(plural)
         with self._lock:
             self.calls["get"] += 1
-            return copy.deepcopy(self._existing(crd, namespace, name))
+            return self._read(crd, self._existing(crd, namespace, name))
 
-    def list(self, namespace: str, plural: str, label_selector: str | None) -> list[dict[str, Any]]:
-        """List the objects matching a label selector, ordered by name like the apiserver."""
-        self._crd(plural)
+    def list(
+        self,
+        namespace: str,
+        plural: str,
+        label_selector: str | None,
+        *,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """List the objects matching both selectors, ordered by name like the apiserver."""
+        crd = self._crd(plural)
         try:
             matches = parse_selector(label_selector)
-        except SelectorError as exc:
+            fields_match = parse_field_selector(field_selector, crd.selectable_fields)
+        except (SelectorError, FieldSelectorError) as exc:
             raise _failure("BadRequest", 400, str(exc)) from exc
         with self._lock:
             self.calls["list"] += 1
             found = [
-                obj
+                self._read(crd, obj)
                 for (ns, kind, _), obj in sorted(self._objects.items())
                 if ns == namespace
                 and kind == plural
                 and matches(obj["metadata"].get("labels") or {})
             ]
-            return copy.deepcopy(found)
+        return [obj for obj in found if fields_match(obj)]
 
     def delete(self, namespace: str, plural: str, name: str) -> None:
         """Delete one object (a write: the counter moves)."""
@@ -232,14 +255,17 @@ class MemoryStore:
                 )
                 raise _failure("Conflict", 409, message, name=name, kind=plural)
             causes: list[dict[str, str]] = []
-            merged = merge_patch(stored.get("status"), patch.get("status"))
+            current = self._read(crd, stored).get("status")
+            merged = merge_patch(current, patch.get("status"))
             status = normalize(merged, crd.schema["properties"]["status"], "status", causes)
             if causes:
                 raise self._invalid(crd, name, causes)
-            if status != stored.get("status", {}):
+            # Compared with what is stored, not with what a read shows: like etcd's bytes, a
+            # status only defaulted on read differs from the same status written.
+            if status != stored.get("status"):
                 stored["status"] = status
                 stored["metadata"]["resourceVersion"] = self._bump()
-            return copy.deepcopy(stored)
+            return self._read(crd, stored)
 
 
 class AsyncMemoryStore:
@@ -264,11 +290,16 @@ class AsyncMemoryStore:
         return self.store.get(namespace, plural, name)
 
     async def list(
-        self, namespace: str, plural: str, label_selector: str | None
+        self,
+        namespace: str,
+        plural: str,
+        label_selector: str | None,
+        *,
+        field_selector: str | None = None,
     ) -> list[dict[str, Any]]:
         """:meth:`MemoryStore.list`."""
         await asyncio.sleep(0)
-        return self.store.list(namespace, plural, label_selector)
+        return self.store.list(namespace, plural, label_selector, field_selector=field_selector)
 
     async def delete(self, namespace: str, plural: str, name: str) -> None:
         """:meth:`MemoryStore.delete`."""
