@@ -28,6 +28,7 @@ from bench.report import DOC, machine_line, write_section
 from gridweave_controller import CrdClient
 from gridweave_controller._kube_store import MERGE_PATCH, KubeStore
 from gridweave_controller.store import ENDPOINTS, GROUP, JOBS, VERSION
+from gridweave_runtime.kubeapi import ensure_namespace
 from tests.support.kubeapi import REPO_ROOT, kube_api
 
 GOAL = 1.10
@@ -493,6 +494,7 @@ def main() -> None:
         # One ApiClient (one keep-alive connection) for both sides: separate clients differ
         # by more than the typed layer costs.
         api_client = api_client_for(api.kubeconfig)
+        ensure_namespace(api_client, namespace)
         typed = CrdClient(KubeStore(api_client), namespace)
         raw = Raw(k8s_client.CustomObjectsApi(api_client), namespace)
         results = []
@@ -500,6 +502,7 @@ def main() -> None:
             results.append(bench_operation(op, typed, args.rounds))
             print(f"  {results[-1].name}: {results[-1].ratio:.3f}", flush=True)
         list_raw = Raw(raw.api, f"bench-list-{uuid.uuid4().hex[:8]}")
+        ensure_namespace(api_client, list_raw.namespace)
         list_typed = CrdClient(typed.store, list_raw.namespace)
         results.append(bench_list(list_typed, list_raw, args.list_rounds))
         api_client.close()  # type: ignore[no-untyped-call]

@@ -27,7 +27,7 @@ from bench.report import machine_line, write_section
 from gridweave_controller import CrdClient, crd
 from job_gateway.crd_client import ProxiedClient
 from tests.support.http_server import free_port
-from tests.support.kubeapi import REPO_ROOT, kube_api
+from tests.support.kubeapi import REPO_ROOT, kube_api, namespace_on_cluster
 
 GOAL = 1.5
 TOKEN = "bench-internal-token-" + uuid.uuid4().hex
@@ -170,7 +170,11 @@ def main() -> None:
     args = parser.parse_args()
     namespace = f"bench-{uuid.uuid4().hex[:8]}"
     runs: dict[str, list[Result]] = {"create job": [], "set_job_allocated": []}
-    with kube_api() as api, kuberay_process(api.kubeconfig, namespace) as (url, server_pid):
+    with (
+        kube_api() as api,
+        namespace_on_cluster(api.kubeconfig, namespace, delete=False),
+        kuberay_process(api.kubeconfig, namespace) as (url, server_pid),
+    ):
         direct = crd.init_k8s_client(kubeconfig=api.kubeconfig, namespace=namespace)
         proxied = ProxiedClient()
         proxied.connect(url, TOKEN)

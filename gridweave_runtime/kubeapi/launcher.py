@@ -101,6 +101,8 @@ class KubeAPIServer:
         namespaces: created (if missing) once the API is ready.
         crd_manifests: CRD manifests installed once the API is ready, then waited for
             until Established and published in the OpenAPI document.
+        apiserver_args: more kube-apiserver flags, after the launcher's own (a later flag
+            wins), e.g. ``--watch-cache=false``.
     """
 
     def __init__(
@@ -114,6 +116,7 @@ class KubeAPIServer:
         extra_hosts: Sequence[str] = (),
         namespaces: Sequence[str] = ("gridweave",),
         crd_manifests: Sequence[Path] = (),
+        apiserver_args: Sequence[str] = (),
     ) -> None:
         self.state_dir = state_dir
         self.binaries = binaries
@@ -123,8 +126,10 @@ class KubeAPIServer:
         self.extra_hosts = tuple(extra_hosts)
         self.namespaces = tuple(namespaces)
         self.crd_manifests = tuple(crd_manifests)
+        self.apiserver_args = tuple(apiserver_args)
         self._procs: list[Popen] = []
         self._url: str | None = None
+        self._etcd_url: str | None = None
 
     @property
     def url(self) -> str:
@@ -132,6 +137,13 @@ class KubeAPIServer:
         if self._url is None:
             raise KubeAPIError("the Kubernetes API server is not running")
         return self._url
+
+    @property
+    def etcd_url(self) -> str:
+        """etcd's client URL on loopback (only while started)."""
+        if self._etcd_url is None:
+            raise KubeAPIError("etcd is not running")
+        return self._etcd_url
 
     @property
     def kubeconfig(self) -> Path:
@@ -162,8 +174,9 @@ class KubeAPIServer:
         port = self.port or free_port(self.host)
         url = f"https://{self.host}:{port}"
         try:
-            etcd_url = self._start_etcd()
-            self._spawn("kube-apiserver", self._apiserver_args(pki, port, etcd_url))
+            self._etcd_url = etcd_url = self._start_etcd()
+            args = [*self._apiserver_args(pki, port, etcd_url), *self.apiserver_args]
+            self._spawn("kube-apiserver", args)
             deadline = time.monotonic() + timeout_s
             self._wait_ready(url, pki, deadline)
             config = kubeconfig_for_certificate(
@@ -184,7 +197,7 @@ class KubeAPIServer:
         for proc in reversed(self._procs):
             _stop(proc)
         self._procs.clear()
-        self._url = None
+        self._url = self._etcd_url = None
 
     def __enter__(self) -> KubeAPIServer:
         self.start()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kubernetes import config as k8s_config
+from kubernetes.aio import config as aio_config
 
 from gridweave_controller import (
     AlreadyExists,
@@ -17,9 +19,10 @@ from gridweave_controller import (
     NotFound,
     RawStore,
 )
-from gridweave_controller._kube_store import KubeStore
+from gridweave_controller._kube_aio_store import AsyncKubeStore
+from gridweave_controller._kube_store import FIELD_MANAGER, KubeStore
 from gridweave_controller.store import ENDPOINTS, GROUP, JOBS, VERSION
-from tests.support.kubeapi import namespace_for_test
+from tests.support.kubeapi import KubeAPI, namespace_for_test
 from tests.support.memory_store import MemoryStore
 
 
@@ -319,3 +322,38 @@ class TestFieldSelectors:
             store.list(kube_namespace, JOBS, None, field_selector=selector)
         assert caught.value.status["reason"] == "BadRequest"
         assert message in str(caught.value)
+
+
+@pytest.mark.kubeapi
+def test_the_kube_stores_write_as_the_controllers_field_manager(
+    kubeapi: KubeAPI, kube_namespace: str
+) -> None:
+    """managedFields name gridweave-controller for the spec (create) and the status."""
+    api_client = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=str(kubeapi.kubeconfig)
+    )
+    store = KubeStore(api_client)
+    try:
+        store.create(kube_namespace, JOBS, job_body("sync"))
+        status = {"phase": "Allocated", "node": "n1", "gpuIndices": [0]}
+        written = store.patch_status(kube_namespace, JOBS, "sync", {"status": status})
+    finally:
+        store.close()
+
+    async def through_asyncio() -> dict[str, Any]:
+        aio_client = await aio_config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(kubeapi.kubeconfig)
+        )
+        aio_store = AsyncKubeStore(aio_client)
+        try:
+            await aio_store.create(kube_namespace, JOBS, job_body("async"))
+            return await aio_store.patch_status(kube_namespace, JOBS, "async", {"status": status})
+        finally:
+            await aio_store.close()
+
+    for obj in (written, asyncio.run(through_asyncio())):
+        entries = {
+            (m["manager"], m["operation"], m.get("subresource", ""))
+            for m in obj["metadata"]["managedFields"]
+        }
+        assert entries == {(FIELD_MANAGER, "Update", ""), (FIELD_MANAGER, "Update", "status")}
