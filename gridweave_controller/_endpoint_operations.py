@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from gridweave_controller import _endpoint_moves
 from gridweave_controller._flow import Create, Delete, Flow, FlowContext, Get, List, Move
-from gridweave_controller._objects import new_object, owned_by
+from gridweave_controller._objects import new_object, user_field_selector
 from gridweave_controller._operation import delete, get, operation, post
 from gridweave_controller.errors import Invalid
 from gridweave_controller.models import Endpoint, Vendor
@@ -23,7 +23,6 @@ from gridweave_controller.validation import (
     check_placement,
     check_text,
     check_vendor,
-    selector,
 )
 
 __all__ = ["EndpointOperations"]
@@ -95,8 +94,8 @@ class EndpointOperations:
         self: FlowContext, label_selector: str | None = None, *, user_id: str | None = None
     ) -> Flow[list[Endpoint]]:
         """List endpoints, optionally by label selector and by user."""
-        call = List(self.namespace, ENDPOINTS, selector(label_selector, user_id))
-        return owned_by([Endpoint.from_raw(raw) for raw in (yield from call.result())], user_id)
+        call = List(self.namespace, ENDPOINTS, label_selector, user_field_selector(user_id))
+        return [Endpoint.from_raw(raw) for raw in (yield from call.result())]
 
     @operation(delete("/endpoints/{endpoint_id}"))
     def delete_endpoint(self: FlowContext, endpoint_id: str) -> Flow[None]:

@@ -118,14 +118,19 @@ class List(StoreCall[list[RawObject]]):
     namespace: str
     plural: str
     label_selector: str | None
+    field_selector: str | None = None
 
     def on(self, store: RawStore) -> list[RawObject]:
         """List the matching objects."""
-        return store.list(self.namespace, self.plural, self.label_selector)
+        return store.list(
+            self.namespace, self.plural, self.label_selector, field_selector=self.field_selector
+        )
 
     async def on_async(self, store: AsyncRawStore) -> list[RawObject]:
         """List the matching objects."""
-        return await store.list(self.namespace, self.plural, self.label_selector)
+        return await store.list(
+            self.namespace, self.plural, self.label_selector, field_selector=self.field_selector
+        )
 
 
 @dataclass(frozen=True, slots=True)

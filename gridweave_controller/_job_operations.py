@@ -21,7 +21,7 @@ from gridweave_controller._flow import (
     Move,
     Pause,
 )
-from gridweave_controller._objects import new_object, owned_by
+from gridweave_controller._objects import new_object, user_field_selector
 from gridweave_controller._operation import delete, get, operation, post
 from gridweave_controller.models import Job, Vendor
 from gridweave_controller.phases import JobPhase
@@ -34,7 +34,6 @@ from gridweave_controller.validation import (
     check_text,
     check_vendor,
     check_wall_seconds,
-    selector,
 )
 
 __all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT_SECONDS", "JobOperations"]
@@ -92,8 +91,8 @@ class JobOperations:
         self: FlowContext, label_selector: str | None = None, *, user_id: str | None = None
     ) -> Flow[list[Job]]:
         """List jobs, optionally by label selector and by user."""
-        call = List(self.namespace, JOBS, selector(label_selector, user_id))
-        return owned_by([Job.from_raw(raw) for raw in (yield from call.result())], user_id)
+        call = List(self.namespace, JOBS, label_selector, user_field_selector(user_id))
+        return [Job.from_raw(raw) for raw in (yield from call.result())]
 
     @operation(delete("/jobs/{job_id}"))
     def delete_job(self: FlowContext, job_id: str) -> Flow[None]:

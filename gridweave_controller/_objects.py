@@ -1,17 +1,14 @@
-"""New objects and listings by user: what the create and list operations share."""
+"""New objects and the selector of a user's objects: what create and list share."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any
 
-from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.store import GROUP, VERSION
-from gridweave_controller.validation import object_labels
+from gridweave_controller.validation import check_text, object_labels
 
-__all__ = ["new_object", "owned_by"]
-
-_Owned = TypeVar("_Owned", Job, Endpoint)
+__all__ = ["new_object", "user_field_selector"]
 
 
 def new_object(
@@ -26,10 +23,15 @@ def new_object(
     }
 
 
-def owned_by(items: list[_Owned], user_id: str | None) -> list[_Owned]:
-    """The items whose ``spec.userId`` is ``user_id`` (all of them for None)."""
-    # The user label is an index, not an identity: a sanitized-and-hashed value could equal
-    # another user's literal id, so the exact user id in the spec has the last word.
+def user_field_selector(user_id: str | None) -> str | None:
+    """The field selector of a user's objects: ``spec.userId`` (a selectable field).
+
+    Listing by user reads ``spec.userId`` itself, not the user label, so an object made
+    without the label (by kubectl, by another tool) is found too. ``\\``, ``,`` and ``=`` in
+    the id are escaped as the apiserver's field-selector grammar asks.
+    """
     if user_id is None:
-        return items
-    return [item for item in items if item.spec.user_id == user_id]
+        return None
+    check_text(user_id, field="user_id", max_length=253)
+    escaped = user_id.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
+    return f"spec.userId={escaped}"

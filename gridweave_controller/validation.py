@@ -38,7 +38,6 @@ __all__ = [
     "check_vendor",
     "check_wall_seconds",
     "object_labels",
-    "selector",
     "user_label_value",
 ]
 
@@ -215,11 +214,3 @@ def check_outcome(reason: str, message: str, wall_seconds: float | None) -> None
     check_reason(reason)
     check_message(message)
     check_wall_seconds(wall_seconds)
-
-
-def selector(label_selector: str | None, user_id: str | None) -> str | None:
-    """The label selector, narrowed to the user's label when ``user_id`` is given."""
-    parts = [label_selector] if label_selector else []
-    if user_id is not None:
-        parts.append(f"{USER_LABEL}={user_label_value(user_id)}")
-    return ",".join(parts) or None

@@ -145,6 +145,30 @@ class TestReadListDeleteJobs:
         assert [j.name for j in mine] == [impostor.name]
         assert [j.name for j in theirs] == [victim.name]
 
+    def test_a_job_made_without_the_user_label_is_listed_by_its_user(
+        self, transport: Transport
+    ) -> None:
+        name = new_id()
+        body = {
+            "apiVersion": "gridweave.io/v1",
+            "kind": "GridweaveJob",
+            "metadata": {"name": name},  # as kubectl makes it: no gridweave.io/user label
+            "spec": {"userId": "carol@example.com", "functionRef": "s3://f", "vramMb": 1},
+        }
+        transport.client.store.create(transport.namespace, "gridweavejobs", body)
+        mine = transport.api.list_jobs(user_id="carol@example.com")
+        assert [job.name for job in mine] == [name]
+        assert transport.api.list_jobs(user_id="dave@example.com") == []
+
+    @pytest.mark.parametrize("user_id", ["a,b", "team=ml", "back\\slash", "x=1,y=2\\"])
+    def test_user_ids_with_selector_syntax_list_exactly_their_jobs(
+        self, transport: Transport, user_id: str
+    ) -> None:
+        mine = make_job(transport, user_id=user_id)
+        make_job(transport, user_id=user_id + "x")
+        make_job(transport, user_id="a")
+        assert [job.name for job in transport.api.list_jobs(user_id=user_id)] == [mine.name]
+
     def test_list_of_other_namespace_is_empty(self, transport: Transport) -> None:
         make_job(transport)
         other = type(transport.client)(transport.client.store, new_id("ns"))
