@@ -130,7 +130,12 @@ def error_from_answer(status_code: int, content: bytes) -> CrdError:
     return error
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
 def _wire_value(name: str, value: Any) -> Any:
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, float) and not math.isfinite(value):  # JSON cannot carry it
         raise Invalid(f"{name} must be a finite number, not {value!r}", field=name)
     if isinstance(value, Mapping):

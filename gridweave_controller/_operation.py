@@ -26,7 +26,7 @@ import re
 import typing
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, Concatenate, Generic, Literal, ParamSpec, TypeVar, overload
 
 from pydantic.alias_generators import to_camel
@@ -71,6 +71,7 @@ class Route:
         return tuple(_PATH_PARAMETER.findall(self.path))
 
     @staticmethod
+    @cache
     def wire_name(parameter: str) -> str:
         """A parameter's name on the wire: ``gpu_indices`` -> ``gpuIndices``."""
         return to_camel(parameter)
@@ -155,10 +156,34 @@ class Operation(Generic[_P, _T]):
         }
 
     def arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        """The call's arguments by parameter name, defaults filled in (TypeError if unbound)."""
+        """The call's arguments by parameter name, defaults filled in (TypeError if unbound).
+
+        The common call (known names, none given twice) is bound without
+        ``inspect.Signature.bind``, which costs more than the rest of building a request;
+        anything else is left to it, for its exact TypeError.
+        """
+        positional, defaults, names = self._binding
+        if len(args) <= len(positional):
+            values = dict(zip(positional, args, strict=False))
+            if kwargs.keys() <= names and not values.keys() & kwargs.keys():
+                values.update(kwargs)
+                for name, default in defaults.items():
+                    values.setdefault(name, default)
+                if len(values) == len(names):
+                    return values
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return bound.arguments
+
+    @cached_property
+    def _binding(self) -> tuple[tuple[str, ...], dict[str, Any], frozenset[str]]:
+        """The names that may be given by position, the defaults, and every name."""
+        parameters = self.signature.parameters.values()
+        positional = tuple(
+            p.name for p in parameters if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
+        defaults = {p.name: p.default for p in parameters if p.default is not p.empty}
+        return positional, defaults, frozenset(self.signature.parameters)
 
     @cached_property
     def parameter_types(self) -> dict[str, Any]:
