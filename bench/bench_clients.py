@@ -64,7 +64,7 @@ def _variants() -> dict[str, Callable[[], object]]:
         return json.loads(response.read())
 
     def settle_plain() -> object:
-        body = {"reference": "job-1", "amount": 300}
+        body = {"reference": "job-1", "user_id": "u-1", "amount": 300}
         content = plain.post("/v1/settlements", json=body).content
         return HoldResponse.model_validate_json(content)
 
@@ -77,7 +77,9 @@ def _variants() -> dict[str, Callable[[], object]]:
         "httpx.Client + model_validate_json: typed GET": lambda: (
             AccountResponse.model_validate_json(plain.get("/v1/accounts/u-1").content)
         ),
-        "CreditClient.settle: typed POST": lambda: credit.settle(reference="job-1", amount=300),
+        "CreditClient.settle: typed POST": lambda: credit.settle(
+            reference="job-1", user_id="u-1", amount=300
+        ),
         "httpx.Client + model_validate_json: typed POST": settle_plain,
     }
 

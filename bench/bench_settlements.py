@@ -188,13 +188,15 @@ async def benchmark(
         assert status == 200, answer
 
     place_seconds = await run_clients(port, clients, holds, place)
-    settlements = [(reference, rng.randint(0, amount)) for reference, _, amount in holds]
+    settlements = [
+        (reference, user_id, rng.randint(0, amount)) for reference, user_id, amount in holds
+    ]
     answers: dict[str, Any] = {}
 
-    async def settle(connection: HttpConnection, settlement: tuple[str, int]) -> None:
-        reference, amount = settlement
+    async def settle(connection: HttpConnection, settlement: tuple[str, str, int]) -> None:
+        reference, user_id, amount = settlement
         status, answer = await connection.post(
-            "/v1/settlements", {"reference": reference, "amount": amount}
+            "/v1/settlements", {"reference": reference, "user_id": user_id, "amount": amount}
         )
         assert status == 200, answer
         assert reference not in answers, f"{reference} answered twice"
@@ -216,14 +218,14 @@ async def benchmark(
     cpu = {name: probe() - cpu_before[name] for name, probe in probes.items()}
     cpu["load generator"] = client_cpu
     # every settlement answered 200 exactly once, with the amount it asked for
-    assert {reference: answer["captured"] for reference, answer in answers.items()} == dict(
-        settlements
-    ), "a settlement is missing or answered with another amount"
+    assert {reference: answer["captured"] for reference, answer in answers.items()} == {
+        reference: amount for reference, _, amount in settlements
+    }, "a settlement is missing or answered with another amount"
 
-    async def replay(connection: HttpConnection, settlement: tuple[str, int]) -> None:
-        reference, amount = settlement
+    async def replay(connection: HttpConnection, settlement: tuple[str, str, int]) -> None:
+        reference, user_id, amount = settlement
         status, answer = await connection.post(
-            "/v1/settlements", {"reference": reference, "amount": amount}
+            "/v1/settlements", {"reference": reference, "user_id": user_id, "amount": amount}
         )
         assert status == 200 and answer == answers[reference], (reference, answer)
 
@@ -233,8 +235,8 @@ async def benchmark(
         "settlements_per_second": jobs / settle_seconds,
         "replays_per_second": jobs / replay_seconds,
         "cpu_ms_per_settlement": {name: 1000 * value / jobs for name, value in cpu.items()},
-        "expected_total": minted_each * users - sum(amount for _, amount in settlements),
-        "expected_entries": users + sum(1 for _, amount in settlements if amount > 0),
+        "expected_total": minted_each * users - sum(amount for _, _, amount in settlements),
+        "expected_entries": users + sum(1 for _, _, amount in settlements if amount > 0),
     }
 
 

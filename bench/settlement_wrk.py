@@ -40,12 +40,12 @@ def find_wrk() -> str | None:
 
 
 def settle_with_wrk(
-    wrk: str, *, port: int, clients: int, token: str, settlements: list[tuple[str, int]]
+    wrk: str, *, port: int, clients: int, token: str, settlements: list[tuple[str, str, int]]
 ) -> WrkRun:
-    """Send every (reference, amount) once from ``clients`` connections; return the run."""
+    """Send every (reference, user_id, amount) once from ``clients`` connections."""
     with tempfile.TemporaryDirectory(prefix="gridweave-wrk-") as folder:
         listing, answers_file = Path(folder) / "settlements", Path(folder) / "answers"
-        listing.write_text("".join(f"{ref} {amount}\n" for ref, amount in settlements))
+        listing.write_text("".join(f"{ref} {user} {amount}\n" for ref, user, amount in settlements))
         command = [wrk, "-t1", f"-c{clients}", "-d600s", "--timeout", "30s", "-s", str(SCRIPT)]
         command += [f"http://127.0.0.1:{port}", "--", str(listing), str(answers_file), token]
         # the time runs from starting wrk (reading the list included) to seeing the last

@@ -2,7 +2,7 @@
 --
 -- Run with one wrk thread (-t1), so one Lua state walks the list:
 --   wrk -t1 -c32 -d600s -s bench/settlements.lua URL -- SETTLEMENTS_FILE ANSWERS_FILE TOKEN
--- SETTLEMENTS_FILE: one "reference amount" per line. Each answer is written to ANSWERS_FILE
+-- SETTLEMENTS_FILE: one "reference user_id amount" per line. Each answer is written to ANSWERS_FILE
 -- as "status body" on one line; the Python side checks that every reference was answered
 -- 200 exactly once. The last answer ends the run (see response()). Connections that
 -- ask for work once the list is empty get GET /v1/settlements (with the token, which every
@@ -18,9 +18,9 @@ local headers
 
 function init(args)
   for line in io.lines(args[1]) do
-    local reference, amount = line:match("^(%S+) (%d+)$")
-    settlements[#settlements + 1] =
-      '{"reference":"' .. reference .. '","amount":' .. amount .. '}'
+    local reference, user_id, amount = line:match("^(%S+) (%S+) (%d+)$")
+    settlements[#settlements + 1] = '{"reference":"' .. reference .. '","user_id":"'
+      .. user_id .. '","amount":' .. amount .. '}'
   end
   answers_path = args[2]
   answers = assert(io.open(answers_path, "w"))

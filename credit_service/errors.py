@@ -9,7 +9,9 @@ Tree::
         ├── InsufficientFunds      402  (body: user_id, balance, held, available, needed)
         ├── IdempotencyConflict    409  (same key, different request)
         ├── HoldNotOpen            409
+        ├── HoldOwnerMismatch      409  (body: reference, hold_user_id, user_id)
         ├── CaptureExceedsHold     409
+        ├── BalanceLimitExceeded   409  (body: user_id, balance, amount, max_balance)
         └── ReferenceInUse         409
 
 A bad request field (a transfer to the same account too) is gridweave_runtime's
@@ -22,10 +24,12 @@ from gridweave_runtime.errors import GridweaveError
 
 __all__ = [
     "AccountNotFound",
+    "BalanceLimitExceeded",
     "CaptureExceedsHold",
     "CreditError",
     "HoldNotFound",
     "HoldNotOpen",
+    "HoldOwnerMismatch",
     "IdempotencyConflict",
     "InsufficientFunds",
     "ReferenceInUse",
@@ -78,6 +82,22 @@ class HoldNotOpen(CreditError):
     code = "hold_not_open"
     status_code = 409
     message = "the hold is no longer open"
+
+
+class HoldOwnerMismatch(CreditError):
+    """The hold is on another user's account than the one the settlement names."""
+
+    code = "hold_owner_mismatch"
+    status_code = 409
+    message = "the hold belongs to another user than the one named"
+
+
+class BalanceLimitExceeded(CreditError):
+    """The posting would take the balance past ``MAX_BALANCE``."""
+
+    code = "balance_limit_exceeded"
+    status_code = 409
+    message = "the balance would pass the maximum an account may hold"
 
 
 class CaptureExceedsHold(CreditError):

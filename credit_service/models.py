@@ -3,12 +3,14 @@
 Invariants (the database enforces the first three; tests check the rest):
 
 - ``accounts.balance >= 0``, ``accounts.held >= 0``, ``accounts.held <= accounts.balance``:
-  a balance never goes negative and holds never exceed it.
+  a balance never goes negative and holds never exceed it; ``accounts.balance <= 10^18``
+  (``MAX_BALANCE``): no sum of postings can pass BIGINT.
 - ``ledger_entries`` is append-only (a trigger refuses UPDATE, DELETE and TRUNCATE).
 - ``accounts.balance == sum(ledger_entries.amount)`` for the account: every change to a
   balance is an entry, written by ``services.ledger.move_money`` and nothing else.
 - ``accounts.held == sum(holds.amount)`` over the account's open holds.
-- An ``operations`` row exists per idempotency key that moved money; a retry replays it.
+- An ``operations`` row exists per (caller, kind, idempotency key) that moved money; a retry
+  replays it. ``caller`` is the calling service's role, so no caller can claim another's key.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from gridweave_clients.credit.models import MAX_BALANCE
 
 __all__ = [
     "AccountModel",
@@ -60,6 +64,7 @@ class AccountModel(CreditBase):
         CheckConstraint("balance >= 0", name="balance_not_negative"),
         CheckConstraint("held >= 0", name="held_not_negative"),
         CheckConstraint("held <= balance", name="held_within_balance"),
+        CheckConstraint(f"balance <= {MAX_BALANCE}", name="balance_within_maximum"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
@@ -114,12 +119,17 @@ class HoldModel(CreditBase):
 
 
 class OperationModel(CreditBase):
-    """An idempotency key that moved money: what was asked and what was answered."""
+    """An idempotency key that moved money: what was asked and what was answered.
+
+    Keyed per calling service (``caller``, its role; ``''`` for settlements, whose key is
+    derived from the reference) and operation (``kind``).
+    """
 
     __tablename__ = "operations"
 
+    caller: Mapped[str] = mapped_column(String(64), primary_key=True, server_default="")
+    kind: Mapped[str] = mapped_column(String(32), primary_key=True)
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
-    kind: Mapped[str] = mapped_column(String(32))
     fingerprint: Mapped[str] = mapped_column(String(64))
     status_code: Mapped[int] = mapped_column(SmallInteger, default=200)
     response: Mapped[dict[str, Any] | None] = mapped_column(JSONB, default=None)

@@ -28,16 +28,20 @@ __all__ = [
     "store_operation_response",
 ]
 
+# An operation is named by (caller, kind, key): one caller's key never meets another's.
+_OPERATION = (
+    "caller = CAST(:caller AS varchar) AND kind = CAST(:kind AS varchar)"
+    " AND key = CAST(:key AS varchar)"
+)
 _CLAIM_OPERATION = text(
-    "INSERT INTO operations (key, kind, fingerprint)"
-    " VALUES (CAST(:key AS varchar), CAST(:kind AS varchar), CAST(:fingerprint AS varchar))"
-    " ON CONFLICT (key) DO NOTHING RETURNING key"
+    "INSERT INTO operations (caller, kind, key, fingerprint)"
+    " VALUES (CAST(:caller AS varchar), CAST(:kind AS varchar), CAST(:key AS varchar),"
+    " CAST(:fingerprint AS varchar))"
+    " ON CONFLICT (caller, kind, key) DO NOTHING RETURNING key"
 )
-_FIND_OPERATION = text(
-    "SELECT kind, fingerprint, response FROM operations WHERE key = CAST(:key AS varchar)"
-)
+_FIND_OPERATION = text(f"SELECT kind, fingerprint, response FROM operations WHERE {_OPERATION}")
 _STORE_RESPONSE = text(
-    "UPDATE operations SET response = CAST(:response AS jsonb) WHERE key = CAST(:key AS varchar)"
+    f"UPDATE operations SET response = CAST(:response AS jsonb) WHERE {_OPERATION}"
 )
 _FIND_ACCOUNT = text(
     "SELECT id, user_id, balance, held FROM accounts WHERE user_id = CAST(:user_id AS varchar)"
@@ -67,7 +71,7 @@ _APPLY_POSTING = text(
 # psycopg's own placeholders: this one runs on the event loop's connections, not a session
 _SETTLE_HOLD = (
     "SELECT outcome, CAST(body AS text), account_id, hold_amount"
-    " FROM settle_hold(%s::varchar, %s::bigint, %s::varchar, %s::varchar)"
+    " FROM settle_hold(%s::varchar, %s::varchar, %s::bigint, %s::varchar, %s::varchar)"
 )
 _HOLD_COLUMNS = "id, account_id, amount, captured, status, reference"
 _LOCK_HOLD_BY_ID = text(
@@ -89,21 +93,27 @@ def _run(session: Session, statement: Any, params: dict[str, Any]) -> Any:
     return session.connection().execute(statement, params)
 
 
-def claim_operation(session: Session, *, key: str, kind: str, fingerprint: str) -> bool:
+def claim_operation(
+    session: Session, *, caller: str, kind: str, key: str, fingerprint: str
+) -> bool:
     """Insert the operation row for ``key``; False if it exists (waits for its writer)."""
-    params = {"key": key, "kind": kind, "fingerprint": fingerprint}
+    params = {"caller": caller, "kind": kind, "key": key, "fingerprint": fingerprint}
     return _run(session, _CLAIM_OPERATION, params).first() is not None
 
 
-def find_operation(session: Session, *, key: str) -> Row[Any] | None:
+def find_operation(session: Session, *, caller: str, kind: str, key: str) -> Row[Any] | None:
     """The (kind, fingerprint, response) recorded for ``key``."""
-    row: Row[Any] | None = _run(session, _FIND_OPERATION, {"key": key}).first()
+    params = {"caller": caller, "kind": kind, "key": key}
+    row: Row[Any] | None = _run(session, _FIND_OPERATION, params).first()
     return row
 
 
-def store_operation_response(session: Session, *, key: str, response_json: str) -> None:
+def store_operation_response(
+    session: Session, *, caller: str, kind: str, key: str, response_json: str
+) -> None:
     """Record the answer given for ``key``."""
-    _run(session, _STORE_RESPONSE, {"key": key, "response": response_json})
+    params = {"caller": caller, "kind": kind, "key": key, "response": response_json}
+    _run(session, _STORE_RESPONSE, params)
 
 
 def find_account(
@@ -157,14 +167,20 @@ def close_hold(session: Session, *, hold_id: int, captured: int, status: str) ->
 
 
 async def settle_hold(
-    connection: AsyncConnection, *, reference: str, amount: int, key: str, fingerprint: str
+    connection: AsyncConnection,
+    *,
+    reference: str,
+    user_id: str,
+    amount: int,
+    key: str,
+    fingerprint: str,
 ) -> tuple[str, str, int | None, int | None]:
     """Run the settlement function (only ``ledger.settle_hold`` calls this).
 
     Returns (outcome, body as JSON text, account id, hold amount).
     """
     cursor = await connection.execute(
-        _SETTLE_HOLD, (reference, amount, key, fingerprint), prepare=True
+        _SETTLE_HOLD, (reference, user_id, amount, key, fingerprint), prepare=True
     )
     row = await cursor.fetchone()
     assert row is not None  # the function always returns one row

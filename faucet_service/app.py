@@ -8,6 +8,7 @@ import httpx
 from fastapi import FastAPI
 
 from faucet_service.routers import outbox, refills, signups
+from faucet_service.sender import sending_mail
 from faucet_service.settings import DATABASE_NAME, FaucetSettings
 from gridweave_clients import RetryPolicy
 from gridweave_clients.credit import CreditClient
@@ -34,6 +35,7 @@ def create_app(
         routers=[signups.router, refills.router, outbox.router],
         database=DATABASE_NAME,
         migrations_dir=MIGRATIONS_DIR,
+        resources=sending_mail,  # the verification emails, sent off the request path
     )
     assert settings.internal_token is not None  # create_service_app refused to start without
     credit = CreditClient(

@@ -2,20 +2,25 @@
 
 Invariants:
 
-- ``verifications``: one row per email; only an HMAC of the code is stored, never the code.
+- ``verifications``: one row per mailbox (``email`` is the canonical mailbox,
+  ``faucet_service.mailboxes``; ``recipient`` the address the code was sent to); only an
+  HMAC of the code is stored in it.
   The code verifies only for ``user_id``, the user it was issued to; a sign-up by another
   user replaces it only once it is expired or locked. ``failed_attempts`` only grows until
   a new sign-up replaces the code.
-- ``grants``: one onboarding grant per email and one per user (both UNIQUE); its credit
-  idempotency key is derived from the email, so credit_service mints it once whatever
-  happens here.
+- ``grants``: one onboarding grant per mailbox and one per user (both UNIQUE); its credit
+  idempotency key is derived from the mailbox (keyed with the code secret) and stored, so
+  credit_service mints it once whatever happens here.
 - ``refills``: committed as ``pending`` before credit_service is called, with a fresh
   idempotency key, so a replay finishes that refill instead of minting another.
 - ``state`` of grants and refills moves ``pending -> minted`` only, through
   ``services.minting.mint_pending``.
 - ``rate_limit_hits``: one row per counted request; the sliding window counts them.
-- ``outbox_messages``: the emails written instead of sent when no SMTP server is set; the
-  operator reads them through ``GET /v1/outbox`` (role admin).
+- ``outbox_messages``: every verification email. ``kept`` when no SMTP server is set (the
+  operator reads them through ``GET /v1/outbox``, role admin); else ``queued`` until the
+  sender (``faucet_service.sender``) moves it to ``sent`` or, out of attempts, ``failed``
+  (only ``services.outbox`` changes the state). A sent or failed message's body is
+  blanked: the code is not kept once it is out of the queue.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ __all__ = [
     "GrantModel",
     "MintState",
     "OutboxMessageModel",
+    "OutboxState",
     "RateLimitHitModel",
     "RefillModel",
     "VerificationModel",
@@ -64,6 +70,7 @@ class VerificationModel(FaucetBase):
     __table_args__ = (CheckConstraint("failed_attempts >= 0", name="failed_attempts_not_negative"),)
 
     email: Mapped[str] = mapped_column(String(254), primary_key=True)
+    recipient: Mapped[str | None] = mapped_column(String(254), default=None)
     user_id: Mapped[str] = mapped_column(String(128))
     code_hash: Mapped[str] = mapped_column(String(64))
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -122,14 +129,38 @@ class RateLimitHitModel(FaucetBase):
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class OutboxState:
+    """Where an outbox message stands."""
+
+    KEPT = "kept"  # no SMTP server: kept for the operator
+    QUEUED = "queued"  # the sender will (try to) send it
+    SENT = "sent"
+    FAILED = "failed"  # out of attempts
+
+
 class OutboxMessageModel(FaucetBase):
-    """An email written here instead of sent (no SMTP server configured)."""
+    """A verification email: kept for the operator, or queued for the SMTP sender."""
 
     __tablename__ = "outbox_messages"
-    __table_args__ = (Index("ix_outbox_messages_recipient_id", "recipient", "id"),)
+    __table_args__ = (
+        CheckConstraint("state IN ('kept', 'queued', 'sent', 'failed')", name="outbox_state_known"),
+        Index("ix_outbox_messages_recipient_id", "recipient", "id"),
+        Index(
+            "ix_outbox_messages_queued",
+            "next_attempt_at",
+            "id",
+            postgresql_where="state = 'queued'",
+        ),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     recipient: Mapped[str] = mapped_column(String(254))
     subject: Mapped[str] = mapped_column(String(200))
     body: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16), default=OutboxState.KEPT, server_default="kept")
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # when the sender may next try; while an attempt is in flight, the end of its lease
+    next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    last_error: Mapped[str | None] = mapped_column(String(200), default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

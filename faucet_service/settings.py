@@ -79,5 +79,20 @@ class FaucetSettings(CreditCallerSettings):
         default="Gridweave <no-reply@gridweave.local>", description="From: of the emails sent."
     )
     smtp_timeout_seconds: float = Field(
-        default=10.0, gt=0, le=120, description="Timeout of the SMTP conversation."
+        default=10.0, gt=0, le=120, description="Timeout of each step of one SMTP attempt."
+    )
+    smtp_max_attempts: int = Field(
+        default=5, ge=1, le=50, description="Attempts to send one email before it is failed."
+    )
+    smtp_retry_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=3_600,
+        description="Wait before retrying a failed send, doubled after each attempt.",
+    )
+    smtp_poll_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        le=300,
+        description="How often the sender looks for due emails (a sign-up wakes it at once).",
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
@@ -15,8 +15,10 @@ from sqlalchemy import text
 from gridweave_runtime.auth import install_internal_auth
 from gridweave_runtime.database import Database, create_database, upgrade_database
 from gridweave_runtime.errors import install_error_handlers
+from gridweave_runtime.limits import install_body_limits
 from gridweave_runtime.metrics import install_health_and_metrics
 from gridweave_runtime.postgres import resolve_database_url, stop_embedded_server
+from gridweave_runtime.server import server_config
 from gridweave_runtime.settings import ServiceSettings
 
 __all__ = ["ConfigurationError", "create_service_app", "open_service_database", "serve"]
@@ -54,6 +56,7 @@ def create_service_app(
     migrations_dir: Path | None = None,
     version: str = "0.1.0",
     resources: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None,
+    body_limits: Mapping[str, int] | None = None,
 ) -> FastAPI:
     """A FastAPI app with auth, error mapping, /healthz, /metrics and (optionally) a database.
 
@@ -61,6 +64,8 @@ def create_service_app(
     kept in ``app.state.database`` and disposed of at shutdown; ``/healthz`` runs ``SELECT 1``.
     ``resources`` (optional) is entered when the app starts serving and left when it stops:
     what a service opens inside its event loop (an asyncio client's connections).
+    Request bodies are bounded by ``settings.max_body_bytes``, or per path prefix by
+    ``body_limits`` where a route legitimately takes more (``gridweave_runtime.limits``).
     """
     if settings.internal_token is None or not settings.internal_token.get_secret_value():
         raise ConfigurationError(f"{service}: GRIDWEAVE_INTERNAL_TOKEN must be set")
@@ -101,8 +106,15 @@ def create_service_app(
     )
     app.state.settings = settings
     app.state.database = opened
+    # added first, so it runs inside auth: a request without the token is refused unread
+    install_body_limits(
+        app,
+        max_body_bytes=settings.max_body_bytes,
+        body_timeout_seconds=settings.body_timeout_seconds,
+        body_limits=body_limits,
+    )
     install_internal_auth(app, settings.internal_token.get_secret_value())
-    install_error_handlers(app)
+    install_error_handlers(app, max_fields=settings.max_error_fields)
 
     def database_reachable() -> bool:
         if opened is None:
@@ -124,14 +136,7 @@ def create_service_app(
 def serve(app: FastAPI, settings: ServiceSettings) -> None:
     """Serve ``app`` with uvicorn on the configured host and port until interrupted.
 
-    ``X-Forwarded-For`` is not believed (``proxy_headers=False``): a caller's address is the
-    connection's, and the platform names an end user's address in a header of its own,
-    trusted only with the internal token.
+    Under the request-head limits of ``gridweave_runtime.server`` (``server_config``), with
+    ``X-Forwarded-For`` not believed.
     """
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        access_log=settings.access_log,
-        proxy_headers=False,
-    )
+    uvicorn.Server(server_config(app, settings)).run()

@@ -11,8 +11,10 @@ Tree::
 Every error answers ``{"error": {"code": ..., "message": ..., **details}}``. A bad request
 field, whether the schema or a service's own rule refused it, is one class,
 :class:`InvalidRequest`: 422 with ``code = "invalid_request"`` and ``fields``, one item per
-bad field, ``{"field": "amount", "message": "..."}``. Anything unexpected answers a bare 500
-without internals. ``gridweave_clients`` decodes these bodies into its own exceptions.
+bad field, ``{"field": "amount", "message": "..."}``. The answer never grows with the input:
+at most ``max_fields`` items (the rest counted in ``more_fields``), each field name and
+message cut to a few hundred characters. Anything unexpected answers a bare 500 without
+internals. ``gridweave_clients`` decodes these bodies into its own exceptions.
 """
 
 from __future__ import annotations
@@ -26,9 +28,20 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-__all__ = ["GridweaveError", "InvalidRequest", "error_body", "install_error_handlers"]
+__all__ = [
+    "MAX_ERROR_FIELDS",
+    "GridweaveError",
+    "InvalidRequest",
+    "error_body",
+    "install_error_handlers",
+]
 
 _logger = logging.getLogger("gridweave")
+
+#: The most bad fields one 422 lists by default (``<PREFIX>_MAX_ERROR_FIELDS``).
+MAX_ERROR_FIELDS = 20
+# A field name or message longer than this is cut: a 1 MB unknown key is not echoed back.
+_MAX_TEXT = 200
 
 
 class GridweaveError(Exception):
@@ -51,17 +64,40 @@ class InvalidRequest(GridweaveError):
     status_code = 422
     message = "invalid request"
 
-    def __init__(self, field: str, message: str, *, more: Sequence[Mapping[str, str]] = ()) -> None:
+    def __init__(
+        self,
+        field: str,
+        message: str,
+        *,
+        more: Sequence[Mapping[str, str]] = (),
+        more_fields: int = 0,
+    ) -> None:
         self.fields = [{"field": field, "message": message}]
         self.fields += [{"field": item["field"], "message": item["message"]} for item in more]
         names = ", ".join(item["field"] for item in self.fields)
-        super().__init__(f"invalid fields: {names}", fields=self.fields)
+        details: dict[str, Any] = {"fields": self.fields}
+        if more_fields:
+            names += f" and {more_fields} more"
+            details["more_fields"] = more_fields
+        super().__init__(f"invalid fields: {names}", **details)
 
     @classmethod
-    def of_fields(cls, fields: Sequence[Mapping[str, str]]) -> InvalidRequest:
-        """Several bad fields at once (a request the schema refused); at least one."""
-        first, *rest = fields
-        return cls(first["field"], first["message"], more=rest)
+    def of_fields(
+        cls,
+        fields: Sequence[Mapping[str, str]],
+        *,
+        limit: int = MAX_ERROR_FIELDS,
+        total: int | None = None,
+    ) -> InvalidRequest:
+        """Several bad fields at once (a request the schema refused); at least one.
+
+        At most ``limit`` are listed; ``more_fields`` counts the others of ``total`` (by
+        default, of ``fields``).
+        """
+        first, *rest = fields[:limit]
+        listed = 1 + len(rest)
+        more = max((len(fields) if total is None else total) - listed, 0)
+        return cls(first["field"], first["message"], more=rest, more_fields=more)
 
 
 def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
@@ -69,23 +105,33 @@ def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, **details}}
 
 
+def _cut(text: str) -> str:
+    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
+
+
 def _field_name(location: Sequence[Any]) -> str:
     # ("body", "amount") -> "amount"; ("query", "limit") -> "limit"; ("body",) -> "body"
     parts = [str(part) for part in location]
     if len(parts) > 1 and parts[0] in {"body", "query", "path", "header", "cookie"}:
         parts = parts[1:]
-    return ".".join(parts)
+    return _cut(".".join(parts))
 
 
 def _validation_fields(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     return [
-        {"field": _field_name(error.get("loc", ())), "message": str(error.get("msg", "invalid"))}
+        {
+            "field": _field_name(error.get("loc", ())),
+            "message": _cut(str(error.get("msg", "invalid"))),
+        }
         for error in errors
     ]
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Map GridweaveError, validation errors, HTTP errors and the unexpected to JSON, once."""
+def install_error_handlers(app: FastAPI, *, max_fields: int = MAX_ERROR_FIELDS) -> None:
+    """Map GridweaveError, validation errors, HTTP errors and the unexpected to JSON, once.
+
+    A 422 lists at most ``max_fields`` bad fields.
+    """
 
     async def on_gridweave_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, GridweaveError)
@@ -95,9 +141,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return await on_gridweave_error(
-            request, InvalidRequest.of_fields(_validation_fields(exc.errors()))
-        )
+        errors = exc.errors()
+        listed = _validation_fields(errors[:max_fields])
+        error = InvalidRequest.of_fields(listed, limit=max_fields, total=len(errors))
+        return await on_gridweave_error(request, error)
 
     async def on_http_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)

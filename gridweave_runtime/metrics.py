@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from anyio import CapacityLimiter, to_thread
 from fastapi import FastAPI, Response
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -112,9 +113,16 @@ def install_health_and_metrics(
 
     app.add_middleware(_RequestMetricsMiddleware, service=service, metrics=metrics)
 
-    @app.get("/healthz", include_in_schema=False)
-    def healthz() -> Response:
-        healthy = health_check() if health_check is not None else True
+    # A thread of its own: the check never queues behind requests holding the shared worker
+    # threads (a slow database call, a slow client), so a probe answers while they wait.
+    health_threads = CapacityLimiter(1)
+
+    # HEAD too: load balancers probe with it.
+    @app.api_route("/healthz", methods=["GET", "HEAD"], include_in_schema=False)
+    async def healthz() -> Response:
+        healthy = True
+        if health_check is not None:
+            healthy = await to_thread.run_sync(health_check, limiter=health_threads)
         body = b'{"status":"ok"}' if healthy else b'{"status":"unhealthy"}'
         return Response(body, status_code=200 if healthy else 503, media_type="application/json")
 

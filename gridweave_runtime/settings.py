@@ -66,6 +66,52 @@ class ServiceSettings(BaseSettings):
     run_migrations: bool = Field(
         default=True, description="Upgrade the database to the latest migration on start."
     )
+    # -- request limits (gridweave_runtime.server and gridweave_runtime.limits) --------------
+    max_header_bytes: int = Field(
+        default=16_384,
+        ge=1_024,
+        le=1_048_576,
+        description="Largest request head (request line + headers), bytes; past it: 431.",
+    )
+    max_header_count: int = Field(
+        default=100, ge=8, le=1_000, description="Most headers in one request; past it: 431."
+    )
+    header_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description=(
+            "Time a request head may take to arrive, from its first byte (or the connection's "
+            "opening); past it: 408 and the connection is closed (slowloris)."
+        ),
+    )
+    max_body_bytes: int = Field(
+        default=1_048_576,
+        ge=1_024,
+        le=1_073_741_824,
+        description=(
+            "Largest request body, bytes (a route may declare a larger one); past it: 413, "
+            "at once when Content-Length says so."
+        ),
+    )
+    body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3_600,
+        description="Time a request body may take to arrive after its head; past it: 408.",
+    )
+    keep_alive_seconds: int = Field(
+        default=5, ge=1, le=600, description="An idle keep-alive connection is closed after this."
+    )
+    max_error_fields: int = Field(
+        default=20,
+        ge=1,
+        le=1_000,
+        description=(
+            "Most bad fields a 422 lists; the rest are counted in more_fields, so an error "
+            "never grows with the input."
+        ),
+    )
     internal_token: SecretStr | None = Field(
         default=None,
         validation_alias=AliasChoices("GRIDWEAVE_INTERNAL_TOKEN"),

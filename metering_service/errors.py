@@ -5,7 +5,8 @@ Tree::
     GridweaveError (gridweave_runtime)
     └── MeteringError
         ├── UsageRecordNotFound   404
-        └── UsageRecordConflict   409  (same hold reference, different usage)
+        ├── UsageRecordConflict   409  (same hold reference, different usage)
+        └── HoldOwnerMismatch     409  (owner_id, hold_owner_id: the record is not kept)
 
 A usage record that passes the schema but breaks a rule (vendor, tiers, counts) raises
 gridweave_runtime's ``InvalidRequest`` (422 ``invalid_request``, the field named).
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from gridweave_runtime.errors import GridweaveError
 
-__all__ = ["MeteringError", "UsageRecordConflict", "UsageRecordNotFound"]
+__all__ = ["HoldOwnerMismatch", "MeteringError", "UsageRecordConflict", "UsageRecordNotFound"]
 
 
 class MeteringError(GridweaveError):
@@ -40,3 +41,11 @@ class UsageRecordConflict(MeteringError):
     code = "usage_record_conflict"
     status_code = 409
     message = "this job or endpoint run already has a different usage record"
+
+
+class HoldOwnerMismatch(MeteringError):
+    """The hold of the record's reference is on another account than the record's owner."""
+
+    code = "hold_owner_mismatch"
+    status_code = 409
+    message = "the credit hold of this reference belongs to another account than owner_id"

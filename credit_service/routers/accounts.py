@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
-from credit_service.routers.common import CallerDep, SessionDep
+from credit_service.routers.common import CallerDep, NamespaceDep, SessionDep
 from credit_service.services import accounts, movements
 from gridweave_clients.credit.models import (
     AccountResponse,
@@ -16,6 +16,7 @@ from gridweave_clients.credit.models import (
     MovementResponse,
     UserId,
 )
+from gridweave_clients.fields import DatabaseId
 from gridweave_runtime.auth import require_internal_caller, require_role
 from gridweave_runtime.responses import mark_replayed
 
@@ -46,7 +47,7 @@ def list_ledger(
     user_id: UserIdPath,
     session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    before_id: Annotated[int | None, Query(ge=1)] = None,
+    before_id: Annotated[DatabaseId | None, Query()] = None,
 ) -> LedgerPageResponse:
     """The account's ledger entries, newest first."""
     return accounts.list_account_entries(session, user_id=user_id, limit=limit, before_id=before_id)
@@ -57,13 +58,18 @@ def mint(
     user_id: UserIdPath,
     body: MintRequest,
     caller: CallerDep,
+    namespace: NamespaceDep,
     session: SessionDep,
     response: Response,
 ) -> MovementResponse:
     """Create credits on a user's account (X-Gridweave-Role admin or faucet)."""
     require_role(caller, *MINT_ROLES)
     result, replayed = movements.mint_credits(
-        session, user_id=user_id, amount=body.amount, idempotency_key=body.idempotency_key
+        session,
+        caller=namespace,
+        user_id=user_id,
+        amount=body.amount,
+        idempotency_key=body.idempotency_key,
     )
     mark_replayed(response, replayed)
     return result
@@ -71,11 +77,19 @@ def mint(
 
 @router.post("/{user_id}/deduct")
 def deduct(
-    user_id: UserIdPath, body: DeductRequest, session: SessionDep, response: Response
+    user_id: UserIdPath,
+    body: DeductRequest,
+    namespace: NamespaceDep,
+    session: SessionDep,
+    response: Response,
 ) -> MovementResponse:
     """Take credits from a user's available balance; 402 when they are not there."""
     result, replayed = movements.deduct_credits(
-        session, user_id=user_id, amount=body.amount, idempotency_key=body.idempotency_key
+        session,
+        caller=namespace,
+        user_id=user_id,
+        amount=body.amount,
+        idempotency_key=body.idempotency_key,
     )
     mark_replayed(response, replayed)
     return result

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Response
 
-from credit_service.routers.common import AsyncConnectionsDep, SessionDep
+from credit_service.routers.common import AsyncConnectionsDep, NamespaceDep, SessionDep
 from credit_service.services import holds
 from gridweave_clients.credit.models import (
     CaptureHoldRequest,
@@ -15,20 +15,24 @@ from gridweave_clients.credit.models import (
     ReleaseHoldRequest,
     SettleRequest,
 )
+from gridweave_clients.fields import DatabaseId
 from gridweave_runtime.auth import require_internal_caller
 from gridweave_runtime.responses import json_answer, mark_replayed
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["holds"], dependencies=[Depends(require_internal_caller)])
-HoldIdPath = Annotated[int, Path(ge=1, le=2**63 - 1)]
+HoldIdPath = Annotated[DatabaseId, Path()]
 
 
 @router.post("/v1/holds")
-def place_hold(body: PlaceHoldRequest, session: SessionDep, response: Response) -> HoldResponse:
+def place_hold(
+    body: PlaceHoldRequest, namespace: NamespaceDep, session: SessionDep, response: Response
+) -> HoldResponse:
     """Set credits aside; 402 with the balance and the amount needed when they are not there."""
     result, replayed = holds.place_hold(
         session,
+        caller=namespace,
         user_id=body.user_id,
         amount=body.amount,
         idempotency_key=body.idempotency_key,
@@ -46,11 +50,19 @@ def get_hold(hold_id: HoldIdPath, session: SessionDep) -> HoldResponse:
 
 @router.post("/v1/holds/{hold_id}/capture")
 def capture_hold(
-    hold_id: HoldIdPath, body: CaptureHoldRequest, session: SessionDep, response: Response
+    hold_id: HoldIdPath,
+    body: CaptureHoldRequest,
+    namespace: NamespaceDep,
+    session: SessionDep,
+    response: Response,
 ) -> HoldResponse:
     """Charge part or all of a hold; the rest goes back to the available balance."""
     result, replayed = holds.capture_hold(
-        session, hold_id=hold_id, amount=body.amount, idempotency_key=body.idempotency_key
+        session,
+        caller=namespace,
+        hold_id=hold_id,
+        amount=body.amount,
+        idempotency_key=body.idempotency_key,
     )
     mark_replayed(response, replayed)
     return result
@@ -58,11 +70,15 @@ def capture_hold(
 
 @router.post("/v1/holds/{hold_id}/release")
 def release_hold(
-    hold_id: HoldIdPath, body: ReleaseHoldRequest, session: SessionDep, response: Response
+    hold_id: HoldIdPath,
+    body: ReleaseHoldRequest,
+    namespace: NamespaceDep,
+    session: SessionDep,
+    response: Response,
 ) -> HoldResponse:
     """Give a whole hold back."""
     result, replayed = holds.release_hold(
-        session, hold_id=hold_id, idempotency_key=body.idempotency_key
+        session, caller=namespace, hold_id=hold_id, idempotency_key=body.idempotency_key
     )
     mark_replayed(response, replayed)
     return result
@@ -73,8 +89,8 @@ def release_hold(
 # serializing it again in Python cost more than the settlement's SQL.
 @router.post("/v1/settlements", response_model=HoldResponse)
 async def settle(body: SettleRequest, connections: AsyncConnectionsDep) -> Response:
-    """Settle the hold placed with ``reference`` (a job id): exactly once, safe to replay."""
+    """Settle ``user_id``'s hold placed with ``reference``: exactly once, safe to replay."""
     answer, replayed = await holds.settle_reference(
-        connections, reference=body.reference, amount=body.amount
+        connections, reference=body.reference, user_id=body.user_id, amount=body.amount
     )
     return json_answer(answer, replayed)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Response
 
-from credit_service.routers.common import SessionDep
+from credit_service.routers.common import NamespaceDep, SessionDep
 from credit_service.services import movements
 from gridweave_clients.credit.models import TransferRequest, TransferResponse
 from gridweave_runtime.auth import require_internal_caller
@@ -18,10 +18,13 @@ router = APIRouter(
 
 
 @router.post("")
-def transfer(body: TransferRequest, session: SessionDep, response: Response) -> TransferResponse:
+def transfer(
+    body: TransferRequest, namespace: NamespaceDep, session: SessionDep, response: Response
+) -> TransferResponse:
     """Move credits from one user to another: both legs or neither."""
     result, replayed = movements.transfer_credits(
         session,
+        caller=namespace,
         from_user_id=body.from_user_id,
         to_user_id=body.to_user_id,
         amount=body.amount,

@@ -107,7 +107,13 @@ def get_hold(session: Session, *, hold_id: int) -> HoldResponse:
 
 
 def place_hold(
-    session: Session, *, user_id: str, amount: int, idempotency_key: str, reference: str | None
+    session: Session,
+    *,
+    caller: str,
+    user_id: str,
+    amount: int,
+    idempotency_key: str,
+    reference: str | None,
 ) -> tuple[HoldResponse, bool]:
     """Set ``amount`` aside on ``user_id``'s account; 402 when it is not available."""
 
@@ -126,6 +132,7 @@ def place_hold(
 
     return run_idempotent(
         session,
+        caller=caller,
         key=idempotency_key,
         kind="hold",
         request={"user_id": user_id, "amount": amount, "reference": reference},
@@ -155,7 +162,7 @@ def _close_hold(
 
 
 def capture_hold(
-    session: Session, *, hold_id: int, amount: int, idempotency_key: str
+    session: Session, *, caller: str, hold_id: int, amount: int, idempotency_key: str
 ) -> tuple[HoldResponse, bool]:
     """Charge ``amount`` (at most the hold) and release the rest; the hold is then closed."""
 
@@ -165,6 +172,7 @@ def capture_hold(
 
     return run_idempotent(
         session,
+        caller=caller,
         key=idempotency_key,
         kind="capture",
         request={"hold_id": hold_id, "amount": amount},
@@ -174,7 +182,7 @@ def capture_hold(
 
 
 def release_hold(
-    session: Session, *, hold_id: int, idempotency_key: str
+    session: Session, *, caller: str, hold_id: int, idempotency_key: str
 ) -> tuple[HoldResponse, bool]:
     """Give the whole hold back to the available balance; the hold is then closed."""
 
@@ -184,6 +192,7 @@ def release_hold(
 
     return run_idempotent(
         session,
+        caller=caller,
         key=idempotency_key,
         kind="release",
         request={"hold_id": hold_id},
@@ -193,31 +202,33 @@ def release_hold(
 
 
 async def settle_reference(
-    connections: AsyncConnections, *, reference: str, amount: int
+    connections: AsyncConnections, *, reference: str, user_id: str, amount: int
 ) -> tuple[str, bool]:
-    """Capture ``amount`` of the hold placed with ``reference``: once, replayable forever.
+    """Capture ``amount`` of ``user_id``'s hold placed with ``reference``: once, for ever.
 
     Returns the answer as JSON text (the stored answer, byte for byte, on a replay) and
     whether it is a replay. One transaction: committed here, rolled back on any error.
     """
     key = settlement_key(reference)
-    fingerprint = request_fingerprint("settlement", {"reference": reference, "amount": amount})
+    request = {"reference": reference, "user_id": user_id, "amount": amount}
+    fingerprint = request_fingerprint("settlement", request)
     try:
-        return await _settle_once(connections, reference, amount, key, fingerprint)
+        return await _settle_once(connections, request, key, fingerprint)
     except OperationalError:
         # a kept connection the server dropped (a restart) fails once, and is discarded;
         # the settlement's key makes a second try safe, whether or not the first committed
-        return await _settle_once(connections, reference, amount, key, fingerprint)
+        return await _settle_once(connections, request, key, fingerprint)
 
 
 async def _settle_once(
-    connections: AsyncConnections, reference: str, amount: int, key: str, fingerprint: str
+    connections: AsyncConnections, request: dict[str, Any], key: str, fingerprint: str
 ) -> tuple[str, bool]:
     async with connections.transaction() as connection:
         return await settle_hold(
             connection,
-            reference=reference,
-            amount=amount,
+            reference=request["reference"],
+            user_id=request["user_id"],
+            amount=request["amount"],
             operation_key=key,
             fingerprint=fingerprint,
         )

@@ -1,5 +1,9 @@
 """Idempotency keys: a retried call replays the first answer and moves no money.
 
+A key lives in the namespace of its calling service (its role) and operation (its kind):
+the operation ``(caller, kind, key)``. So one service can never claim, and so block or
+replay, a key another service uses, however predictable that key is.
+
 The key is claimed first, with ``INSERT ... ON CONFLICT DO NOTHING``: a concurrent duplicate
 blocks on the unique key until the first transaction ends, then finds its answer. A call
 that fails (402, 404...) rolls its claim back, so the same key may be tried again. A call
@@ -41,20 +45,22 @@ def request_fingerprint(kind: str, request: Mapping[str, Any]) -> str:
 def run_idempotent(
     session: Session,
     *,
+    caller: str,
     key: str,
     kind: str,
     request: Mapping[str, Any],
     response_type: type[ResponseT],
     action: Callable[[], ResponseT],
 ) -> tuple[ResponseT, bool]:
-    """Run ``action`` once per ``key`` and commit; return (answer, whether it was replayed).
+    """Run ``action`` once per (caller, kind, key) and commit; return (answer, replayed).
 
     Raises:
-        IdempotencyConflict: ``key`` was used before for another kind or other parameters.
+        IdempotencyConflict: ``caller`` used ``key`` for this kind with other parameters.
     """
+    operation = {"caller": caller, "kind": kind, "key": key}
     for attempt in range(1, TRANSIENT_ATTEMPTS + 1):
         try:
-            return _run_once(session, key, kind, request, response_type, action)
+            return _run_once(session, operation, request, response_type, action)
         except OperationalError as exc:
             session.rollback()
             sqlstate = getattr(exc.orig, "sqlstate", None)
@@ -65,16 +71,16 @@ def run_idempotent(
 
 def _run_once(
     session: Session,
-    key: str,
-    kind: str,
+    operation: dict[str, str],  # caller, kind, key
     request: Mapping[str, Any],
     response_type: type[ResponseT],
     action: Callable[[], ResponseT],
 ) -> tuple[ResponseT, bool]:
-    fingerprint = request_fingerprint(kind, request)
-    if not queries.claim_operation(session, key=key, kind=kind, fingerprint=fingerprint):
+    key = operation["key"]
+    fingerprint = request_fingerprint(operation["kind"], request)
+    if not queries.claim_operation(session, **operation, fingerprint=fingerprint):
         # the row's writer has committed (ON CONFLICT waited for it): replay its answer
-        existing = queries.find_operation(session, key=key)
+        existing = queries.find_operation(session, **operation)
         assert existing is not None
         first_kind: str = existing.kind
         first_fingerprint: str = existing.fingerprint
@@ -88,6 +94,7 @@ def _run_once(
     except BaseException:
         session.rollback()  # release the claim and any row locks now, in this thread
         raise
-    queries.store_operation_response(session, key=key, response_json=response.model_dump_json())
+    response_json = response.model_dump_json()
+    queries.store_operation_response(session, **operation, response_json=response_json)
     session.commit()
     return response, False

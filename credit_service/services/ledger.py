@@ -26,14 +26,16 @@ from sqlalchemy.orm import Session
 from credit_service import queries
 from credit_service.errors import (
     AccountNotFound,
+    BalanceLimitExceeded,
     CaptureExceedsHold,
     CreditError,
     HoldNotFound,
     HoldNotOpen,
+    HoldOwnerMismatch,
     IdempotencyConflict,
     InsufficientFunds,
 )
-from gridweave_clients.credit.models import AccountResponse
+from gridweave_clients.credit.models import MAX_BALANCE, AccountResponse
 
 __all__ = [
     "AccountState",
@@ -49,6 +51,7 @@ __all__ = [
 _SETTLEMENT_REFUSALS: dict[str, type[CreditError]] = {
     "hold_not_found": HoldNotFound,
     "hold_not_open": HoldNotOpen,
+    "hold_owner_mismatch": HoldOwnerMismatch,
     "capture_exceeds_hold": CaptureExceedsHold,
     "idempotency_conflict": IdempotencyConflict,
     "insufficient_funds": InsufficientFunds,
@@ -118,6 +121,7 @@ def move_money(
 
     Raises:
         InsufficientFunds: a balance would go negative or below its held money.
+        BalanceLimitExceeded: a balance would pass ``MAX_BALANCE``.
         AccountNotFound: a posting names an account that does not exist.
     """
     states: dict[int, AccountState] = {}
@@ -145,23 +149,30 @@ async def settle_hold(
     connection: AsyncConnection,
     *,
     reference: str,
+    user_id: str,
     amount: int,
     operation_key: str,
     fingerprint: str,
 ) -> tuple[str, bool]:
-    """Capture ``amount`` of the hold carrying ``reference``; return (answer JSON, replayed).
+    """Capture ``amount`` of ``user_id``'s hold carrying ``reference``; (answer JSON, replayed).
 
-    One database call claims ``operation_key``, locks the hold, posts the capture (held
-    money released, ``amount`` charged) through ``ledger_apply_posting``, closes the hold
-    and stores the answer; a replay returns the stored answer. Nothing is committed here.
+    One database call claims ``operation_key``, locks the hold, checks it is ``user_id``'s,
+    posts the capture (held money released, ``amount`` charged) through
+    ``ledger_apply_posting``, closes the hold and stores the answer; a replay returns the
+    stored answer. Nothing is committed here.
 
     Raises:
-        HoldNotFound, HoldNotOpen, CaptureExceedsHold, IdempotencyConflict: refused; the
-            caller's rollback undoes the claim.
+        HoldNotFound, HoldOwnerMismatch, HoldNotOpen, CaptureExceedsHold, IdempotencyConflict:
+            refused; the caller's rollback undoes the claim.
         InsufficientFunds: the account no longer covers the hold (a broken invariant).
     """
     outcome, body, account_id, hold_amount = await queries.settle_hold(
-        connection, reference=reference, amount=amount, key=operation_key, fingerprint=fingerprint
+        connection,
+        reference=reference,
+        user_id=user_id,
+        amount=amount,
+        key=operation_key,
+        fingerprint=fingerprint,
     )
     if outcome == "settled":
         assert account_id is not None and hold_amount is not None
@@ -181,6 +192,7 @@ def _decide_under_lock(session: Session, posting: Posting, params: dict[str, Any
 
     Raises:
         InsufficientFunds: the locked row cannot cover the posting.
+        BalanceLimitExceeded: the posting would take the balance past ``MAX_BALANCE``.
         AccountNotFound: no such account.
     """
     account = queries.lock_account(session, account_id=posting.account_id)
@@ -189,6 +201,13 @@ def _decide_under_lock(session: Session, posting: Posting, params: dict[str, Any
     row = queries.apply_posting(session, **params)
     if row is not None:
         return row
+    if account.balance + posting.amount > MAX_BALANCE:
+        raise BalanceLimitExceeded(
+            user_id=account.user_id,
+            balance=account.balance,
+            amount=posting.amount,
+            max_balance=MAX_BALANCE,
+        )
     raise InsufficientFunds(
         user_id=account.user_id,
         balance=account.balance,

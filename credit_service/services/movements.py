@@ -22,20 +22,32 @@ __all__ = ["deduct_credits", "mint_credits", "transfer_credits"]
 
 
 def mint_credits(
-    session: Session, *, user_id: str, amount: int, idempotency_key: str
+    session: Session, *, caller: str, user_id: str, amount: int, idempotency_key: str
 ) -> tuple[MovementResponse, bool]:
     """Create ``amount`` on the account of ``user_id`` (opened if missing)."""
     return _single_account_movement(
-        session, "mint", ensure_account, user_id=user_id, amount=amount, key=idempotency_key
+        session,
+        "mint",
+        ensure_account,
+        caller=caller,
+        user_id=user_id,
+        amount=amount,
+        key=idempotency_key,
     )
 
 
 def deduct_credits(
-    session: Session, *, user_id: str, amount: int, idempotency_key: str
+    session: Session, *, caller: str, user_id: str, amount: int, idempotency_key: str
 ) -> tuple[MovementResponse, bool]:
     """Take ``amount`` from the available balance of ``user_id``."""
     return _single_account_movement(
-        session, "deduct", get_account, user_id=user_id, amount=-amount, key=idempotency_key
+        session,
+        "deduct",
+        get_account,
+        caller=caller,
+        user_id=user_id,
+        amount=-amount,
+        key=idempotency_key,
     )
 
 
@@ -44,6 +56,7 @@ def _single_account_movement(
     kind: str,
     find_account: Callable[[Session, str], AccountState],
     *,
+    caller: str,
     user_id: str,
     amount: int,
     key: str,
@@ -64,6 +77,7 @@ def _single_account_movement(
 
     return run_idempotent(
         session,
+        caller=caller,
         key=key,
         kind=kind,
         request={"user_id": user_id, "amount": abs(amount)},
@@ -73,7 +87,13 @@ def _single_account_movement(
 
 
 def transfer_credits(
-    session: Session, *, from_user_id: str, to_user_id: str, amount: int, idempotency_key: str
+    session: Session,
+    *,
+    caller: str,
+    from_user_id: str,
+    to_user_id: str,
+    amount: int,
+    idempotency_key: str,
 ) -> tuple[TransferResponse, bool]:
     """Move ``amount`` between two users: both legs in one transaction, or neither."""
     if from_user_id == to_user_id:
@@ -100,6 +120,7 @@ def transfer_credits(
 
     return run_idempotent(
         session,
+        caller=caller,
         key=idempotency_key,
         kind="transfer",
         request={"from_user_id": from_user_id, "to_user_id": to_user_id, "amount": amount},

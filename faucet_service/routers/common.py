@@ -23,6 +23,7 @@ __all__ = [
     "CreditDep",
     "SessionDep",
     "SettingsDep",
+    "canonical_address",
 ]
 
 
@@ -31,15 +32,32 @@ async def _settings(request: Request) -> FaucetSettings:
     return settings
 
 
+def canonical_address(text: str) -> str:
+    """One spelling per client: an IPv4-mapped IPv6 address is its IPv4 address.
+
+    ``::ffff:203.0.113.7`` is ``203.0.113.7`` (a dual-stack socket reports IPv4 peers so),
+    else one client would have two rate limits. Raises ValueError if not an IP address.
+    """
+    address = ipaddress.ip_address(text.strip())
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return str(address)
+
+
 async def _client_address(
     request: Request,
     forwarded: Annotated[str | None, Header(alias=CLIENT_ADDRESS_HEADER)] = None,
 ) -> str:
     """The end user's address: the platform's header, else the peer's own address."""
     if forwarded is None:
-        return request.client.host if request.client is not None else "unknown"
+        if request.client is None:
+            return "unknown"
+        try:
+            return canonical_address(request.client.host)
+        except ValueError:
+            return request.client.host  # a Unix socket's peer, say: counted as it is
     try:
-        return str(ipaddress.ip_address(forwarded.strip()))
+        return canonical_address(forwarded)
     except ValueError as exc:
         raise InvalidRequest(CLIENT_ADDRESS_HEADER, "must be an IP address") from exc
 

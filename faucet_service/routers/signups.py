@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from faucet_service.routers.common import ClientAddressDep, CreditDep, SessionDep, SettingsDep
+from faucet_service.sender import wake_mail_sender
 from faucet_service.services import signups
 from gridweave_clients.faucet.models import (
     SignUpRequest,
@@ -23,16 +24,22 @@ router = APIRouter(
 
 @router.post("", status_code=202)
 def sign_up(
-    body: SignUpRequest, session: SessionDep, settings: SettingsDep, address: ClientAddressDep
+    body: SignUpRequest,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    address: ClientAddressDep,
 ) -> SignUpResponse:
-    """Email a six-digit code (or write it to the outbox); it expires and allows few tries."""
-    return signups.sign_up(
+    """Queue a six-digit code by email (or keep it in the outbox); few tries, then it expires."""
+    answer = signups.sign_up(
         session,
         email=body.email,
         user_id=body.user_id,
         client_address=address,
         settings=settings,
     )
+    wake_mail_sender(request.app)
+    return answer
 
 
 @router.post("/verify")

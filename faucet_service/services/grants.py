@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 
 from sqlalchemy import or_, select
 from sqlalchemy.dialects.postgresql import insert
@@ -21,9 +22,14 @@ __all__ = [
 ]
 
 
-def onboarding_key(email: str) -> str:
-    """The credit idempotency key of an email's grant: the same for ever, whatever happens."""
-    return f"faucet:onboarding:{hashlib.sha256(email.encode()).hexdigest()}"
+def onboarding_key(secret: bytes, mailbox: str) -> str:
+    """The credit idempotency key of a mailbox's grant, stored with the grant.
+
+    Keyed with the faucet's secret, so nobody can compute it from the email; and
+    credit_service keeps it in the faucet's own namespace of keys anyway.
+    """
+    digest = hmac.new(secret, f"onboarding\x00{mailbox}".encode(), hashlib.sha256).hexdigest()
+    return f"faucet:onboarding:{digest}"
 
 
 def grant_response(grant: GrantModel) -> GrantResponse:
@@ -55,8 +61,10 @@ def refuse_if_onboarded(session: Session, *, email: str, user_id: str) -> None:
         raise AlreadyOnboarded(field=field)
 
 
-def record_grant(session: Session, *, email: str, user_id: str, amount: int) -> GrantModel:
-    """The grant of ``email``, recorded as pending if new (flushes).
+def record_grant(
+    session: Session, *, email: str, user_id: str, amount: int, secret: bytes
+) -> GrantModel:
+    """The grant of mailbox ``email``, recorded as pending if new (flushes).
 
     Raises:
         AlreadyOnboarded: ``user_id`` already had a grant under another email.
@@ -67,7 +75,7 @@ def record_grant(session: Session, *, email: str, user_id: str, amount: int) -> 
             email=email,
             user_id=user_id,
             amount=amount,
-            idempotency_key=onboarding_key(email),
+            idempotency_key=onboarding_key(secret, email),
             state=MintState.PENDING,
         )
         .on_conflict_do_nothing()

@@ -18,7 +18,8 @@ from faucet_service.errors import (
     SignupPending,
     WrongCode,
 )
-from faucet_service.mailer import send_by_smtp, verification_email
+from faucet_service.mailboxes import mailbox_of
+from faucet_service.mailer import verification_email
 from faucet_service.models import VerificationModel
 from faucet_service.services.grants import grant_response, record_grant, refuse_if_onboarded
 from faucet_service.services.minting import mint_pending
@@ -34,32 +35,36 @@ __all__ = ["sign_up", "verify_email"]
 def sign_up(
     session: Session, *, email: str, user_id: str, client_address: str, settings: FaucetSettings
 ) -> SignUpResponse:
-    """Send ``email`` a fresh code (replacing any earlier one, tries reset); commits.
+    """Queue a fresh code to ``email`` (replacing any earlier one, tries reset); commits.
 
-    A live code (unexpired, unlocked) issued to another user is never replaced: otherwise
-    whoever signed up last would receive the grant the mailbox's owner verifies.
+    The code, the grant and the per-email limit count per mailbox (``mailboxes``); the
+    email goes to the address as given. It is only queued here (the outbox): with an SMTP
+    server set, ``faucet_service.sender`` sends it off the request path. A live code
+    (unexpired, unlocked) issued to another user is never replaced: otherwise whoever
+    signed up last would receive the grant the mailbox's owner verifies.
 
     Raises:
-        RateLimited: too many requests from this address or sign-ups for this email.
-        AlreadyOnboarded: the email or the user already had the onboarding grant.
-        SignupPending: the email has a live code issued to another user.
-        EmailDeliveryFailed: the SMTP server did not take the email (sign up again).
+        RateLimited: too many requests from this address or sign-ups for this mailbox.
+        AlreadyOnboarded: the mailbox or the user already had the onboarding grant.
+        SignupPending: the mailbox has a live code issued to another user.
     """
+    mailbox = mailbox_of(email)
     count_address_request(session, client_address=client_address, settings=settings)
     count_request(
         session,
         scope="signup_email",
-        subject=email,
+        subject=mailbox,
         limit=settings.signups_per_email,
         window_seconds=settings.rate_limit_window_seconds,
     )
-    refuse_if_onboarded(session, email=email, user_id=user_id)
+    refuse_if_onboarded(session, email=mailbox, user_id=user_id)
     code = new_code()
     now = datetime.now(UTC)
     expires_at = now + timedelta(seconds=settings.code_ttl_seconds)
     values = {
         "user_id": user_id,
-        "code_hash": hash_code(code_secret(settings), email=email, code=code),
+        "recipient": email,
+        "code_hash": hash_code(code_secret(settings), email=mailbox, code=code),
         "expires_at": expires_at,
         "failed_attempts": 0,
         "verified_at": None,
@@ -72,7 +77,7 @@ def sign_up(
     )
     stored = session.scalar(
         insert(VerificationModel)
-        .values(email=email, **values)
+        .values(email=mailbox, **values)
         .on_conflict_do_update(index_elements=["email"], set_=values, where=replaceable)
         .returning(VerificationModel.email)
     )
@@ -81,15 +86,10 @@ def sign_up(
     message = verification_email(
         recipient=email, code=code, expires_at=expires_at, sender=settings.smtp_from
     )
-    delivery: Literal["smtp", "outbox"]
-    if settings.smtp_host is None:
-        write_to_outbox(session, message)
-        session.commit()
-        delivery = "outbox"
-    else:
-        session.commit()
-        send_by_smtp(message, settings)
-        delivery = "smtp"
+    queued = settings.smtp_host is not None
+    write_to_outbox(session, message, queued=queued)
+    session.commit()
+    delivery: Literal["smtp", "outbox"] = "smtp" if queued else "outbox"
     return SignUpResponse(email=email, user_id=user_id, expires_at=expires_at, delivery=delivery)
 
 
@@ -118,15 +118,17 @@ def verify_email(
     """Check the code (each wrong one counts), then record and mint the grant; commits.
 
     The code verifies only for the user it was issued to. A verified email may be verified
-    again with its code: the answer is the same grant.
+    again with its code: the answer is the same grant. Any address of the mailbox finds
+    its code (``ann+1@x.com`` verifies the code sent to ``ann@x.com``).
 
     Raises:
         SignupNotFound, CodeNotForUser, CodeLocked, CodeExpired, WrongCode: no verification.
         AlreadyOnboarded: the user already had a grant under another email.
         CreditUnavailable: the grant is recorded but not minted yet: replay the call.
     """
+    mailbox = mailbox_of(email)
     count_address_request(session, client_address=client_address, settings=settings)
-    verification = _lock_verification(session, email)
+    verification = _lock_verification(session, mailbox)
     if verification.user_id != user_id:
         # checked before the code, so it neither spends a try nor tells if the code was right
         raise CodeNotForUser(field="user_id")
@@ -137,7 +139,7 @@ def verify_email(
     if not replayed and now >= verification.expires_at:
         raise CodeExpired(email=email)
     secret = code_secret(settings)
-    if not code_matches(secret, email=email, code=code, stored_hash=verification.code_hash):
+    if not code_matches(secret, email=mailbox, code=code, stored_hash=verification.code_hash):
         verification.failed_attempts += 1
         attempts_left = settings.code_max_attempts - verification.failed_attempts
         session.commit()
@@ -145,7 +147,11 @@ def verify_email(
     if verification.verified_at is None:
         verification.verified_at = now
     grant = record_grant(
-        session, email=email, user_id=verification.user_id, amount=settings.onboarding_grant
+        session,
+        email=mailbox,
+        user_id=verification.user_id,
+        amount=settings.onboarding_grant,
+        secret=secret,
     )
     verified_at = verification.verified_at
     # the verification and the pending grant are kept whatever credit_service does next

@@ -14,6 +14,7 @@ from gridweave_clients.fields import RequestBody, UserId
 
 __all__ = [
     "MAX_AMOUNT",
+    "MAX_BALANCE",
     "AccountResponse",
     "Amount",
     "CaptureAmount",
@@ -34,9 +35,12 @@ __all__ = [
     "UserId",
 ]
 
-# 10^15 micro-credits = 10^9 credits: far above any real balance, far below BIGINT's limit,
-# so no sum of accepted amounts can overflow.
+#: The largest amount one call moves: 10^15 micro-credits = 10^9 credits.
 MAX_AMOUNT = 10**15
+#: The largest balance an account may hold: 10^18 micro-credits = 10^12 credits, below
+#: BIGINT's 9.2 x 10^18 by more than any amount, so no posting can overflow. A mint or
+#: transfer that would pass it is refused (409 ``balance_limit_exceeded``), nothing moved.
+MAX_BALANCE = 10**18
 
 Amount = Annotated[
     int, Field(strict=True, gt=0, le=MAX_AMOUNT, description="Micro-credits (an integer).")
@@ -166,9 +170,14 @@ class ReleaseHoldRequest(RequestBody):
 
 
 class SettleRequest(RequestBody):
-    """Capture the hold placed with ``reference`` (a job id): exactly once per reference."""
+    """Capture the hold placed with ``reference`` (a job id): exactly once per reference.
+
+    ``user_id`` is who must pay: a hold on another user's account is refused (409
+    ``hold_owner_mismatch``), so a settlement never bills an account it does not name.
+    """
 
     reference: Reference
+    user_id: UserId
     amount: CaptureAmount
 
 

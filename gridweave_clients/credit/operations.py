@@ -32,7 +32,7 @@ from gridweave_clients.credit.models import (
     TransferRequest,
     TransferResponse,
 )
-from gridweave_clients.fields import UserId
+from gridweave_clients.fields import DatabaseId, UserId
 
 __all__ = [
     "capture_hold",
@@ -48,7 +48,7 @@ __all__ = [
     "transfer",
 ]
 
-HoldId = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
+HoldId = Annotated[DatabaseId, Field(strict=True)]
 LedgerLimit = Annotated[int, Field(strict=True, ge=1, le=1000)]
 
 
@@ -167,7 +167,9 @@ def release_hold(hold_id: HoldId, *, idempotency_key: IdempotencyKey) -> Operati
 
 
 @validate_call
-def settle(*, reference: Reference, amount: CaptureAmount) -> Operation[HoldResponse]:
-    """Capture ``amount`` of the hold placed with ``reference``: exactly once per reference."""
-    body = SettleRequest(reference=reference, amount=amount)
+def settle(
+    *, reference: Reference, user_id: UserId, amount: CaptureAmount
+) -> Operation[HoldResponse]:
+    """Capture ``amount`` of ``user_id``'s hold placed with ``reference``: once per reference."""
+    body = SettleRequest(reference=reference, user_id=user_id, amount=amount)
     return model_operation("POST", "/v1/settlements", HoldResponse, body=body, idempotent=True)

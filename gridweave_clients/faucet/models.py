@@ -36,7 +36,7 @@ _EMAIL_PATTERN = (
 
 
 def normalize_email(value: Any) -> Any:
-    """Trim and lower-case an email, so one mailbox is one key everywhere."""
+    """Trim and lower-case an email (the faucet then counts it per mailbox: ``+tag``, dots)."""
     return value.strip().lower() if isinstance(value, str) else value
 
 
@@ -58,7 +58,7 @@ class SignUpRequest(RequestBody):
 
 
 class SignUpResponse(BaseModel):
-    """Where the code went (``smtp`` or ``outbox``) and when it expires; never the code."""
+    """Where the code goes (queued for ``smtp``, or kept in the ``outbox``); never the code."""
 
     email: str
     user_id: str
@@ -78,7 +78,7 @@ class VerifyRequest(RequestBody):
 
 
 class GrantResponse(BaseModel):
-    """The onboarding grant of an email (micro-credits)."""
+    """The onboarding grant of a mailbox (micro-credits); ``email`` is the mailbox counted."""
 
     email: str
     user_id: str
@@ -122,12 +122,19 @@ class RefillResponse(BaseModel):
 
 
 class OutboxMessageResponse(BaseModel):
-    """An email written to the outbox instead of sent."""
+    """A verification email: ``kept`` (no SMTP server), ``queued``, ``sent`` or ``failed``.
+
+    The body of a sent or failed message is blanked: the code is not kept once it is out.
+    """
 
     id: int
     recipient: str
     subject: str
     body: str
+    state: Literal["kept", "queued", "sent", "failed"]
+    attempts: int
+    sent_at: datetime | None
+    last_error: str | None
     created_at: datetime
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import BaseModel, Field
 
-from gridweave_clients.fields import PrintableId, RequestBody, UserId
+from gridweave_clients.fields import PrintableId, RequestBody, UserId, UtcDatetime
 from gridweave_controller.vendors import GpuVendor
 
 __all__ = [
@@ -64,11 +64,18 @@ class RecordUsageRequest(RequestBody):
     vram_mb: int = Field(strict=True, gt=0, le=16_777_216, description="VRAM per GPU, MiB.")
     vendor: GpuVendor = Field(description="The GPUs' maker, priced by the price table.")
     gpu_count: int = Field(strict=True, ge=1, le=MAX_GPU_COUNT)
+    # strict, like the amounts: a JSON number only (an integer is one), never "5" or true
     wall_seconds: float = Field(
-        ge=0, le=MAX_WALL_SECONDS, allow_inf_nan=False, description="Running time, seconds."
+        strict=True,
+        ge=0,
+        le=MAX_WALL_SECONDS,
+        allow_inf_nan=False,
+        description="Running time, seconds.",
     )
-    started_at: AwareDatetime | None = None
-    finished_at: AwareDatetime | None = Field(
+    started_at: UtcDatetime | None = Field(
+        default=None, description="When it started running (any offset; kept in UTC)."
+    )
+    finished_at: UtcDatetime | None = Field(
         default=None, description="When it stopped running; defaults to the time of recording."
     )
 

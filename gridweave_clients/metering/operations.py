@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AwareDatetime, Field, validate_call
+from pydantic import Field, validate_call
 
 from gridweave_clients._core import Operation, model_operation
-from gridweave_clients.fields import UserId
+from gridweave_clients.fields import DatabaseId, UserId, UtcDatetime
 from gridweave_clients.metering.models import (
     RecordUsageRequest,
     UsagePageResponse,
@@ -20,7 +20,7 @@ from gridweave_clients.metering.models import (
 
 __all__ = ["get_usage", "list_usage", "record_usage", "settle_usage"]
 
-UsageId = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
+UsageId = Annotated[DatabaseId, Field(strict=True)]
 PageLimit = Annotated[int, Field(strict=True, ge=1, le=1000)]
 
 
@@ -34,8 +34,8 @@ def record_usage(request: RecordUsageRequest) -> Operation[UsageRecordResponse]:
 def list_usage(
     user_id: UserId,
     *,
-    period_from: AwareDatetime | None = None,
-    period_to: AwareDatetime | None = None,
+    period_from: UtcDatetime | None = None,
+    period_to: UtcDatetime | None = None,
     limit: PageLimit = 100,
     before_id: UsageId | None = None,
 ) -> Operation[UsagePageResponse]:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response
-from pydantic import AwareDatetime
 
-from gridweave_clients.fields import UserId
+from gridweave_clients.fields import DatabaseId, UserId, UtcDatetime
 from gridweave_clients.metering.models import (
     RecordUsageRequest,
     UsagePageResponse,
@@ -23,7 +22,7 @@ __all__ = ["router"]
 router = APIRouter(
     prefix="/v1/usage", tags=["usage"], dependencies=[Depends(require_internal_caller)]
 )
-UsageIdPath = Annotated[int, Path(ge=1, le=2**63 - 1)]
+UsageIdPath = Annotated[DatabaseId, Path()]
 
 
 @router.post("", status_code=201)
@@ -48,10 +47,10 @@ def record_usage(
 def list_usage(
     session: SessionDep,
     user_id: Annotated[UserId, Query()],
-    period_from: Annotated[AwareDatetime | None, Query(alias="from")] = None,
-    period_to: Annotated[AwareDatetime | None, Query(alias="to")] = None,
+    period_from: Annotated[UtcDatetime | None, Query(alias="from")] = None,
+    period_to: Annotated[UtcDatetime | None, Query(alias="to")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    before_id: Annotated[int | None, Query(ge=1)] = None,
+    before_id: Annotated[DatabaseId | None, Query()] = None,
 ) -> UsagePageResponse:
     """A user's usage that finished in [from, to), newest first, with the period's totals."""
     return usage.list_user_usage(

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from gridweave_clients.credit import CreditClient
 from gridweave_clients.credit.models import HoldResponse
 from gridweave_clients.errors import ServiceRefused, ServiceUnavailable
-from metering_service.errors import UsageRecordNotFound
+from metering_service.errors import HoldOwnerMismatch, UsageRecordNotFound
 from metering_service.models import SettlementState, UsageRecordModel
 
 __all__ = [
@@ -93,10 +93,34 @@ def _capped_amount(record: UsageRecordModel, refusal: ServiceRefused) -> int | N
     return None
 
 
+def _discard_record(session: Session, record: UsageRecordModel, refusal: ServiceRefused) -> None:
+    """Remove a record whose hold bills another account, and refuse it.
+
+    Such a record could never settle, and kept it would hold its reference: the right
+    record could not be recorded, and the hold would stay open. Nothing was charged for it
+    (credit_service refused before moving anything), so nothing is lost.
+
+    Raises:
+        HoldOwnerMismatch: always, naming the record's owner and the hold's.
+    """
+    owner_id, hold_reference = record.owner_id, record.hold_reference
+    session.delete(record)
+    session.commit()
+    raise HoldOwnerMismatch(
+        owner_id=owner_id,
+        hold_owner_id=refusal.details.get("hold_user_id"),
+        hold_reference=hold_reference,
+    )
+
+
 def settle_usage_record(
     session: Session, *, usage_id: int, credit: CreditClient
 ) -> UsageRecordModel:
-    """Settle the record's hold unless it is settled already; commits each outcome."""
+    """Settle the record's hold unless it is settled already; commits each outcome.
+
+    Raises:
+        HoldOwnerMismatch: the hold is another account's; the record was removed.
+    """
     # Two rounds at most: the second only after the charge was capped at the hold's amount.
     record = lock_usage_record(session, usage_id)
     for _ in range(2):
@@ -104,12 +128,18 @@ def settle_usage_record(
             session.commit()
             return record
         try:
-            hold = credit.settle(reference=record.hold_reference, amount=record.settlement_amount)
+            hold = credit.settle(
+                reference=record.hold_reference,
+                user_id=record.owner_id,
+                amount=record.settlement_amount,
+            )
         except ServiceUnavailable as exc:
             switch_settlement_state(
                 record, SettlementState.PENDING, error_code="credit_unavailable", error=str(exc)
             )
         except ServiceRefused as exc:
+            if exc.code == "hold_owner_mismatch":
+                _discard_record(session, record, exc)
             capped = _capped_amount(record, exc)
             if capped is not None:
                 # persisted before it is sent, so every later attempt sends the same amount

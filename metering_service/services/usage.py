@@ -145,12 +145,43 @@ def _new_record_values(request: RecordUsageRequest, table: PriceTable) -> dict[s
     }
 
 
-def _find_record(session: Session, hold_reference: str) -> UsageRecordModel:
-    record = session.scalar(
+def _find_record(session: Session, hold_reference: str) -> UsageRecordModel | None:
+    return session.scalar(
         select(UsageRecordModel).where(UsageRecordModel.hold_reference == hold_reference)
     )
-    assert record is not None  # the insert conflicted with a committed row
-    return record
+
+
+def _store_record(session: Session, values: dict[str, Any]) -> tuple[int, bool]:
+    """Insert the record unless its hold has one; (its id, whether it existed); commits.
+
+    A new row is read back before it is committed: a row PostgreSQL stores but Python
+    cannot read (a timestamp out of Python's range) would answer 500 for ever after, and
+    keep its hold open. So such a row fails here, inside the transaction, and is not kept.
+
+    Raises:
+        UsageRecordConflict: the hold already has a record with other figures.
+    """
+    # Three rounds at most: a record met on conflict may be removed (refused) meanwhile.
+    for _ in range(3):
+        inserted_id = session.scalar(
+            insert(UsageRecordModel)
+            .values(**values)
+            .on_conflict_do_nothing(constraint="uq_usage_records_hold_reference")
+            .returning(UsageRecordModel.id)
+        )
+        if inserted_id is not None:
+            session.get_one(UsageRecordModel, inserted_id)  # readable, or rolled back
+            # committed before credit_service is called: it survives whatever happens next
+            session.commit()
+            return inserted_id, False
+        existing = _find_record(session, values["hold_reference"])
+        if existing is not None:
+            _check_replay(existing, values)
+            usage_id = existing.id
+            session.commit()
+            return usage_id, True
+        session.rollback()
+    raise UsageRecordConflict(hold_reference=values["hold_reference"], differing_fields=[])
 
 
 def _check_replay(record: UsageRecordModel, values: dict[str, Any]) -> None:
@@ -169,24 +200,10 @@ def record_usage(
     Raises:
         InvalidRequest: the record breaks a rule the schema cannot express (names the field).
         UsageRecordConflict: the hold already has a record with other figures.
+        HoldOwnerMismatch: the hold is another account's than ``owner_id`` (nothing kept).
     """
     values = _new_record_values(request, price_table)
-    inserted_id = session.scalar(
-        insert(UsageRecordModel)
-        .values(**values)
-        .on_conflict_do_nothing(constraint="uq_usage_records_hold_reference")
-        .returning(UsageRecordModel.id)
-    )
-    # committed before credit_service is called: the record survives whatever happens next
-    session.commit()
-    replayed = inserted_id is None
-    if inserted_id is None:
-        existing = _find_record(session, values["hold_reference"])
-        _check_replay(existing, values)
-        usage_id = existing.id
-        session.commit()
-    else:
-        usage_id = inserted_id
+    usage_id, replayed = _store_record(session, values)
     record = settle_usage_record(session, usage_id=usage_id, credit=credit)
     return usage_response(record), replayed
 

@@ -98,7 +98,8 @@ def build_operations(rng: random.Random, hold_ids: list[tuple[int, str, int]]) -
             body = {"amount": rng.randint(0, amount), "idempotency_key": key}
             operations.append(Operation(key, "capture", f"/v1/holds/{hold_id}/capture", body))
         elif index < 20:
-            body = {"reference": reference, "amount": rng.randint(1, amount)}
+            owner = USERS[index % len(USERS)]  # who the pre-placed hold belongs to
+            body = {"reference": reference, "user_id": owner, "amount": rng.randint(1, amount)}
             operations.append(
                 Operation(settlement_key(reference), "capture", "/v1/settlements", body)
             )

@@ -147,7 +147,7 @@ class TestSettlement:
     ) -> None:
         await mint(client, "alice", 1_000, "m")
         await place(client, "alice", 600, "h", reference="job-42")
-        settle = {"reference": "job-42", "amount": 123}
+        settle = {"reference": "job-42", "user_id": "alice", "amount": 123}
         first = await client.post("/v1/settlements", json=settle, headers=AUTH)
         replay = await client.post("/v1/settlements", json=settle, headers=AUTH)
         assert first.status_code == replay.status_code == 200
@@ -166,7 +166,7 @@ class TestSettlement:
         deduct = {"amount": 5, "idempotency_key": "settlement:job-7"}
         taken = await client.post("/v1/accounts/alice/deduct", json=deduct, headers=AUTH)
         assert taken.status_code == 200
-        settle = {"reference": "job-7", "amount": 100}
+        settle = {"reference": "job-7", "user_id": "alice", "amount": 100}
         settled = await client.post("/v1/settlements", json=settle, headers=AUTH)
         assert settled.status_code == 200
         assert settled.json()["account"]["balance"] == 895
@@ -177,7 +177,7 @@ class TestSettlement:
         reference = "j" * 200
         await mint(client, "alice", 1_000, "m")
         assert (await place(client, "alice", 600, "h", reference=reference)).status_code == 200
-        settle = {"reference": reference, "amount": 100}
+        settle = {"reference": reference, "user_id": "alice", "amount": 100}
         settled = await client.post("/v1/settlements", json=settle, headers=AUTH)
         assert settled.status_code == 200
         assert settled.json()["captured"] == 100
@@ -188,10 +188,14 @@ class TestSettlement:
         await mint(client, "alice", 1_000, "m")
         await place(client, "alice", 600, "h", reference="job-42")
         await client.post(
-            "/v1/settlements", json={"reference": "job-42", "amount": 1}, headers=AUTH
+            "/v1/settlements",
+            json={"reference": "job-42", "user_id": "alice", "amount": 1},
+            headers=AUTH,
         )
         other = await client.post(
-            "/v1/settlements", json={"reference": "job-42", "amount": 2}, headers=AUTH
+            "/v1/settlements",
+            json={"reference": "job-42", "user_id": "alice", "amount": 2},
+            headers=AUTH,
         )
         assert other.status_code == 409
         assert other.json()["error"]["code"] == "idempotency_conflict"
@@ -200,14 +204,18 @@ class TestSettlement:
         await mint(client, "alice", 1_000, "m")
         await place(client, "alice", 600, "h", reference="job-7")
         response = await client.post(
-            "/v1/settlements", json={"reference": "job-7", "amount": 0}, headers=AUTH
+            "/v1/settlements",
+            json={"reference": "job-7", "user_id": "alice", "amount": 0},
+            headers=AUTH,
         )
         assert response.json()["status"] == "released"
         assert response.json()["account"]["balance"] == 1_000
 
     async def test_unknown_reference_is_404(self, client: httpx.AsyncClient) -> None:
         response = await client.post(
-            "/v1/settlements", json={"reference": "job-none", "amount": 1}, headers=AUTH
+            "/v1/settlements",
+            json={"reference": "job-none", "user_id": "alice", "amount": 1},
+            headers=AUTH,
         )
         assert response.status_code == 404
         assert response.json()["error"]["reference"] == "job-none"
@@ -218,7 +226,9 @@ class TestSettlement:
         await mint(client, "alice", 1_000, "m")
         placed = (await place(client, "alice", 600, "h", reference="job-9")).json()
         answer = await client.post(
-            "/v1/settlements", json={"reference": "job-9", "amount": 250}, headers=AUTH
+            "/v1/settlements",
+            json={"reference": "job-9", "user_id": "alice", "amount": 250},
+            headers=AUTH,
         )
         assert answer.headers["content-type"] == "application/json"
         assert answer.headers["Idempotent-Replayed"] == "false"
@@ -236,7 +246,9 @@ class TestSettlement:
             f"/v1/holds/{hold_id}/release", json={"idempotency_key": "r"}, headers=AUTH
         )
         response = await client.post(
-            "/v1/settlements", json={"reference": "job-5", "amount": 1}, headers=AUTH
+            "/v1/settlements",
+            json={"reference": "job-5", "user_id": "alice", "amount": 1},
+            headers=AUTH,
         )
         assert response.status_code == 409
         assert response.json()["error"] | {"message": ""} == {
@@ -255,7 +267,9 @@ class TestSettlement:
         await mint(client, "alice", 1_000, "m")
         hold_id = (await place(client, "alice", 600, "h", reference="job-6")).json()["hold_id"]
         too_much = await client.post(
-            "/v1/settlements", json={"reference": "job-6", "amount": 601}, headers=AUTH
+            "/v1/settlements",
+            json={"reference": "job-6", "user_id": "alice", "amount": 601},
+            headers=AUTH,
         )
         assert too_much.status_code == 409
         error = too_much.json()["error"]
@@ -266,7 +280,9 @@ class TestSettlement:
             601,
         )
         retried = await client.post(
-            "/v1/settlements", json={"reference": "job-6", "amount": 600}, headers=AUTH
+            "/v1/settlements",
+            json={"reference": "job-6", "user_id": "alice", "amount": 600},
+            headers=AUTH,
         )
         assert retried.status_code == 200
         assert retried.json()["status"] == "captured"
@@ -277,7 +293,7 @@ class TestSettlement:
         await mint(client, "alice", 1_000, "m")
         await place(client, "alice", 100, "h1", reference="job-1")
         await place(client, "alice", 100, "h2", reference="job-2")
-        settle = {"reference": "job-1", "amount": 10}
+        settle = {"reference": "job-1", "user_id": "alice", "amount": 10}
         assert (await client.post("/v1/settlements", json=settle, headers=AUTH)).status_code == 200
         conninfo = make_url(str(credit_settings.database_url)).set(drivername="postgresql")
         with psycopg.connect(conninfo.render_as_string(False), autocommit=True) as admin:
@@ -286,7 +302,7 @@ class TestSettlement:
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
             ).fetchone()
         assert killed is not None and killed[0] >= 1  # the kept settlement connection too
-        settle = {"reference": "job-2", "amount": 20}
+        settle = {"reference": "job-2", "user_id": "alice", "amount": 20}
         response = await client.post("/v1/settlements", json=settle, headers=AUTH)
         assert response.status_code == 200
         assert response.json()["account"]["balance"] == 970

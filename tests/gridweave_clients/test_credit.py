@@ -67,8 +67,8 @@ class TestBlockingCreditClient:
             job = client.place_hold(
                 user, amount=500, idempotency_key=f"h3:{user}", reference=f"job-{user}"
             )
-            settled = client.settle(reference=f"job-{user}", amount=200)
-            again = client.settle(reference=f"job-{user}", amount=200)
+            settled = client.settle(reference=f"job-{user}", user_id=user, amount=200)
+            again = client.settle(reference=f"job-{user}", user_id=user, amount=200)
             read = client.get_hold(job.hold_id)
 
         assert client.closed
@@ -142,7 +142,7 @@ class TestAsyncCreditClient:
                 hold = await client.place_hold(
                     user, amount=300, idempotency_key=f"h:{user}", reference=f"job-{user}"
                 )
-                settled = await client.settle(reference=f"job-{user}", amount=100)
+                settled = await client.settle(reference=f"job-{user}", user_id=user, amount=100)
                 account = await client.get_account(user)
                 with pytest.raises(NotFound):
                     await client.get_hold(hold.hold_id + 10**9)

@@ -94,7 +94,7 @@ def running_credit_service(postgres: PostgresTestServer, state_dir: Path) -> Ite
         )
     )
     try:
-        with serve_in_thread(app) as url:
+        with serve_in_thread(app, app.state.settings) as url:
             yield CreditServer(url)
     finally:
         app.state.database.dispose()

@@ -7,11 +7,15 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 import httpx
 import uvicorn
 from fastapi import FastAPI
 from starlette.types import ASGIApp
+
+from gridweave_runtime.server import server_config
+from gridweave_runtime.settings import ServiceSettings
 
 START_TIMEOUT_S = 30.0
 
@@ -24,10 +28,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_in_thread(app: ASGIApp) -> Iterator[str]:
-    """Run ``app`` under uvicorn on 127.0.0.1 and yield its base URL; stop it on exit."""
+def serve_in_thread(app: ASGIApp, settings: ServiceSettings | None = None) -> Iterator[str]:
+    """Run ``app`` under uvicorn on 127.0.0.1 and yield its base URL; stop it on exit.
+
+    With ``settings``, under the configuration ``serve()`` gives a service (its request
+    limits included), on a free port of loopback.
+    """
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    options: dict[str, Any] = {"port": port, "log_level": "warning", "lifespan": "on"}
+    if settings is None:
+        config = uvicorn.Config(app, host="127.0.0.1", **options)
+    else:
+        config = server_config(app, settings, host="127.0.0.1", **options)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
     thread.start()
@@ -47,11 +59,12 @@ def serve_in_thread(app: ASGIApp) -> Iterator[str]:
 def running_service(app: FastAPI, headers: Mapping[str, str]) -> Iterator[httpx.Client]:
     """A Gridweave service on a loopback port; yields a client sending ``headers``.
 
-    The service's database pool is disposed of on exit, even if the server never started.
+    Served as ``serve()`` would (its settings' request limits included). The service's
+    database pool is disposed of on exit, even if the server never started.
     """
     try:
         with (
-            serve_in_thread(app) as url,
+            serve_in_thread(app, app.state.settings) as url,
             httpx.Client(base_url=url, headers=dict(headers), timeout=60) as client,
         ):
             yield client

@@ -1,7 +1,8 @@
 """A small real SMTP server on a loopback port that keeps what it receives.
 
 It speaks enough of RFC 5321 for ``smtplib`` (EHLO/HELO, MAIL, RCPT, DATA, RSET, NOOP,
-QUIT) over a real socket; no TLS, no AUTH.
+QUIT) over a real socket; no TLS, no AUTH. ``running_silent_smtp_server`` is its hostile
+twin: it accepts connections and never says a word.
 """
 
 from __future__ import annotations
@@ -77,6 +78,46 @@ def running_smtp_server() -> Iterator[SmtpInbox]:
     thread.start()
     try:
         yield inbox
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@dataclass
+class SilentServer:
+    """Where the silent server listens, and how many connections it has taken."""
+
+    host: str
+    port: int
+    connections: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def accepted(self) -> int:
+        """Connections taken so far."""
+        with self.lock:
+            return self.connections
+
+
+@contextmanager
+def running_silent_smtp_server() -> Iterator[SilentServer]:
+    """A server on 127.0.0.1 that accepts SMTP connections and never answers (hangs)."""
+    silent = SilentServer(host="127.0.0.1", port=0)
+
+    class SilentHandler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            with silent.lock:
+                silent.connections += 1
+            while self.request.recv(4096):  # until the client gives up and closes
+                pass
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), SilentHandler)
+    server.daemon_threads = True
+    silent.port = int(server.server_address[1])
+    thread = threading.Thread(target=server.serve_forever, name="silent-smtp", daemon=True)
+    thread.start()
+    try:
+        yield silent
     finally:
         server.shutdown()
         server.server_close()
