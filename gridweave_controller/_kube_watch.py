@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
 import aiohttp
@@ -19,7 +19,7 @@ from urllib3 import BaseHTTPResponse
 from urllib3.exceptions import HTTPError
 
 from gridweave_controller._raw_watch import RawList
-from gridweave_controller._watch_wire import LineSplitter, decode_event
+from gridweave_controller._watch_wire import LineSplitter, decode_event, read_timeout
 from gridweave_controller.errors import (
     CrdError,
     TransportError,
@@ -36,12 +36,6 @@ __all__ = [
     "request_timeout",
     "watch_query",
 ]
-
-#: How long past the server's own timeout a silent stream is given before it counts as dead.
-_READ_GRACE_S = 30
-#: Without a timeout the apiserver closes a watch within an hour (``--min-request-timeout``
-#: doubled at most); the client gives up on a silent stream a little after that.
-_DEFAULT_READ_TIMEOUT_S = 2 * 3600
 
 
 def watch_query(
@@ -62,13 +56,6 @@ def watch_query(
     if timeout_seconds is not None:
         query["timeout_seconds"] = timeout_seconds
     return query
-
-
-def read_timeout(timeout_seconds: int | None) -> float:
-    """The client-side read timeout of a watch the server closes after ``timeout_seconds``."""
-    if timeout_seconds is None:
-        return float(_DEFAULT_READ_TIMEOUT_S)
-    return float(timeout_seconds + _READ_GRACE_S)
 
 
 def raw_list(answer: object) -> RawList:
@@ -173,6 +160,21 @@ class AsyncKubeWatch:
         if not self._closed:
             self._closed = True
             self._response.close()
+
+    async def wire_chunks(self) -> AsyncGenerator[bytes, None]:
+        """The stream's bytes as they arrive, cut after the last complete line; unparsed."""
+        pending = b""
+        try:
+            async for chunk in self._response.content.iter_any():
+                data = pending + chunk if pending else chunk
+                cut = data.rfind(b"\n") + 1
+                pending = data[cut:]
+                if cut:
+                    yield data[:cut]
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+            raise TransportError(f"the watch stream broke: {exc!r}") from exc
+        finally:
+            await self.aclose()
 
 
 def request_timeout(timeout_seconds: int | None) -> int:

@@ -13,13 +13,14 @@ closed. Every store (:class:`~gridweave_controller.store.RawStore`) is also a
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "AsyncRawWatch",
     "AsyncRawWatchSource",
+    "AsyncWireWatch",
     "RawList",
     "RawWatch",
     "RawWatchSource",
@@ -63,6 +64,23 @@ class AsyncRawWatch(Protocol):
 
     async def aclose(self) -> None:
         """Release the connection."""
+        ...
+
+
+@runtime_checkable
+class AsyncWireWatch(Protocol):
+    """An asyncio watch that can hand out its events as the wire's bytes, unparsed.
+
+    A proxy relays them as they are (the apiserver's format is the proxy's), instead of
+    parsing and encoding every event again.
+    """
+
+    def wire_chunks(self) -> AsyncGenerator[bytes, None]:
+        """The stream's bytes as they arrive, each chunk ending at a complete line.
+
+        An ``ERROR`` event is relayed like any other line; a broken stream raises
+        TransportError. The watch is closed when the iteration ends.
+        """
         ...
 
 

@@ -7,7 +7,9 @@ the version was compacted away) is answered by listing again and handing out onl
 differences (new: ADDED, another resourceVersion: MODIFIED, gone: DELETED with the last
 object known), so the caller never loses a change nor sees one twice. Failures a retry can
 fix (no connection, a dropped stream, 429 or 5xx) are retried with capped, jittered
-backoff until the caller stops; any other error ends the watch. The flow yields its I/O
+backoff until the caller stops: the watch is reopened where it was, except after a server
+error on the watch itself (a 500, not a gateway's 502-504), which lists again, as
+client-go's reflector does. Any other error ends the watch. The flow yields its I/O
 steps (:class:`ListObjects`, :class:`OpenWatch`, :class:`ReadEvent`, :class:`Backoff`)
 and the events for the caller (:class:`WatchEvent`); a driver in
 :mod:`gridweave_controller.watch` performs the steps.
@@ -44,6 +46,8 @@ EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 WATCH_REQUEST_SECONDS = 290
 _BACKOFF_BASE_S = 0.05
 _BACKOFF_CAP_S = 2.0
+#: Codes that say the server is unreachable or busy: reopen the watch where it was.
+_GATEWAY_CODES = frozenset({502, 503, 504})
 _R = TypeVar("_R")
 
 
@@ -156,12 +160,25 @@ class WatchState(Generic[_R]):
         return WatchEvent("ADDED" if before is None else "MODIFIED", self._parse(obj), version)
 
 
+def _code(error: CrdError) -> int:
+    code = error.status.get("code")
+    return code if isinstance(code, int) else 0
+
+
 def retriable(error: CrdError) -> bool:
     """Whether trying again can help: no answer at all, 429 or a server error."""
-    if not isinstance(error, TransportError):
-        return False
-    code = error.status.get("code")
-    return not isinstance(code, int) or code == 0 or code == 429 or code >= 500
+    code = _code(error)
+    return isinstance(error, TransportError) and (code == 0 or code == 429 or code >= 500)
+
+
+def _needs_list(error: CrdError) -> bool:
+    """A server error on the watch itself (not unreachable, busy or behind a gateway).
+
+    The apiserver can fail a watch for good at a version (a 500 when etcd compacted the
+    previous state of the first event): like client-go's reflector, list again rather
+    than reopen at the same version.
+    """
+    return _code(error) >= 500 and _code(error) not in _GATEWAY_CODES
 
 
 def backoff_seconds(failures: int) -> float:
@@ -210,5 +227,6 @@ def watch_flow(
         except CrdError as error:
             if not retriable(error):
                 raise
+            need_list = need_list or _needs_list(error)
             failures += 1
             yield Backoff(backoff_seconds(failures))

@@ -20,11 +20,24 @@ __all__ = [
     "decode_event",
     "encode_event",
     "error_event",
+    "read_timeout",
     "status_of",
 ]
 
 #: The event types a watch delivers (``ERROR`` is raised, never delivered).
 EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
+#: How long past the server's own timeout a silent stream is given before it counts as dead.
+_READ_GRACE_S = 30
+#: Without a timeout the apiserver closes a watch within an hour (``--min-request-timeout``
+#: doubled at most); the client gives up on a silent stream a little after that.
+_DEFAULT_READ_TIMEOUT_S = 2 * 3600
+
+
+def read_timeout(timeout_seconds: int | None) -> float:
+    """The client-side read timeout of a watch the server closes after ``timeout_seconds``."""
+    if timeout_seconds is None:
+        return float(_DEFAULT_READ_TIMEOUT_S)
+    return float(timeout_seconds + _READ_GRACE_S)
 
 
 def decode_event(line: bytes | str) -> dict[str, Any]:

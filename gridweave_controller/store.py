@@ -12,7 +12,29 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-__all__ = ["ENDPOINTS", "GROUP", "JOBS", "VERSION", "AsyncRawStore", "RawStore"]
+from gridweave_controller._raw_watch import (
+    AsyncRawWatch,
+    AsyncRawWatchSource,
+    AsyncWireWatch,
+    RawList,
+    RawWatch,
+    RawWatchSource,
+)
+
+__all__ = [
+    "ENDPOINTS",
+    "GROUP",
+    "JOBS",
+    "VERSION",
+    "AsyncRawStore",
+    "AsyncRawWatch",
+    "AsyncRawWatchSource",
+    "AsyncWireWatch",
+    "RawList",
+    "RawStore",
+    "RawWatch",
+    "RawWatchSource",
+]
 
 GROUP = "gridweave.io"
 VERSION = "v1"
@@ -20,8 +42,12 @@ JOBS = "gridweavejobs"
 ENDPOINTS = "gridweaveendpoints"
 
 
-class RawStore(Protocol):
-    """Namespaced custom objects of the ``gridweave.io/v1`` group, apiserver semantics."""
+class RawStore(RawWatchSource, Protocol):
+    """Namespaced custom objects of the ``gridweave.io/v1`` group, apiserver semantics.
+
+    Besides the five calls, a store lists with the list's resourceVersion and watches
+    (:class:`RawWatchSource`).
+    """
 
     def create(self, namespace: str, plural: str, body: dict[str, Any]) -> dict[str, Any]:
         """Create the object (``status`` is dropped); raise AlreadyExists or Invalid."""
@@ -58,8 +84,8 @@ class RawStore(Protocol):
         ...
 
 
-class AsyncRawStore(Protocol):
-    """:class:`RawStore`'s five calls under asyncio: the same arguments, results and errors."""
+class AsyncRawStore(AsyncRawWatchSource, Protocol):
+    """:class:`RawStore`'s calls under asyncio: the same arguments, results and errors."""
 
     async def create(self, namespace: str, plural: str, body: dict[str, Any]) -> dict[str, Any]:
         """Create the object (``status`` is dropped); raise AlreadyExists or Invalid."""

@@ -11,7 +11,7 @@ from gridweave_controller import aio
 from gridweave_controller.aio import AsyncCrdClient
 from gridweave_runtime.app import create_service_app
 from kuberay_service.errors import install_status_error_handlers
-from kuberay_service.routers import crd
+from kuberay_service.routers import crd, watch
 from kuberay_service.settings import KubeRaySettings
 
 __all__ = ["create_app"]
@@ -42,7 +42,7 @@ def create_app(
     app = create_service_app(
         service="kuberay_service",
         settings=settings,
-        routers=[crd.router],
+        routers=[crd.router, watch.router],
         resources=cluster_connection,
     )
     install_status_error_handlers(app)

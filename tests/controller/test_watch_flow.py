@@ -167,6 +167,7 @@ class TestFlow:
         [
             TransportError("connection refused"),
             TransportError("bad gateway", status={"code": 502}),
+            TransportError("unavailable", status={"code": 503}),
             TransportError("slow down", status={"code": 429}),
         ],
     )
@@ -191,6 +192,11 @@ class TestFlow:
         driver = Driver(WatchState(Job.from_raw, [], "3"), listed=True)
         with pytest.raises(type(error)):
             driver.fail(error)
+
+    def test_a_server_error_on_the_watch_backs_off_and_lists_again(self) -> None:
+        driver = Driver(WatchState(Job.from_raw, [], "3"), listed=True)
+        assert isinstance(driver.fail(TransportError("etcd", status={"code": 500})), Backoff)
+        assert driver.reply(None) == ListObjects()
 
     def test_the_deadline_ends_the_watch_at_the_end_of_a_stream(self) -> None:
         driver = Driver(WatchState(Job.from_raw, [], "3"), listed=True, deadline=10.0)

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gridweave_controller.errors import CrdError, error_from_status
-from gridweave_controller.store import GROUP
+from gridweave_controller.store import GROUP, RawList
 from tests.support.crd_schema import (
     CrdSchema,
     apply_read_defaults,
@@ -33,6 +33,7 @@ from tests.support.crd_schema import (
 )
 from tests.support.field_selector import FieldSelectorError, parse_field_selector
 from tests.support.label_selector import SelectorError, parse_selector
+from tests.support.memory_watch import AsyncMemoryWatch, EventLog, MemoryWatch, WatchRequest
 
 _DNS1123_SUBDOMAIN = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -89,9 +90,13 @@ class MemoryStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._objects: dict[tuple[str, str, str], dict[str, Any]] = {}
-        self._resource_version = 0
+        # etcd starts at revision 1: a list of the empty store is at "1", never at "0",
+        # which a watch reads as "any version" (the current objects first).
+        self._resource_version = 1
         self._pending_conflicts = 0
         self.calls: Counter[str] = Counter()
+        #: Every write in resourceVersion order, what watches read (``compact`` trims it).
+        self.log = EventLog(self._lock)
 
     # -- test controls ---------------------------------------------------------------------
 
@@ -106,6 +111,12 @@ class MemoryStore:
             self._objects.clear()
             self._pending_conflicts = 0
             self.calls.clear()
+            self.log.forget(self._resource_version)
+
+    def compact(self, up_to_resource_version: str | int) -> None:
+        """Forget the history up to that version, like etcd: older watches answer 410."""
+        with self._lock:
+            self.log.compact(int(up_to_resource_version))
 
     # -- RawStore ----------------------------------------------------------------------------
 
@@ -183,6 +194,7 @@ class MemoryStore:
                 "spec": spec,
             }
             self._objects[key] = stored
+            self.log.record(namespace, plural, "ADDED", self._read(crd, stored))
             return self._read(crd, stored)
 
     @staticmethod
@@ -228,9 +240,10 @@ class MemoryStore:
         crd = self._crd(plural)
         with self._lock:
             self.calls["delete"] += 1
-            self._existing(crd, namespace, name)
+            gone = self._existing(crd, namespace, name)
             del self._objects[(namespace, plural, name)]
-            self._bump()
+            gone["metadata"]["resourceVersion"] = self._bump()
+            self.log.record(namespace, plural, "DELETED", self._read(crd, gone))
 
     def patch_status(
         self, namespace: str, plural: str, name: str, patch: dict[str, Any]
@@ -265,7 +278,87 @@ class MemoryStore:
             if status != stored.get("status"):
                 stored["status"] = status
                 stored["metadata"]["resourceVersion"] = self._bump()
+                self.log.record(namespace, plural, "MODIFIED", self._read(crd, stored))
             return self._read(crd, stored)
+
+    # -- list-watch ----------------------------------------------------------------------
+
+    def list_page(
+        self,
+        namespace: str,
+        plural: str,
+        label_selector: str | None = None,
+        *,
+        field_selector: str | None = None,
+    ) -> RawList:
+        """:meth:`list`, with the resourceVersion the objects were read at."""
+        while True:  # a snapshot: no write between reading the version and the objects
+            version = self._resource_version
+            items = self.list(namespace, plural, label_selector, field_selector=field_selector)
+            if self._resource_version == version:
+                return RawList(items, str(version))
+
+    def _watch_request(
+        self,
+        namespace: str,
+        plural: str,
+        label_selector: str | None,
+        field_selector: str | None,
+        resource_version: str | None,
+        timeout_seconds: int | None,
+        allow_bookmarks: bool,
+    ) -> WatchRequest:
+        crd = self._crd(plural)
+        try:
+            labels_match = parse_selector(label_selector)
+            fields_match = parse_field_selector(field_selector, crd.selectable_fields)
+        except (SelectorError, FieldSelectorError) as exc:
+            raise _failure("BadRequest", 400, str(exc)) from exc
+        initial: list[dict[str, Any]] = []
+        if resource_version in (None, "", "0"):  # the current objects first, as ADDED
+            page = self.list_page(namespace, plural, label_selector, field_selector=field_selector)
+            initial, cursor = page.items, int(page.resource_version)
+        elif not resource_version.isdigit():
+            message = f"invalid resource version: {resource_version!r}"
+            raise _failure("BadRequest", 400, message)
+        else:
+            cursor = int(resource_version)
+        return WatchRequest(
+            self.log,
+            namespace,
+            plural,
+            crd.kind,
+            labels_match,
+            fields_match,
+            cursor,
+            initial,
+            timeout_seconds,
+            allow_bookmarks,
+        )
+
+    def watch(
+        self,
+        namespace: str,
+        plural: str,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_bookmarks: bool = True,
+    ) -> MemoryWatch:
+        """Watch the changes after ``resource_version`` (unset or "0": current objects first)."""
+        return MemoryWatch(
+            self._watch_request(
+                namespace,
+                plural,
+                label_selector,
+                field_selector,
+                resource_version,
+                timeout_seconds,
+                allow_bookmarks,
+            )
+        )
 
 
 class AsyncMemoryStore:
@@ -312,3 +405,42 @@ class AsyncMemoryStore:
         """:meth:`MemoryStore.patch_status`."""
         await asyncio.sleep(0)
         return self.store.patch_status(namespace, plural, name, patch)
+
+    async def list_page(
+        self,
+        namespace: str,
+        plural: str,
+        label_selector: str | None = None,
+        *,
+        field_selector: str | None = None,
+    ) -> RawList:
+        """:meth:`MemoryStore.list_page`."""
+        await asyncio.sleep(0)
+        return self.store.list_page(
+            namespace, plural, label_selector, field_selector=field_selector
+        )
+
+    async def watch(
+        self,
+        namespace: str,
+        plural: str,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_bookmarks: bool = True,
+    ) -> AsyncMemoryWatch:
+        """:meth:`MemoryStore.watch`, woken through the event loop."""
+        await asyncio.sleep(0)
+        return AsyncMemoryWatch(
+            self.store._watch_request(
+                namespace,
+                plural,
+                label_selector,
+                field_selector,
+                resource_version,
+                timeout_seconds,
+                allow_bookmarks,
+            )
+        )
