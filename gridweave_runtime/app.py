@@ -15,7 +15,7 @@ from sqlalchemy import text
 from gridweave_runtime.auth import install_internal_auth
 from gridweave_runtime.database import Database, create_database, upgrade_database
 from gridweave_runtime.errors import install_error_handlers
-from gridweave_runtime.limits import install_body_limits
+from gridweave_runtime.limits import BodyLimits, install_body_guard, install_body_reader
 from gridweave_runtime.metrics import install_health_and_metrics
 from gridweave_runtime.postgres import resolve_database_url, stop_embedded_server
 from gridweave_runtime.server import server_config
@@ -106,14 +106,12 @@ def create_service_app(
     )
     app.state.settings = settings
     app.state.database = opened
-    # added first, so it runs inside auth: a request without the token is refused unread
-    install_body_limits(
-        app,
-        max_body_bytes=settings.max_body_bytes,
-        body_timeout_seconds=settings.body_timeout_seconds,
-        body_limits=body_limits,
-    )
+    # The body is read inside auth (a request without the token is refused unread, and the
+    # guard outside closes its connection); an announced oversized body is refused outside.
+    limits = BodyLimits(settings.max_body_bytes, body_limits)
+    install_body_reader(app, limits=limits, timeout_seconds=settings.body_timeout_seconds)
     install_internal_auth(app, settings.internal_token.get_secret_value())
+    install_body_guard(app, limits=limits)
     install_error_handlers(app, max_fields=settings.max_error_fields)
 
     def database_reachable() -> bool:

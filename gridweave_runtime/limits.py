@@ -1,16 +1,18 @@
-"""Request limits every service gets by default: body size and time, in one ASGI middleware.
+"""Request limits every service gets by default: body size and time, in two ASGI layers.
 
 The server (``gridweave_runtime.server``) refuses an oversized or slow request *head*
-(431, 408) before any of this runs; this middleware bounds the *body*:
+(431, 408) before any of this runs; these bound the *body*:
 
-- a body larger than the limit is refused with 413 ``request_too_large``: at once when
-  ``Content-Length`` says so (nothing is read), else as soon as the bytes read pass it;
-- a body that has not fully arrived ``body_timeout_seconds`` after the head is refused with
-  408 ``request_timeout`` (a client dribbling its body holds nothing for long).
+- ``BodyGuardMiddleware`` (outside auth) answers 413 ``request_too_large`` at once when
+  ``Content-Length`` announces more than the route takes (nothing is read, no token
+  needed to be refused), and closes the connection after any answer given before the body
+  was read (a 401, say): the server then never reads the rest of a body nobody wants;
+- ``BodyReaderMiddleware`` (inside auth) reads the whole body before the route runs: 413 as
+  soon as the bytes read pass the limit (a chunked body), 408 ``request_timeout`` when the
+  body has not arrived ``body_timeout_seconds`` after the head. So a route never waits on a
+  slow client with a worker thread or a database connection in hand.
 
-The whole body (at most the limit) is read here, then handed to the app, so a route never
-waits on a slow client with a worker thread or a database connection in hand. Both answers
-close the connection and are rendered by the app's own handler for
+Both answers close the connection and are rendered by the app's own handler for
 :class:`~gridweave_runtime.errors.GridweaveError`, so each service keeps its error format.
 A route that legitimately takes larger bodies gets its own limit by path prefix
 (``create_service_app(body_limits={"/v1/uploads": 64 * 2**20})``).
@@ -32,10 +34,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from gridweave_runtime.errors import GridweaveError, error_body
 
 __all__ = [
-    "BodyLimitMiddleware",
+    "BodyGuardMiddleware",
+    "BodyLimits",
+    "BodyReaderMiddleware",
     "RequestTimedOut",
     "RequestTooLarge",
-    "install_body_limits",
+    "install_body_guard",
+    "install_body_reader",
     "render_error",
 ]
 
@@ -82,47 +87,83 @@ def _declared_length(headers: Headers) -> int | None:
     return int(value)
 
 
-class BodyLimitMiddleware:
-    """413 for a body past its route's limit, 408 for one that does not arrive in time."""
+def _has_body(headers: Headers) -> bool:
+    declared = _declared_length(headers)
+    return declared != 0 and (declared is not None or "transfer-encoding" in headers)
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        owner: FastAPI,
-        max_body_bytes: int,
-        body_timeout_seconds: float,
-        body_limits: Mapping[str, int],
-    ) -> None:
-        self.app = app
-        self.owner = owner
-        self.max_body_bytes = max_body_bytes
-        self.body_timeout_seconds = body_timeout_seconds
+
+class BodyLimits:
+    """The largest body per path: by the longest matching prefix, else the default."""
+
+    def __init__(self, default: int, by_prefix: Mapping[str, int] | None = None) -> None:
+        self.default = default
         # longest prefix first, so "/v1/a/b" wins over "/v1/a"
-        self.body_limits = sorted(body_limits.items(), key=lambda item: -len(item[0]))
+        self.by_prefix = sorted((by_prefix or {}).items(), key=lambda item: -len(item[0]))
 
     def limit_for(self, path: str) -> int:
         """The largest body accepted on ``path``."""
-        for prefix, limit in self.body_limits:
+        for prefix, limit in self.by_prefix:
             if path.startswith(prefix):
                 return limit
-        return self.max_body_bytes
+        return self.default
+
+
+class BodyGuardMiddleware:
+    """413 for an announced body past the limit; ``Connection: close`` when a body is unread."""
+
+    def __init__(self, app: ASGIApp, *, owner: FastAPI, limits: BodyLimits) -> None:
+        self.app = app
+        self.owner = owner
+        self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        declared = _declared_length(headers)
-        if declared == 0 or (declared is None and "transfer-encoding" not in headers):
-            await self.app(scope, receive, send)  # no body: nothing to bound
+        if not _has_body(headers):
+            await self.app(scope, receive, send)
             return
-        limit = self.limit_for(scope["path"])
+        limit = self.limits.limit_for(scope["path"])
+        declared = _declared_length(headers)
         if declared is not None and declared > limit:
             error = RequestTooLarge(max_bytes=limit, declared_bytes=declared)
             await render_error(self.owner, error, scope, receive, send)
             return
-        body = await self._read_body(scope, receive, send, limit)
+        body_read = False
+
+        async def noting_receive() -> Message:
+            nonlocal body_read
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_read = True
+            return message
+
+        async def closing_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and not body_read:
+                # answered before the body was read: the server must not read it after
+                message["headers"] = [*message.get("headers", []), (b"connection", b"close")]
+            await send(message)
+
+        await self.app(scope, noting_receive, closing_send)
+
+
+class BodyReaderMiddleware:
+    """Reads the whole body before the route: 413 past the limit, 408 past the time."""
+
+    def __init__(
+        self, app: ASGIApp, *, owner: FastAPI, limits: BodyLimits, timeout_seconds: float
+    ) -> None:
+        self.app = app
+        self.owner = owner
+        self.limits = limits
+        self.timeout_seconds = timeout_seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _has_body(Headers(scope=scope)):
+            await self.app(scope, receive, send)  # no body: nothing to bound
+            return
+        body = await self._read_body(scope, receive, send, self.limits.limit_for(scope["path"]))
         if body is None:
             return  # refused and answered
         await self.app(scope, _replay(body, receive), send)
@@ -133,7 +174,7 @@ class BodyLimitMiddleware:
         chunks: list[bytes] = []
         size = 0
         error: GridweaveError | None = None
-        with anyio.move_on_after(self.body_timeout_seconds) as deadline:
+        with anyio.move_on_after(self.timeout_seconds) as deadline:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
@@ -147,8 +188,7 @@ class BodyLimitMiddleware:
                 if not message.get("more_body", False):
                     break
         if deadline.cancelled_caught:
-            timeout = math.ceil(self.body_timeout_seconds)
-            error = RequestTimedOut(timeout_seconds=timeout)
+            error = RequestTimedOut(timeout_seconds=math.ceil(self.timeout_seconds))
         if error is not None:
             await render_error(self.owner, error, scope, receive, send)
             return None
@@ -169,18 +209,13 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
-def install_body_limits(
-    app: FastAPI,
-    *,
-    max_body_bytes: int,
-    body_timeout_seconds: float,
-    body_limits: Mapping[str, int] | None = None,
-) -> None:
-    """Bound every request body of ``app`` (per path prefix where ``body_limits`` says)."""
+def install_body_reader(app: FastAPI, *, limits: BodyLimits, timeout_seconds: float) -> None:
+    """Read every body before its route, bounded in size and time (install before auth)."""
     app.add_middleware(
-        BodyLimitMiddleware,
-        owner=app,
-        max_body_bytes=max_body_bytes,
-        body_timeout_seconds=body_timeout_seconds,
-        body_limits=dict(body_limits or {}),
+        BodyReaderMiddleware, owner=app, limits=limits, timeout_seconds=timeout_seconds
     )
+
+
+def install_body_guard(app: FastAPI, *, limits: BodyLimits) -> None:
+    """Refuse announced oversized bodies unread; close after unread ones (install after auth)."""
+    app.add_middleware(BodyGuardMiddleware, owner=app, limits=limits)

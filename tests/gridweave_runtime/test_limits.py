@@ -219,11 +219,23 @@ class TestRequestBody:
         assert answer.status == 408
         assert error_of(answer)["code"] == "request_timeout"
 
-    def test_without_the_token_the_body_is_not_even_read(self, served: Served) -> None:
+    def test_an_announced_oversized_body_is_413_even_without_the_token(
+        self, served: Served
+    ) -> None:
         answer = exchange(
             served, b"POST /v1/echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100000000\r\n\r\n"
         )
+        assert answer.status == 413
+        assert answer.headers["connection"] == "close"
+
+    def test_without_the_token_the_body_is_not_even_read(self, served: Served) -> None:
+        answer = exchange(
+            served,
+            b"POST /v1/uploads/echo HTTP/1.1\r\nHost: t\r\nContent-Length: 50000\r\n\r\n",
+            b"{" * 50_000,
+        )
         assert answer.status == 401
+        assert answer.headers["connection"] == "close"  # the rest is never read
 
     def test_a_route_declared_larger_takes_more(self, served: Served) -> None:
         name = "n" * 10_000
