@@ -86,7 +86,7 @@ class LineSplitter:
         data = self._pending + chunk if self._pending else chunk
         lines = data.split(b"\n")
         self._pending = lines.pop()
-        return [line for line in lines if line.strip()]
+        return [line for line in lines if line and not line.isspace()]
 
     def lines(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
         """Every complete line of ``chunks``."""
