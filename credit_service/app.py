@@ -11,9 +11,11 @@ from credit_service.routers import accounts, holds, transfers
 from credit_service.settings import DATABASE_NAME, CreditSettings
 from gridweave_runtime.app import create_service_app
 
-__all__ = ["MIGRATIONS_DIR", "create_app"]
+__all__ = ["MIGRATIONS_DIR", "ROUTERS", "create_app"]
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+#: Every route of the service: its OpenAPI document needs no database (the fuzz tests).
+ROUTERS = (accounts.router, transfers.router, holds.router)
 
 
 def create_app(settings: CreditSettings | None = None) -> FastAPI:
@@ -22,7 +24,7 @@ def create_app(settings: CreditSettings | None = None) -> FastAPI:
     app = create_service_app(
         service="credit_service",
         settings=settings,
-        routers=[accounts.router, transfers.router, holds.router],
+        routers=ROUTERS,
         database=DATABASE_NAME,
         migrations_dir=MIGRATIONS_DIR,
     )

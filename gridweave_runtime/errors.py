@@ -114,7 +114,7 @@ def _field_name(location: Sequence[Any]) -> str:
     parts = [str(part) for part in location]
     if len(parts) > 1 and parts[0] in {"body", "query", "path", "header", "cookie"}:
         parts = parts[1:]
-    return _cut(".".join(parts))
+    return _cut(".".join(part or '""' for part in parts))  # an empty key is still named
 
 
 def _validation_fields(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:

@@ -20,12 +20,14 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gridweave_controller.errors import CrdError, TransportError, status_body
-from gridweave_runtime.errors import GridweaveError
+from gridweave_runtime.errors import MAX_ERROR_FIELDS, GridweaveError
 
 __all__ = ["install_status_error_handlers", "status_response"]
 
 #: A transport failure behind the proxy (apiserver unreachable, 5xx): the gateway is bad.
 _TRANSPORT_FAILURE_CODE = 502
+# A field name or message longer than this is cut (a 1 MB unknown key is not echoed back).
+_MAX_TEXT = 200
 
 
 def status_response(error: CrdError) -> JSONResponse:
@@ -44,23 +46,30 @@ def _status(code: int, message: str) -> dict[str, Any]:
     return status_body(code, reason, message)
 
 
+def _cut(text: str) -> str:
+    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
+
+
 def _field(location: Sequence[Any]) -> str:
     parts = [str(part) for part in location]
     if len(parts) > 1 and parts[0] in {"body", "query", "path", "header"}:
         parts = parts[1:]
-    return ".".join(part or '""' for part in parts)  # an empty key still shows
+    return _cut(".".join(part or '""' for part in parts))  # an empty key still shows
 
 
 def _invalid_status(errors: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    # at most MAX_ERROR_FIELDS causes, each cut short: the answer never grows with the input
     causes = [
         {
             "reason": "FieldValueInvalid",
             "field": _field(error.get("loc", ())),
-            "message": str(error.get("msg", "invalid")),
+            "message": _cut(str(error.get("msg", "invalid"))),
         }
-        for error in errors
+        for error in errors[:MAX_ERROR_FIELDS]
     ]
     summary = "; ".join(f"{cause['field']}: {cause['message']}" for cause in causes)
+    if len(errors) > len(causes):
+        summary += f"; and {len(errors) - len(causes)} more"
     return status_body(422, "Invalid", f"invalid request: {summary}", {"causes": causes})
 
 
