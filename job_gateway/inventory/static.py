@@ -16,8 +16,8 @@ The format (unknown keys are refused, so a typo is named rather than ignored)::
             simulated: false        # default false; true marks a declared stand-in
 
 The file is read again on every :meth:`StaticFileSource.read_inventory`, so an edit takes
-effect at the next read. Any error raises :class:`InventoryFileError` naming the file and the
-field (``nodes[1].gpus[0].vram_mb``).
+effect at the next read. Any error raises :class:`InventoryFileError` naming the file and
+each field at fault (``nodes[1].gpus[0].vram_mb: Field required``); ``field`` is the first.
 """
 
 from __future__ import annotations
@@ -115,6 +115,9 @@ class InventoryFile(_Entry):
         )
 
 
+_SHOWN_ERRORS = 5
+
+
 def _field_path(location: tuple[int | str, ...]) -> str:
     path = ""
     for part in location:
@@ -158,11 +161,11 @@ def load_inventory_file(path: str | Path) -> Inventory:
     try:
         return InventoryFile.model_validate(document).to_inventory()
     except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        field = _field_path(tuple(error["loc"]))
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        errors = [(_field_path(tuple(e["loc"])), e["msg"]) for e in exc.errors(include_url=False)]
+        shown = "; ".join(f"{field}: {message}" for field, message in errors[:_SHOWN_ERRORS])
+        more = f" (and {len(errors) - _SHOWN_ERRORS} more)" if len(errors) > _SHOWN_ERRORS else ""
         raise InventoryFileError(
-            f"{path}: {field}: {error['msg']}{more}", path=str(path), field=field
+            f"{path}: {shown}{more}", path=str(path), field=errors[0][0]
         ) from None
 
 

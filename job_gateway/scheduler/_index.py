@@ -21,12 +21,14 @@ from collections.abc import Callable, Iterable
 from gridweave_controller.vendors import Vendor
 from job_gateway.inventory.models import Gpu, Inventory
 
-__all__ = ["ACCEPTED", "VENDOR_CODES", "VENDOR_NAMES", "CapacityIndex"]
+__all__ = ["ACCEPTED", "VENDOR_CODES", "VENDOR_NAMES", "WINDOW", "CapacityIndex"]
 
 VENDOR_NAMES = ("nvidia", "amd")
 VENDOR_CODES = {"nvidia": 0, "amd": 1}
 #: The vendor codes a request's ``vendor`` accepts (never mixed on one request).
 ACCEPTED: dict[Vendor, tuple[int, ...]] = {"nvidia": (0,), "amd": (1,), "any": (0, 1)}
+#: How many candidate nodes a multi-GPU binpack decision compares exactly.
+WINDOW = 8
 _FIRST = -1  # sorts before every gpu id and node rank: (need, _FIRST) bisects to "free >= need"
 
 
@@ -156,16 +158,30 @@ class CapacityIndex:
             entries = lists[count]
             if not entries or entries[-1][0] < need:
                 continue
-            floor = entries[-1][0] if spread else need
-            rank = entries[bisect_left(entries, (floor, _FIRST))][1]
-            free = self.free
-            fits = [g for g in self.node_gids[rank][vendor] if free[g] >= need]
             if spread:
-                fits.sort(key=lambda g: (-free[g], g))
-            else:
-                fits.sort(key=lambda g: (free[g], g))
-            return fits[:count]
+                rank = entries[bisect_left(entries, (entries[-1][0], _FIRST))][1]
+                return self._on_node(rank, vendor, need, count, spread=True)
+            # The WINDOW nodes with the smallest k-th largest free VRAM >= need are compared:
+            # the one whose chosen GPUs leave the least VRAM free wins (ties: node rank).
+            start = bisect_left(entries, (need, _FIRST))
+            best: tuple[int, int] | None = None
+            chosen: list[int] = []
+            for _, rank in entries[start : start + WINDOW]:
+                fits = self._on_node(rank, vendor, need, count, spread=False)
+                left = sum(self.free[g] for g in fits)
+                if best is None or (left, rank) < best:
+                    best, chosen = (left, rank), fits
+            return chosen
         return None
+
+    def _on_node(self, rank: int, vendor: int, need: int, count: int, spread: bool) -> list[int]:
+        free = self.free
+        fits = [g for g in self.node_gids[rank][vendor] if free[g] >= need]
+        if spread:
+            fits.sort(key=lambda g: (-free[g], g))
+        else:
+            fits.sort(key=lambda g: (free[g], g))
+        return fits[:count]
 
     # -- changes ----------------------------------------------------------------------------
 
