@@ -223,15 +223,22 @@ class Scheduler:
         endpoint_held = self.allocations.endpoint_held_mb
         best: tuple[tuple[int, int, int], list[int]] | None = None
         for rank, by_vendor in enumerate(index.node_gids):
-            name = index.names[rank]
             for vendor in accepts:
-                gids = by_vendor[vendor]
-                if len(gids) < count:
+                frees = index.profile[rank][vendor]  # the node's free VRAM, largest first
+                if len(frees) < count or index.node_totals[rank][vendor][count - 1] < need:
                     continue
+                # Bounds from the k largest free: the exact deficit below is never smaller.
+                if best is not None:
+                    if (need - frees[count - 1], rank, vendor) >= best[0]:
+                        continue
+                    bound = sum(need - f for f in frees[:count] if f < need)
+                    if (bound, rank, vendor) >= best[0]:
+                        continue
                 # Endpoints run until stopped: wait only where jobs alone stand in the way.
+                name = index.names[rank]
                 able = [
                     g
-                    for g in gids
+                    for g in by_vendor[vendor]
                     if index.g_total[g] - endpoint_held(name, index.g_index[g]) >= need
                 ]
                 if len(able) < count:
