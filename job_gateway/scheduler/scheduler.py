@@ -8,9 +8,11 @@ scheduler"); in short, one pass:
 1. ranks the requests: higher ``priority`` first, then earlier ``submitted_at``, then key;
 2. reports as impossible each request no node's GPUs could ever hold (the API's 422);
 3. places each other request, in rank order, on ``gpu_count`` GPUs of one vendor on one
-   node with ``vram_mb`` free on each: binpack takes the tightest GPUs that fit, spread
-   the emptiest; a request that does not fit now waits, and the next ones are still tried
-   (backfill);
+   node with ``vram_mb`` free on each: binpack takes the tightest GPUs that fit (exactly
+   for one GPU; for several, the best of the 8 tightest candidate nodes), spread the
+   emptiest; ``vendor: any`` tries first the pool with more free VRAM beyond what the
+   waiting vendor-specific requests want; a request that does not fit now waits, and the
+   next ones are still tried (backfill);
 4. gives a request that has waited ``aging_s`` or more and still does not fit a
    reservation: GPUs on one node (kept from the previous pass while still valid) on which
    every lower-ranked request may use only the VRAM the reservation leaves. Its holders
