@@ -15,7 +15,7 @@ Tree::
         ├── CodeExpired            410
         ├── RateLimited            429  (body: scope, limit, window_seconds)
         ├── RefillTooSoon          429  (body: next_refill_at)
-        ├── EmailDeliveryFailed    502
+        ├── EmailDeliveryFailed    502  (raised to the mail sender, which retries; no route)
         ├── CreditRefused          502  (credit_service refused a faucet call)
         └── CreditUnavailable      503  (replay the call: nothing is lost)
 
