@@ -27,10 +27,11 @@ from pathlib import Path
 from types import TracebackType
 
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
 
 from gridweave_runtime.kubeapi.errors import KubeAPIError
 from gridweave_runtime.kubeapi.kubeconfig import kubeconfig_for_certificate, write_kubeconfig
-from gridweave_runtime.kubeapi.pki import Pki, ensure_pki
+from gridweave_runtime.kubeapi.pki import DEFAULT_HOSTS, Pki, ensure_pki
 from gridweave_runtime.kubeapi.resources import api_client_for, ensure_namespace, install_crds
 
 __all__ = ["BIN_ENV", "SERVICE_ACCOUNT_ISSUER", "KubeAPIServer", "find_binaries", "free_port"]
@@ -168,7 +169,7 @@ class KubeAPIServer:
         """
         if self._procs:
             raise KubeAPIError("already started")
-        hosts = ("localhost", "127.0.0.1", self.host, *self.extra_hosts)
+        hosts = (*DEFAULT_HOSTS, self.host, *self.extra_hosts)
         pki = ensure_pki(self.pki.directory, hosts=tuple(dict.fromkeys(hosts)))
         (self.state_dir / "logs").mkdir(parents=True, exist_ok=True)
         port = self.port or free_port(self.host)
@@ -219,6 +220,8 @@ class KubeAPIServer:
                 install_crds(api_client, self.crd_manifests, timeout_s=timeout_s)
             except ApiException as exc:
                 raise KubeAPIError(f"setting up the API failed: {exc.status} {exc.body}") from exc
+            except HTTPError as exc:
+                raise KubeAPIError(f"setting up the API failed: {exc!r}") from exc
 
     def _spawn(self, name: str, args: list[str]) -> Popen:
         with (self.state_dir / "logs" / f"{name}.log").open("ab") as log:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
-from collections.abc import Iterator
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,43 +97,81 @@ def binaries(kubeapi: KubeAPI) -> Path:
         fail_or_skip("Kubernetes API server", exc)
 
 
+def _processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line contains ``text``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                if text.encode() in cmdline.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def _run_module(state: Path, port: int, binaries: Path) -> bytes:
+    """``python -m gridweave_runtime.kubeapi`` until ready; make a Namespace; SIGTERM it.
+
+    Returns the admin kubeconfig it wrote.
+    """
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gridweave_runtime.kubeapi", f"--state-dir={state}"]
+        + [f"--port={port}"],
+        env=os.environ | {"GRIDWEAVE_KUBEAPI_BIN": str(binaries)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(3)]
+        kubeconfig = state / "admin.kubeconfig"
+        assert lines[1] == f"export KUBECONFIG={kubeconfig}\n", proc.stderr
+        kubectl = [str(binaries / "kubectl"), f"--kubeconfig={kubeconfig}"]
+        made = subprocess.run(
+            [*kubectl, "create", "namespace", "kept"], capture_output=True, text=True, timeout=60
+        )
+        assert made.returncode == 0, made.stderr
+        return kubeconfig.read_bytes()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
 @pytest.mark.kubeapi
 class TestStateDirectory:
-    @pytest.fixture
-    def server(self, tmp_path: Path, binaries: Path) -> Iterator[KubeAPIServer]:
-        server = KubeAPIServer(
-            tmp_path / "state", binaries=binaries, port=free_port(), crd_manifests=CRD_MANIFESTS
-        )
+    def test_the_module_runs_it_and_a_restart_keeps_data_and_kubeconfig(
+        self, tmp_path: Path, binaries: Path
+    ) -> None:
+        state, port = tmp_path / "state", free_port()
+        kubeconfig = _run_module(state, port, binaries)
+        assert _processes_mentioning(str(state)) == []  # SIGTERM stopped etcd and apiserver
+
+        server = KubeAPIServer(state, binaries=binaries, port=port, crd_manifests=CRD_MANIFESTS)
         try:
-            yield server
+            server.start()
+            assert server.kubeconfig.read_bytes() == kubeconfig  # same CA, client cert, URL
+            with api_client_for(server.kubeconfig) as api_client:
+                names = {
+                    ns.metadata.name
+                    for ns in client.CoreV1Api(api_client).list_namespace().items
+                    if ns.metadata
+                }
+                crds = client.ApiextensionsV1Api(api_client).list_custom_resource_definition()
+            assert {"kept", "gridweave"} <= names
+            assert {c.metadata.name for c in crds.items if c.metadata} >= {
+                "gridweavejobs.gridweave.io",
+                "gridweaveendpoints.gridweave.io",
+            }
+            pids = server.pids
+            assert len(pids) == 2
         finally:
             server.stop()
-
-    def test_data_and_kubeconfig_survive_a_restart(self, server: KubeAPIServer) -> None:
-        server.start()
-        kubeconfig = server.kubeconfig.read_bytes()
-        first_pids = server.pids
-        with api_client_for(server.kubeconfig) as api_client:
-            client.CoreV1Api(api_client).create_namespace(
-                client.V1Namespace(metadata=client.V1ObjectMeta(name="kept"))
-            )
-        server.stop()
-        assert not [pid for pid in first_pids if _alive(pid)]
-
-        server.start()
-        assert server.kubeconfig.read_bytes() == kubeconfig  # same CA, client cert and URL
-        with api_client_for(server.kubeconfig) as api_client:
-            names = {
-                ns.metadata.name
-                for ns in client.CoreV1Api(api_client).list_namespace().items
-                if ns.metadata
-            }
-            crds = client.ApiextensionsV1Api(api_client).list_custom_resource_definition()
-        assert {"kept", "gridweave"} <= names
-        assert {c.metadata.name for c in crds.items if c.metadata} >= {
-            "gridweavejobs.gridweave.io",
-            "gridweaveendpoints.gridweave.io",
-        }
+        assert not [pid for pid in pids if _alive(pid)]
 
     def test_a_failed_start_leaves_no_process(self, tmp_path: Path, binaries: Path) -> None:
         fake = tmp_path / "bin"
