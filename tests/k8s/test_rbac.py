@@ -153,16 +153,21 @@ class TestWhatTheServicesDo:
         listed: Any = api.list_namespaced_custom_object(GROUP, VERSION, NAMESPACE, JOBS)
         version = listed["metadata"]["resourceVersion"]
         typed.set_job_cancelled(job_id)
-        stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
+        watcher = watch.Watch()  # type: ignore[no-untyped-call]
+        stream = watcher.stream(  # type: ignore[no-untyped-call]
             api.list_namespaced_custom_object,
             GROUP,
             VERSION,
             NAMESPACE,
             JOBS,
             resource_version=version,
-            timeout_seconds=5,
+            timeout_seconds=30,
         )
-        events = [(e["type"], e["object"]["metadata"]["name"]) for e in stream]
+        events = []
+        for event in stream:
+            events.append((event["type"], event["object"]["metadata"]["name"]))
+            if events[-1] == ("MODIFIED", job_id):
+                watcher.stop()  # type: ignore[no-untyped-call]
         assert ("MODIFIED", job_id) in events
         typed.delete_job(job_id)
 
