@@ -194,6 +194,7 @@ async def _direct(kubeconfig: Path, namespace: str) -> AsyncIterator[AsyncRawWat
         yield client.store
     finally:
         await client.close()
+        await asyncio.sleep(0.25)  # aiohttp: let closed TLS connections finish on the loop
 
 
 @asynccontextmanager

@@ -148,6 +148,7 @@ class AsyncInformer(Generic[_R]):
         self._resync_seconds = resync_seconds
         self._synced = asyncio.Event()
         self._dispatching = asyncio.Lock()
+        self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
         self._watch: AsyncWatch[_R] | None = None
 
@@ -190,13 +191,15 @@ class AsyncInformer(Generic[_R]):
     async def wait_until_synced(self, timeout: float | None = None) -> bool:
         """Wait until synced; False if ``timeout`` passed first."""
         try:
-            await asyncio.wait_for(self._synced.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._synced.wait()
         except TimeoutError:
             return False
         return True
 
     async def stop(self) -> None:
         """Stop watching; handlers are no longer called once this returns."""
+        self._stopping = True  # besides the cancel: a library may swallow one
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
@@ -219,6 +222,8 @@ class AsyncInformer(Generic[_R]):
     async def _dispatch(self, notes: Iterable[Notification[_R]]) -> None:
         async with self._dispatching:
             for note in notes:
+                if self._stopping:
+                    return
                 for handler, arguments in self._handlers.calls(note):
                     try:
                         result = handler(*arguments)
@@ -229,7 +234,7 @@ class AsyncInformer(Generic[_R]):
 
     async def _run(self) -> None:
         failures = 0
-        while True:
+        while not self._stopping:
             self._watch = watch = self._watch_from(self._cache.objects())
             try:
                 async for event in watch:
@@ -248,7 +253,7 @@ class AsyncInformer(Generic[_R]):
 
     async def _resync(self) -> None:
         assert self._resync_seconds is not None
-        while True:
+        while not self._stopping:
             await asyncio.sleep(self._resync_seconds)
             await self._dispatch(self._cache.resync())
 

@@ -131,8 +131,8 @@ class Watch(_Driver[_T]):
         query = self.query
         try:
             if isinstance(step, ReadEvent):
-                assert self._stream is not None
-                self._reply = next(self._stream, None)
+                stream = self._stream  # None once closed from another thread: the end
+                self._reply = None if stream is None else next(stream, None)
             elif isinstance(step, OpenWatch):
                 self._drop_stream()
                 stream = self._source.watch(
@@ -215,8 +215,8 @@ class AsyncWatch(_Driver[_T]):
         query = self.query
         try:
             if isinstance(step, ReadEvent):
-                assert self._stream is not None
-                self._reply = await anext(self._stream, None)
+                stream = self._stream  # None once closed from another task: the end
+                self._reply = None if stream is None else await anext(stream, None)
             elif isinstance(step, OpenWatch):
                 await self._drop_stream()
                 self._stream = await self._source.watch(
@@ -235,8 +235,9 @@ class AsyncWatch(_Driver[_T]):
                     field_selector=query.field_selector,
                 )
             elif isinstance(step, Backoff):
-                try:
-                    await asyncio.wait_for(self._wake.wait(), step.seconds)
+                try:  # not asyncio.wait_for: on 3.11 it can swallow a cancellation
+                    async with asyncio.timeout(step.seconds):
+                        await self._wake.wait()
                 except TimeoutError:
                     pass
         except CrdError as error:

@@ -115,8 +115,9 @@ class TestOrder:
             async with watched.async_source() as source:
                 watch = watch_jobs_async(source, watched.namespace)
                 thread = threading.Thread(target=write_later)
-                pending = asyncio.create_task(collect_async(watch, 1 + 1 + 4 * 3 + 1))
-                await asyncio.sleep(0.2)
+                synced = asyncio.Event()
+                pending = asyncio.create_task(collect_async(watch, 1 + 1 + 4 * 3 + 1, synced))
+                await synced.wait()
                 thread.start()
                 events = await pending
                 thread.join()

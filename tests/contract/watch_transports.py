@@ -69,6 +69,10 @@ async def _kube_async(api: KubeAPI, namespace: str) -> AsyncIterator[AsyncRawWat
         yield client.store
     finally:
         await client.close()
+        # aiohttp's documented graceful shutdown: a closed TLS connection needs a moment on
+        # the loop to finish (close_notify); without it, asyncio.run ending at once leaves
+        # the socket transport to the garbage collector (a ResourceWarning in a later test).
+        await asyncio.sleep(0.25)
 
 
 @asynccontextmanager
@@ -261,17 +265,25 @@ class Collector:
 
 
 async def collect_async(
-    watch: AsyncWatch[Any], count: int, timeout: float = DELIVERY_TIMEOUT_S
+    watch: AsyncWatch[Any],
+    count: int,
+    synced: asyncio.Event | None = None,
+    timeout: float = DELIVERY_TIMEOUT_S,
 ) -> list[WatchEvent[Any]]:
-    """The events of an asyncio typed watch until ``count`` changes arrived."""
+    """The events of an asyncio typed watch until ``count`` changes arrived.
+
+    ``synced`` is set when the first BOOKMARK (the end of the first list) arrives.
+    """
     events: list[WatchEvent[Any]] = []
 
     async def collect() -> None:
         async for event in watch:
             events.append(event)
+            if event.type == "BOOKMARK" and synced is not None:
+                synced.set()
             if len(changes(events)) >= count:
                 return
 
-    async with watch:
-        await asyncio.wait_for(collect(), timeout)
+    async with watch, asyncio.timeout(timeout):
+        await collect()
     return events

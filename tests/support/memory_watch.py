@@ -273,8 +273,9 @@ class AsyncMemoryWatch:
                 if remaining is not None and remaining <= 0:
                     cursor.end()
                     continue
-            try:
-                await asyncio.wait_for(self._woken.wait(), remaining)
+            try:  # not asyncio.wait_for: on 3.11 it can swallow a cancellation
+                async with asyncio.timeout(remaining):
+                    await self._woken.wait()
             except TimeoutError:
                 pass
         await self.aclose()
