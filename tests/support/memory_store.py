@@ -22,7 +22,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
-from gridweave_controller.errors import CrdError, error_from_status
+from gridweave_controller.errors import CrdError, error_from_status, status_body
 from gridweave_controller.store import GROUP, RawList
 from tests.support.crd_schema import (
     CrdSchema,
@@ -58,17 +58,7 @@ def _failure(
         details = {"name": name, "group": GROUP, "kind": kind}
         if causes:
             details["causes"] = causes
-    status = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "details": details,
-        "code": code,
-    }
-    return error_from_status(status, code)
+    return error_from_status(status_body(code, reason, message, details), code)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
