@@ -3,7 +3,7 @@
 Run from the repository root: ``.venv/bin/python -m bench.bench_watch``. Starts the real
 Kubernetes API server (as the tests do, watch cache on, as in production) and
 kuberay-service as its own process, then for each way (direct: ``AsyncInformer`` over the
-official asyncio client; proxied: the same informer over ``job_gateway._crd_watch`` ->
+official asyncio client; proxied: the same informer over ``gridweave_clients.kuberay_watch`` ->
 kuberay-service -> the apiserver):
 
 1. Live: a writer in a process of its own patches the status of 100 jobs 100 times each,
@@ -37,13 +37,13 @@ from typing import Any
 
 from bench.process_cpu import tree_cpu_seconds
 from bench.report import machine_line, write_section
+from gridweave_clients.kuberay_watch import AsyncProxiedWatchSource
 from gridweave_controller import aio
 from gridweave_controller._kube_store import KubeStore
 from gridweave_controller.informer import AsyncInformer
 from gridweave_controller.models import Job
 from gridweave_controller.store import JOBS, AsyncRawWatchSource
 from gridweave_controller.watch import watch_jobs_async
-from job_gateway._crd_watch import AsyncProxiedWatchSource
 from tests.support.killable_kuberay import KubeRayProcess
 from tests.support.kubeapi import api_client_for, kube_api, namespace_on_cluster
 
@@ -323,7 +323,8 @@ def main() -> None:
             "proxied phase replays its changes, each way in turn, interleaved, "
             f"{args.replays} times: the stream's rate from its first event to its last, "
             "median of the repeats. Direct: the official asyncio client. Proxied: "
-            "`job_gateway._crd_watch` (httpx) -> kuberay-service (`/v1/crd/watch/jobs`, the "
+            "`gridweave_clients.kuberay_watch` (httpx) -> kuberay-service "
+            "(`/v1/crd/watch/jobs`, the "
             "cluster's bytes relayed unparsed) -> the same asyncio client.",
             "",
             table(runs),

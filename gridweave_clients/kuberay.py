@@ -36,6 +36,7 @@ from pydantic.alias_generators import to_snake
 
 from gridweave_clients._core import Answer, Call, ErrorDecoder, Failure, RetryPolicy, encode_json
 from gridweave_clients.base import AsyncInternalClient, InternalClient
+from gridweave_clients.kuberay_watch import AsyncProxiedWatchSource, ProxiedWatchSource
 from gridweave_controller._flow import FlowContext, run_flow, run_flow_async
 from gridweave_controller.errors import (
     CrdError,
@@ -47,12 +48,19 @@ from gridweave_controller.errors import (
 from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.operations import (
     CRD_PREFIX,
-    AsyncRunner,
-    BlockingRunner,
+    AsyncClientBase,
+    BlockingClientBase,
     Operation,
     Operations,
 )
-from gridweave_controller.store import ENDPOINTS, JOBS, AsyncRawStore, RawStore
+from gridweave_controller.store import (
+    ENDPOINTS,
+    JOBS,
+    AsyncRawStore,
+    AsyncRawWatchSource,
+    RawStore,
+    RawWatchSource,
+)
 from gridweave_controller.validation import check_name
 
 __all__ = [
@@ -180,11 +188,18 @@ def result_from(operation: Operation[..., Any], answer: Answer) -> Any:
     return _decoder(operation.result_type)(answer.json())
 
 
+def _close(client: InternalClient | None, watches: ProxiedWatchSource | None) -> None:
+    if client is not None:
+        client.close()
+    if watches is not None:
+        watches.close()
+
+
 def _raw(result: Job | Endpoint) -> dict[str, Any]:
     return result.raw
 
 
-class ProxiedClient(Operations, BlockingRunner):
+class ProxiedClient(BlockingClientBase):
     """The typed operations over one pooled HTTP connection to kuberay-service's ``/v1/crd``.
 
     Created unconnected; the first call connects from the environment unless
@@ -193,6 +208,7 @@ class ProxiedClient(Operations, BlockingRunner):
 
     def __init__(self) -> None:
         self._client: InternalClient | None = None
+        self._watch_source: ProxiedWatchSource | None = None
         self._lock = threading.Lock()
         self._first_use_lock = threading.Lock()
 
@@ -215,10 +231,11 @@ class ProxiedClient(Operations, BlockingRunner):
             decoder=StatusDecoder(),
             transport=transport,
         )
+        watch_source = ProxiedWatchSource(base_url, token, timeout=timeout)
         with self._lock:
             previous, self._client = self._client, client
-        if previous is not None:
-            previous.close()
+            previous_watches, self._watch_source = self._watch_source, watch_source
+        _close(previous, previous_watches)
 
     def connect_from_environment(self) -> None:
         """Connect to ``KUBERAY_URL`` (default port 8800 on loopback) with the internal token."""
@@ -228,8 +245,16 @@ class ProxiedClient(Operations, BlockingRunner):
         """Close the pooled connections; the next call connects again."""
         with self._lock:
             previous, self._client = self._client, None
-        if previous is not None:
-            previous.close()
+            previous_watches, self._watch_source = self._watch_source, None
+        _close(previous, previous_watches)
+
+    def watch_target(self) -> tuple[RawWatchSource, str]:
+        """Watches read kuberay-service's watch routes (its namespace, not one of ours)."""
+        self._connected()
+        source = self._watch_source
+        if source is None:  # closed meanwhile
+            raise TransportError(f"the connection to {_SERVICE} was closed")
+        return source, ""
 
     def _connected(self) -> InternalClient:
         client = self._client
@@ -253,7 +278,7 @@ class ProxiedClient(Operations, BlockingRunner):
         return result_from(operation, answer)  # type: ignore[no-any-return]
 
 
-class AsyncProxiedClient(Operations, AsyncRunner):
+class AsyncProxiedClient(AsyncClientBase):
     """:class:`ProxiedClient`'s operations, awaited, over the asyncio client base."""
 
     def __init__(
@@ -274,6 +299,7 @@ class AsyncProxiedClient(Operations, AsyncRunner):
             decoder=StatusDecoder(),
             transport=transport,
         )
+        self._watch_source = AsyncProxiedWatchSource(base_url, token, timeout=timeout)
 
     @classmethod
     def from_environment(cls) -> AsyncProxiedClient:
@@ -283,6 +309,11 @@ class AsyncProxiedClient(Operations, AsyncRunner):
     async def close(self) -> None:
         """Close the pooled connections; later calls fail with TransportError."""
         await self._client.aclose()
+        await self._watch_source.aclose()
+
+    def watch_target(self) -> tuple[AsyncRawWatchSource, str]:
+        """Watches read kuberay-service's watch routes (its namespace, not one of ours)."""
+        return self._watch_source, ""
 
     async def perform_operation(
         self, operation: Operation[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]

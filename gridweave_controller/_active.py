@@ -13,15 +13,16 @@ import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from gridweave_controller.operations import BlockingRunner, Operation, Operations
+from gridweave_controller.operations import BlockingClientBase, Operation
+from gridweave_controller.store import RawWatchSource
 
 __all__ = ["ActiveClient"]
 
-_Client = TypeVar("_Client", bound=BlockingRunner)
+_Client = TypeVar("_Client", bound=BlockingClientBase)
 _T = TypeVar("_T")
 
 
-class ActiveClient(Operations, BlockingRunner, Generic[_Client]):
+class ActiveClient(BlockingClientBase, Generic[_Client]):
     """Holds the client a module's functions use; built on first use if none was installed."""
 
     def __init__(
@@ -55,6 +56,10 @@ class ActiveClient(Operations, BlockingRunner, Generic[_Client]):
             if self._client is None:
                 self._client = self._make_default()
             return self._client
+
+    def watch_target(self) -> tuple[RawWatchSource, str]:
+        """The active client's."""
+        return self.current().watch_target()
 
     def perform_operation(
         self, operation: Operation[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]

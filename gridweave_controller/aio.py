@@ -29,15 +29,15 @@ from gridweave_controller._flow import MAX_WRITE_ATTEMPTS, FlowContext, run_flow
 from gridweave_controller._kube_aio_store import AsyncKubeStore
 from gridweave_controller._kubeconfig import kubeconfig_file, resolve_namespace
 from gridweave_controller.errors import TransportError
-from gridweave_controller.operations import AsyncRunner, Operation, Operations
-from gridweave_controller.store import AsyncRawStore
+from gridweave_controller.operations import AsyncClientBase, Operation
+from gridweave_controller.store import AsyncRawStore, AsyncRawWatchSource
 
 __all__ = ["AsyncCrdClient", "connect"]
 
 _T = TypeVar("_T")
 
 
-class AsyncCrdClient(Operations, AsyncRunner):
+class AsyncCrdClient(AsyncClientBase):
     """:class:`~gridweave_controller.CrdClient`'s operations, awaited, on an asyncio store.
 
     Arguments are checked when the call is awaited (a coroutine does not run before), with
@@ -66,6 +66,10 @@ class AsyncCrdClient(Operations, AsyncRunner):
         """Close the store's connections, if it holds any."""
         if isinstance(self.store, AsyncKubeStore):
             await self.store.close()
+
+    def watch_target(self) -> tuple[AsyncRawWatchSource, str]:
+        """Watches read the store, in this client's namespace."""
+        return self.store, self.namespace
 
     async def perform_operation(
         self, operation: Operation[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]

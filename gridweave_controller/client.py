@@ -15,18 +15,17 @@ from gridweave_controller._flow import MAX_WRITE_ATTEMPTS, FlowContext, run_flow
 from gridweave_controller.operations import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_SECONDS,
-    BlockingRunner,
+    BlockingClientBase,
     Operation,
-    Operations,
 )
-from gridweave_controller.store import RawStore
+from gridweave_controller.store import RawStore, RawWatchSource
 
 __all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT_SECONDS", "MAX_WRITE_ATTEMPTS", "CrdClient"]
 
 _T = TypeVar("_T")
 
 
-class CrdClient(Operations, BlockingRunner):
+class CrdClient(BlockingClientBase):
     """Typed GridweaveJob and GridweaveEndpoint operations in one namespace of one store."""
 
     def __init__(
@@ -46,6 +45,10 @@ class CrdClient(Operations, BlockingRunner):
     def namespace(self) -> str:
         """The namespace every operation acts in."""
         return self.context.namespace
+
+    def watch_target(self) -> tuple[RawWatchSource, str]:
+        """Watches read the store, in this client's namespace."""
+        return self.store, self.namespace
 
     def perform_operation(
         self, operation: Operation[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]

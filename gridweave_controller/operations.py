@@ -23,13 +23,16 @@ from gridweave_controller._operation import (
     Operation,
     Route,
 )
+from gridweave_controller._watch_methods import AsyncWatchMethods, WatchMethods
 
 __all__ = [
     "CRD_PREFIX",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT_SECONDS",
     "OPERATIONS",
+    "AsyncClientBase",
     "AsyncRunner",
+    "BlockingClientBase",
     "BlockingRunner",
     "Operation",
     "Operations",
@@ -39,6 +42,14 @@ __all__ = [
 
 class Operations(JobOperations, EndpointOperations):
     """Every typed operation; a client inherits them beside a runner."""
+
+
+class BlockingClientBase(Operations, BlockingRunner, WatchMethods):
+    """A blocking client: every operation run to the end, and the watches."""
+
+
+class AsyncClientBase(Operations, AsyncRunner, AsyncWatchMethods):
+    """An asyncio client: every operation awaited, and the async watches."""
 
 
 #: Every operation, jobs first, in declaration order.

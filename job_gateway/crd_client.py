@@ -57,6 +57,8 @@ __all__ = [
     "set_job_running",
     "set_job_timed_out",
     "wait_for_job",
+    "watch_endpoints",
+    "watch_jobs",
 ]
 
 #: The one client the module-level functions use (it connects from the environment on
@@ -104,3 +106,5 @@ set_endpoint_running = _PROXY.set_endpoint_running
 set_endpoint_stopped = _PROXY.set_endpoint_stopped
 set_endpoint_failed = _PROXY.set_endpoint_failed
 set_endpoint_health = _PROXY.set_endpoint_health
+watch_jobs = _PROXY.watch_jobs
+watch_endpoints = _PROXY.watch_endpoints

@@ -73,3 +73,5 @@ set_endpoint_running = _ACTIVE.set_endpoint_running
 set_endpoint_stopped = _ACTIVE.set_endpoint_stopped
 set_endpoint_failed = _ACTIVE.set_endpoint_failed
 set_endpoint_health = _ACTIVE.set_endpoint_health
+watch_jobs = _ACTIVE.watch_jobs
+watch_endpoints = _ACTIVE.watch_endpoints

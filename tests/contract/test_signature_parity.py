@@ -7,7 +7,7 @@ from types import ModuleType
 
 import pytest
 
-from gridweave_controller import _operation, crd
+from gridweave_controller import _operation, _watch_methods, crd
 from gridweave_controller.operations import OPERATIONS as DECLARED
 from job_gateway import crd_client
 from tests import mock_crd
@@ -29,10 +29,12 @@ def test_crd_declares_its_public_functions() -> None:
         if callable(value)
         and not isinstance(value, type)
         and name[0] != "_"
-        and getattr(value, "__module__", None) in (crd.__name__, _operation.__name__)
+        and getattr(value, "__module__", None)
+        in (crd.__name__, _operation.__name__, _watch_methods.__name__)
     }
     assert public == set(crd.__all__)
-    assert set(OPERATIONS) == {operation.name for operation in DECLARED}
+    declared = {operation.name for operation in DECLARED}
+    assert set(OPERATIONS) == declared | {"watch_jobs", "watch_endpoints"}
 
 
 @pytest.mark.parametrize("module", OTHER_TRANSPORTS, ids=lambda m: m.__name__)

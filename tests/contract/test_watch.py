@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from gridweave_clients.kuberay_watch import ProxiedWatchSource
 from gridweave_controller.errors import Expired, Invalid, TransportError
 from gridweave_controller.informer import AsyncInformer, Informer
 from gridweave_controller.models import Job
@@ -24,8 +25,8 @@ from gridweave_controller.watch import (
     watch_jobs,
     watch_jobs_async,
 )
-from job_gateway._crd_watch import ProxiedWatchSource
 from tests.contract.watch_transports import (
+    PROXIED_WATCH_TRANSPORTS,
     WATCH_TRANSPORTS,
     Collector,
     WatchTransport,
@@ -45,6 +46,16 @@ def watched(request: pytest.FixtureRequest) -> Iterator[WatchTransport]:
     name: str = request.param
     api = None if name.endswith("mock") else request.getfixturevalue("kubeapi")
     with open_watch_transport(name, api) as transport:
+        yield transport
+
+
+@pytest.fixture(params=PROXIED_WATCH_TRANSPORTS)
+def proxied(request: pytest.FixtureRequest) -> Iterator[WatchTransport]:
+    """The transports with kuberay-service in front, on a namespace of their own."""
+    name: str = request.param
+    api = None if name.endswith("mock") else request.getfixturevalue("kubeapi")
+    with open_watch_transport(name, api) as transport:
+        assert transport.kuberay is not None
         yield transport
 
 
@@ -261,9 +272,9 @@ class TestCompaction:
 
 
 class TestRestart:
-    def test_a_watch_outlives_a_kuberay_restart(self, watched: WatchTransport) -> None:
-        if watched.kuberay is None:
-            pytest.skip("no kuberay-service in front of this transport")
+    def test_a_watch_outlives_a_kuberay_restart(self, proxied: WatchTransport) -> None:
+        watched = proxied
+        assert watched.kuberay is not None
         writer = Writer(watched.store, watched.namespace)
         collector = Collector(watch_jobs(watched.source, watched.namespace))
         try:
@@ -282,9 +293,9 @@ class TestRestart:
             collector.stop()
         assert seen == writer.written
 
-    def test_a_refused_token_is_not_retried(self, watched: WatchTransport) -> None:
-        if watched.kuberay is None:
-            pytest.skip("no kuberay-service in front of this transport")
+    def test_a_refused_token_is_not_retried(self, proxied: WatchTransport) -> None:
+        watched = proxied
+        assert watched.kuberay is not None
         source = ProxiedWatchSource(watched.kuberay.url, "not-the-token")
         try:
             with (

@@ -1,7 +1,7 @@
 """The four transports of the watch contract tests, and what the tests drive them with.
 
 ``mock``: the in-memory store itself; ``real``: the official client's stores on a real
-apiserver; ``proxied-mock`` / ``proxied-real``: ``job_gateway._crd_watch`` over HTTP to
+apiserver; ``proxied-mock`` / ``proxied-real``: ``gridweave_clients.kuberay_watch`` over HTTP to
 kuberay-service in front of the same two (over the in-memory store in a thread of this
 process, over the cluster as its own process, each killable). Writes go straight to the
 store behind, so what a watch hands out can be compared with what was written.
@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
+from gridweave_clients.kuberay_watch import AsyncProxiedWatchSource, ProxiedWatchSource
 from gridweave_controller import aio
 from gridweave_controller._kube_store import KubeStore
 from gridweave_controller.store import JOBS, AsyncRawWatchSource, RawStore, RawWatchSource
 from gridweave_controller.watch import AsyncWatch, Watch, WatchEvent
-from job_gateway._crd_watch import AsyncProxiedWatchSource, ProxiedWatchSource
 from tests.support.compacting_kubeapi import compact_etcd
 from tests.support.killable_kuberay import KubeRayProcess, KubeRayThread
 from tests.support.kubeapi import KubeAPI, api_client_for, namespace_for_test
@@ -37,6 +37,8 @@ WATCH_TRANSPORTS = [
     pytest.param("proxied-mock", id="proxied-mock"),
     pytest.param("proxied-real", id="proxied-real", marks=pytest.mark.kubeapi),
 ]
+#: The transports with kuberay-service in front (restart and auth tests).
+PROXIED_WATCH_TRANSPORTS = [p for p in WATCH_TRANSPORTS if str(p.id).startswith("proxied")]
 #: How long a test waits for a change to reach a watch before it fails.
 DELIVERY_TIMEOUT_S = 60.0
 USER_LABEL = "gridweave.io/user"
