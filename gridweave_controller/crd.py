@@ -6,7 +6,10 @@ The functions act on one module-level :class:`~gridweave_controller.client.CrdCl
 The first call without either initializes from the environment. The operations are the
 bound methods of one :class:`~gridweave_controller._active.ActiveClient`. Every transport
 (this one, the proxied ``job_gateway.crd_client`` and ``tests.mock_crd``) exposes exactly
-these functions with exactly these signatures.
+these functions with exactly these signatures: the others take them, for type checkers,
+from this module's ``__all__`` (the operations and watches; :func:`init_k8s_client` and
+:func:`use_client` configure this transport and are not in it), so a new operation is bound
+by one line here.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ __all__ = [
     "delete_job",
     "get_endpoint",
     "get_job",
-    "init_k8s_client",
     "list_endpoints",
     "list_jobs",
     "set_endpoint_deploying",
@@ -44,7 +46,6 @@ __all__ = [
     "set_job_pending",
     "set_job_running",
     "set_job_timed_out",
-    "use_client",
     "wait_for_job",
     "watch_endpoints",
     "watch_jobs",

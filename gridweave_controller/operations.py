@@ -29,6 +29,7 @@ __all__ = [
     "CRD_PREFIX",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT_SECONDS",
+    "FUNCTION_NAMES",
     "OPERATIONS",
     "AsyncClientBase",
     "AsyncRunner",
@@ -58,4 +59,9 @@ OPERATIONS: tuple[Operation[..., Any], ...] = tuple(
     for declared in (JobOperations, EndpointOperations)
     for member in vars(declared).values()
     if isinstance(member, Operation)
+)
+#: What every module of functions (``crd``, ``crd_client``, ``mock_crd``) offers: the
+#: operations and the two watches.
+FUNCTION_NAMES: frozenset[str] = frozenset(
+    [operation.name for operation in OPERATIONS] + ["watch_jobs", "watch_endpoints"]
 )

@@ -17,6 +17,7 @@ write is sent once (:class:`~gridweave_clients.kuberay.CrdRetryPolicy` says why)
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
 from gridweave_clients.kuberay import (
     DEFAULT_URL,
@@ -26,6 +27,7 @@ from gridweave_clients.kuberay import (
     ProxiedClient,
 )
 from gridweave_controller.errors import Invalid
+from gridweave_controller.operations import FUNCTION_NAMES
 
 __all__ = [
     "DEFAULT_URL",
@@ -35,30 +37,7 @@ __all__ = [
     "ProxiedClient",
     "close",
     "connect",
-    "create_endpoint",
-    "create_job",
-    "delete_endpoint",
-    "delete_job",
-    "get_endpoint",
-    "get_job",
     "init_k8s_client",
-    "list_endpoints",
-    "list_jobs",
-    "set_endpoint_deploying",
-    "set_endpoint_failed",
-    "set_endpoint_health",
-    "set_endpoint_running",
-    "set_endpoint_stopped",
-    "set_job_allocated",
-    "set_job_cancelled",
-    "set_job_completed",
-    "set_job_failed",
-    "set_job_pending",
-    "set_job_running",
-    "set_job_timed_out",
-    "wait_for_job",
-    "watch_endpoints",
-    "watch_jobs",
 ]
 
 #: The one client the module-level functions use (it connects from the environment on
@@ -85,26 +64,18 @@ def init_k8s_client(
 
 connect = _PROXY.connect
 close = _PROXY.close
-create_job = _PROXY.create_job
-get_job = _PROXY.get_job
-list_jobs = _PROXY.list_jobs
-delete_job = _PROXY.delete_job
-set_job_allocated = _PROXY.set_job_allocated
-set_job_running = _PROXY.set_job_running
-set_job_completed = _PROXY.set_job_completed
-set_job_failed = _PROXY.set_job_failed
-set_job_cancelled = _PROXY.set_job_cancelled
-set_job_timed_out = _PROXY.set_job_timed_out
-set_job_pending = _PROXY.set_job_pending
-wait_for_job = _PROXY.wait_for_job
-create_endpoint = _PROXY.create_endpoint
-get_endpoint = _PROXY.get_endpoint
-list_endpoints = _PROXY.list_endpoints
-delete_endpoint = _PROXY.delete_endpoint
-set_endpoint_deploying = _PROXY.set_endpoint_deploying
-set_endpoint_running = _PROXY.set_endpoint_running
-set_endpoint_stopped = _PROXY.set_endpoint_stopped
-set_endpoint_failed = _PROXY.set_endpoint_failed
-set_endpoint_health = _PROXY.set_endpoint_health
-watch_jobs = _PROXY.watch_jobs
-watch_endpoints = _PROXY.watch_endpoints
+
+
+if TYPE_CHECKING:
+    # The operations and watches: ``crd``'s functions, whose signatures this module's share
+    # (module ``__getattr__`` below binds them to this module's client). A test compares them.
+    from gridweave_controller.crd import *  # noqa: F403
+
+
+def __getattr__(name: str) -> Any:
+    """An operation or watch of this module's client, bound on first use."""
+    if name not in FUNCTION_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    function = getattr(_PROXY, name)
+    globals()[name] = function  # found directly from now on
+    return function

@@ -10,10 +10,12 @@ tests: :data:`STORE`, :func:`reset` and :func:`inject_conflicts`.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
 from gridweave_controller._active import ActiveClient
 from gridweave_controller._kubeconfig import resolve_namespace
 from gridweave_controller.client import CrdClient
+from gridweave_controller.operations import FUNCTION_NAMES
 from tests.support.memory_store import MemoryStore
 
 #: The one in-memory "cluster" every mock client shares.
@@ -52,26 +54,16 @@ def inject_conflicts(count: int) -> None:
     STORE.inject_conflicts(count)
 
 
-create_job = _ACTIVE.create_job
-get_job = _ACTIVE.get_job
-list_jobs = _ACTIVE.list_jobs
-delete_job = _ACTIVE.delete_job
-set_job_allocated = _ACTIVE.set_job_allocated
-set_job_running = _ACTIVE.set_job_running
-set_job_completed = _ACTIVE.set_job_completed
-set_job_failed = _ACTIVE.set_job_failed
-set_job_cancelled = _ACTIVE.set_job_cancelled
-set_job_timed_out = _ACTIVE.set_job_timed_out
-set_job_pending = _ACTIVE.set_job_pending
-wait_for_job = _ACTIVE.wait_for_job
-create_endpoint = _ACTIVE.create_endpoint
-get_endpoint = _ACTIVE.get_endpoint
-list_endpoints = _ACTIVE.list_endpoints
-delete_endpoint = _ACTIVE.delete_endpoint
-set_endpoint_deploying = _ACTIVE.set_endpoint_deploying
-set_endpoint_running = _ACTIVE.set_endpoint_running
-set_endpoint_stopped = _ACTIVE.set_endpoint_stopped
-set_endpoint_failed = _ACTIVE.set_endpoint_failed
-set_endpoint_health = _ACTIVE.set_endpoint_health
-watch_jobs = _ACTIVE.watch_jobs
-watch_endpoints = _ACTIVE.watch_endpoints
+if TYPE_CHECKING:
+    # The operations and watches: ``crd``'s functions, whose signatures this module's share
+    # (module ``__getattr__`` below binds them to this module's client). A test compares them.
+    from gridweave_controller.crd import *  # noqa: F403
+
+
+def __getattr__(name: str) -> Any:
+    """An operation or watch of this module's client, bound on first use."""
+    if name not in FUNCTION_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    function = getattr(_ACTIVE, name)
+    globals()[name] = function  # found directly from now on
+    return function

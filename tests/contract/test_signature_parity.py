@@ -32,7 +32,7 @@ def test_crd_declares_its_public_functions() -> None:
         and getattr(value, "__module__", None)
         in (crd.__name__, _operation.__name__, _watch_methods.__name__)
     }
-    assert public == set(crd.__all__)
+    assert public == set(crd.__all__) | CONFIGURATION
     declared = {operation.name for operation in DECLARED}
     assert set(OPERATIONS) == declared | {"watch_jobs", "watch_endpoints"}
 
@@ -55,3 +55,9 @@ def test_same_init_parameters(module: ModuleType) -> None:
 
 def test_mock_use_client_matches() -> None:
     assert inspect.signature(mock_crd.use_client) == inspect.signature(crd.use_client)
+
+
+@pytest.mark.parametrize("module", OTHER_TRANSPORTS, ids=lambda m: m.__name__)
+def test_a_name_that_is_no_operation_is_an_attribute_error(module: ModuleType) -> None:
+    with pytest.raises(AttributeError, match="no attribute 'delete_everything'"):
+        module.delete_everything  # noqa: B018 (the lookup is the test)
