@@ -12,6 +12,7 @@ events: async for event in events``).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from gridweave_controller._objects import user_field_selector
 from gridweave_controller.models import Endpoint, Job
@@ -28,9 +29,16 @@ from gridweave_controller.watch import (
 __all__ = ["AsyncWatchMethods", "WatchMethods"]
 
 
-def _fields(field_selector: str | None, user_id: str | None) -> str | None:
-    parts = [part for part in (field_selector, user_field_selector(user_id)) if part]
-    return ",".join(parts) or None
+def _options(call: dict[str, Any]) -> dict[str, Any]:
+    """A watch method's keywords as the typed watch takes them (``user_id`` a field selector)."""
+    fields = (call["field_selector"], user_field_selector(call["user_id"]))
+    return {
+        "label_selector": call["label_selector"],
+        "field_selector": ",".join(part for part in fields if part) or None,
+        "resource_version": call["resource_version"],
+        "known": call["known"],
+        "timeout_seconds": call["timeout_seconds"],
+    }
 
 
 class WatchMethods:
@@ -58,15 +66,7 @@ class WatchMethods:
         repeated. Close the watch (or use it as a context manager) to stop.
         """
         source, namespace = self.watch_target()
-        return watch_jobs(
-            source,
-            namespace,
-            label_selector=label_selector,
-            field_selector=_fields(field_selector, user_id),
-            resource_version=resource_version,
-            known=known,
-            timeout_seconds=timeout_seconds,
-        )
+        return watch_jobs(source, namespace, **_options(locals()))
 
     def watch_endpoints(
         self,
@@ -80,15 +80,7 @@ class WatchMethods:
     ) -> Watch[Endpoint]:
         """Follow endpoints as they change, like :meth:`watch_jobs`."""
         source, namespace = self.watch_target()
-        return watch_endpoints(
-            source,
-            namespace,
-            label_selector=label_selector,
-            field_selector=_fields(field_selector, user_id),
-            resource_version=resource_version,
-            known=known,
-            timeout_seconds=timeout_seconds,
-        )
+        return watch_endpoints(source, namespace, **_options(locals()))
 
 
 class AsyncWatchMethods:
@@ -108,23 +100,9 @@ class AsyncWatchMethods:
         known: Iterable[Job] = (),
         timeout_seconds: float | None = None,
     ) -> AsyncWatch[Job]:
-        """Follow jobs as they change: ADDED, MODIFIED, DELETED and BOOKMARK events.
-
-        Without ``resource_version`` the jobs are listed first (ADDED, then a BOOKMARK);
-        with it, only the changes after that version come, ``known`` being what the caller
-        holds at it. A 410 relists and hands out the differences; nothing is lost or
-        repeated. Close the watch (or use it as a context manager) to stop.
-        """
+        """Follow jobs as they change: :meth:`WatchMethods.watch_jobs`, iterated with async for."""
         source, namespace = self.watch_target()
-        return watch_jobs_async(
-            source,
-            namespace,
-            label_selector=label_selector,
-            field_selector=_fields(field_selector, user_id),
-            resource_version=resource_version,
-            known=known,
-            timeout_seconds=timeout_seconds,
-        )
+        return watch_jobs_async(source, namespace, **_options(locals()))
 
     def watch_endpoints(
         self,
@@ -138,12 +116,4 @@ class AsyncWatchMethods:
     ) -> AsyncWatch[Endpoint]:
         """Follow endpoints as they change, like :meth:`watch_jobs`."""
         source, namespace = self.watch_target()
-        return watch_endpoints_async(
-            source,
-            namespace,
-            label_selector=label_selector,
-            field_selector=_fields(field_selector, user_id),
-            resource_version=resource_version,
-            known=known,
-            timeout_seconds=timeout_seconds,
-        )
+        return watch_endpoints_async(source, namespace, **_options(locals()))
