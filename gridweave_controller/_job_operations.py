@@ -27,6 +27,8 @@ from gridweave_controller.models import Job, Vendor
 from gridweave_controller.phases import JobPhase
 from gridweave_controller.store import JOBS
 from gridweave_controller.validation import (
+    MAX_PRIORITY,
+    MIN_PRIORITY,
     check_int,
     check_name,
     check_outcome,
@@ -64,6 +66,8 @@ class JobOperations:
         timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
         max_retries: int = DEFAULT_MAX_RETRIES,
         labels: Mapping[str, str] | None = None,
+        args_ref: str | None = None,
+        priority: int = 0,
     ) -> Flow[Job]:
         """Create a GridweaveJob in phase Pending."""
         check_name(job_id, field="job_id")
@@ -76,7 +80,12 @@ class JobOperations:
             "owner": check_text(owner or user_id, field="owner", max_length=253),
             "timeoutSeconds": check_int(timeout_seconds, field="timeout_seconds", minimum=1),
             "maxRetries": check_int(max_retries, field="max_retries", minimum=0, maximum=100),
+            "priority": check_int(
+                priority, field="priority", minimum=MIN_PRIORITY, maximum=MAX_PRIORITY
+            ),
         }
+        if args_ref is not None:
+            spec["argsRef"] = check_text(args_ref, field="args_ref", max_length=2048)
         body = new_object("GridweaveJob", job_id, user_id, labels, spec)
         return Job.from_raw((yield from Create(self.namespace, JOBS, body).result()))
 

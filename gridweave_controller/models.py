@@ -79,6 +79,8 @@ class JobSpec(_WireModel):
     owner: str = ""
     timeout_seconds: int | None = None
     max_retries: int | None = None
+    args_ref: str | None = None
+    priority: int = 0
 
 
 class JobStatus(_WireModel):

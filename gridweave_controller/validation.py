@@ -22,6 +22,8 @@ from gridweave_controller.errors import Invalid
 from gridweave_controller.vendors import VENDORS
 
 __all__ = [
+    "MAX_PRIORITY",
+    "MIN_PRIORITY",
     "MAX_MESSAGE_LENGTH",
     "MAX_REASON_LENGTH",
     "REASON_PATTERN",
@@ -40,6 +42,9 @@ __all__ = [
     "object_labels",
     "user_label_value",
 ]
+
+#: ``spec.priority`` bounds (the CRD's): a higher class is always placed first.
+MIN_PRIORITY, MAX_PRIORITY = -1000, 1000
 
 #: The label every Gridweave object carries: the sanitized user id (see the module doc).
 USER_LABEL = "gridweave.io/user"

@@ -86,15 +86,18 @@ class PlacementRequest:
         return (self.kind, self.name)
 
     @classmethod
-    def from_job(cls, job: Job, *, priority: int = 0) -> PlacementRequest:
-        """The request of a Pending GridweaveJob (submitted at its creation time)."""
+    def from_job(cls, job: Job, *, priority: int | None = None) -> PlacementRequest:
+        """The request of a Pending GridweaveJob (submitted at its creation time).
+
+        ``priority`` defaults to the job's ``spec.priority``.
+        """
         created = job.metadata.creation_timestamp
         return cls(
             name=job.name,
             vram_mb=job.spec.vram_mb,
             gpu_count=job.spec.gpu_count,
             vendor=job.spec.vendor,
-            priority=priority,
+            priority=job.spec.priority if priority is None else priority,
             submitted_at=created.timestamp() if created else 0.0,
         )
 

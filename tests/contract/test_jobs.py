@@ -39,6 +39,13 @@ class TestCreateJob:
         assert (job.spec.timeout_seconds, job.spec.max_retries) == (60, 1)
         assert job.raw["status"] == {"phase": "Pending"}  # the CRD's status default
 
+    def test_arguments_and_priority_are_kept_in_spec(self, transport: Transport) -> None:
+        job = make_job(transport, args_ref="s3://gridweave/args/a.pkl", priority=7)
+        assert (job.spec.args_ref, job.spec.priority) == ("s3://gridweave/args/a.pkl", 7)
+        plain = make_job(transport)
+        assert (plain.spec.args_ref, plain.spec.priority) == (None, 0)
+        assert "argsRef" not in plain.raw["spec"]
+
     def test_raw_user_id_stays_in_spec_and_label_is_sanitized(self, transport: Transport) -> None:
         job = make_job(transport, user_id="Bob Smith <bob@example.com>")
         assert job.spec.user_id == "Bob Smith <bob@example.com>"
@@ -72,6 +79,9 @@ class TestCreateJob:
             ({"gpu_count": 2.5}, "gpu_count"),
             ({"vendor": "intel"}, "vendor"),
             ({"max_retries": -1}, "max_retries"),
+            ({"priority": 1001}, "priority"),
+            ({"priority": -1001}, "priority"),
+            ({"args_ref": ""}, "args_ref"),
         ],
     )
     def test_bad_arguments_name_the_parameter(

@@ -20,6 +20,7 @@ from gridweave_clients import (
 )
 from gridweave_clients.credit import AsyncCreditClient, CreditClient
 from gridweave_clients.faucet import AsyncFaucetClient, FaucetClient
+from gridweave_clients.gateway import AsyncGatewayClient, GatewayClient
 from gridweave_clients.metering import AsyncMeteringClient, MeteringClient
 from tests.gridweave_clients.drivers import RETRY, CountingTransport
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
@@ -157,6 +158,7 @@ class TestAsyncCreditClient:
         (CreditClient, AsyncCreditClient),
         (MeteringClient, AsyncMeteringClient),
         (FaucetClient, AsyncFaucetClient),
+        (GatewayClient, AsyncGatewayClient),
     ],
 )
 def test_blocking_and_asyncio_clients_have_the_same_methods(

@@ -37,6 +37,8 @@ JOB_SPEC = {
     "owner": "team-a",
     "timeoutSeconds": 600,
     "maxRetries": 3,
+    "argsRef": "file:///var/gridweave/objects/args-123.pkl",
+    "priority": 5,
 }
 JOB_STATUS = {
     "phase": "Completed",

@@ -135,7 +135,8 @@ class TestPrinterColumns:
     ) -> None:
         assert "created" in kubectl.apply(job_manifest("cols", gpuCount=2)).stdout
         [row] = table(kubectl.ok("get", "gwj", "cols", "-o", "wide"))
-        assert list(row) == ["NAME", "PHASE", "NODE", "GPUS", "VRAM", "AGE"]
+        # -o wide adds the columns of priority 1 (PRIORITY, the spec default 0)
+        assert list(row) == ["NAME", "PHASE", "NODE", "GPUS", "VRAM", "AGE", "PRIORITY"]
         assert row | {"AGE": ""} == {
             "NAME": "cols",
             "PHASE": "Pending",
@@ -143,6 +144,7 @@ class TestPrinterColumns:
             "GPUS": "2",
             "VRAM": "512",
             "AGE": "",
+            "PRIORITY": "0",
         }
         status = {"phase": "Allocated", "node": "gpu-node-1", "gpuIndices": [0, 1]}
         store.patch_status(kube_namespace, JOBS, "cols", {"status": status})

@@ -1,0 +1,126 @@
+"""job_gateway's wire models: the bodies it validates and answers, shared with clients."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from gridweave_clients.fields import PrintableId, RequestBody, UserId
+from gridweave_clients.metering.models import MAX_GPU_COUNT, MAX_WALL_SECONDS
+from gridweave_controller.operations import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
+from gridweave_controller.phases import JobPhase
+from gridweave_controller.validation import MAX_PRIORITY, MIN_PRIORITY
+
+__all__ = [
+    "MAX_VRAM_MB",
+    "JobId",
+    "JobListResponse",
+    "JobResponse",
+    "JobResultResponse",
+    "ObjectRef",
+    "SubmitJobRequest",
+]
+
+#: The largest VRAM one GPU may declare (the inventory's bound): 16 TiB.
+MAX_VRAM_MB = 16 * 2**20
+
+JobId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        description="A DNS-1123 label: the GridweaveJob's name.",
+    ),
+]
+ObjectRef = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=2048,
+        pattern=r"^[\x21-\x7e]+$",
+        description="A URI in object storage (file:// or s3://).",
+    ),
+]
+
+
+class SubmitJobRequest(RequestBody):
+    """A function to run on ``gpu_count`` GPUs of one node with ``vram_mb`` free on each."""
+
+    job_id: JobId
+    user_id: UserId
+    owner: UserId | None = Field(default=None, description="The account billed; the user's.")
+    function_ref: ObjectRef = Field(description="The pickled function (cloudpickle).")
+    args_ref: ObjectRef | None = Field(
+        default=None, description="The pickled (args, kwargs); none: called without arguments."
+    )
+    vram_mb: int = Field(strict=True, ge=1, le=MAX_VRAM_MB, description="VRAM per GPU, MiB.")
+    gpu_count: int = Field(default=1, strict=True, ge=1, le=MAX_GPU_COUNT)
+    vendor: Literal["nvidia", "amd", "any"] = "any"
+    timeout_seconds: int = Field(
+        default=DEFAULT_TIMEOUT_SECONDS, strict=True, ge=1, le=MAX_WALL_SECONDS
+    )
+    max_retries: int = Field(default=DEFAULT_MAX_RETRIES, strict=True, ge=0, le=100)
+    priority: int = Field(default=0, strict=True, ge=MIN_PRIORITY, le=MAX_PRIORITY)
+    hold_reference: PrintableId | None = Field(
+        default=None,
+        description="The reference of the job's credit hold: the job id (the default).",
+    )
+
+
+class JobResponse(BaseModel):
+    """A job: what was asked, where it runs, how it ended."""
+
+    job_id: str
+    user_id: str
+    owner: str
+    function_ref: str
+    args_ref: str | None
+    vram_mb: int
+    gpu_count: int
+    vendor: str
+    timeout_seconds: int | None
+    max_retries: int | None
+    priority: int
+    hold_reference: str
+    phase: JobPhase
+    node: str | None
+    gpu_indices: list[int]
+    attempts: int
+    reason: str | None
+    message: str | None
+    created_at: datetime | None
+    allocated_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    wall_seconds: float | None
+    billed_seconds: int | None
+    result_ref: str | None
+
+
+class JobListResponse(BaseModel):
+    """Jobs, oldest first."""
+
+    jobs: list[JobResponse]
+
+
+class JobResultResponse(BaseModel):
+    """Where a job's outcome is: object storage URIs (the gateway never reads them).
+
+    ``result_ref``: the pickled return value (Completed); ``error_ref``: the remote
+    traceback (Failed by an exception); ``stdout_ref`` / ``stderr_ref``: the output of the
+    last attempt that ran. None where there is nothing (yet).
+    """
+
+    job_id: str
+    phase: JobPhase
+    finished: bool
+    reason: str | None
+    message: str | None
+    wall_seconds: float | None
+    result_ref: str | None
+    error_ref: str | None
+    stdout_ref: str | None
+    stderr_ref: str | None

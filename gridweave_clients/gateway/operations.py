@@ -1,0 +1,59 @@
+"""job_gateway's routes as typed operations (sans-IO), each declared once.
+
+Submitting is not replayed once sent (a lost answer is read back with ``get_job``: a
+second submission of the same id is a 409); the reads are.
+"""
+
+from __future__ import annotations
+
+from pydantic import validate_call
+
+from gridweave_clients._core import Operation, model_operation
+from gridweave_clients.fields import UserId
+from gridweave_clients.gateway.models import (
+    JobId,
+    JobListResponse,
+    JobResponse,
+    JobResultResponse,
+    SubmitJobRequest,
+)
+from gridweave_controller.phases import JobPhase
+
+__all__ = ["cancel_job", "get_job", "get_job_result", "list_jobs", "submit_job"]
+
+
+@validate_call
+def submit_job(request: SubmitJobRequest) -> Operation[JobResponse]:
+    """Create the job (Pending); 422 when no GPU could ever hold it, 409 for a taken id."""
+    return model_operation("POST", "/v1/jobs", JobResponse, body=request)
+
+
+@validate_call
+def get_job(job_id: JobId) -> Operation[JobResponse]:
+    """One job."""
+    return model_operation("GET", f"/v1/jobs/{job_id}", JobResponse)
+
+
+@validate_call
+def list_jobs(
+    user_id: UserId | None = None, *, phase: JobPhase | None = None
+) -> Operation[JobListResponse]:
+    """The jobs of a user (or every user's), optionally in one phase."""
+    params: dict[str, str] = {}
+    if user_id is not None:
+        params["user_id"] = user_id
+    if phase is not None:
+        params["phase"] = phase.value
+    return model_operation("GET", "/v1/jobs", JobListResponse, params=params)
+
+
+@validate_call
+def cancel_job(job_id: JobId) -> Operation[JobResponse]:
+    """Cancel a job that has not finished (a running one is killed); 409 once finished."""
+    return model_operation("POST", f"/v1/jobs/{job_id}/cancel", JobResponse, idempotent=True)
+
+
+@validate_call
+def get_job_result(job_id: JobId) -> Operation[JobResultResponse]:
+    """Where the job's result, traceback and logs are."""
+    return model_operation("GET", f"/v1/jobs/{job_id}/result", JobResultResponse)

@@ -1,0 +1,82 @@
+"""job_gateway (port 8200): the wiring; routes in ``routers/``, rules in ``services/``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+from fastapi import FastAPI
+
+from gridweave_clients.kuberay import AsyncProxiedClient
+from gridweave_clients.nodes import NodeRegistryClient
+from gridweave_controller import aio
+from gridweave_controller.aio import AsyncCrdClient
+from gridweave_controller.operations import AsyncClientBase
+from gridweave_runtime.app import create_service_app
+from job_gateway.gateway import Gateway
+from job_gateway.inventory import InventorySettings, InventorySource, open_inventory_source
+from job_gateway.routers import jobs
+from job_gateway.settings import GatewaySettings
+from job_gateway.storage import ObjectStore, open_object_store
+
+__all__ = ["ROUTERS", "create_app"]
+
+#: Every route of the service.
+ROUTERS = (jobs.router,)
+
+
+async def connect_crd(settings: GatewaySettings) -> AsyncCrdClient | AsyncProxiedClient:
+    """The CRD client the settings name: kuberay-service's /v1/crd, or the cluster itself."""
+    if settings.crd_transport == "direct":
+        return await aio.connect(kubeconfig=settings.kubeconfig, namespace=settings.namespace)
+    assert settings.internal_token is not None  # the app refuses to start without it
+    return AsyncProxiedClient(settings.kuberay_url, settings.internal_token.get_secret_value())
+
+
+def inventory_from_settings(settings: GatewaySettings) -> InventorySource:
+    """The inventory source of ``GATEWAY_INVENTORY_SOURCE`` (the registry at KUBERAY_URL)."""
+    chosen = InventorySettings()
+    registry = None
+    if chosen.inventory_source == "registry":
+        assert settings.internal_token is not None
+        token = settings.internal_token.get_secret_value()
+        registry = NodeRegistryClient(settings.kuberay_url, token)
+    return open_inventory_source(chosen, registry=registry)
+
+
+def create_app(
+    settings: GatewaySettings | None = None,
+    *,
+    crd_client: AsyncClientBase | None = None,
+    inventory_source: InventorySource | None = None,
+    store: ObjectStore | None = None,
+) -> FastAPI:
+    """The job_gateway app; its moving parts start when it starts serving.
+
+    ``crd_client``, ``inventory_source`` and ``store`` replace what the settings name (a
+    given client is not closed by the app).
+    """
+    settings = settings or GatewaySettings()
+
+    @asynccontextmanager
+    async def running_gateway(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            crd = crd_client
+            if crd is None:
+                connected = await connect_crd(settings)
+                stack.push_async_callback(connected.close)
+                crd = connected
+            gateway = Gateway(
+                settings,
+                crd=crd,
+                inventory_source=inventory_source or inventory_from_settings(settings),
+                store=store or open_object_store(settings.storage_config()),
+            )
+            await gateway.start()
+            stack.push_async_callback(gateway.stop)
+            app.state.gateway = gateway
+            yield
+
+    return create_service_app(
+        service="job_gateway", settings=settings, routers=ROUTERS, resources=running_gateway
+    )

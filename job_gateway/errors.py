@@ -1,0 +1,61 @@
+"""job_gateway errors, each with a code, an HTTP status and a default message.
+
+Tree::
+
+    GridweaveError (gridweave_runtime)
+    └── GatewayError
+        ├── JobNotFound        404
+        ├── JobAlreadyExists   409  (the job id is taken; nothing was created)
+        ├── JobFinished        409  (cancel of a job in another terminal phase)
+        └── ClusterUnavailable 503  (the CRD store could not be reached)
+
+A request that passes the schema but breaks a rule (an impossible VRAM request, a hold
+reference other than the job id) raises gridweave_runtime's ``InvalidRequest`` (422
+``invalid_request``, the field named).
+"""
+
+from __future__ import annotations
+
+from gridweave_runtime.errors import GridweaveError
+
+__all__ = ["ClusterUnavailable", "GatewayError", "JobAlreadyExists", "JobFinished", "JobNotFound"]
+
+
+class GatewayError(GridweaveError):
+    """Base of job_gateway's errors."""
+
+    code = "gateway_error"
+    status_code = 400
+    message = "the job operation failed"
+
+
+class JobNotFound(GatewayError):
+    """No such job."""
+
+    code = "job_not_found"
+    status_code = 404
+    message = "no such job"
+
+
+class JobAlreadyExists(GatewayError):
+    """A job with this id exists already."""
+
+    code = "job_already_exists"
+    status_code = 409
+    message = "a job with this id exists already"
+
+
+class JobFinished(GatewayError):
+    """The job has finished in a phase that cannot change."""
+
+    code = "job_finished"
+    status_code = 409
+    message = "the job has finished; its phase cannot change"
+
+
+class ClusterUnavailable(GatewayError):
+    """The CRD store (kuberay-service or the Kubernetes API) could not be reached."""
+
+    code = "cluster_unavailable"
+    status_code = 503
+    message = "the cluster's job records could not be reached; try again"

@@ -1,0 +1,64 @@
+"""``/v1/jobs``: submit, read, list, cancel, and where a job's outcome is."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+
+from gridweave_clients.fields import UserId
+from gridweave_clients.gateway.models import (
+    JobId,
+    JobListResponse,
+    JobResponse,
+    JobResultResponse,
+    SubmitJobRequest,
+)
+from gridweave_controller.phases import JobPhase
+from gridweave_runtime.clients import state_dependency
+from job_gateway.gateway import Gateway
+from job_gateway.services import jobs
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+CurrentGateway = Annotated[Gateway, Depends(state_dependency("gateway", Gateway))]
+
+
+@router.post("", status_code=201)
+async def submit_job(body: SubmitJobRequest, gateway: CurrentGateway) -> JobResponse:
+    """Create the job in Pending (422 when no GPU could ever hold it, 409 for a taken id)."""
+    job = await jobs.submit_job(crd=gateway.crd, scheduler=gateway.scheduler, request=body)
+    return jobs.job_response(job)
+
+
+@router.get("")
+async def list_jobs(
+    gateway: CurrentGateway,
+    user_id: Annotated[UserId | None, Query()] = None,
+    phase: Annotated[JobPhase | None, Query()] = None,
+) -> JobListResponse:
+    """A user's jobs (or everyone's), optionally in one phase, oldest first."""
+    found = await jobs.list_jobs(crd=gateway.crd, user_id=user_id, phase=phase)
+    return JobListResponse(jobs=[jobs.job_response(job) for job in found])
+
+
+@router.get("/{job_id}")
+async def get_job(job_id: JobId, gateway: CurrentGateway) -> JobResponse:
+    """One job."""
+    return jobs.job_response(await jobs.get_job(crd=gateway.crd, job_id=job_id))
+
+
+@router.post("/{job_id}/cancel")
+async def cancel_job(job_id: JobId, gateway: CurrentGateway) -> JobResponse:
+    """Cancel a job that has not finished; a running one is killed (409 once finished)."""
+    job = await jobs.cancel_job(crd=gateway.crd, job_id=job_id, now=datetime.now(UTC))
+    return jobs.job_response(job)
+
+
+@router.get("/{job_id}/result")
+async def get_job_result(job_id: JobId, gateway: CurrentGateway) -> JobResultResponse:
+    """Where the job's result, traceback and output are (object storage URIs)."""
+    job = await jobs.get_job(crd=gateway.crd, job_id=job_id)
+    return jobs.job_result(job, gateway.store)

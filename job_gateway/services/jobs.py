@@ -1,0 +1,198 @@
+"""Submit, read, list and cancel jobs: the rules behind ``/v1/jobs``.
+
+Every check runs before the GridweaveJob is created, so a refused request creates nothing.
+The CRD store is the only state: reads go to it (never to the informer's cache, which may
+lag a write this gateway just made).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+from gridweave_clients.gateway.models import JobResponse, JobResultResponse, SubmitJobRequest
+from gridweave_controller.errors import (
+    AlreadyExists,
+    Conflict,
+    CrdError,
+    CRDNotInstalled,
+    Invalid,
+    InvalidTransition,
+    NotFound,
+    TransportError,
+)
+from gridweave_controller.models import Job
+from gridweave_controller.operations import AsyncClientBase
+from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase
+from gridweave_runtime.errors import InvalidRequest
+from job_gateway.errors import ClusterUnavailable, JobAlreadyExists, JobFinished, JobNotFound
+from job_gateway.scheduler import Impossible, PlacementRequest, Scheduler
+from job_gateway.storage import ObjectStore, attempt_objects
+
+__all__ = [
+    "cancel_job",
+    "get_job",
+    "impossible_field",
+    "job_response",
+    "job_result",
+    "list_jobs",
+    "submit_job",
+]
+
+_CANCEL_MESSAGE = "cancelled on request"
+
+
+@contextmanager
+def crd_errors(job_id: str | None = None) -> Iterator[None]:
+    """The controller's errors as the gateway's own (mapped to HTTP once, in the app)."""
+    try:
+        yield
+    except (CRDNotInstalled, TransportError) as exc:
+        raise ClusterUnavailable(detail=str(exc)) from exc
+    except NotFound as exc:
+        raise JobNotFound(job_id=job_id) from exc
+    except AlreadyExists as exc:
+        raise JobAlreadyExists(job_id=job_id) from exc
+    except InvalidTransition as exc:
+        raise JobFinished(job_id=job_id, detail=str(exc)) from exc
+    except Invalid as exc:
+        raise InvalidRequest(exc.field or "body", str(exc)) from exc
+    except Conflict as exc:
+        raise JobFinished(job_id=job_id, detail=str(exc)) from exc
+    except CrdError as exc:  # anything else the store said: not the caller's fault
+        raise ClusterUnavailable(detail=str(exc)) from exc
+
+
+def impossible_field(impossible: Impossible) -> str:
+    """The field at fault: ``vendor`` (no such GPU), ``vram_mb`` (too large), ``gpu_count``."""
+    largest = impossible.largest_gpu
+    if largest is None:
+        return "vendor"
+    if largest.vram_mb < impossible.request.vram_mb:
+        return "vram_mb"
+    return "gpu_count"
+
+
+async def submit_job(
+    *, crd: AsyncClientBase, scheduler: Scheduler, request: SubmitJobRequest
+) -> Job:
+    """Create the job in Pending; 422 when no GPU of the inventory could ever hold it."""
+    if request.hold_reference not in (None, request.job_id):
+        # metering keeps one usage record per hold, and a job's hold is its job id
+        raise InvalidRequest("hold_reference", "a job's credit hold is placed with its job id")
+    asked = PlacementRequest(
+        name=request.job_id,
+        vram_mb=request.vram_mb,
+        gpu_count=request.gpu_count,
+        vendor=request.vendor,
+        priority=request.priority,
+    )
+    impossible = scheduler.check(asked)
+    if impossible is not None:
+        raise InvalidRequest(impossible_field(impossible), impossible.message)
+    with crd_errors(request.job_id):
+        return await crd.create_job(
+            request.job_id,
+            request.user_id,
+            request.function_ref,
+            vram_mb=request.vram_mb,
+            gpu_count=request.gpu_count,
+            vendor=request.vendor,
+            owner=request.owner,
+            timeout_seconds=request.timeout_seconds,
+            max_retries=request.max_retries,
+            args_ref=request.args_ref,
+            priority=request.priority,
+        )
+
+
+async def get_job(*, crd: AsyncClientBase, job_id: str) -> Job:
+    """One job, read from the store."""
+    with crd_errors(job_id):
+        return await crd.get_job(job_id)
+
+
+async def list_jobs(
+    *, crd: AsyncClientBase, user_id: str | None, phase: JobPhase | None
+) -> list[Job]:
+    """A user's jobs (``spec.userId``), or everyone's, optionally in one phase; oldest first."""
+    with crd_errors():
+        jobs = await crd.list_jobs(user_id=user_id)
+    if phase is not None:
+        jobs = [job for job in jobs if job.phase is phase]
+    epoch = datetime.min.replace(tzinfo=UTC)
+    return sorted(jobs, key=lambda job: (job.metadata.creation_timestamp or epoch, job.name))
+
+
+async def cancel_job(*, crd: AsyncClientBase, job_id: str, now: datetime) -> Job:
+    """Cancel a job that has not finished; a cancelled one is answered as it is.
+
+    A running job is billed up to now (from ``startedAt``); the executor sees the Cancelled
+    job through the informer and kills its process.
+    """
+    with crd_errors(job_id):
+        job = await crd.get_job(job_id)
+        if job.phase is JobPhase.CANCELLED:
+            return job
+        if job.phase in JOB_TERMINAL_PHASES:
+            raise JobFinished(job_id=job_id, phase=job.phase.value)
+        started = job.status.started_at
+        wall = None
+        if job.phase is JobPhase.RUNNING and started is not None:
+            wall = max(0.0, (now - started).total_seconds())
+        return await crd.set_job_cancelled(job_id, message=_CANCEL_MESSAGE, wall_seconds=wall)
+
+
+def job_result(job: Job, store: ObjectStore) -> JobResultResponse:
+    """Where the job's outcome is, named from its CRD alone (the objects are not read)."""
+    status = job.status
+    ran = status.node is not None and (
+        status.started_at is not None or job.phase in JOB_TERMINAL_PHASES
+    )
+    objects = attempt_objects(job.name, status.attempts)
+    failed = job.phase is JobPhase.FAILED and status.reason == "Exception"
+    return JobResultResponse(
+        job_id=job.name,
+        phase=job.phase,
+        finished=job.phase in JOB_TERMINAL_PHASES,
+        reason=status.reason,
+        message=status.message,
+        wall_seconds=status.wall_seconds,
+        result_ref=status.result_ref,
+        error_ref=store.uri(objects.error) if failed else None,
+        stdout_ref=store.uri(objects.stdout) if ran else None,
+        stderr_ref=store.uri(objects.stderr) if ran else None,
+    )
+
+
+def job_response(job: Job) -> JobResponse:
+    """The API's view of a GridweaveJob."""
+    spec, status = job.spec, job.status
+    return JobResponse(
+        job_id=job.name,
+        user_id=spec.user_id,
+        owner=job.billing_owner,
+        function_ref=spec.function_ref,
+        args_ref=spec.args_ref,
+        vram_mb=spec.vram_mb,
+        gpu_count=spec.gpu_count,
+        vendor=spec.vendor,
+        timeout_seconds=spec.timeout_seconds,
+        max_retries=spec.max_retries,
+        priority=spec.priority,
+        hold_reference=job.name,
+        phase=job.phase,
+        node=status.node,
+        gpu_indices=list(status.gpu_indices),
+        attempts=status.attempts,
+        reason=status.reason,
+        message=status.message,
+        created_at=job.metadata.creation_timestamp,
+        allocated_at=status.allocated_at,
+        started_at=status.started_at,
+        finished_at=status.finished_at,
+        wall_seconds=status.wall_seconds,
+        billed_seconds=status.billed_seconds,
+        result_ref=status.result_ref,
+    )

@@ -1,0 +1,129 @@
+"""job_gateway settings: every ``ServiceSettings`` field with the ``GATEWAY_`` prefix, and its own.
+
+``GATEWAY_HOST``, ``GATEWAY_PORT`` (8200), ``GATEWAY_CRD_TRANSPORT`` (``proxied`` through
+kuberay-service at ``KUBERAY_URL``, or ``direct`` to the cluster of ``GATEWAY_KUBECONFIG`` in
+``GATEWAY_NAMESPACE``), ``RAY_ADDRESS`` (unset: a local Ray the gateway starts),
+``GATEWAY_STORAGE_DIR`` or ``S3_ENDPOINT`` / ``S3_ACCESS_KEY`` / ``S3_SECRET_KEY`` /
+``S3_BUCKET``, ``METERING_SERVICE_URL``, the scheduler's ``GATEWAY_SCHEDULING_POLICY``,
+``GATEWAY_AGING_SECONDS``, ``GATEWAY_PASS_INTERVAL_SECONDS``, plus the inventory's
+``GATEWAY_INVENTORY_*`` (:class:`job_gateway.inventory.InventorySettings`) and the
+deployment-wide ``GRIDWEAVE_INTERNAL_TOKEN`` and ``GRIDWEAVE_STATE_DIR``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import SettingsConfigDict
+
+from gridweave_runtime.settings import ServiceSettings
+from job_gateway.scheduler import DEFAULT_AGING_S, Policy
+from job_gateway.storage import StorageConfig
+
+__all__ = ["CrdTransport", "GatewaySettings"]
+
+CrdTransport = Literal["proxied", "direct"]
+
+
+class GatewaySettings(ServiceSettings):
+    """Settings of job_gateway (prefix ``GATEWAY_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="GATEWAY_")
+
+    port: int = Field(default=8200, ge=1, le=65535, description="TCP port of the HTTP server.")
+    crd_transport: CrdTransport = Field(
+        default="proxied",
+        description=(
+            "proxied: the CRDs through kuberay-service's /v1/crd at KUBERAY_URL (the gateway "
+            "needs no cluster access); direct: the Kubernetes API itself."
+        ),
+    )
+    kuberay_url: str = Field(
+        default="http://127.0.0.1:8800",
+        validation_alias=AliasChoices("KUBERAY_URL"),
+        description="KUBERAY_URL: base URL of kuberay-service (the proxied transport).",
+    )
+    kubeconfig: Path | None = Field(
+        default=None,
+        description=(
+            "The direct transport's kubeconfig; unset: in-cluster config, else KUBECONFIG "
+            "or ~/.kube/config."
+        ),
+    )
+    namespace: str | None = Field(
+        default=None,
+        description="The direct transport's namespace; unset: KUBERAY_NAMESPACE, else gridweave.",
+    )
+    ray_address: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("RAY_ADDRESS"),
+        description="RAY_ADDRESS: a Ray cluster to run jobs on; unset: a local Ray started here.",
+    )
+    storage_dir: Path | None = Field(
+        default=None,
+        description=(
+            "Directory of the local object store (function results, tracebacks, logs); "
+            "unset: <GRIDWEAVE_STATE_DIR>/objects. Not used when S3_ENDPOINT is set."
+        ),
+    )
+    s3_endpoint: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("S3_ENDPOINT"),
+        description="S3_ENDPOINT: an S3 API (MinIO, AWS, ...) for object storage.",
+    )
+    s3_access_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("S3_ACCESS_KEY"), description="S3_ACCESS_KEY."
+    )
+    s3_secret_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("S3_SECRET_KEY"), description="S3_SECRET_KEY."
+    )
+    s3_bucket: str = Field(
+        default="gridweave",
+        validation_alias=AliasChoices("S3_BUCKET"),
+        description="S3_BUCKET: the bucket the gateway's objects go to.",
+    )
+    metering_service_url: str = Field(
+        default="http://127.0.0.1:8300",
+        validation_alias=AliasChoices("METERING_SERVICE_URL"),
+        description="METERING_SERVICE_URL: where finished jobs' usage is reported.",
+    )
+    scheduling_policy: Policy = Field(
+        default="binpack", description="binpack (tightest GPUs that fit) or spread."
+    )
+    aging_seconds: float = Field(
+        default=DEFAULT_AGING_S,
+        ge=0,
+        description="A job waiting this long gets a reservation instead of being overtaken.",
+    )
+    pass_interval_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        le=3600,
+        description=(
+            "A scheduling pass runs on every change of the jobs and at least this often "
+            "(aging and reservations need time to pass)."
+        ),
+    )
+    max_parallel_writes: int = Field(
+        default=32,
+        ge=1,
+        le=1024,
+        description="Status writes (Allocated, Running ...) in flight at once.",
+    )
+    inventory_refresh_seconds: float = Field(
+        default=30.0, gt=0, le=86400, description="How often the GPU inventory is read again."
+    )
+
+    def storage_config(self) -> StorageConfig:
+        """Where job objects go: S3 when configured, else the storage directory."""
+        root = self.storage_dir or self.state_dir / "objects"
+        secret = self.s3_secret_key.get_secret_value() if self.s3_secret_key else None
+        return StorageConfig(
+            root=str(root),
+            s3_endpoint=self.s3_endpoint,
+            s3_access_key=self.s3_access_key,
+            s3_secret_key=secret,
+            s3_bucket=self.s3_bucket,
+        )
