@@ -1,8 +1,11 @@
-"""The gateway's moving parts, owned by one event loop: CRD client, inventory, scheduler.
+"""The gateway's moving parts, owned by one event loop: CRD client, informers, scheduler.
 
-:class:`Gateway` is created by the app when it starts serving and closed when it stops.
-Everything here runs on the server's event loop (routes are ``async``), so the allocation
-map and the scheduler, which are not thread-safe, have one owner.
+:class:`Gateway` is created by the app when it starts serving and stopped when it stops.
+Everything runs on the server's event loop (routes are ``async``), so the allocation map
+and the scheduler, which are not thread-safe, have one owner. Nothing here is state of its
+own: the informers list the GridweaveJobs and GridweaveEndpoints and watch them, and the
+allocation map and the waiting jobs are rebuilt from what they deliver, so a restarted
+gateway starts from exactly what the CRDs say.
 """
 
 from __future__ import annotations
@@ -11,15 +14,20 @@ import asyncio
 import logging
 from contextlib import suppress
 
+from gridweave_controller.informer import AsyncInformer
+from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.operations import AsyncClientBase
 from job_gateway.inventory import Inventory, InventoryError, InventorySource
 from job_gateway.scheduler import AllocationMap, Scheduler
+from job_gateway.scheduling import SchedulingLoop
 from job_gateway.settings import GatewaySettings
 from job_gateway.storage import ObjectStore
 
 __all__ = ["Gateway"]
 
 _log = logging.getLogger(__name__)
+#: How long the informers may take to list the CRDs before the gateway gives up starting.
+SYNC_TIMEOUT_S = 120.0
 
 
 class Gateway:
@@ -44,22 +52,74 @@ class Gateway:
             policy=settings.scheduling_policy,
             aging_s=settings.aging_seconds,
         )
+        self.loop = SchedulingLoop(
+            crd,
+            self.scheduler,
+            pass_interval=settings.pass_interval_seconds,
+            max_parallel_writes=settings.max_parallel_writes,
+        )
+        self.jobs: AsyncInformer[Job] = AsyncInformer(
+            lambda known: crd.watch_jobs(known=known),
+            on_add=self._job_changed,
+            on_update=lambda _old, new: self._job_changed(new),
+            on_delete=self._job_deleted,
+        )
+        self.endpoints: AsyncInformer[Endpoint] = AsyncInformer(
+            lambda known: crd.watch_endpoints(known=known),
+            on_add=self._endpoint_changed,
+            on_update=lambda _old, new: self._endpoint_changed(new),
+            on_delete=self._endpoint_deleted,
+        )
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        """Read the inventory, then follow it."""
+        """Read the inventory, list the CRDs (rebuilding the map), then schedule."""
         self.scheduler.set_inventory(await self._read_inventory())
+        self.jobs.start()
+        self.endpoints.start()
+        synced = await asyncio.gather(
+            self.jobs.wait_until_synced(SYNC_TIMEOUT_S),
+            self.endpoints.wait_until_synced(SYNC_TIMEOUT_S),
+        )
+        if not all(synced):
+            await self.stop()
+            raise RuntimeError("the job gateway could not list the GridweaveJobs and Endpoints")
         self._tasks.append(asyncio.create_task(self._refresh_inventory(), name="inventory"))
+        self._tasks.append(asyncio.create_task(self.loop.run(), name="scheduling"))
 
     async def stop(self) -> None:
-        """Stop the background tasks."""
+        """Stop the loops and the informers."""
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
         for task in tasks:
             with suppress(asyncio.CancelledError):
                 await task
+        await self.jobs.stop()
+        await self.endpoints.stop()
         self.scheduler.close()
+
+    # -- informer handlers ------------------------------------------------------------------
+
+    def _job_changed(self, job: Job) -> None:
+        if self.allocations.apply_job(job):
+            self.loop.poke()  # VRAM moved: waiting jobs may fit now
+        self.loop.follow(job)
+
+    def _job_deleted(self, job: Job) -> None:
+        if self.allocations.remove(("job", job.name)):
+            self.loop.poke()
+        self.loop.forget(job.name)
+
+    def _endpoint_changed(self, endpoint: Endpoint) -> None:
+        if self.allocations.apply_endpoint(endpoint):
+            self.loop.poke()
+
+    def _endpoint_deleted(self, endpoint: Endpoint) -> None:
+        if self.allocations.remove(("endpoint", endpoint.name)):
+            self.loop.poke()
+
+    # -- inventory --------------------------------------------------------------------------
 
     async def _read_inventory(self) -> Inventory:
         # the sources block (NVML, a file, an HTTP call): off the loop
@@ -75,3 +135,4 @@ class Gateway:
                 continue
             if inventory != self.scheduler.inventory:
                 self.scheduler.set_inventory(inventory)
+                self.loop.poke()

@@ -90,8 +90,11 @@ class GatewayServer:
 def running_gateway(
     kubeapi: KubeAPI, workdir: Path, *, inventory_yaml: str = INVENTORY_YAML, **settings: Any
 ) -> Iterator[GatewayServer]:
-    """The gateway app on a loopback port, direct to the real apiserver in a new namespace."""
-    namespace = f"gw-gateway-{uuid.uuid4().hex[:8]}"
+    """The gateway app on a loopback port, direct to the real apiserver.
+
+    In a new namespace, or in ``namespace=`` (a restart over another gateway's jobs).
+    """
+    namespace = settings.pop("namespace", None) or f"gw-gateway-{uuid.uuid4().hex[:8]}"
     inventory_file = workdir / "inventory.yaml"
     inventory_file.write_text(inventory_yaml)
     storage_dir = workdir / "objects"

@@ -1,0 +1,162 @@
+"""The scheduling loop: Pending jobs onto node + GPUs, written back as Allocated.
+
+The loop keeps no state that matters across a restart: the waiting jobs and the allocation
+map are what the informer last delivered (a restart lists the CRDs again and rebuilds both).
+Its only memory is the aging reservations (a restart begins their bound again, see
+docs/architecture.md) and the provisional holds of writes in flight.
+
+One pass: rank the waiting jobs and place what fits (:class:`Scheduler`), put each placement
+in the allocation map as a provisional hold, then write Allocated through the CRD client,
+``max_parallel_writes`` at a time. A write that fails releases its hold (unless the informer
+has already replaced it with what the store holds); the job stays Pending and the next pass
+tries again. Passes run whenever a change arrives and at least every ``pass_interval``
+seconds (aging needs time to pass).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gridweave_controller.errors import CrdError
+from gridweave_controller.models import Job
+from gridweave_controller.operations import AsyncClientBase
+from gridweave_controller.phases import JobPhase
+from job_gateway.scheduler import (
+    AllocationKey,
+    AllocationMap,
+    Decision,
+    Placement,
+    PlacementRequest,
+    Reservation,
+    Scheduler,
+)
+
+__all__ = ["PassReport", "SchedulingLoop"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PassReport:
+    """What one pass did: the decision, the placements written, the writes that failed."""
+
+    decision: Decision
+    written: int
+    failed: int
+    seconds: float
+
+
+PassListener = Callable[[PassReport], None]
+
+
+class SchedulingLoop:
+    """Waiting jobs (fed by the informer) placed pass after pass."""
+
+    def __init__(
+        self,
+        crd: AsyncClientBase,
+        scheduler: Scheduler,
+        *,
+        pass_interval: float,
+        max_parallel_writes: int,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.crd = crd
+        self.scheduler = scheduler
+        self.allocations: AllocationMap = scheduler.allocations
+        self.pass_interval = pass_interval
+        self._writes = asyncio.Semaphore(max_parallel_writes)
+        self._clock = clock
+        self._waiting: dict[str, PlacementRequest] = {}
+        self._reservations: dict[AllocationKey, Reservation] = {}
+        self._wake = asyncio.Event()
+        self._listeners: list[PassListener] = []
+
+    # -- what the informer delivers -------------------------------------------------------
+
+    def follow(self, job: Job) -> None:
+        """An added or updated job: waiting while Pending, else not."""
+        if job.phase is JobPhase.PENDING:
+            if job.name not in self._waiting:
+                self._waiting[job.name] = PlacementRequest.from_job(job)
+                self._wake.set()
+        elif self._waiting.pop(job.name, None) is not None:
+            self._reservations.pop(("job", job.name), None)
+
+    def forget(self, name: str) -> None:
+        """A deleted job."""
+        self._waiting.pop(name, None)
+        self._reservations.pop(("job", name), None)
+
+    def poke(self) -> None:
+        """Run a pass soon (something freed VRAM, or the inventory changed)."""
+        self._wake.set()
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def waiting(self) -> list[PlacementRequest]:
+        """The jobs waiting for a placement (provisionally held ones included)."""
+        return list(self._waiting.values())
+
+    def on_pass(self, listener: PassListener) -> None:
+        """Call ``listener`` with every pass's report (metrics)."""
+        self._listeners.append(listener)
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Pass after pass until cancelled."""
+        while True:
+            try:
+                async with asyncio.timeout(self.pass_interval):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                await self.run_pass()
+            except Exception:  # a pass must never end the loop; the next one starts over
+                _log.exception("scheduling pass failed")
+
+    async def run_pass(self) -> PassReport:
+        """One pass: decide, hold provisionally, write every placement."""
+        started = time.perf_counter()
+        decision = self.scheduler.schedule(
+            self._waiting.values(), now=self._clock(), reservations=self._reservations
+        )
+        self._reservations = dict(decision.reservations)
+        for placement in decision.placements:
+            self.allocations.put(placement.allocation())
+        results = await asyncio.gather(*(self._write(p) for p in decision.placements))
+        written = sum(results)
+        report = PassReport(
+            decision, written, len(results) - written, time.perf_counter() - started
+        )
+        for listener in self._listeners:
+            listener(report)
+        return report
+
+    async def _write(self, placement: Placement) -> bool:
+        async with self._writes:
+            try:
+                await self.crd.set_job_allocated(
+                    placement.request.name, placement.node, list(placement.gpu_indices)
+                )
+            except CrdError as error:
+                self._release(placement)
+                _log.info("allocating %s failed: %s", placement.request.name, error)
+                return False
+            except BaseException:
+                self._release(placement)
+                raise
+        return True
+
+    def _release(self, placement: Placement) -> None:
+        held = self.allocations.get(placement.key)
+        if held is not None and held.provisional and held == placement.allocation():
+            self.allocations.remove(placement.key)
+            self._wake.set()  # the VRAM is free again

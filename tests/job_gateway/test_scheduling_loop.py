@@ -1,0 +1,177 @@
+"""The scheduling loop on the real Kubernetes API: Pending jobs placed, written as Allocated.
+
+The loop keeps no state: a second gateway on the same namespace rebuilds the allocation map
+from the CRDs and never places a job twice or onto VRAM already held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gridweave_controller import CrdClient, Job, JobPhase
+from gridweave_controller.aio import AsyncCrdClient
+from job_gateway.inventory import Inventory, InventoryFile
+from job_gateway.scheduler import Scheduler
+from job_gateway.scheduling import PassReport, SchedulingLoop
+from tests.job_gateway.gateway_factories import new_job_id, running_gateway
+from tests.support.kubeapi import KubeAPI
+from tests.support.memory_store import AsyncMemoryStore, MemoryStore
+
+pytestmark = pytest.mark.kubeapi
+
+GIB = 1024
+#: Two 80 GiB NVIDIA GPUs on one ready node.
+TWO_GPUS = """
+nodes:
+  - name: gpu-a
+    gpus:
+      - {index: 0, vendor: nvidia, model: NVIDIA A100 80GB, vram_mb: 81920}
+      - {index: 1, vendor: nvidia, model: NVIDIA A100 80GB, vram_mb: 81920}
+"""
+HELD = (JobPhase.ALLOCATED, JobPhase.RUNNING)
+# a pass runs on every change: the interval only matters for aging, keep it out of the way
+SETTINGS = {"pass_interval_seconds": 60.0}
+
+
+def load_inventory_text(text: str) -> Inventory:
+    """The inventory a static file with ``text`` declares."""
+    return InventoryFile.model_validate(yaml.safe_load(text)).to_inventory()
+
+
+def held_per_gpu(crd: CrdClient) -> dict[tuple[str, int], int]:
+    """VRAM the CRDs hold on each GPU (Allocated or Running jobs)."""
+    held: dict[tuple[str, int], int] = defaultdict(int)
+    for job in crd.list_jobs():
+        if job.phase in HELD:
+            assert job.status.node is not None
+            for index in job.status.gpu_indices:
+                held[(job.status.node, index)] += job.spec.vram_mb
+    return dict(held)
+
+
+def wait_for_held(crd: CrdClient, ids: list[str], count: int) -> list[Job]:
+    """Wait until ``count`` of the jobs ``ids`` hold GPUs; those jobs."""
+    deadline = time.monotonic() + 30
+    while True:
+        held = [job for job in crd.list_jobs() if job.name in ids and job.phase in HELD]
+        if len(held) >= count or time.monotonic() > deadline:
+            assert len(held) == count
+            return held
+        time.sleep(0.05)
+
+
+def create(crd: CrdClient, vram_mb: int, **arguments: object) -> str:
+    """A Pending job; its id."""
+    job_id = new_job_id()
+    crd.create_job(job_id, "alice", "file:///f.pkl", vram_mb=vram_mb, **arguments)  # type: ignore[arg-type]
+    return job_id
+
+
+def finish(crd: CrdClient, job_id: str) -> None:
+    """Move an Allocated job through Running to Completed."""
+    crd.set_job_running(job_id)
+    crd.set_job_completed(job_id, 1.0)
+
+
+class TestPlacing:
+    def test_pending_jobs_are_allocated_within_vram_and_the_rest_wait(
+        self, kubeapi: KubeAPI, tmp_path: Path
+    ) -> None:
+        with running_gateway(kubeapi, tmp_path, inventory_yaml=TWO_GPUS, **SETTINGS) as gw:
+            ids = [create(gw.crd, 40 * GIB) for _ in range(5)]
+            # which four: the oldest, ties (same second) broken by name
+            placed = wait_for_held(gw.crd, ids, 4)
+            # each GPU holds two 40 GiB jobs: full; the fifth waits
+            assert held_per_gpu(gw.crd) == {("gpu-a", 0): 80 * GIB, ("gpu-a", 1): 80 * GIB}
+            assert all(job.status.allocated_at is not None for job in placed)
+            waiting = next(i for i in ids if gw.crd.get_job(i).phase is JobPhase.PENDING)
+            # freeing one job's VRAM lets the waiting job in, on that GPU
+            done = next(job for job in placed if job.name != waiting)
+            finish(gw.crd, done.name)
+            late = gw.crd.wait_for_job(waiting, HELD, timeout=30)
+            assert late.status.gpu_indices == done.status.gpu_indices
+            assert max(held_per_gpu(gw.crd).values()) <= 80 * GIB
+
+    def test_a_multi_gpu_job_gets_both_gpus_of_the_node_or_waits(
+        self, kubeapi: KubeAPI, tmp_path: Path
+    ) -> None:
+        with running_gateway(kubeapi, tmp_path, inventory_yaml=TWO_GPUS, **SETTINGS) as gw:
+            small = create(gw.crd, 40 * GIB)
+            gw.crd.wait_for_job(small, HELD, timeout=30)
+            pair = create(gw.crd, 30 * GIB, gpu_count=2)
+            both = gw.crd.wait_for_job(pair, HELD, timeout=30)
+            assert both.status.gpu_indices == (0, 1)
+            wide = create(gw.crd, 50 * GIB, gpu_count=2)
+            cancelled = create(gw.crd, 1 * GIB)
+            gw.crd.set_job_cancelled(cancelled)
+            finish(gw.crd, pair)
+            # 80 - 40 = 40 GiB left on the small job's GPU: the wide job still waits
+            assert gw.crd.get_job(wide).phase is JobPhase.PENDING
+            finish(gw.crd, small)
+            assert gw.crd.wait_for_job(wide, HELD, timeout=30).status.gpu_indices == (0, 1)
+            assert gw.crd.get_job(cancelled).phase is JobPhase.CANCELLED
+
+    def test_a_higher_priority_job_is_placed_first(self, kubeapi: KubeAPI, tmp_path: Path) -> None:
+        with running_gateway(kubeapi, tmp_path, inventory_yaml=TWO_GPUS, **SETTINGS) as gw:
+            blockers = [create(gw.crd, 80 * GIB) for _ in range(2)]
+            for job_id in blockers:
+                gw.crd.wait_for_job(job_id, HELD, timeout=30)
+            low = create(gw.crd, 80 * GIB, priority=0)
+            high = create(gw.crd, 80 * GIB, priority=10)
+            finish(gw.crd, blockers[0])
+            gw.crd.wait_for_job(high, HELD, timeout=30)
+            assert gw.crd.get_job(low).phase is JobPhase.PENDING
+
+
+class TestRestart:
+    def test_a_new_gateway_rebuilds_the_map_from_the_crds(
+        self, kubeapi: KubeAPI, tmp_path: Path
+    ) -> None:
+        namespace_jobs: list[str] = []
+        with running_gateway(kubeapi, tmp_path, inventory_yaml=TWO_GPUS, **SETTINGS) as first:
+            namespace_jobs = [create(first.crd, 50 * GIB) for _ in range(2)]
+            before = {i: first.crd.wait_for_job(i, HELD, timeout=30) for i in namespace_jobs}
+            namespace = first.namespace
+        # the first gateway is gone; its jobs still hold both GPUs (50 of 80 GiB each)
+        with running_gateway(
+            kubeapi, tmp_path, inventory_yaml=TWO_GPUS, namespace=namespace, **SETTINGS
+        ) as second:
+            for job_id, job in before.items():
+                again = second.crd.get_job(job_id)
+                assert again.metadata.resource_version == job.metadata.resource_version
+            too_big = create(second.crd, 40 * GIB)
+            fits = create(second.crd, 30 * GIB)
+            second.crd.wait_for_job(fits, HELD, timeout=30)
+            assert second.crd.get_job(too_big).phase is JobPhase.PENDING
+            assert max(held_per_gpu(second.crd).values()) == 80 * GIB
+
+
+class TestFailedWrites:
+    def test_a_failed_write_releases_its_hold_and_the_job_waits_again(self) -> None:
+        async def scenario() -> tuple[PassReport, int, PassReport]:
+            store = MemoryStore()
+            crd = AsyncCrdClient(AsyncMemoryStore(store), "gridweave")
+            scheduler = Scheduler(load_inventory_text(TWO_GPUS))
+            loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
+            gone = await crd.create_job("gone", "alice", "file:///f", vram_mb=80 * GIB)
+            kept = await crd.create_job("kept", "alice", "file:///f", vram_mb=80 * GIB)
+            loop.follow(gone)
+            loop.follow(kept)
+            await crd.delete_job("gone")  # deleted before the informer could say so
+            first = await loop.run_pass()
+            held = len(scheduler.allocations)
+            loop.forget("gone")
+            loop.follow(await crd.get_job("kept"))  # Allocated now: no longer waiting
+            second = await loop.run_pass()
+            return first, held, second
+
+        first, held, second = asyncio.run(scenario())
+        assert (first.written, first.failed) == (1, 1)
+        assert held == 1  # only the job whose write succeeded holds VRAM
+        assert second.decision.placements == ()
