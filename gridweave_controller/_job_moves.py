@@ -10,8 +10,8 @@ from gridweave_controller.conditions import (
     ConditionStatus,
     format_precise_timestamp,
 )
-from gridweave_controller.errors import Invalid
-from gridweave_controller.phases import JobPhase, check_job_move
+from gridweave_controller.errors import Conflict, Invalid
+from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase, check_job_move
 
 from ._status_change import (
     ConditionUpdate,
@@ -21,6 +21,7 @@ from ._status_change import (
 )
 
 ALLOCATED, RUNNING, FINISHED = "Allocated", "Running", "Finished"
+USAGE_REPORTED = "UsageReported"
 KIND = "GridweaveJob"
 _TRUE, _FALSE = ConditionStatus.TRUE, ConditionStatus.FALSE
 
@@ -174,4 +175,32 @@ def pending(
             ConditionUpdate(ALLOCATED, _FALSE, reason, message),
             ConditionUpdate(RUNNING, _FALSE, reason, message, only_if_present=True),
         ),
+    )
+
+
+def usage_reported(name: str, status: Mapping[str, Any], *, usage_id: int) -> StatusChange | None:
+    """Mark a terminal job's usage as recorded by metering (record ``usage_id``).
+
+    Not a phase move: the phase stays, so a terminal job still refuses every move. Only a
+    terminal job has usage to report (Conflict otherwise); the same mark again writes
+    nothing, a mark naming another record is a Conflict (one job, one usage record).
+    """
+    phase = current_phase(status)
+    if phase not in JOB_TERMINAL_PHASES:
+        raise Conflict(
+            f"{KIND} {name!r} is {phase.value}: its usage is reported once it has finished"
+        )
+    message = str(usage_id)
+    marked = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == USAGE_REPORTED), None
+    )
+    if marked is not None and marked.get("status") == _TRUE.value:
+        if marked.get("message") != message:
+            raise Conflict(
+                f"{KIND} {name!r} was reported as usage record {marked.get('message')}, "
+                f"not {usage_id}"
+            )
+        return None
+    return StatusChange(
+        fields={}, conditions=(ConditionUpdate(USAGE_REPORTED, _TRUE, "Reported", message),)
     )

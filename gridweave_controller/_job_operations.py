@@ -230,6 +230,20 @@ class JobOperations:
             )
         )
 
+    @operation(post("/jobs/{job_id}/usage-reported"))
+    def set_job_usage_reported(self: FlowContext, job_id: str, usage_id: int) -> Flow[Job]:
+        """Mark a terminal job's usage as recorded (condition UsageReported, message the id)."""
+        check_int(usage_id, field="usage_id", minimum=1)
+        return (
+            yield from _write(
+                self,
+                job_id,
+                lambda status, _spec, _now: _job_moves.usage_reported(
+                    job_id, status, usage_id=usage_id
+                ),
+            )
+        )
+
     @operation(None)  # composed on the client: it polls get_job
     def wait_for_job(
         self: FlowContext, job_id: str, phases: Iterable[JobPhase | str], timeout: float = 60.0

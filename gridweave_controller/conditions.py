@@ -11,7 +11,8 @@ Condition types written by Gridweave:
 
 - GridweaveJob: ``Allocated`` (a node and GPUs are held), ``Running`` (the function runs),
   ``Finished`` (a terminal phase was reached; its reason is the terminal phase or the
-  failure reason).
+  failure reason), ``UsageReported`` (metering holds the finished job's usage record;
+  reason ``Reported``, message the record's id).
 - GridweaveEndpoint: ``Ready`` (serving), ``Healthy`` (the last health probe).
 """
 

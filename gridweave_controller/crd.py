@@ -46,6 +46,7 @@ __all__ = [
     "set_job_pending",
     "set_job_running",
     "set_job_timed_out",
+    "set_job_usage_reported",
     "wait_for_job",
     "watch_endpoints",
     "watch_jobs",
@@ -113,6 +114,7 @@ set_job_failed = _ACTIVE.set_job_failed
 set_job_cancelled = _ACTIVE.set_job_cancelled
 set_job_timed_out = _ACTIVE.set_job_timed_out
 set_job_pending = _ACTIVE.set_job_pending
+set_job_usage_reported = _ACTIVE.set_job_usage_reported
 wait_for_job = _ACTIVE.wait_for_job
 create_endpoint = _ACTIVE.create_endpoint
 get_endpoint = _ACTIVE.get_endpoint
