@@ -13,11 +13,11 @@ from gridweave_controller import aio
 from gridweave_controller.aio import AsyncCrdClient
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_runtime.app import create_service_app
+from gridweave_runtime.storage import ObjectStore, open_object_store
 from job_gateway.gateway import Gateway
 from job_gateway.inventory import InventorySettings, InventorySource, open_inventory_source
 from job_gateway.routers import jobs
 from job_gateway.settings import GatewaySettings
-from job_gateway.storage import ObjectStore, open_object_store
 
 __all__ = ["ROUTERS", "create_app"]
 

@@ -17,11 +17,11 @@ from contextlib import suppress
 from gridweave_controller.informer import AsyncInformer
 from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.operations import AsyncClientBase
+from gridweave_runtime.storage import ObjectStore
 from job_gateway.inventory import Inventory, InventoryError, InventorySource
 from job_gateway.scheduler import AllocationMap, Scheduler
 from job_gateway.scheduling import SchedulingLoop
 from job_gateway.settings import GatewaySettings
-from job_gateway.storage import ObjectStore
 
 __all__ = ["Gateway"]
 

@@ -15,19 +15,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
-from gridweave_runtime.settings import ServiceSettings
+from gridweave_runtime.storage import ObjectStorageSettings
 from job_gateway.scheduler import DEFAULT_AGING_S, Policy
-from job_gateway.storage import StorageConfig
 
 __all__ = ["CrdTransport", "GatewaySettings"]
 
 CrdTransport = Literal["proxied", "direct"]
 
 
-class GatewaySettings(ServiceSettings):
+class GatewaySettings(ObjectStorageSettings):
     """Settings of job_gateway (prefix ``GATEWAY_``)."""
 
     model_config = SettingsConfigDict(env_prefix="GATEWAY_")
@@ -61,29 +60,6 @@ class GatewaySettings(ServiceSettings):
         validation_alias=AliasChoices("RAY_ADDRESS"),
         description="RAY_ADDRESS: a Ray cluster to run jobs on; unset: a local Ray started here.",
     )
-    storage_dir: Path | None = Field(
-        default=None,
-        description=(
-            "Directory of the local object store (function results, tracebacks, logs); "
-            "unset: <GRIDWEAVE_STATE_DIR>/objects. Not used when S3_ENDPOINT is set."
-        ),
-    )
-    s3_endpoint: str | None = Field(
-        default=None,
-        validation_alias=AliasChoices("S3_ENDPOINT"),
-        description="S3_ENDPOINT: an S3 API (MinIO, AWS, ...) for object storage.",
-    )
-    s3_access_key: str | None = Field(
-        default=None, validation_alias=AliasChoices("S3_ACCESS_KEY"), description="S3_ACCESS_KEY."
-    )
-    s3_secret_key: SecretStr | None = Field(
-        default=None, validation_alias=AliasChoices("S3_SECRET_KEY"), description="S3_SECRET_KEY."
-    )
-    s3_bucket: str = Field(
-        default="gridweave",
-        validation_alias=AliasChoices("S3_BUCKET"),
-        description="S3_BUCKET: the bucket the gateway's objects go to.",
-    )
     metering_service_url: str = Field(
         default="http://127.0.0.1:8300",
         validation_alias=AliasChoices("METERING_SERVICE_URL"),
@@ -115,15 +91,3 @@ class GatewaySettings(ServiceSettings):
     inventory_refresh_seconds: float = Field(
         default=30.0, gt=0, le=86400, description="How often the GPU inventory is read again."
     )
-
-    def storage_config(self) -> StorageConfig:
-        """Where job objects go: S3 when configured, else the storage directory."""
-        root = self.storage_dir or self.state_dir / "objects"
-        secret = self.s3_secret_key.get_secret_value() if self.s3_secret_key else None
-        return StorageConfig(
-            root=str(root),
-            s3_endpoint=self.s3_endpoint,
-            s3_access_key=self.s3_access_key,
-            s3_secret_key=secret,
-            s3_bucket=self.s3_bucket,
-        )

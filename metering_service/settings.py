@@ -13,8 +13,8 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, PriceTable
 from gridweave_runtime.settings import CreditCallerSettings
-from metering_service.pricing import DEFAULT_PRICE_TABLE, PriceTable
 
 __all__ = ["DATABASE_NAME", "MeteringSettings"]
 
@@ -33,6 +33,6 @@ class MeteringSettings(CreditCallerSettings):
             "METERING_PRICE_TABLE: JSON object vendor (nvidia, amd) -> list of tiers "
             '{"max_vram_mb": int | null, "micro_credits_per_gpu_second": int} in ascending '
             "max_vram_mb (null = no limit, last tier only). Replaces the default table whole; "
-            "see metering_service/pricing.py."
+            "see gridweave_clients/metering/pricing.py."
         ),
     )

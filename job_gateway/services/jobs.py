@@ -26,9 +26,9 @@ from gridweave_controller.models import Job
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase
 from gridweave_runtime.errors import InvalidRequest
+from gridweave_runtime.storage import ObjectStore, attempt_objects
 from job_gateway.errors import ClusterUnavailable, JobAlreadyExists, JobFinished, JobNotFound
 from job_gateway.scheduler import Impossible, PlacementRequest, Scheduler
-from job_gateway.storage import ObjectStore, attempt_objects
 
 __all__ = [
     "cancel_job",

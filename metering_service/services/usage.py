@@ -17,16 +17,16 @@ from gridweave_clients.metering.models import (
     UsageRecordResponse,
     UsageTotalsResponse,
 )
-from gridweave_controller.billing import billed_seconds
-from gridweave_runtime.errors import InvalidRequest
-from metering_service.errors import UsageRecordConflict, UsageRecordNotFound
-from metering_service.models import SettlementState, UsageKind, UsageRecordModel
-from metering_service.pricing import (
+from gridweave_clients.metering.pricing import (
     PriceTable,
     UnknownVendor,
     VramBeyondPriceTable,
     price_per_gpu_second,
 )
+from gridweave_controller.billing import billed_seconds
+from gridweave_runtime.errors import InvalidRequest
+from metering_service.errors import UsageRecordConflict, UsageRecordNotFound
+from metering_service.models import SettlementState, UsageKind, UsageRecordModel
 from metering_service.services.settlement import settle_usage_record
 
 __all__ = [

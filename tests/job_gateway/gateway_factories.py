@@ -19,10 +19,10 @@ from kubernetes import config as k8s_config
 from gridweave_clients.gateway import GatewayClient
 from gridweave_controller import CrdClient
 from gridweave_controller._kube_store import KubeStore
+from gridweave_runtime.storage import LocalObjectStore
 from job_gateway.app import create_app
 from job_gateway.inventory import StaticFileSource
 from job_gateway.settings import GatewaySettings
-from job_gateway.storage import LocalObjectStore
 from tests.support.http_server import serve_in_thread
 from tests.support.kubeapi import KubeAPI, namespace_for_test
 

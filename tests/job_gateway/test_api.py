@@ -12,10 +12,10 @@ import pytest
 from gridweave_clients import Conflict, InvalidRequest
 from gridweave_clients.gateway.models import SubmitJobRequest
 from gridweave_controller import JobPhase, NotFound
+from gridweave_runtime.storage import attempt_objects
 from job_gateway.app import create_app
 from job_gateway.inventory import StaticFileSource
 from job_gateway.settings import GatewaySettings
-from job_gateway.storage import attempt_objects
 from tests.job_gateway.gateway_factories import (
     INVENTORY_YAML,
     GatewayServer,

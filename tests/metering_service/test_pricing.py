@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from gridweave_clients.credit.models import MAX_AMOUNT
-from metering_service.pricing import (
+from gridweave_clients.metering.pricing import (
     DEFAULT_PRICE_TABLE,
     MAX_GPU_COUNT,
     MAX_PRICE_PER_GPU_SECOND,

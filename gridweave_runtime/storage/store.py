@@ -3,6 +3,8 @@
 :class:`StorageConfig` is plain data (it travels to Ray workers, which open the same store
 with :func:`open_object_store`). Reads take any URI of a known scheme, so a function the
 platform stored elsewhere in S3, or in a shared directory, is found by its reference.
+A missing object raises :class:`ObjectNotFound`, any other failure :class:`ObjectStoreError`
+(its base), so a reader can tell "nothing written yet" from "storage unreachable".
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from urllib.parse import unquote, urlparse
 
 __all__ = [
     "LocalObjectStore",
+    "ObjectNotFound",
     "ObjectStore",
     "ObjectStoreError",
     "S3ObjectStore",
@@ -26,6 +29,10 @@ __all__ = [
 
 class ObjectStoreError(RuntimeError):
     """An object could not be read or written (missing, unreachable, refused)."""
+
+
+class ObjectNotFound(ObjectStoreError):
+    """No object at that URI (nothing was written there, or it was deleted)."""
 
 
 class ObjectStore(Protocol):
@@ -40,7 +47,11 @@ class ObjectStore(Protocol):
         ...
 
     def get(self, uri: str) -> bytes:
-        """Read the object at ``uri`` (this store's scheme)."""
+        """Read the object at ``uri`` (this store's scheme); ObjectNotFound when missing."""
+        ...
+
+    def delete(self, key: str) -> None:
+        """Remove ``key`` if it exists (a missing key is not an error)."""
         ...
 
 
@@ -82,8 +93,17 @@ class LocalObjectStore:
             raise ObjectStoreError(f"not a file:// URI: {uri}")
         try:
             return Path(unquote(parsed.path)).read_bytes()
+        except FileNotFoundError as exc:
+            raise ObjectNotFound(f"no object at {uri}") from exc
         except OSError as exc:
             raise ObjectStoreError(f"cannot read {uri}: {exc}") from exc
+
+    def delete(self, key: str) -> None:
+        """Remove the file of ``key`` if it is there."""
+        try:
+            self._path(key).unlink(missing_ok=True)
+        except OSError as exc:
+            raise ObjectStoreError(f"cannot delete {key}: {exc}") from exc
 
     def _path(self, key: str) -> Path:
         path = (self.root / key).resolve()
@@ -128,7 +148,16 @@ class S3ObjectStore:
             answer = self._client.get_object(Bucket=parsed.netloc, Key=parsed.path.lstrip("/"))
             return bytes(answer["Body"].read())
         except Exception as exc:
+            if _error_code(exc) in {"NoSuchKey", "404", "NotFound"}:
+                raise ObjectNotFound(f"no object at {uri}") from exc
             raise ObjectStoreError(f"cannot read {uri}: {exc}") from exc
+
+    def delete(self, key: str) -> None:
+        """One DELETE Object (S3 answers a missing key with success too)."""
+        try:
+            self._client.delete_object(Bucket=self.bucket, Key=key)
+        except Exception as exc:
+            raise ObjectStoreError(f"cannot delete s3://{self.bucket}/{key}: {exc}") from exc
 
     def ensure_bucket(self) -> None:
         """Create the bucket if it does not exist."""
@@ -136,6 +165,15 @@ class S3ObjectStore:
             self._client.head_bucket(Bucket=self.bucket)
         except Exception:
             self._client.create_bucket(Bucket=self.bucket)
+
+
+def _error_code(exc: Exception) -> str | None:
+    """botocore's ClientError code (``NoSuchKey``...), without importing botocore."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return None
+    code = response.get("Error", {}).get("Code")
+    return str(code) if code is not None else None
 
 
 def open_object_store(config: StorageConfig) -> ObjectStore:
