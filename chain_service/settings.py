@@ -1,0 +1,52 @@
+"""chain_service settings: every ``ServiceSettings`` field with the ``CHAIN_`` prefix.
+
+``CHAIN_HOST``, ``CHAIN_PORT`` (8600), ``CHAIN_DATABASE_URL`` (unset: the embedded
+PostgreSQL, database ``chain``), ``CHAIN_DATABASE_POOL_SIZE``, ``CHAIN_DATABASE_MAX_OVERFLOW``,
+``CHAIN_RUN_MIGRATIONS``, ``CHAIN_BATCH_INTERVAL_SECONDS``, ``CHAIN_BATCH_MAX_RECEIPTS``,
+``CHAIN_SIGNING_KEY_FILE``, plus the deployment-wide ``GRIDWEAVE_INTERNAL_TOKEN`` and
+``GRIDWEAVE_STATE_DIR``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from gridweave_runtime.settings import ServiceSettings
+
+__all__ = ["DATABASE_NAME", "ChainSettings"]
+
+DATABASE_NAME = "chain"
+
+
+class ChainSettings(ServiceSettings):
+    """Settings of chain_service (prefix ``CHAIN_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="CHAIN_")
+
+    port: int = Field(default=8600, ge=1, le=65535, description="TCP port of the HTTP server.")
+    batch_interval_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        le=86_400,
+        description="How often the receipts not in a batch yet are sealed into one; 0 < x.",
+    )
+    batch_max_receipts: int = Field(
+        default=1024,
+        ge=1,
+        le=65_536,
+        description="Most receipts in one batch (a longer backlog is sealed in several).",
+    )
+    signing_key_file: Path | None = Field(
+        default=None,
+        description=(
+            "PEM (PKCS#8) Ed25519 private key the batches are signed with. Unset: "
+            "<GRIDWEAVE_STATE_DIR>/chain/batch-signing-key.pem, created (mode 0600) when missing."
+        ),
+    )
+
+    def resolved_signing_key_file(self) -> Path:
+        """The signing key's path, the default one when unset."""
+        return self.signing_key_file or self.state_dir / "chain" / "batch-signing-key.pem"
