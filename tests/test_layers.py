@@ -140,6 +140,8 @@ def test_the_clients_import_without_any_server_package() -> None:
         "import sys\n"
         "import gridweave_clients, gridweave_clients.credit, gridweave_clients.metering\n"
         "import gridweave_clients.faucet, gridweave_clients.kuberay, gridweave_clients.nodes\n"
+        "import gridweave_clients.platform\n"
+        "import gridweave_clients.chain\n"
         f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({SERVER_PACKAGES!r})))\n"
     )
     result = subprocess.run(
