@@ -62,6 +62,7 @@ def kuberay_process(kubeconfig: Path, namespace: str) -> Iterator[tuple[str, int
         "KUBERAY_PORT": str(port),
         "KUBERAY_HOST": "127.0.0.1",
         "GRIDWEAVE_INTERNAL_TOKEN": TOKEN,
+        "KUBERAY_NODES_ENABLED": "false",  # /v1/crd only: no database
     }
     proc = subprocess.Popen([sys.executable, "-m", "kuberay_service"], env=env, cwd=REPO_ROOT)
     url = f"http://127.0.0.1:{port}"

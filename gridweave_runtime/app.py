@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
@@ -12,7 +12,7 @@ from anyio import to_thread
 from fastapi import APIRouter, FastAPI
 from sqlalchemy import text
 
-from gridweave_runtime.auth import install_internal_auth
+from gridweave_runtime.auth import PUBLIC_PATHS, install_internal_auth
 from gridweave_runtime.database import Database, create_database, upgrade_database
 from gridweave_runtime.errors import install_error_handlers
 from gridweave_runtime.limits import BodyLimits, install_body_guard, install_body_reader
@@ -57,6 +57,8 @@ def create_service_app(
     version: str = "0.1.0",
     resources: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None,
     body_limits: Mapping[str, int] | None = None,
+    public_paths: Collection[str] = (),
+    auth: Callable[[FastAPI], None] | None = None,
 ) -> FastAPI:
     """A FastAPI app with auth, error mapping, /healthz, /metrics and (optionally) a database.
 
@@ -66,6 +68,10 @@ def create_service_app(
     what a service opens inside its event loop (an asyncio client's connections).
     Request bodies are bounded by ``settings.max_body_bytes``, or per path prefix by
     ``body_limits`` where a route legitimately takes more (``gridweave_runtime.limits``).
+    ``public_paths`` are served without the internal token besides ``/healthz`` and
+    ``/metrics`` (exact paths; such a route checks its own credential).
+    ``auth`` replaces the internal-token check with the app's own (platform_service's API
+    keys); it installs a middleware, which runs where the token check would.
     """
     if settings.internal_token is None or not settings.internal_token.get_secret_value():
         raise ConfigurationError(f"{service}: GRIDWEAVE_INTERNAL_TOKEN must be set")
@@ -110,7 +116,14 @@ def create_service_app(
     # guard outside closes its connection); an announced oversized body is refused outside.
     limits = BodyLimits(settings.max_body_bytes, body_limits)
     install_body_reader(app, limits=limits, timeout_seconds=settings.body_timeout_seconds)
-    install_internal_auth(app, settings.internal_token.get_secret_value())
+    if auth is not None:
+        auth(app)
+    else:
+        install_internal_auth(
+            app,
+            settings.internal_token.get_secret_value(),
+            public_paths=PUBLIC_PATHS | {*public_paths},
+        )
     install_body_guard(app, limits=limits)
     install_error_handlers(app, max_fields=settings.max_error_fields)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
 
@@ -11,10 +12,13 @@ from gridweave_controller import aio
 from gridweave_controller.aio import AsyncCrdClient
 from gridweave_runtime.app import create_service_app
 from kuberay_service.errors import install_status_error_handlers
-from kuberay_service.routers import crd, watch
-from kuberay_service.settings import KubeRaySettings
+from kuberay_service.routers import crd, join_keys, nodes, watch
+from kuberay_service.services.rate_limits import AddressRateLimiter
+from kuberay_service.settings import DATABASE_NAME, KubeRaySettings
 
-__all__ = ["create_app"]
+__all__ = ["MIGRATIONS_DIR", "create_app"]
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
 def create_app(
@@ -39,12 +43,19 @@ def create_app(
         finally:
             await connected.close()
 
+    registry = settings.nodes_enabled
     app = create_service_app(
         service="kuberay_service",
         settings=settings,
-        routers=[crd.router, watch.router],
+        routers=[crd.router, watch.router] + ([join_keys.router, nodes.router] if registry else []),
         resources=cluster_connection,
+        database=DATABASE_NAME if registry else None,
+        migrations_dir=MIGRATIONS_DIR if registry else None,
+        public_paths=nodes.NODE_PUBLIC_PATHS if registry else (),
     )
     install_status_error_handlers(app)
     app.state.crd_client = crd_client
+    app.state.validation_limiter = AddressRateLimiter(
+        settings.validate_rate_limit, settings.validate_rate_window_seconds
+    )
     return app

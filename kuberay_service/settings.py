@@ -3,18 +3,27 @@
 ``KUBERAY_HOST``, ``KUBERAY_PORT`` (8800), ``KUBERAY_NAMESPACE`` (``gridweave``),
 ``KUBERAY_KUBECONFIG`` (unset: in-cluster config, else ``KUBECONFIG`` / ``~/.kube/config``),
 plus the deployment-wide ``GRIDWEAVE_INTERNAL_TOKEN`` every ``/v1/crd`` call must carry.
+
+The node registry (``/v1/nodes``, on unless ``KUBERAY_NODES_ENABLED=false``) keeps its state
+in PostgreSQL (``KUBERAY_DATABASE_URL``; unset: the embedded server, database ``kuberay``)
+and hands joining nodes the mesh and cluster settings below (``KUBERAY_MESH_CIDR``,
+``KUBERAY_WIREGUARD_*``, ``KUBERAY_K3S_*``, ``KUBERAY_REGISTRY_ADDRESS``).
 """
 
 from __future__ import annotations
 
+from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from gridweave_runtime.settings import ServiceSettings
 
-__all__ = ["KubeRaySettings"]
+__all__ = ["DATABASE_NAME", "KubeRaySettings"]
+
+#: The node registry's database on the embedded server (or ``KUBERAY_DATABASE_URL``).
+DATABASE_NAME = "kuberay"
 
 
 class KubeRaySettings(ServiceSettings):
@@ -34,3 +43,67 @@ class KubeRaySettings(ServiceSettings):
             "else KUBECONFIG or ~/.kube/config."
         ),
     )
+    # -- the node registry (/v1/nodes) ---------------------------------------------------
+    nodes_enabled: bool = Field(
+        default=True,
+        description=(
+            "Serve the node registry (/v1/nodes: join keys, validate, register, heartbeats); "
+            "its state is in PostgreSQL. false: only /v1/crd, no database."
+        ),
+    )
+    mesh_cidr: IPv4Network = Field(
+        default=IPv4Network("10.88.0.0/16"),
+        description="The WireGuard mesh's addresses; each joined node gets one of them.",
+    )
+    master_vpn_ip: IPv4Address | None = Field(
+        default=None,
+        description="The master's address in the mesh. Unset: the first host of the mesh.",
+    )
+    wireguard_endpoint: str | None = Field(
+        default=None,
+        max_length=300,
+        description="host:port where nodes reach the master's WireGuard (validate needs it).",
+    )
+    wireguard_public_key: str | None = Field(
+        default=None, description="The master's WireGuard public key (base64, 44 characters)."
+    )
+    k3s_url: str | None = Field(
+        default=None,
+        description="The K3s server URL a node's agent joins, e.g. https://10.88.0.1:6443.",
+    )
+    k3s_token: SecretStr | None = Field(
+        default=None, description="The K3s join token handed to a validated node."
+    )
+    registry_address: str | None = Field(
+        default=None, description="host:port of the image registry nodes pull from."
+    )
+    heartbeat_interval_seconds: float = Field(
+        default=10.0, gt=0, le=3_600, description="How often a node's agent sends a heartbeat."
+    )
+    heartbeat_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=86_400,
+        description="A node whose last heartbeat is older than this is NotReady.",
+    )
+    validate_rate_limit: int = Field(
+        default=30, ge=1, description="Validations allowed per client address per window."
+    )
+    validate_rate_window_seconds: float = Field(
+        default=60.0, gt=0, le=86_400, description="The window of the validation rate limit."
+    )
+
+    @model_validator(mode="after")
+    def _master_in_mesh(self) -> KubeRaySettings:
+        if self.mesh_cidr.num_addresses < 4:
+            raise ValueError(f"KUBERAY_MESH_CIDR {self.mesh_cidr} is too small: /30 at most")
+        if self.master_vpn_ip is not None and self.master_vpn_ip not in self.mesh_cidr:
+            raise ValueError(
+                f"KUBERAY_MASTER_VPN_IP {self.master_vpn_ip} is outside {self.mesh_cidr}"
+            )
+        return self
+
+    @property
+    def master_address(self) -> IPv4Address:
+        """The master's mesh address (set, or the mesh's first host)."""
+        return self.master_vpn_ip or next(self.mesh_cidr.hosts())

@@ -105,7 +105,12 @@ def services(
                 ) as (faucet_url, faucet_port),
                 running_service_process(
                     "kuberay_service",
-                    {**shared, **limits("KUBERAY_"), "KUBERAY_KUBECONFIG": str(kubeconfig)},
+                    {
+                        **shared,
+                        **limits("KUBERAY_"),
+                        "KUBERAY_KUBECONFIG": str(kubeconfig),
+                        "KUBERAY_NODES_ENABLED": "false",  # its limits, not its database
+                    },
                     prefix="KUBERAY_",
                     log=folder / "kuberay.log",
                 ) as (kuberay_url, kuberay_port),

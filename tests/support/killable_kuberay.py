@@ -87,6 +87,7 @@ class KubeRayProcess(_Killable):
             "KUBERAY_PORT": str(self.port),
             "KUBERAY_HOST": "127.0.0.1",
             "GRIDWEAVE_INTERNAL_TOKEN": token,
+            "KUBERAY_NODES_ENABLED": "false",  # /v1/crd only: no database
         }
         self.proc: subprocess.Popen[bytes] | None = None
 

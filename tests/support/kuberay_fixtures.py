@@ -28,15 +28,23 @@ class KubeRayServer:
 
 
 def kuberay_app(store: MemoryStore, namespace: str = "gridweave") -> FastAPI:
-    """A kuberay-service app over the in-memory ``store``, with the test token."""
-    settings = KubeRaySettings.model_validate({"internal_token": TOKEN})
+    """A kuberay-service app over the in-memory ``store``, with the test token.
+
+    ``/v1/crd`` only: the node registry (and its database) is off; its tests open it.
+    """
+    settings = KubeRaySettings.model_validate({"internal_token": TOKEN, "nodes_enabled": False})
     return create_app(settings, crd_client=AsyncCrdClient(AsyncMemoryStore(store), namespace))
 
 
 def kuberay_cluster_app(kubeconfig: Path, namespace: str) -> FastAPI:
     """A kuberay-service app that connects to the cluster of ``kubeconfig`` when it starts."""
     settings = KubeRaySettings.model_validate(
-        {"internal_token": TOKEN, "kubeconfig": kubeconfig, "namespace": namespace}
+        {
+            "internal_token": TOKEN,
+            "kubeconfig": kubeconfig,
+            "namespace": namespace,
+            "nodes_enabled": False,
+        }
     )
     return create_app(settings)
 

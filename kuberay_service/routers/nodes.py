@@ -1,0 +1,85 @@
+"""``/v1/nodes``: nodes join (validate, register), stay alive (heartbeat) and leave.
+
+- ``POST /v1/nodes/validate``: public (no internal token), the join key in the body; rate
+  limited per client address.
+- ``POST /v1/nodes/register``, ``/heartbeat``, ``/leave``: the node's own token from
+  validate (``Authorization: Bearer``), no internal token.
+- ``GET /v1/nodes``: the internal token (the gateway's inventory reads it).
+- ``DELETE /v1/nodes/{name}``: an admin removes a node.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Response
+
+from gridweave_clients.nodes import NodeListResponse, NodeResponse
+from kuberay_service.routers.common import (
+    AdminDep,
+    NodeTokenDep,
+    SessionDep,
+    SettingsDep,
+    count_validation,
+)
+from kuberay_service.schemas.nodes import (
+    HOSTNAME_PATTERN,
+    HeartbeatRequest,
+    ValidatedNodeResponse,
+    ValidateNodeRequest,
+)
+from kuberay_service.services import nodes
+
+__all__ = ["NODE_PUBLIC_PATHS", "router"]
+
+PREFIX = "/v1/nodes"
+#: Served without the internal token: each checks the join key or the node token itself.
+NODE_PUBLIC_PATHS = frozenset(
+    f"{PREFIX}/{name}" for name in ("validate", "register", "heartbeat", "leave")
+)
+
+router = APIRouter(prefix=PREFIX, tags=["nodes"])
+
+NodeName = Annotated[str, Path(min_length=1, max_length=253, pattern=HOSTNAME_PATTERN)]
+
+
+@router.post("/validate", dependencies=[Depends(count_validation)])
+def validate_node(
+    body: ValidateNodeRequest, session: SessionDep, settings: SettingsDep
+) -> ValidatedNodeResponse:
+    """A node with a join key: its mesh address, node token, the master's peer, K3s, registry."""
+    return nodes.validate_node(session, request=body, settings=settings)
+
+
+@router.post("/register")
+def register_node(token: NodeTokenDep, session: SessionDep, settings: SettingsDep) -> NodeResponse:
+    """The node's agent joined the cluster: the node is Ready while heartbeats arrive."""
+    return nodes.register_node(session, token=token, settings=settings)
+
+
+@router.post("/heartbeat")
+def heartbeat_node(
+    body: HeartbeatRequest, token: NodeTokenDep, session: SessionDep, settings: SettingsDep
+) -> NodeResponse:
+    """The node is alive: each GPU's health and free VRAM."""
+    return nodes.heartbeat_node(session, token=token, request=body, settings=settings)
+
+
+@router.post("/leave", status_code=204)
+def leave_node(token: NodeTokenDep, session: SessionDep) -> Response:
+    """The node leaves: its mesh address is free again, its token void."""
+    nodes.leave_node(session, token=token)
+    return Response(status_code=204)
+
+
+@router.get("")
+def list_nodes(session: SessionDep, settings: SettingsDep) -> NodeListResponse:
+    """Every node: GPUs, liveness (Ready/NotReady), mesh address, joined-at."""
+    return nodes.list_nodes(session, settings=settings)
+
+
+@router.delete("/{name}", status_code=204)
+def remove_node(name: NodeName, _: AdminDep, session: SessionDep) -> Response:
+    """An admin removes a node: its mesh address is free again, its token void."""
+    nodes.remove_node(session, name=name)
+    return Response(status_code=204)
