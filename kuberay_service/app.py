@@ -6,13 +6,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from anyio import to_thread
 from fastapi import FastAPI
 
 from gridweave_controller import aio
 from gridweave_controller.aio import AsyncCrdClient
 from gridweave_runtime.app import create_service_app
+from gridweave_runtime.database import Database
 from kuberay_service.errors import install_status_error_handlers
+from kuberay_service.mesh import CommandRunner, MeshPeer, MeshSync, WireGuardDriver
+from kuberay_service.mesh.driver import run_command
 from kuberay_service.routers import crd, join_keys, nodes, watch
+from kuberay_service.services.nodes import mesh_peers
 from kuberay_service.services.rate_limits import AddressRateLimiter
 from kuberay_service.settings import DATABASE_NAME, KubeRaySettings
 
@@ -21,34 +26,65 @@ __all__ = ["MIGRATIONS_DIR", "create_app"]
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
+def _mesh_sync(
+    settings: KubeRaySettings, database: Database, runner: CommandRunner | None
+) -> MeshSync | None:
+    """The master's peer reconciler when KUBERAY_WIREGUARD_INTERFACE is set, else None."""
+    if settings.wireguard_interface is None:
+        return None
+    driver = WireGuardDriver(settings.wireguard_interface, runner=runner or run_command)
+
+    def read_peers() -> list[MeshPeer]:
+        with database.session() as session:
+            return mesh_peers(session)
+
+    return MeshSync(driver, read_peers, period_seconds=settings.mesh_sync_period_seconds)
+
+
 def create_app(
-    settings: KubeRaySettings | None = None, *, crd_client: AsyncCrdClient | None = None
+    settings: KubeRaySettings | None = None,
+    *,
+    crd_client: AsyncCrdClient | None = None,
+    mesh_runner: CommandRunner | None = None,
 ) -> FastAPI:
     """The kuberay-service app over ``crd_client`` (default: the cluster from the settings).
 
     Without ``crd_client`` the app connects to the cluster when it starts serving (the
     asyncio client belongs to the server's event loop) and closes the connection at shutdown.
+    With ``settings.nodes_enabled`` (the default) the node registry is served too, its
+    database opened and migrated first; with ``settings.wireguard_interface`` the master's
+    WireGuard peers follow the registry while the app serves (``wg`` and ``wg-quick`` run by
+    ``mesh_runner``, default: on this host).
     """
     settings = settings or KubeRaySettings()
 
     @asynccontextmanager
-    async def cluster_connection(app: FastAPI) -> AsyncIterator[None]:
-        if crd_client is not None:
-            yield
-            return
-        connected = await aio.connect(kubeconfig=settings.kubeconfig, namespace=settings.namespace)
-        app.state.crd_client = connected
+    async def serving(app: FastAPI) -> AsyncIterator[None]:
+        mesh: MeshSync | None = app.state.mesh_sync
+        if mesh is not None:
+            mesh.start()
         try:
-            yield
+            if crd_client is not None:
+                yield
+                return
+            connected = await aio.connect(
+                kubeconfig=settings.kubeconfig, namespace=settings.namespace
+            )
+            app.state.crd_client = connected
+            try:
+                yield
+            finally:
+                await connected.close()
         finally:
-            await connected.close()
+            if mesh is not None:
+                await to_thread.run_sync(mesh.stop)
 
     registry = settings.nodes_enabled
     app = create_service_app(
         service="kuberay_service",
         settings=settings,
         routers=[crd.router, watch.router] + ([join_keys.router, nodes.router] if registry else []),
-        resources=cluster_connection,
+        resources=serving,
         database=DATABASE_NAME if registry else None,
         migrations_dir=MIGRATIONS_DIR if registry else None,
         public_paths=nodes.NODE_PUBLIC_PATHS if registry else (),
@@ -58,4 +94,6 @@ def create_app(
     app.state.validation_limiter = AddressRateLimiter(
         settings.validate_rate_limit, settings.validate_rate_window_seconds
     )
+    database: Database | None = app.state.database
+    app.state.mesh_sync = None if database is None else _mesh_sync(settings, database, mesh_runner)
     return app

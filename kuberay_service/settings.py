@@ -67,6 +67,21 @@ class KubeRaySettings(ServiceSettings):
     wireguard_public_key: str | None = Field(
         default=None, description="The master's WireGuard public key (base64, 44 characters)."
     )
+    wireguard_interface: str | None = Field(
+        default=None,
+        max_length=15,
+        description=(
+            "The master's WireGuard interface (wg0) whose peers kuberay-service keeps equal "
+            "to the registry's nodes through wg and wg-quick (needs CAP_NET_ADMIN on the "
+            "host's network). Unset: the service changes no peer."
+        ),
+    )
+    mesh_sync_period_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=3_600,
+        description="The peers are reconciled this often besides after each join and leave.",
+    )
     k3s_url: str | None = Field(
         default=None,
         description="The K3s server URL a node's agent joins, e.g. https://10.88.0.1:6443.",

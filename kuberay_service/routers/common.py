@@ -10,10 +10,18 @@ from sqlalchemy.orm import Session
 
 from gridweave_runtime.auth import Caller, require_internal_caller, require_role
 from gridweave_runtime.database import session_dependency
+from kuberay_service.mesh import MeshSync
 from kuberay_service.services.rate_limits import AddressRateLimiter
 from kuberay_service.settings import KubeRaySettings
 
-__all__ = ["AdminDep", "NodeTokenDep", "SessionDep", "SettingsDep", "count_validation"]
+__all__ = [
+    "AdminDep",
+    "NodeTokenDep",
+    "SessionDep",
+    "SettingsDep",
+    "count_validation",
+    "request_mesh_sync",
+]
 
 
 async def _settings(request: Request) -> KubeRaySettings:
@@ -53,6 +61,13 @@ async def count_validation(request: Request) -> None:
     """Count a validation against its client address (429 past the limit), before the body."""
     limiter: AddressRateLimiter = request.app.state.validation_limiter
     limiter.count(client_address(request))
+
+
+def request_mesh_sync(request: Request) -> None:
+    """The nodes changed: the master's WireGuard peers follow (when the service runs them)."""
+    mesh: MeshSync | None = request.app.state.mesh_sync
+    if mesh is not None:
+        mesh.request()
 
 
 SessionDep = Annotated[Session, Depends(session_dependency)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Response
+from fastapi import APIRouter, Depends, Path, Request, Response
 
 from gridweave_clients.nodes import NodeListResponse, NodeResponse
 from kuberay_service.routers.common import (
@@ -21,6 +21,7 @@ from kuberay_service.routers.common import (
     SessionDep,
     SettingsDep,
     count_validation,
+    request_mesh_sync,
 )
 from kuberay_service.schemas.nodes import (
     HOSTNAME_PATTERN,
@@ -45,10 +46,12 @@ NodeName = Annotated[str, Path(min_length=1, max_length=253, pattern=HOSTNAME_PA
 
 @router.post("/validate", dependencies=[Depends(count_validation)])
 def validate_node(
-    body: ValidateNodeRequest, session: SessionDep, settings: SettingsDep
+    body: ValidateNodeRequest, session: SessionDep, settings: SettingsDep, request: Request
 ) -> ValidatedNodeResponse:
     """A node with a join key: its mesh address, node token, the master's peer, K3s, registry."""
-    return nodes.validate_node(session, request=body, settings=settings)
+    answer = nodes.validate_node(session, request=body, settings=settings)
+    request_mesh_sync(request)
+    return answer
 
 
 @router.post("/register")
@@ -66,9 +69,10 @@ def heartbeat_node(
 
 
 @router.post("/leave", status_code=204)
-def leave_node(token: NodeTokenDep, session: SessionDep) -> Response:
+def leave_node(token: NodeTokenDep, session: SessionDep, request: Request) -> Response:
     """The node leaves: its mesh address is free again, its token void."""
     nodes.leave_node(session, token=token)
+    request_mesh_sync(request)
     return Response(status_code=204)
 
 
@@ -79,7 +83,8 @@ def list_nodes(session: SessionDep, settings: SettingsDep) -> NodeListResponse:
 
 
 @router.delete("/{name}", status_code=204)
-def remove_node(name: NodeName, _: AdminDep, session: SessionDep) -> Response:
+def remove_node(name: NodeName, _: AdminDep, session: SessionDep, request: Request) -> Response:
     """An admin removes a node: its mesh address is free again, its token void."""
     nodes.remove_node(session, name=name)
+    request_mesh_sync(request)
     return Response(status_code=204)

@@ -25,6 +25,7 @@ from kuberay_service.errors import (
     NodeNotRegistered,
     UnknownNodeToken,
 )
+from kuberay_service.mesh import MeshPeer
 from kuberay_service.models import VPN_IP_CONSTRAINT, NodeModel
 from kuberay_service.schemas.nodes import (
     HeartbeatRequest,
@@ -46,6 +47,7 @@ __all__ = [
     "heartbeat_node",
     "leave_node",
     "list_nodes",
+    "mesh_peers",
     "node_readiness",
     "register_node",
     "remove_node",
@@ -286,3 +288,11 @@ def list_nodes(session: Session, *, settings: KubeRaySettings) -> NodeListRespon
             for node in queries.list_nodes(session)
         )
     )
+
+
+def mesh_peers(session: Session) -> list[MeshPeer]:
+    """The master's WireGuard peers the registry calls for: one per node, validated or joined."""
+    return [
+        MeshPeer(name=node.name, public_key=node.wireguard_public_key, vpn_ip=node.vpn_ip)
+        for node in queries.list_nodes(session)
+    ]

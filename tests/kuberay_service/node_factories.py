@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from fastapi import FastAPI
 
 from gridweave_controller.aio import AsyncCrdClient
 from kuberay_service.app import create_app
+from kuberay_service.mesh import CommandRunner
 from kuberay_service.settings import KubeRaySettings
 from tests.support.http_server import serve_in_thread
 from tests.support.kuberay_fixtures import TOKEN
@@ -49,6 +51,7 @@ class Registry:
 
     url: str
     settings: KubeRaySettings
+    app: FastAPI
 
     def client(self, headers: dict[str, str] | None = None) -> httpx.Client:
         """An HTTP client of the service sending ``headers`` (none: an unknown caller)."""
@@ -56,13 +59,16 @@ class Registry:
 
 
 @contextmanager
-def serve_registry(database_url: str, **overrides: Any) -> Iterator[Registry]:
+def serve_registry(
+    database_url: str, *, mesh_runner: CommandRunner | None = None, **overrides: Any
+) -> Iterator[Registry]:
     """kuberay-service (real app, real HTTP, real PostgreSQL) on a loopback port."""
     settings = registry_settings(database_url, **overrides)
-    app = create_app(settings, crd_client=AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gw"))
+    store = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gw")
+    app = create_app(settings, crd_client=store, mesh_runner=mesh_runner)
     try:
         with serve_in_thread(app, settings) as url:
-            yield Registry(url=url, settings=settings)
+            yield Registry(url=url, settings=settings, app=app)
     finally:
         app.state.database.dispose()
 
