@@ -99,11 +99,19 @@ class LocalObjectStore:
             raise ObjectStoreError(f"cannot read {uri}: {exc}") from exc
 
     def delete(self, key: str) -> None:
-        """Remove the file of ``key`` if it is there."""
+        """Remove the file of ``key`` if it is there, and the folders it leaves empty."""
+        path = self._path(key)
         try:
-            self._path(key).unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
         except OSError as exc:
             raise ObjectStoreError(f"cannot delete {key}: {exc}") from exc
+        for folder in path.parents:
+            if folder == self.root or not folder.is_relative_to(self.root):
+                break
+            try:
+                folder.rmdir()
+            except OSError:  # not empty (or already gone): the folders above are needed too
+                break
 
     def _path(self, key: str) -> Path:
         path = (self.root / key).resolve()

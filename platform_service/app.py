@@ -1,0 +1,106 @@
+"""platform_service (port 8100), the one public API: the wiring.
+
+Routes in ``routers/``, rules in ``services/``. Every route needs an API key but the public
+ones (``auth.PUBLIC_PATHS``); the internal services are called with the internal token and
+the user's id. Job submissions may be large (the pickled function and arguments): their
+body limit is ``PLATFORM_MAX_SUBMISSION_BYTES``, every other route keeps the runtime's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from gridweave_clients import RetryPolicy
+from gridweave_clients.credit import AsyncCreditClient
+from gridweave_clients.faucet import FaucetClient
+from gridweave_clients.gateway import AsyncGatewayClient
+from gridweave_clients.metering import AsyncMeteringClient
+from gridweave_runtime.app import create_service_app
+from gridweave_runtime.clients import install_client
+from gridweave_runtime.storage import ObjectStore, open_object_store
+from platform_service.auth import ApiKeyMiddleware
+from platform_service.routers import account, jobs, keys, signups, users
+from platform_service.services.jobs import JobServices
+from platform_service.services.keys import api_key_secret
+from platform_service.settings import DATABASE_NAME, PlatformSettings
+
+__all__ = ["CREDIT_ROLE", "MIGRATIONS_DIR", "ROUTERS", "create_app"]
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+ROUTERS = (signups.router, users.router, keys.router, jobs.router, account.router)
+#: The platform's idempotency namespace at credit_service (its job holds).
+CREDIT_ROLE = "platform"
+
+
+def create_app(
+    settings: PlatformSettings | None = None,
+    *,
+    store: ObjectStore | None = None,
+) -> FastAPI:
+    """The platform app: database opened and migrated, the services' clients ready.
+
+    ``store`` replaces the object store the settings name.
+    """
+    settings = settings or PlatformSettings()
+    hmac_key = api_key_secret(settings) if settings.internal_token else b""
+    holder: dict[str, FastAPI] = {}
+
+    def install_api_keys(app: FastAPI) -> None:
+        app.add_middleware(
+            ApiKeyMiddleware, database=lambda: holder["app"].state.database, hmac_key=hmac_key
+        )
+
+    app = create_service_app(
+        service="platform_service",
+        settings=settings,
+        routers=ROUTERS,
+        database=DATABASE_NAME,
+        migrations_dir=MIGRATIONS_DIR,
+        body_limits={"/v1/jobs": settings.max_submission_bytes},
+        auth=install_api_keys,
+    )
+    holder["app"] = app
+    app.state.api_key_hmac = hmac_key
+    assert settings.internal_token is not None  # create_service_app refused to start without
+    token = settings.internal_token.get_secret_value()
+    timeout = settings.downstream_timeout_seconds
+    credit = AsyncCreditClient(
+        settings.credit_service_url,
+        token,
+        role=CREDIT_ROLE,
+        retry=RetryPolicy(attempts=settings.credit_attempts),
+        timeout=settings.credit_timeout_seconds,
+    )
+    gateway = AsyncGatewayClient(settings.gateway_url, token, role=CREDIT_ROLE, timeout=timeout)
+    metering = AsyncMeteringClient(
+        settings.metering_service_url, token, role=CREDIT_ROLE, timeout=timeout
+    )
+    faucet = FaucetClient(settings.faucet_service_url, token, role=CREDIT_ROLE, timeout=timeout)
+    install_client(app, "credit_client", credit)
+    install_client(app, "gateway_client", gateway)
+    install_client(app, "metering_client", metering)
+    install_client(app, "faucet_client", faucet)
+    app.state.jobs = JobServices(
+        credit=credit,
+        gateway=gateway,
+        store=store or open_object_store(settings.storage_config()),
+        prices=settings.price_table,
+    )
+    _install_docs(app)
+    return app
+
+
+def _install_docs(app: FastAPI) -> None:
+    """The API's OpenAPI document and its Swagger UI, public (the runtime serves neither)."""
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi_document() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=app.title)

@@ -1,0 +1,129 @@
+"""platform_service errors, each with a code, an HTTP status and a default message.
+
+Tree::
+
+    GridweaveError (gridweave_runtime)
+    └── PlatformError
+        ├── NotAuthenticated       401  (no API key, a malformed, unknown or revoked one)
+        ├── AdminOnly              403
+        ├── InsufficientCredits    402  (body: balance, held, available, needed)
+        ├── NotFound               404  (body: resource, id; also another user's job or key)
+        ├── AlreadyRegistered      409  (body: field)
+        ├── JobNotFinished         409  (body: job_id, phase)
+        ├── JobDidNotComplete      409  (body: job_id, phase, reason, message, traceback)
+        ├── DownstreamRefused      the refusing service's own 4xx, code and details, passed on
+        ├── DownstreamFailed       502  (a service answered what it never should to us)
+        └── DownstreamUnavailable  503  (body: service; nothing is known to be applied)
+
+A request that passes the schema but breaks a rule raises gridweave_runtime's
+``InvalidRequest`` (422 ``invalid_request``, the field named), as in every service.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gridweave_runtime.errors import GridweaveError
+
+__all__ = [
+    "AdminOnly",
+    "AlreadyRegistered",
+    "DownstreamFailed",
+    "DownstreamRefused",
+    "DownstreamUnavailable",
+    "InsufficientCredits",
+    "JobDidNotComplete",
+    "JobNotFinished",
+    "NotAuthenticated",
+    "NotFound",
+    "PlatformError",
+]
+
+
+class PlatformError(GridweaveError):
+    """Base of platform_service's errors."""
+
+    code = "platform_error"
+    status_code = 400
+    message = "the request failed"
+
+
+class NotAuthenticated(PlatformError):
+    """No API key, or one that is malformed, unknown or revoked."""
+
+    code = "unauthorized"
+    status_code = 401
+    message = "a valid API key is required (Authorization: Bearer gw_live_...)"
+
+
+class AdminOnly(PlatformError):
+    """The route is for admins."""
+
+    code = "forbidden"
+    status_code = 403
+    message = "this route is for admins"
+
+
+class InsufficientCredits(PlatformError):
+    """The available balance cannot cover the job's hold."""
+
+    code = "insufficient_credits"
+    status_code = 402
+    message = "not enough credits for this job's hold"
+
+
+class NotFound(PlatformError):
+    """No such resource of this user (another user's is not found either)."""
+
+    code = "not_found"
+    status_code = 404
+    message = "not found"
+
+
+class AlreadyRegistered(PlatformError):
+    """The email belongs to a user already."""
+
+    code = "already_registered"
+    status_code = 409
+    message = "this email belongs to a registered user"
+
+
+class JobNotFinished(PlatformError):
+    """The job has no result yet."""
+
+    code = "job_not_finished"
+    status_code = 409
+    message = "the job has not finished yet"
+
+
+class JobDidNotComplete(PlatformError):
+    """The job finished without a result: failed, cancelled or timed out."""
+
+    code = "job_did_not_complete"
+    status_code = 409
+    message = "the job finished without a result"
+
+
+class DownstreamRefused(PlatformError):
+    """A service refused the request for a reason the user must see: passed on as it was."""
+
+    def __init__(self, *, status_code: int, code: str, message: str, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.status_code = status_code
+        self.code = code
+
+
+class DownstreamFailed(PlatformError):
+    """A service answered something it never should to the platform (a deployment fault)."""
+
+    code = "downstream_failed"
+    status_code = 502
+    message = "an internal service refused the platform's call"
+
+
+class DownstreamUnavailable(PlatformError):
+    """A service could not be reached; nothing is known to have been applied."""
+
+    code = "service_unavailable"
+    status_code = 503
+    message = "an internal service is unavailable: try again"

@@ -1,0 +1,69 @@
+"""The platform tables: users and their API keys.
+
+Invariants:
+
+- ``users``: ``id`` is the user id every other service knows (credit accounts, jobs'
+  ``spec.userId``, usage); never reused. ``role`` is ``user`` or ``admin``. ``email`` is
+  unique among users (lower-cased); ``verified_at`` is set once the faucet verified it. A
+  user signing up has a row with ``verified_at`` NULL and no key until the code is verified.
+- ``api_keys``: ``key_id`` is public (it is in the key's text and names the key in the API);
+  only ``secret_hash`` = HMAC-SHA256(API key secret, the key's secret part) is stored, never
+  the key. A key is revoked once (``revoked_at``) and never comes back.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Identity,
+    Index,
+    String,
+    func,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = ["ApiKeyModel", "PlatformBase", "Role", "UserModel"]
+
+
+class PlatformBase(DeclarativeBase):
+    """Declarative base of platform_service's tables."""
+
+
+class Role:
+    """What a user may do: its own jobs and keys (``user``), or also manage users (``admin``)."""
+
+    USER = "user"
+    ADMIN = "admin"
+
+
+class UserModel(PlatformBase):
+    """A platform user."""
+
+    __tablename__ = "users"
+    __table_args__ = (CheckConstraint("role IN ('user', 'admin')", name="role_known"),)
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    email: Mapped[str | None] = mapped_column(String(254), unique=True, default=None)
+    role: Mapped[str] = mapped_column(String(16), default=Role.USER)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    verified_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+
+
+class ApiKeyModel(PlatformBase):
+    """One API key of a user: its public id and the HMAC of its secret."""
+
+    __tablename__ = "api_keys"
+    __table_args__ = (Index("ix_api_keys_user_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    key_id: Mapped[str] = mapped_column(String(32), unique=True)
+    user_id: Mapped[str] = mapped_column(String(128), ForeignKey("users.id"))
+    name: Mapped[str] = mapped_column(String(100))
+    secret_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)

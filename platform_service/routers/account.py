@@ -1,0 +1,56 @@
+"""``/v1/credits`` and ``/v1/usage``: the caller's money, refills and what it paid for."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from gridweave_clients.faucet.models import RefillResponse
+from gridweave_clients.fields import DatabaseId, UtcDatetime
+from gridweave_clients.metering.models import UsagePageResponse
+from gridweave_clients.platform.models import CreditsResponse
+from platform_service.routers.common import (
+    ClientAddressDep,
+    CreditDep,
+    FaucetDep,
+    MeteringDep,
+    UserDep,
+)
+from platform_service.services import account
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["account"])
+
+
+@router.get("/v1/credits")
+async def get_credits(user: UserDep, credit: CreditDep) -> CreditsResponse:
+    """Balance, held and available micro-credits."""
+    return await account.get_credits(credit, user_id=user.user_id)
+
+
+@router.post("/v1/credits/refill", status_code=201)
+def request_refill(user: UserDep, faucet: FaucetDep, address: ClientAddressDep) -> RefillResponse:
+    """A refill from the faucet while the balance is low (at most one per refill period)."""
+    return account.request_refill(faucet, user_id=user.user_id, client_address=address)
+
+
+@router.get("/v1/usage")
+async def list_usage(
+    user: UserDep,
+    metering: MeteringDep,
+    period_from: Annotated[UtcDatetime | None, Query(alias="from")] = None,
+    period_to: Annotated[UtcDatetime | None, Query(alias="to")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    before_id: Annotated[DatabaseId | None, Query()] = None,
+) -> UsagePageResponse:
+    """The caller's usage that finished in [from, to), newest first, with the totals."""
+    return await account.list_usage(
+        metering,
+        user_id=user.user_id,
+        period_from=period_from,
+        period_to=period_to,
+        limit=limit,
+        before_id=before_id,
+    )

@@ -1,0 +1,1 @@
+"""The rules behind the routes; they never raise HTTP exceptions, only the service's errors."""

@@ -1,0 +1,85 @@
+"""A job's credit hold: price x timeout x GPUs, placed before the job reaches the gateway.
+
+The price is metering's (``gridweave_clients.metering.pricing``, the same table and the
+same variable), so the hold always covers what metering bills for a job that runs to its
+timeout. For ``vendor: any`` the dearest vendor's price is held: the job may land on it.
+The hold's reference is the job id, which settles it exactly once (metering's settlement).
+"""
+
+from __future__ import annotations
+
+from gridweave_clients.credit import AsyncCreditClient
+from gridweave_clients.credit import operations as ops
+from gridweave_clients.credit.models import HoldResponse
+from gridweave_clients.errors import NotFound, PaymentRequired
+from gridweave_clients.metering.pricing import (
+    PriceTable,
+    UnknownVendor,
+    VramBeyondPriceTable,
+    price_per_gpu_second,
+)
+from gridweave_runtime.errors import InvalidRequest
+from platform_service.errors import InsufficientCredits
+from platform_service.services.downstream import as_user, downstream_errors
+
+__all__ = ["hold_amount", "place_job_hold", "release_job_hold"]
+
+
+def hold_amount(
+    table: PriceTable, *, vendor: str, vram_mb: int, gpu_count: int, timeout_seconds: int
+) -> int:
+    """Micro-credits to hold: the highest price the job may run at x timeout x GPUs (>= 1)."""
+    vendors = sorted(table.root) if vendor == "any" else [vendor]
+    prices: list[int] = []
+    refusal = ""
+    for name in vendors:
+        try:
+            prices.append(price_per_gpu_second(table, vendor=name, vram_mb=vram_mb))
+        except UnknownVendor as exc:
+            raise InvalidRequest("vendor", str(exc)) from exc
+        except VramBeyondPriceTable as exc:
+            refusal = str(exc)
+    if not prices:
+        raise InvalidRequest("vram_mb", refusal)
+    # a free price still holds 1: the settlement needs a hold to close
+    return max(1, max(prices) * timeout_seconds * gpu_count)
+
+
+async def place_job_hold(
+    credit: AsyncCreditClient, *, user_id: str, job_id: str, amount: int
+) -> HoldResponse:
+    """Hold ``amount`` for ``job_id``; 402 naming balance, held, available and needed."""
+    operation = ops.place_hold(
+        user_id, amount=amount, idempotency_key=f"job-hold:{job_id}", reference=job_id
+    )
+    with downstream_errors("credit_service", passed=()):
+        try:
+            return await credit.run(as_user(operation, user_id))
+        except PaymentRequired as exc:
+            raise _insufficient(exc, amount) from exc
+        except NotFound:  # no account yet: nothing to hold from
+            raise InsufficientCredits(
+                f"not enough credits: this job holds {amount} micro-credits, 0 are available",
+                balance=0,
+                held=0,
+                available=0,
+                needed=amount,
+            ) from None
+
+
+def _insufficient(exc: PaymentRequired, amount: int) -> InsufficientCredits:
+    figures = {key: exc.details.get(key) for key in ("balance", "held", "available")}
+    return InsufficientCredits(
+        f"not enough credits: this job holds {amount} micro-credits, "
+        f"{figures['available']} are available",
+        **figures,
+        needed=amount,
+    )
+
+
+async def release_job_hold(credit: AsyncCreditClient, *, user_id: str, hold_id: int) -> None:
+    """Give a refused job's hold back (replay-safe: its key is the hold's)."""
+    with downstream_errors("credit_service", passed=()):
+        await credit.run(
+            as_user(ops.release_hold(hold_id, idempotency_key=f"job-release:{hold_id}"), user_id)
+        )

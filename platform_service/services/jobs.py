@@ -1,0 +1,215 @@
+"""A user's jobs: submitted (inputs stored, hold placed, gateway told), read, listed, cancelled.
+
+A submission is all or nothing for the user: the hold is placed first (a 402 costs no
+storage), then the pickled function and arguments are stored as opaque bytes
+(``gridweave_runtime.storage.input_objects``), then the gateway creates the GridweaveJob.
+When the gateway refuses (no GPU could ever hold it: its 422 naming the field and the
+largest GPU passes through), the hold is released and the objects deleted. When the
+gateway does not answer, the job is looked up: absent, the same undo; present, the
+submission stands; unknown, nothing is undone (the job may exist) and the 503 names the
+job id so the user can look it up.
+
+Another user's job is answered exactly like a missing one (404): its id says nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+
+from anyio import to_thread
+
+from gridweave_clients.credit import AsyncCreditClient
+from gridweave_clients.errors import NotFound as ServiceNotFound
+from gridweave_clients.errors import ServiceError, ServiceRefused, ServiceUnavailable
+from gridweave_clients.gateway import AsyncGatewayClient
+from gridweave_clients.gateway import models as gw
+from gridweave_clients.gateway import operations as gw_ops
+from gridweave_clients.metering.pricing import PriceTable
+from gridweave_clients.platform.models import JobListResponse, JobResponse, SubmitJobRequest
+from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase
+from gridweave_runtime.errors import InvalidRequest
+from gridweave_runtime.storage import ObjectStore, ObjectStoreError, input_objects
+from platform_service.errors import DownstreamUnavailable, NotFound
+from platform_service.services.downstream import as_user, downstream_errors, platform_error
+from platform_service.services.holds import hold_amount, place_job_hold, release_job_hold
+
+__all__ = [
+    "JobServices",
+    "cancel_job",
+    "get_own_job",
+    "job_response",
+    "list_jobs",
+    "new_job_id",
+    "submit_job",
+]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class JobServices:
+    """What the job routes call: the credit and gateway clients, the store, the prices."""
+
+    credit: AsyncCreditClient
+    gateway: AsyncGatewayClient
+    store: ObjectStore
+    prices: PriceTable
+
+
+def new_job_id() -> str:
+    """A fresh job id: a DNS-1123 label, the GridweaveJob's name and the hold's reference."""
+    return f"job-{secrets.token_hex(10)}"
+
+
+def job_response(job: gw.JobResponse, *, hold: int | None = None) -> JobResponse:
+    """The user's view of a gateway job (storage locations left out)."""
+    return JobResponse(
+        job_id=job.job_id,
+        phase=job.phase,
+        finished=job.phase in JOB_TERMINAL_PHASES,
+        vram_mb=job.vram_mb,
+        gpu_count=job.gpu_count,
+        vendor=job.vendor,
+        timeout_seconds=job.timeout_seconds,
+        max_retries=job.max_retries,
+        node=job.node,
+        gpu_indices=job.gpu_indices,
+        attempts=job.attempts,
+        reason=job.reason,
+        message=job.message,
+        created_at=job.created_at,
+        allocated_at=job.allocated_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+        wall_seconds=job.wall_seconds,
+        billed_seconds=job.billed_seconds,
+        hold_amount=hold,
+    )
+
+
+def _store_inputs(
+    store: ObjectStore, job_id: str, request: SubmitJobRequest
+) -> tuple[str, str | None]:
+    keys = input_objects(job_id)
+    function_ref = store.put(keys.function, request.function)
+    args_ref = None if request.args is None else store.put(keys.args, request.args)
+    return function_ref, args_ref
+
+
+def _delete_inputs(store: ObjectStore, job_id: str) -> None:
+    keys = input_objects(job_id)
+    for key in (keys.function, keys.args):
+        store.delete(key)
+
+
+async def _undo(services: JobServices, *, user_id: str, job_id: str, hold_id: int) -> None:
+    """Give the hold back and delete the inputs of a job the gateway never created."""
+    try:
+        await release_job_hold(services.credit, user_id=user_id, hold_id=hold_id)
+    except DownstreamUnavailable:
+        _log.error("job %s: its hold %s could not be released", job_id, hold_id, exc_info=True)
+    try:
+        await to_thread.run_sync(_delete_inputs, services.store, job_id)
+    except ObjectStoreError:
+        _log.warning("job %s: its inputs could not be deleted", job_id, exc_info=True)
+
+
+async def submit_job(
+    services: JobServices, *, user_id: str, request: SubmitJobRequest
+) -> JobResponse:
+    """Hold, store, submit; on a refusal nothing is left behind (see the module's rules)."""
+    if not request.function:
+        raise InvalidRequest("function", "the pickled function must not be empty")
+    amount = hold_amount(
+        services.prices,
+        vendor=request.vendor,
+        vram_mb=request.vram_mb,
+        gpu_count=request.gpu_count,
+        timeout_seconds=request.timeout_seconds,
+    )
+    job_id = new_job_id()
+    hold = await place_job_hold(services.credit, user_id=user_id, job_id=job_id, amount=amount)
+    try:
+        function_ref, args_ref = await to_thread.run_sync(
+            _store_inputs, services.store, job_id, request
+        )
+    except ObjectStoreError as exc:
+        await _undo(services, user_id=user_id, job_id=job_id, hold_id=hold.hold_id)
+        raise DownstreamUnavailable(
+            "object storage is unavailable: try again", service="storage"
+        ) from exc
+    submission = gw.SubmitJobRequest(
+        job_id=job_id,
+        user_id=user_id,
+        function_ref=function_ref,
+        args_ref=args_ref,
+        vram_mb=request.vram_mb,
+        gpu_count=request.gpu_count,
+        vendor=request.vendor,
+        timeout_seconds=request.timeout_seconds,
+        max_retries=request.max_retries,
+        hold_reference=job_id,
+    )
+    try:
+        job = await services.gateway.run(as_user(gw_ops.submit_job(submission), user_id))
+    except ServiceRefused as exc:
+        await _undo(services, user_id=user_id, job_id=job_id, hold_id=hold.hold_id)
+        raise platform_error("job_gateway", exc) from exc
+    except ServiceUnavailable as exc:
+        job = await _find_after_lost_answer(
+            services, user_id=user_id, job_id=job_id, hold_id=hold.hold_id, cause=exc
+        )
+    return job_response(job, hold=amount)
+
+
+async def _find_after_lost_answer(
+    services: JobServices, *, user_id: str, job_id: str, hold_id: int, cause: ServiceError
+) -> gw.JobResponse:
+    try:
+        return await services.gateway.run(as_user(gw_ops.get_job(job_id), user_id))
+    except ServiceNotFound:
+        await _undo(services, user_id=user_id, job_id=job_id, hold_id=hold_id)
+        raise DownstreamUnavailable(
+            "job_gateway is unavailable: nothing was submitted, try again", service="job_gateway"
+        ) from cause
+    except ServiceError:
+        raise DownstreamUnavailable(
+            "job_gateway is unavailable: the job may have been created; look it up by its id",
+            service="job_gateway",
+            job_id=job_id,
+        ) from cause
+
+
+async def get_own_job(services: JobServices, *, user_id: str, job_id: str) -> gw.JobResponse:
+    """The user's job; another user's, or none, is 404 alike."""
+    with downstream_errors("job_gateway", passed=()):
+        try:
+            job = await services.gateway.run(as_user(gw_ops.get_job(job_id), user_id))
+        except ServiceNotFound:
+            job = None
+    if job is None or job.user_id != user_id:
+        raise NotFound("no such job", resource="job", id=job_id)
+    return job
+
+
+async def list_jobs(
+    services: JobServices, *, user_id: str, phase: JobPhase | None
+) -> JobListResponse:
+    """The user's jobs, oldest first, optionally in one phase."""
+    with downstream_errors("job_gateway", passed=()):
+        listed = await services.gateway.run(
+            as_user(gw_ops.list_jobs(user_id, phase=phase), user_id)
+        )
+    return JobListResponse(
+        jobs=[job_response(job) for job in listed.jobs if job.user_id == user_id]
+    )
+
+
+async def cancel_job(services: JobServices, *, user_id: str, job_id: str) -> JobResponse:
+    """Cancel the user's job (a cancelled one answers again; another finished one is 409)."""
+    await get_own_job(services, user_id=user_id, job_id=job_id)
+    with downstream_errors("job_gateway"):
+        job = await services.gateway.run(as_user(gw_ops.cancel_job(job_id), user_id))
+    return job_response(job)

@@ -1,0 +1,80 @@
+"""platform_service settings: every ``ServiceSettings`` field with the ``PLATFORM_`` prefix.
+
+Besides the shared ones (``PLATFORM_HOST``, ``PLATFORM_PORT`` (8100),
+``PLATFORM_DATABASE_URL`` (unset: the embedded PostgreSQL, database ``platform``), the
+request limits, ``GRIDWEAVE_INTERNAL_TOKEN``, ``GRIDWEAVE_STATE_DIR``), the object store's
+(``PLATFORM_STORAGE_DIR``, ``S3_*``) and the deployment-wide service URLs and price table,
+each field below is read from ``PLATFORM_<NAME>``.
+"""
+
+from __future__ import annotations
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import SettingsConfigDict
+
+from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, PriceTable
+from gridweave_runtime.settings import CreditCallerSettings
+from gridweave_runtime.storage import ObjectStorageSettings
+
+__all__ = ["DATABASE_NAME", "PlatformSettings"]
+
+DATABASE_NAME = "platform"
+
+
+class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
+    """Settings of platform_service (prefix ``PLATFORM_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="PLATFORM_")
+
+    port: int = Field(default=8100, ge=1, le=65535, description="TCP port of the HTTP server.")
+    api_key_secret: SecretStr | None = Field(
+        default=None,
+        description=(
+            "HMAC-SHA256 key the API keys' secrets are hashed with. Unset: derived from "
+            "GRIDWEAVE_INTERNAL_TOKEN. Changing it invalidates every API key issued."
+        ),
+    )
+    max_submission_bytes: int = Field(
+        default=64 * 2**20,
+        ge=1_024,
+        le=2**30,
+        description=(
+            "Largest job submission body (the base64 of the pickled function and arguments "
+            "plus the job's fields), bytes; past it: 413."
+        ),
+    )
+    max_log_bytes: int = Field(
+        default=1_048_576,
+        ge=1_024,
+        le=64 * 2**20,
+        description="Most bytes of stdout and of stderr one logs answer carries (the tail).",
+    )
+    gateway_url: str = Field(
+        default="http://127.0.0.1:8200",
+        validation_alias=AliasChoices("GATEWAY_URL"),
+        description="GATEWAY_URL: base URL of job_gateway.",
+    )
+    metering_service_url: str = Field(
+        default="http://127.0.0.1:8300",
+        validation_alias=AliasChoices("METERING_SERVICE_URL"),
+        description="METERING_SERVICE_URL: base URL of metering_service (usage).",
+    )
+    faucet_service_url: str = Field(
+        default="http://127.0.0.1:8500",
+        validation_alias=AliasChoices("FAUCET_SERVICE_URL"),
+        description="FAUCET_SERVICE_URL: base URL of faucet_service (sign-up, refills).",
+    )
+    downstream_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=120,
+        description="Timeout of one call to the gateway, metering or the faucet.",
+    )
+    price_table: PriceTable = Field(
+        default=DEFAULT_PRICE_TABLE,
+        validation_alias=AliasChoices("METERING_PRICE_TABLE"),
+        description=(
+            "METERING_PRICE_TABLE: the price table metering bills by (the same variable, so "
+            "the hold and the bill agree); see gridweave_clients/metering/pricing.py."
+        ),
+    )

@@ -1,0 +1,315 @@
+"""Jobs through the platform over real HTTP: the real gateway on the real apiserver, the
+real credit_service and metering_service on PostgreSQL, a local object store.
+
+Jobs do not run here (execution is the gateway's): the tests move them with the CRD client
+and write their outcome into the store where a worker writes it.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from gridweave_runtime.storage import LocalObjectStore, attempt_objects, input_objects
+from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
+from tests.metering_service.factories import metering_settings, running_metering, usage_body
+from tests.platform_service.factories import (
+    PlatformServer,
+    User,
+    platform_settings,
+    running_platform,
+    submit_body,
+)
+from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
+from tests.support.kubeapi import KubeAPI
+from tests.support.postgres import PostgresTestServer
+
+pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
+
+#: metering's default price of an AMD slice up to 16 GiB, micro-credits per GPU-second
+AMD_16G_PRICE = 90
+#: the hold of ``submit_body()``: 90 x 60 s x 1 GPU
+DEFAULT_HOLD = AMD_16G_PRICE * 60
+MAX_SUBMISSION = 200_000
+FUNDS = 10**9
+
+
+@pytest.fixture(scope="module")
+def gateway(kubeapi: KubeAPI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayServer]:
+    """The real gateway (the tests' inventory: two A100 80GB, one MI250 on a NotReady node)."""
+    workdir = tmp_path_factory.mktemp("gateway")
+    with running_gateway(kubeapi, workdir, internal_token=INTERNAL_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def metering(
+    postgres: PostgresTestServer, credit: CreditServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[httpx.Client]:
+    """The real metering_service, settling through the real credit_service."""
+    url = postgres.create_database("gwmetering")
+    settings = metering_settings(url, credit.url, state_dir=tmp_path_factory.mktemp("metering"))
+    try:
+        with running_metering(settings) as client:
+            yield client
+    finally:
+        postgres.drop_database(url)
+
+
+@pytest.fixture(scope="module")
+def platform(
+    platform_database: str,
+    credit: CreditServer,
+    gateway: GatewayServer,
+    metering: httpx.Client,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[PlatformServer]:
+    """The platform calling them all, on the gateway's object store."""
+    settings = platform_settings(
+        platform_database,
+        tmp_path_factory.mktemp("platform"),
+        credit_service_url=credit.url,
+        gateway_url=gateway.url,
+        metering_service_url=str(metering.base_url),
+        storage_dir=gateway.storage_dir,
+        max_submission_bytes=MAX_SUBMISSION,
+    )
+    with running_platform(settings) as server:
+        yield server
+
+
+@pytest.fixture
+def alice(platform: PlatformServer, credit: CreditServer) -> User:
+    """A funded user."""
+    user = platform.new_user()
+    credit.fund(user.user_id, FUNDS)
+    return user
+
+
+def _submit(platform: PlatformServer, user: User, **overrides: Any) -> httpx.Response:
+    return platform.http.post("/v1/jobs", json=submit_body(**overrides), headers=user.headers)
+
+
+def _submitted(platform: PlatformServer, user: User, **overrides: Any) -> str:
+    response = _submit(platform, user, **overrides)
+    assert response.status_code == 201, response.text
+    job_id: str = response.json()["job_id"]
+    return job_id
+
+
+def _stored_jobs(storage_dir: Path) -> set[str]:
+    jobs = storage_dir / "jobs"
+    return {path.name for path in jobs.iterdir()} if jobs.exists() else set()
+
+
+class TestSubmit:
+    def test_the_hold_the_inputs_and_the_job(
+        self, platform: PlatformServer, gateway: GatewayServer, credit: CreditServer, alice: User
+    ) -> None:
+        response = _submit(platform, alice)
+        assert response.status_code == 201, response.text
+        body = response.json()
+        assert body["phase"] == "Pending" and not body["finished"]
+        assert body["hold_amount"] == DEFAULT_HOLD
+        assert credit.account(alice.user_id)["held"] == DEFAULT_HOLD
+
+        job = gateway.crd.get_job(body["job_id"])
+        assert job.spec.user_id == alice.user_id
+        keys = input_objects(body["job_id"])
+        store = LocalObjectStore(gateway.storage_dir)
+        assert job.spec.function_ref == store.uri(keys.function)
+        assert store.get(job.spec.function_ref) == base64.b64decode(submit_body()["function"])
+        assert job.spec.args_ref is not None
+        assert store.get(job.spec.args_ref) == base64.b64decode(submit_body()["args"])
+
+    def test_vendor_any_holds_the_dearest_vendors_price(
+        self, platform: PlatformServer, alice: User
+    ) -> None:
+        # 80 GiB: NVIDIA 560 and AMD 500 per GPU-second; the job may land on either
+        response = _submit(
+            platform, alice, vendor="any", vram_mb=81920, gpu_count=2, timeout_seconds=10
+        )
+        assert response.status_code == 201, response.text
+        assert response.json()["hold_amount"] == 560 * 10 * 2
+
+    def test_short_of_credits_is_402_with_the_figures_and_nothing_is_created(
+        self, platform: PlatformServer, credit: CreditServer
+    ) -> None:
+        user = platform.new_user()
+        before = _stored_jobs(platform.storage_dir)
+        response = _submit(platform, user)  # no account at all
+        assert response.status_code == 402
+        error = response.json()["error"]
+        assert error["code"] == "insufficient_credits"
+        assert (error["balance"], error["held"], error["needed"]) == (0, 0, DEFAULT_HOLD)
+
+        credit.fund(user.user_id, 1_000)
+        error = _submit(platform, user).json()["error"]
+        assert (error["balance"], error["held"], error["available"]) == (1_000, 0, 1_000)
+        assert error["needed"] == DEFAULT_HOLD and "5400" in error["message"]
+        assert platform.http.get("/v1/jobs", headers=user.headers).json() == {"jobs": []}
+        assert _stored_jobs(platform.storage_dir) == before
+
+    def test_no_gpu_big_enough_passes_the_gateways_422_and_leaves_nothing(
+        self, platform: PlatformServer, credit: CreditServer, alice: User
+    ) -> None:
+        before = _stored_jobs(platform.storage_dir)
+        response = _submit(platform, alice, vendor="nvidia", vram_mb=200_000)
+        assert response.status_code == 422
+        error = response.json()["error"]
+        assert error["fields"][0]["field"] == "vram_mb"
+        assert "A100 80GB with 81920 MiB" in error["fields"][0]["message"]
+        account = credit.account(alice.user_id)
+        assert (account["balance"], account["held"]) == (FUNDS, 0)  # held, then released
+        assert len(credit.ledger_amounts(alice.user_id)) == 1  # the funding; holds move no balance
+        assert _stored_jobs(platform.storage_dir) == before
+        assert platform.http.get("/v1/jobs", headers=alice.headers).json() == {"jobs": []}
+
+    @pytest.mark.parametrize(
+        ("overrides", "field"),
+        [
+            ({"function": "not base64!"}, "function"),
+            ({"function": ""}, "function"),
+            ({"vram_mb": "8192"}, "vram_mb"),
+            ({"vendor": "intel"}, "vendor"),
+            ({"timeout_seconds": 0}, "timeout_seconds"),
+            ({"surprise": 1}, "surprise"),
+        ],
+    )
+    def test_bad_fields_are_named(
+        self, platform: PlatformServer, alice: User, overrides: dict[str, Any], field: str
+    ) -> None:
+        response = _submit(platform, alice, **overrides)
+        assert response.status_code == 422, response.text
+        assert response.json()["error"]["fields"][0]["field"] == field
+
+    def test_a_submission_past_the_limit_is_413(
+        self, platform: PlatformServer, alice: User
+    ) -> None:
+        big = base64.b64encode(b"x" * MAX_SUBMISSION).decode()
+        response = _submit(platform, alice, function=big)
+        assert response.status_code == 413
+        assert response.json()["error"]["code"] == "request_too_large"
+
+
+class TestIsolation:
+    def test_another_users_job_is_not_found(
+        self, platform: PlatformServer, credit: CreditServer, alice: User
+    ) -> None:
+        job_id = _submitted(platform, alice)
+        bob = platform.new_user()
+        credit.fund(bob.user_id, FUNDS)
+        _submitted(platform, bob)
+        missing = platform.http.get("/v1/jobs/job-00000000000000000000", headers=bob.headers)
+        for method, path in [
+            ("GET", f"/v1/jobs/{job_id}"),
+            ("POST", f"/v1/jobs/{job_id}/cancel"),
+            ("GET", f"/v1/jobs/{job_id}/result"),
+            ("GET", f"/v1/jobs/{job_id}/logs"),
+        ]:
+            response = platform.http.request(method, path, headers=bob.headers)
+            assert response.status_code == 404, (method, path)
+            assert response.json()["error"]["code"] == missing.json()["error"]["code"]
+        listed = platform.http.get("/v1/jobs", headers=bob.headers).json()["jobs"]
+        assert job_id not in {job["job_id"] for job in listed} and len(listed) == 1
+        mine = platform.http.get(f"/v1/jobs/{job_id}", headers=alice.headers)
+        assert mine.status_code == 200 and mine.json()["phase"] == "Pending"
+
+
+class TestCancel:
+    def test_cancel_then_cancel_again(self, platform: PlatformServer, alice: User) -> None:
+        job_id = _submitted(platform, alice)
+        first = platform.http.post(f"/v1/jobs/{job_id}/cancel", headers=alice.headers)
+        again = platform.http.post(f"/v1/jobs/{job_id}/cancel", headers=alice.headers)
+        assert first.status_code == again.status_code == 200
+        assert first.json()["phase"] == again.json()["phase"] == "Cancelled"
+        listed = platform.http.get(
+            "/v1/jobs", params={"phase": "Cancelled"}, headers=alice.headers
+        ).json()["jobs"]
+        assert [job["job_id"] for job in listed] == [job_id]
+
+
+class TestOutcomes:
+    def _run(self, gateway: GatewayServer, job_id: str, stdout: bytes) -> LocalObjectStore:
+        """Allocate and start the job as the gateway would, and write its output."""
+        gateway.crd.set_job_allocated(job_id, "gpu-b", [0])
+        gateway.crd.set_job_running(job_id)
+        store = LocalObjectStore(gateway.storage_dir)
+        store.put(attempt_objects(job_id, 0).stdout, stdout)
+        return store
+
+    def test_result_and_logs_of_a_completed_job(
+        self, platform: PlatformServer, gateway: GatewayServer, alice: User
+    ) -> None:
+        job_id = _submitted(platform, alice)
+        early = platform.http.get(f"/v1/jobs/{job_id}/result", headers=alice.headers)
+        assert early.status_code == 409
+        error = early.json()["error"]
+        assert (error["code"], error["phase"]) == ("job_not_finished", "Pending")
+
+        store = self._run(gateway, job_id, b"step 1\nstep 2\n")
+        pickled_value = b"\x80\x05\x95opaque result bytes\x00\xff"
+        result_uri = store.put(attempt_objects(job_id, 0).result, pickled_value)
+        gateway.crd.set_job_completed(job_id, 2.5, result_ref=result_uri)
+
+        result = platform.http.get(f"/v1/jobs/{job_id}/result", headers=alice.headers)
+        assert result.status_code == 200
+        assert result.content == pickled_value
+        assert result.headers["content-type"] == "application/vnd.gridweave.pickle"
+
+        logs = platform.http.get(f"/v1/jobs/{job_id}/logs", headers=alice.headers).json()
+        assert logs["stdout"] == "step 1\nstep 2\n" and logs["stderr"] == ""
+        assert logs["finished"] and logs["stdout_offset"] == 14
+        later = platform.http.get(
+            f"/v1/jobs/{job_id}/logs", params={"stdout_offset": 7}, headers=alice.headers
+        ).json()
+        assert later["stdout"] == "step 2\n"
+        job = platform.http.get(f"/v1/jobs/{job_id}", headers=alice.headers).json()
+        assert (job["phase"], job["billed_seconds"], job["node"]) == ("Completed", 3, "gpu-b")
+
+    def test_a_failed_job_answers_its_remote_traceback(
+        self, platform: PlatformServer, gateway: GatewayServer, alice: User
+    ) -> None:
+        job_id = _submitted(platform, alice)
+        store = self._run(gateway, job_id, b"")
+        traceback = "Traceback (most recent call last):\n  ...\nValueError: boom\n"
+        store.put(attempt_objects(job_id, 0).error, traceback.encode())
+        gateway.crd.set_job_failed(job_id, "Exception", "ValueError: boom", wall_seconds=1.0)
+        response = platform.http.get(f"/v1/jobs/{job_id}/result", headers=alice.headers)
+        assert response.status_code == 409
+        error = response.json()["error"]
+        assert error["code"] == "job_did_not_complete" and error["phase"] == "Failed"
+        assert error["traceback"] == traceback and error["reason"] == "Exception"
+
+
+class TestAccount:
+    def test_credits(self, platform: PlatformServer, alice: User) -> None:
+        credits = platform.http.get("/v1/credits", headers=alice.headers).json()
+        assert credits == {
+            "user_id": alice.user_id,
+            "balance": FUNDS,
+            "held": 0,
+            "available": FUNDS,
+        }
+        newcomer = platform.new_user()
+        assert platform.http.get("/v1/credits", headers=newcomer.headers).json()["balance"] == 0
+
+    def test_usage_and_the_bill_of_a_job(
+        self, platform: PlatformServer, metering: httpx.Client, alice: User
+    ) -> None:
+        job_id = _submitted(platform, alice)
+        # what the gateway reports once the job ran 3 s on the AMD GPU
+        record = usage_body(job_id, alice.user_id, vendor="amd", vram_mb=8192, wall_seconds=3.0)
+        assert metering.post("/v1/usage", json=record).status_code == 201
+        usage = platform.http.get("/v1/usage", headers=alice.headers).json()
+        assert [item["job_id"] for item in usage["records"]] == [job_id]
+        assert usage["totals"]["cost"] == 3 * AMD_16G_PRICE
+        credits = platform.http.get("/v1/credits", headers=alice.headers).json()
+        assert (credits["balance"], credits["held"]) == (FUNDS - 3 * AMD_16G_PRICE, 0)
+        bad = platform.http.get("/v1/usage", params={"from": "yesterday"}, headers=alice.headers)
+        assert bad.status_code == 422 and bad.json()["error"]["fields"][0]["field"] == "from"

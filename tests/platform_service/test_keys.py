@@ -1,0 +1,177 @@
+"""API keys and users over real HTTP on a real database: deny by default, hashed, revocable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.platform_service.factories import (
+    PlatformServer,
+    bearer,
+    platform_settings,
+    running_platform,
+)
+from tests.support.credit_server import INTERNAL_TOKEN
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture(scope="module")
+def platform(
+    platform_database: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PlatformServer]:
+    """The platform alone: these routes call no other service."""
+    settings = platform_settings(platform_database, tmp_path_factory.mktemp("platform"))
+    with running_platform(settings) as server:
+        yield server
+
+
+def _stored_rows(database_url: str) -> list[tuple[str, ...]]:
+    conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(False)
+    with psycopg.connect(conninfo) as conn:
+        rows = conn.execute("SELECT key_id, name, secret_hash FROM api_keys").fetchall()
+    return [tuple(str(value) for value in row) for row in rows]
+
+
+class TestDenyByDefault:
+    @pytest.mark.parametrize(
+        ("method", "path"),
+        [
+            ("GET", "/v1/me"),
+            ("GET", "/v1/jobs"),
+            ("POST", "/v1/jobs"),
+            ("GET", "/v1/jobs/job-1/result"),
+            ("GET", "/v1/credits"),
+            ("GET", "/v1/no-such-route"),
+        ],
+    )
+    def test_no_key_is_401(self, platform: PlatformServer, method: str, path: str) -> None:
+        response = platform.http.request(method, path)
+        assert response.status_code == 401
+        assert response.json()["error"]["code"] == "unauthorized"
+
+    @pytest.mark.parametrize(
+        "key",
+        [
+            "gw_live_",
+            "not-a-key",
+            "gw_live_0123456789ab_" + "a" * 43,  # well formed, unknown
+            INTERNAL_TOKEN,  # the internal token is no API key
+        ],
+    )
+    def test_a_wrong_key_is_401(self, platform: PlatformServer, key: str) -> None:
+        assert platform.http.get("/v1/me", headers=bearer(key)).status_code == 401
+
+    def test_a_real_key_with_another_secret_is_401(self, platform: PlatformServer) -> None:
+        forged = platform.admin.key[:-4] + (
+            "AAAA" if not platform.admin.key.endswith("AAAA") else "BBBB"
+        )
+        assert platform.http.get("/v1/me", headers=bearer(forged)).status_code == 401
+
+    def test_public_routes(self, platform: PlatformServer) -> None:
+        assert platform.http.get("/healthz").json() == {"status": "ok"}
+        assert platform.http.get("/metrics").status_code == 200
+        document = platform.http.get("/openapi.json").json()
+        assert {"/v1/jobs", "/v1/keys", "/v1/signups", "/v1/usage"} <= set(document["paths"])
+        assert "swagger" in platform.http.get("/docs").text.lower()
+
+
+class TestUsers:
+    def test_an_admin_creates_a_user_with_a_first_key(self, platform: PlatformServer) -> None:
+        user = platform.new_user()
+        me = platform.http.get("/v1/me", headers=user.headers).json()
+        assert me["user_id"] == user.user_id and me["role"] == "user"
+        assert user.key.startswith("gw_live_")
+
+    def test_a_user_may_not_create_users(self, platform: PlatformServer) -> None:
+        user = platform.new_user()
+        response = platform.http.post("/v1/users", json={}, headers=user.headers)
+        assert response.status_code == 403
+
+    def test_a_taken_email_is_409_naming_it(self, platform: PlatformServer) -> None:
+        body = {"email": "same-person@example.com"}
+        first = platform.http.post("/v1/users", json=body, headers=platform.admin.headers)
+        again = platform.http.post("/v1/users", json=body, headers=platform.admin.headers)
+        assert first.status_code == 201
+        assert again.status_code == 409 and again.json()["error"]["field"] == "email"
+
+    def test_bad_fields_are_named(self, platform: PlatformServer) -> None:
+        response = platform.http.post(
+            "/v1/users", json={"email": "nope", "role": "root"}, headers=platform.admin.headers
+        )
+        assert response.status_code == 422
+        named = {item["field"] for item in response.json()["error"]["fields"]}
+        assert named == {"email", "role"}
+
+
+class TestKeys:
+    def test_issue_list_revoke(self, platform: PlatformServer, platform_database: str) -> None:
+        user = platform.new_user()
+        issued = platform.http.post("/v1/keys", json={"name": "laptop"}, headers=user.headers)
+        assert issued.status_code == 201
+        second = issued.json()
+        assert second["api_key"].startswith(f"gw_live_{second['key_id']}_")
+
+        listed = platform.http.get("/v1/keys", headers=user.headers).json()["keys"]
+        assert [key["name"] for key in listed] == ["laptop", "default"]
+        assert all("api_key" not in key for key in listed)
+        assert listed[0]["prefix"] == f"gw_live_{second['key_id']}"
+
+        # stored hashed: neither the key nor its secret is in the table
+        secret = second["api_key"].rsplit("_", 1)[1]
+        row = next(row for row in _stored_rows(platform_database) if row[0] == second["key_id"])
+        assert secret not in "".join(row) and len(row[2]) == 64
+
+        revoked = platform.http.delete(f"/v1/keys/{second['key_id']}", headers=user.headers)
+        assert revoked.status_code == 200 and revoked.json()["revoked_at"] is not None
+        assert platform.http.get("/v1/me", headers=bearer(second["api_key"])).status_code == 401
+        assert platform.http.get("/v1/me", headers=user.headers).status_code == 200
+        again = platform.http.delete(f"/v1/keys/{second['key_id']}", headers=user.headers)
+        assert again.json()["revoked_at"] == revoked.json()["revoked_at"]
+
+    def test_another_users_key_is_not_found(self, platform: PlatformServer) -> None:
+        owner, other = platform.new_user(), platform.new_user()
+        key_id = platform.http.get("/v1/keys", headers=owner.headers).json()["keys"][0]["key_id"]
+        response = platform.http.delete(f"/v1/keys/{key_id}", headers=other.headers)
+        assert response.status_code == 404
+        assert platform.http.get("/v1/me", headers=owner.headers).status_code == 200
+
+    def test_a_malformed_key_id_is_422(self, platform: PlatformServer) -> None:
+        response = platform.http.delete("/v1/keys/ZZZ", headers=platform.admin.headers)
+        assert response.status_code == 422
+        assert response.json()["error"]["fields"][0]["field"] == "key_id"
+
+
+def test_the_create_admin_command_prints_a_working_key(
+    platform: PlatformServer, platform_database: str, tmp_path: Path
+) -> None:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PLATFORM_DATABASE_URL": platform_database,
+        "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
+        "GRIDWEAVE_STATE_DIR": str(tmp_path),
+        "HOME": str(tmp_path),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "platform_service",
+        "create-admin",
+        "--email",
+        "ops@example.com",
+    ]
+    keys = []
+    for _ in range(2):  # a second run reuses the admin and prints a new key
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        keys.append(result.stdout.strip())
+    assert keys[0] != keys[1]
+    for key in keys:
+        me = platform.http.get("/v1/me", headers=bearer(key)).json()
+        assert me["email"] == "ops@example.com" and me["role"] == "admin"

@@ -1,0 +1,120 @@
+"""Sign-up through the real faucet (codes read from its outbox) and the real credit_service."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.faucet_service.factories import GRANT, faucet_settings, latest_code, running_faucet
+from tests.faucet_service.factories import wrong_code as another_code
+from tests.platform_service.factories import (
+    PlatformServer,
+    bearer,
+    platform_settings,
+    running_platform,
+)
+from tests.support.credit_server import CreditServer
+from tests.support.postgres import PostgresTestServer
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture(scope="module")
+def faucet(
+    postgres: PostgresTestServer, credit: CreditServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[httpx.Client]:
+    """The real faucet_service minting through the real credit_service."""
+    url = postgres.create_database("gwfaucet")
+    settings = faucet_settings(url, credit.url, state_dir=tmp_path_factory.mktemp("faucet"))
+    try:
+        with running_faucet(settings) as client:
+            yield client
+    finally:
+        postgres.drop_database(url)
+
+
+@pytest.fixture(scope="module")
+def platform(
+    platform_database: str,
+    credit: CreditServer,
+    faucet: httpx.Client,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[PlatformServer]:
+    """The platform calling the faucet and credit_service."""
+    settings = platform_settings(
+        platform_database,
+        tmp_path_factory.mktemp("platform"),
+        credit_service_url=credit.url,
+        faucet_service_url=str(faucet.base_url),
+    )
+    with running_platform(settings) as server:
+        yield server
+
+
+def _new_email() -> str:
+    return f"Person-{uuid.uuid4().hex[:8]}@Example.com"
+
+
+class TestSignUp:
+    def test_code_then_user_key_and_grant(
+        self, platform: PlatformServer, faucet: httpx.Client
+    ) -> None:
+        email = _new_email()
+        sent = platform.http.post("/v1/signups", json={"email": email})
+        assert sent.status_code == 202, sent.text
+        assert sent.json()["email"] == email.lower() and sent.json()["delivery"] == "outbox"
+
+        code = latest_code(faucet, email.lower())
+        wrong = platform.http.post(
+            "/v1/signups/verify", json={"email": email, "code": another_code(code)}
+        )
+        assert wrong.status_code == 400
+        assert wrong.json()["error"]["code"] == "wrong_code"
+        assert wrong.json()["error"]["attempts_left"] == 4
+
+        verified = platform.http.post("/v1/signups/verify", json={"email": email, "code": code})
+        assert verified.status_code == 201, verified.text
+        body = verified.json()
+        assert body["grant"] == GRANT and body["user"]["email"] == email.lower()
+        key = body["api_key"]["api_key"]
+        me = platform.http.get("/v1/me", headers=bearer(key)).json()
+        assert me["user_id"] == body["user"]["user_id"] and me["verified_at"] is not None
+        credits = platform.http.get("/v1/credits", headers=bearer(key)).json()
+        assert credits["balance"] == GRANT
+
+        # the same code never issues a second key; the email cannot sign up again
+        again = platform.http.post("/v1/signups/verify", json={"email": email, "code": code})
+        assert again.status_code == 409 and again.json()["error"]["field"] == "email"
+        resent = platform.http.post("/v1/signups", json={"email": email})
+        assert resent.status_code == 409
+
+    def test_asking_twice_keeps_one_user(
+        self, platform: PlatformServer, faucet: httpx.Client
+    ) -> None:
+        email = _new_email().lower()
+        for _ in range(2):
+            assert platform.http.post("/v1/signups", json={"email": email}).status_code == 202
+        code = latest_code(faucet, email)
+        verified = platform.http.post("/v1/signups/verify", json={"email": email, "code": code})
+        assert verified.status_code == 201, verified.text
+
+    def test_verify_without_a_sign_up_is_404(self, platform: PlatformServer) -> None:
+        response = platform.http.post(
+            "/v1/signups/verify", json={"email": _new_email(), "code": "123456"}
+        )
+        assert response.status_code == 404
+
+    @pytest.mark.parametrize(
+        ("body", "field"),
+        [({"email": "nobody"}, "email"), ({"email": "a@b.co", "code": "12"}, "code")],
+    )
+    def test_bad_fields_are_named(
+        self, platform: PlatformServer, body: dict[str, str], field: str
+    ) -> None:
+        path = "/v1/signups/verify" if "code" in body else "/v1/signups"
+        response = platform.http.post(path, json=body)
+        assert response.status_code == 422
+        assert response.json()["error"]["fields"][0]["field"] == field
