@@ -16,13 +16,13 @@ from gridweave_runtime.app import create_service_app
 from gridweave_runtime.storage import ObjectStore, open_object_store
 from job_gateway.gateway import Gateway
 from job_gateway.inventory import InventorySettings, InventorySource, open_inventory_source
-from job_gateway.routers import jobs
+from job_gateway.routers import inventory, jobs
 from job_gateway.settings import GatewaySettings
 
 __all__ = ["ROUTERS", "create_app"]
 
 #: Every route of the service.
-ROUTERS = (jobs.router,)
+ROUTERS = (jobs.router, inventory.router)
 
 
 async def connect_crd(settings: GatewaySettings) -> AsyncCrdClient | AsyncProxiedClient:

@@ -23,7 +23,7 @@ from gridweave_runtime.app import create_service_app
 from gridweave_runtime.clients import install_client
 from gridweave_runtime.storage import ObjectStore, open_object_store
 from platform_service.auth import ApiKeyMiddleware
-from platform_service.routers import account, jobs, keys, signups, users
+from platform_service.routers import account, jobs, keys, nodes, signups, users
 from platform_service.services.jobs import JobServices
 from platform_service.services.keys import api_key_secret
 from platform_service.settings import DATABASE_NAME, PlatformSettings
@@ -31,7 +31,14 @@ from platform_service.settings import DATABASE_NAME, PlatformSettings
 __all__ = ["CREDIT_ROLE", "MIGRATIONS_DIR", "ROUTERS", "create_app"]
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
-ROUTERS = (signups.router, users.router, keys.router, jobs.router, account.router)
+ROUTERS = (
+    signups.router,
+    users.router,
+    keys.router,
+    jobs.router,
+    account.router,
+    nodes.router,
+)
 #: The platform's idempotency namespace at credit_service (its job holds).
 CREDIT_ROLE = "platform"
 

@@ -9,7 +9,7 @@ __all__ = ["AsyncGatewayClient", "GatewayClient"]
 
 
 class GatewayClient(InternalClient):
-    """job_gateway (port 8200): submit, read, list and cancel jobs; where results are."""
+    """job_gateway (port 8200): submit, read, list and cancel jobs; where results are; GPUs."""
 
     service = "job_gateway"
 
@@ -18,6 +18,7 @@ class GatewayClient(InternalClient):
     list_jobs = blocking(ops.list_jobs)
     cancel_job = blocking(ops.cancel_job)
     get_job_result = blocking(ops.get_job_result)
+    get_inventory = blocking(ops.get_inventory)
 
 
 class AsyncGatewayClient(AsyncInternalClient):
@@ -30,3 +31,4 @@ class AsyncGatewayClient(AsyncInternalClient):
     list_jobs = awaiting(ops.list_jobs)
     cancel_job = awaiting(ops.cancel_job)
     get_job_result = awaiting(ops.get_job_result)
+    get_inventory = awaiting(ops.get_inventory)

@@ -15,6 +15,9 @@ from gridweave_controller.validation import MAX_PRIORITY, MIN_PRIORITY
 
 __all__ = [
     "MAX_VRAM_MB",
+    "InventoryGpuResponse",
+    "InventoryNodeResponse",
+    "InventoryResponse",
     "JobId",
     "JobListResponse",
     "JobResponse",
@@ -124,3 +127,30 @@ class JobResultResponse(BaseModel):
     error_ref: str | None
     stdout_ref: str | None
     stderr_ref: str | None
+
+
+class InventoryGpuResponse(BaseModel):
+    """One GPU as the scheduler sees it: its VRAM and how much of it jobs and endpoints hold."""
+
+    index: int
+    vendor: str
+    model: str
+    vram_mb: int
+    held_mb: int = Field(description="VRAM held by allocated or running jobs and endpoints.")
+    free_mb: int = Field(description="vram_mb - held_mb (never negative).")
+    schedulable: bool = Field(description="False: cordoned, takes no new work.")
+    simulated: bool = Field(description="No real device: a declared stand-in.")
+
+
+class InventoryNodeResponse(BaseModel):
+    """One node of the inventory: ready or not, and its GPUs."""
+
+    name: str
+    ready: bool
+    gpus: list[InventoryGpuResponse]
+
+
+class InventoryResponse(BaseModel):
+    """Every node and GPU the scheduler places on, with the VRAM held on each."""
+
+    nodes: list[InventoryNodeResponse]

@@ -11,6 +11,7 @@ from pydantic import validate_call
 from gridweave_clients._core import Operation, model_operation
 from gridweave_clients.fields import UserId
 from gridweave_clients.gateway.models import (
+    InventoryResponse,
     JobId,
     JobListResponse,
     JobResponse,
@@ -19,7 +20,7 @@ from gridweave_clients.gateway.models import (
 )
 from gridweave_controller.phases import JobPhase
 
-__all__ = ["cancel_job", "get_job", "get_job_result", "list_jobs", "submit_job"]
+__all__ = ["cancel_job", "get_inventory", "get_job", "get_job_result", "list_jobs", "submit_job"]
 
 
 @validate_call
@@ -57,3 +58,8 @@ def cancel_job(job_id: JobId) -> Operation[JobResponse]:
 def get_job_result(job_id: JobId) -> Operation[JobResultResponse]:
     """Where the job's result, traceback and logs are."""
     return model_operation("GET", f"/v1/jobs/{job_id}/result", JobResultResponse)
+
+
+def get_inventory() -> Operation[InventoryResponse]:
+    """The nodes and GPUs the scheduler places on, with the VRAM held on each GPU."""
+    return model_operation("GET", "/v1/inventory", InventoryResponse)

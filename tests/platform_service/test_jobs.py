@@ -313,3 +313,18 @@ class TestAccount:
         assert (credits["balance"], credits["held"]) == (FUNDS - 3 * AMD_16G_PRICE, 0)
         bad = platform.http.get("/v1/usage", params={"from": "yesterday"}, headers=alice.headers)
         assert bad.status_code == 422 and bad.json()["error"]["fields"][0]["field"] == "from"
+
+
+def test_nodes_show_each_gpus_held_and_free_vram(
+    platform: PlatformServer, gateway: GatewayServer, alice: User
+) -> None:
+    job_id = _submitted(platform, alice, vram_mb=10_000)
+    gateway.crd.set_job_allocated(job_id, "gpu-b", [0])
+    nodes = platform.http.get("/v1/nodes", headers=alice.headers).json()["nodes"]
+    by_name = {node["name"]: node for node in nodes}
+    assert set(by_name) == {"gpu-a", "gpu-b"} and not by_name["gpu-b"]["ready"]
+    amd = by_name["gpu-b"]["gpus"][0]
+    assert (amd["model"], amd["vram_mb"]) == ("AMD Instinct MI250", 65536)
+    assert amd["held_mb"] >= 10_000 and amd["free_mb"] == 65536 - amd["held_mb"]
+    assert [gpu["index"] for gpu in by_name["gpu-a"]["gpus"]] == [0, 1]
+    assert platform.http.get("/v1/nodes").status_code == 401

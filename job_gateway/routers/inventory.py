@@ -1,0 +1,23 @@
+"""``/v1/inventory``: the nodes and GPUs the scheduler places on, and the VRAM held on each."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+
+from gridweave_clients.gateway.models import InventoryResponse
+from gridweave_runtime.clients import state_dependency
+from job_gateway.gateway import Gateway
+from job_gateway.services.inventory import inventory_response
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/inventory", tags=["inventory"])
+CurrentGateway = Annotated[Gateway, Depends(state_dependency("gateway", Gateway))]
+
+
+@router.get("")
+async def get_inventory(gateway: CurrentGateway) -> InventoryResponse:
+    """Every node and GPU, with the VRAM allocated jobs and endpoints hold (from the CRDs)."""
+    return inventory_response(gateway.scheduler.inventory, gateway.allocations)
