@@ -8,9 +8,11 @@ import httpx
 from fastapi import FastAPI
 
 from gridweave_clients import RetryPolicy
+from gridweave_clients.chain import ChainClient
 from gridweave_clients.credit import CreditClient
 from gridweave_runtime.app import create_service_app
 from gridweave_runtime.clients import install_client
+from metering_service.deliverer import delivering_receipts
 from metering_service.routers import usage
 from metering_service.settings import DATABASE_NAME, MeteringSettings
 
@@ -26,8 +28,9 @@ def create_app(
     settings: MeteringSettings | None = None,
     *,
     credit_transport: httpx.BaseTransport | None = None,
+    chain_transport: httpx.BaseTransport | None = None,
 ) -> FastAPI:
-    """The metering_service app: database opened and migrated, credit client ready."""
+    """The metering_service app: database migrated, credit client ready, receipts delivered."""
     settings = settings or MeteringSettings()
     app = create_service_app(
         service="metering_service",
@@ -35,6 +38,7 @@ def create_app(
         routers=ROUTERS,
         database=DATABASE_NAME,
         migrations_dir=MIGRATIONS_DIR,
+        resources=delivering_receipts,  # the receipt outbox, sent off the request path
     )
     assert settings.internal_token is not None  # create_service_app refused to start without
     credit = CreditClient(
@@ -46,4 +50,14 @@ def create_app(
         transport=credit_transport,
     )
     install_client(app, "credit_client", credit)
+    if settings.chain_service_url is not None:
+        chain = ChainClient(
+            settings.chain_service_url,
+            settings.internal_token.get_secret_value(),
+            role=CREDIT_ROLE,
+            timeout=settings.receipt_timeout_seconds,
+            retry=RetryPolicy(attempts=1),  # the outbox retries, with its backoff
+            transport=chain_transport,
+        )
+        install_client(app, "chain_client", chain)
     return app

@@ -14,6 +14,8 @@ Invariants:
   the same amount.
 - ``settlement_state`` moves only through ``services.settlement.switch_settlement_state``:
   ``pending -> settled | refused``, ``refused -> settled | refused``; ``settled`` is final.
+- Every settled record has one ``receipt_outbox`` row (``UNIQUE (usage_id)``), written in
+  the transaction that settles it; ``delivered`` exactly when chain_service gave it a seq.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from sqlalchemy import (
     CheckConstraint,
     DateTime,
     Double,
+    ForeignKey,
     Identity,
     Index,
     Integer,
@@ -36,7 +39,14 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["MeteringBase", "SettlementState", "UsageKind", "UsageRecordModel"]
+__all__ = [
+    "MeteringBase",
+    "ReceiptOutboxModel",
+    "ReceiptState",
+    "SettlementState",
+    "UsageKind",
+    "UsageRecordModel",
+]
 
 
 class MeteringBase(DeclarativeBase):
@@ -109,4 +119,45 @@ class UsageRecordModel(MeteringBase):
     charged: Mapped[int | None] = mapped_column(BigInteger, default=None)
     hold_id: Mapped[int | None] = mapped_column(BigInteger, default=None)
     settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    gpu_model: Mapped[str | None] = mapped_column(String(200), default=None)
+    result_ref_sha256: Mapped[str | None] = mapped_column(String(64), default=None)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class ReceiptState:
+    """Where a settled record's receipt stands with chain_service."""
+
+    QUEUED = "queued"
+    DELIVERED = "delivered"
+    REFUSED = "refused"
+
+
+class ReceiptOutboxModel(MeteringBase):
+    """A settled record's receipt, queued for chain_service until it is in the chain."""
+
+    __tablename__ = "receipt_outbox"
+    __table_args__ = (
+        UniqueConstraint("usage_id", name="uq_receipt_outbox_usage_id"),
+        CheckConstraint("state IN ('queued', 'delivered', 'refused')", name="receipt_state_known"),
+        CheckConstraint(
+            "(state = 'delivered') = (receipt_seq IS NOT NULL)", name="delivered_has_seq"
+        ),
+        Index(
+            "ix_receipt_outbox_due",
+            "next_attempt_at",
+            "id",
+            postgresql_where="state = 'queued'",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    usage_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("usage_records.id"))
+    state: Mapped[str] = mapped_column(String(16), server_default=ReceiptState.QUEUED)
+    attempts: Mapped[int] = mapped_column(Integer, server_default="0")
+    next_attempt_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+    receipt_seq: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    last_error: Mapped[str | None] = mapped_column(String(500), default=None)
+    delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

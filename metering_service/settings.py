@@ -3,14 +3,14 @@
 ``METERING_HOST``, ``METERING_PORT`` (8300), ``METERING_DATABASE_URL`` (unset: the embedded
 PostgreSQL, database ``metering``), ``METERING_DATABASE_POOL_SIZE``,
 ``METERING_DATABASE_MAX_OVERFLOW``, ``METERING_RUN_MIGRATIONS``, ``METERING_PRICE_TABLE``
-(JSON), ``METERING_CREDIT_TIMEOUT_SECONDS``, ``METERING_CREDIT_ATTEMPTS``, plus the
-deployment-wide ``CREDIT_SERVICE_URL``, ``GRIDWEAVE_INTERNAL_TOKEN`` and
-``GRIDWEAVE_STATE_DIR``.
+(JSON), ``METERING_CREDIT_TIMEOUT_SECONDS``, ``METERING_CREDIT_ATTEMPTS``, the receipt
+deliverer's ``METERING_RECEIPT_*``, plus the deployment-wide ``CREDIT_SERVICE_URL``,
+``CHAIN_SERVICE_URL``, ``GRIDWEAVE_INTERNAL_TOKEN`` and ``GRIDWEAVE_STATE_DIR``.
 """
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, PriceTable
@@ -35,4 +35,30 @@ class MeteringSettings(CreditCallerSettings):
             "max_vram_mb (null = no limit, last tier only). Replaces the default table whole; "
             "see gridweave_clients/metering/pricing.py."
         ),
+    )
+    chain_service_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("CHAIN_SERVICE_URL"),
+        description=(
+            "CHAIN_SERVICE_URL: base URL of chain_service. Unset: receipts stay queued in the "
+            "outbox (none is lost) until a chain_service is set."
+        ),
+    )
+    receipt_poll_seconds: float = Field(
+        default=0.5, gt=0, le=3600, description="How often the deliverer looks for due receipts."
+    )
+    receipt_batch_size: int = Field(
+        default=100, ge=1, le=10_000, description="Receipts claimed per round of the deliverer."
+    )
+    receipt_timeout_seconds: float = Field(
+        default=5.0, gt=0, le=120, description="Timeout of one call to chain_service."
+    )
+    receipt_retry_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=3600,
+        description="Wait before a failed delivery is tried again, doubled per attempt.",
+    )
+    receipt_max_retry_seconds: float = Field(
+        default=60.0, gt=0, le=86_400, description="The longest wait between two attempts."
     )

@@ -78,6 +78,13 @@ class RecordUsageRequest(RequestBody):
     finished_at: UtcDatetime | None = Field(
         default=None, description="When it stopped running; defaults to the time of recording."
     )
+    gpu_model: Annotated[str, Field(min_length=1, max_length=200)] | None = Field(
+        default=None, description="The GPU model the node reported (goes on the receipt)."
+    )
+    result_ref: Annotated[str, Field(min_length=1, max_length=2048)] | None = Field(
+        default=None,
+        description="The result's reference; the receipt carries its SHA-256, not the reference.",
+    )
 
 
 class SettlementResponse(BaseModel):

@@ -19,6 +19,7 @@ from gridweave_clients.credit.models import HoldResponse
 from gridweave_clients.errors import ServiceRefused, ServiceUnavailable
 from metering_service.errors import HoldOwnerMismatch, UsageRecordNotFound
 from metering_service.models import SettlementState, UsageRecordModel
+from metering_service.services.receipts import enqueue_receipt
 
 __all__ = [
     "ALLOWED_SETTLEMENT_MOVES",
@@ -154,6 +155,7 @@ def settle_usage_record(
             )
         else:
             switch_settlement_state(record, SettlementState.SETTLED, hold=hold)
+            enqueue_receipt(session, record)  # in the settling transaction: never lost
         session.commit()
         return record
     session.commit()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from hashlib import sha256
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, select
@@ -142,6 +143,10 @@ def _new_record_values(request: RecordUsageRequest, table: PriceTable) -> dict[s
         "finished_at": finished_at,
         "settlement_state": SettlementState.PENDING,
         "settlement_amount": cost,
+        "gpu_model": request.gpu_model,
+        "result_ref_sha256": (
+            None if request.result_ref is None else sha256(request.result_ref.encode()).hexdigest()
+        ),
     }
 
 

@@ -66,9 +66,11 @@ def chain_settings(database_url: str, state_dir: Path, **overrides: Any) -> Chai
     return ChainSettings(**values)
 
 
-def running_chain(settings: ChainSettings) -> AbstractContextManager[httpx.Client]:
-    """chain_service served on a loopback port; a client carrying the token."""
-    return running_service(create_app(settings), AUTH_HEADERS)
+def running_chain(
+    settings: ChainSettings, *, port: int | None = None
+) -> AbstractContextManager[httpx.Client]:
+    """chain_service served on a loopback port (``port`` or a free one); a client with the token."""
+    return running_service(create_app(settings), AUTH_HEADERS, port=port)
 
 
 def seal(client: httpx.Client) -> BatchResponse:

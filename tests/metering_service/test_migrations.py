@@ -19,5 +19,5 @@ def test_upgrade_creates_the_usage_table_on_an_empty_database(postgres_database:
         constraints = {c["name"] for c in inspector.get_unique_constraints("usage_records")}
     finally:
         engine.dispose()
-    assert tables == {"alembic_version", "usage_records"}
+    assert tables == {"alembic_version", "usage_records", "receipt_outbox"}
     assert "uq_usage_records_hold_reference" in constraints

@@ -28,13 +28,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_in_thread(app: ASGIApp, settings: ServiceSettings | None = None) -> Iterator[str]:
+def serve_in_thread(
+    app: ASGIApp, settings: ServiceSettings | None = None, *, port: int | None = None
+) -> Iterator[str]:
     """Run ``app`` under uvicorn on 127.0.0.1 and yield its base URL; stop it on exit.
 
     With ``settings``, under the configuration ``serve()`` gives a service (its request
-    limits included), on a free port of loopback.
+    limits included), on ``port`` or a free port of loopback.
     """
-    port = free_port()
+    port = port or free_port()
     options: dict[str, Any] = {"port": port, "log_level": "warning", "lifespan": "on"}
     if settings is None:
         config = uvicorn.Config(app, host="127.0.0.1", **options)
@@ -56,7 +58,9 @@ def serve_in_thread(app: ASGIApp, settings: ServiceSettings | None = None) -> It
 
 
 @contextmanager
-def running_service(app: FastAPI, headers: Mapping[str, str]) -> Iterator[httpx.Client]:
+def running_service(
+    app: FastAPI, headers: Mapping[str, str], *, port: int | None = None
+) -> Iterator[httpx.Client]:
     """A Gridweave service on a loopback port; yields a client sending ``headers``.
 
     Served as ``serve()`` would (its settings' request limits included). The service's
@@ -64,7 +68,7 @@ def running_service(app: FastAPI, headers: Mapping[str, str]) -> Iterator[httpx.
     """
     try:
         with (
-            serve_in_thread(app, app.state.settings) as url,
+            serve_in_thread(app, app.state.settings, port=port) as url,
             httpx.Client(base_url=url, headers=dict(headers), timeout=60) as client,
         ):
             yield client

@@ -1,0 +1,120 @@
+"""The receipt deliverer: sends the receipt outbox to chain_service, off the request path.
+
+Runs while the app serves (when ``CHAIN_SERVICE_URL`` is set), on a thread of its own: it
+claims up to ``METERING_RECEIPT_BATCH_SIZE`` due receipts, sends them one by one in order,
+and records each outcome (``services.receipts``). chain_service away: the receipt waits,
+retried with a doubling backoff (never given up). chain_service refusing it (a conflicting
+receipt of the same settlement, a malformed one): ``refused``, logged for an operator. A
+settlement wakes it at once; otherwise it looks every ``METERING_RECEIPT_POLL_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+from anyio import CapacityLimiter, to_thread
+from fastapi import FastAPI
+
+from gridweave_clients.chain import ChainClient
+from gridweave_clients.errors import ServiceRefused, ServiceUnavailable
+from gridweave_runtime.database import Database
+from metering_service.services.receipts import claim_due_receipts, record_delivery
+from metering_service.settings import MeteringSettings
+
+__all__ = ["ReceiptDeliverer", "delivering_receipts", "wake_receipt_deliverer"]
+
+_logger = logging.getLogger("gridweave")
+
+
+class ReceiptDeliverer:
+    """Delivers the queued receipts to chain_service on a thread of its own."""
+
+    def __init__(self, database: Database, settings: MeteringSettings, chain: ChainClient) -> None:
+        self.database = database
+        self.settings = settings
+        self.chain = chain
+        self._thread = CapacityLimiter(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        """Look for due receipts now (safe from any thread)."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    async def run(self) -> None:
+        """Deliver due receipts until cancelled; wait for a wake-up or the poll interval."""
+        self._loop = asyncio.get_running_loop()
+        while True:
+            self._wake.clear()
+            try:
+                delivered = await to_thread.run_sync(self.deliver_due, limiter=self._thread)
+            except Exception:  # the database away: log, wait, try again
+                _logger.warning("metering: the receipt deliverer failed a round", exc_info=True)
+                delivered = 0
+            if delivered < self.settings.receipt_batch_size:
+                with anyio.move_on_after(self.settings.receipt_poll_seconds):
+                    await self._wake.wait()
+
+    def deliver_due(self) -> int:
+        """Claim and deliver one round of due receipts; how many were claimed."""
+        settings = self.settings
+        # the lease outlasts the round even if every call of it times out (one attempt each)
+        lease = settings.receipt_batch_size * settings.receipt_timeout_seconds + 1
+        with self.database.session() as session:
+            claimed = claim_due_receipts(
+                session, limit=settings.receipt_batch_size, lease_seconds=lease
+            )
+            for index, item in enumerate(claimed):
+                try:
+                    receipt = self.chain.record_receipt(item.request)
+                except ServiceUnavailable as exc:
+                    # chain_service away: this one and the rest of the round wait their turn
+                    for waiting in claimed[index:]:
+                        record_delivery(
+                            session,
+                            waiting,
+                            error=str(exc),
+                            retry_seconds=settings.receipt_retry_seconds,
+                            max_retry_seconds=settings.receipt_max_retry_seconds,
+                        )
+                    break
+                except ServiceRefused as exc:
+                    _logger.error(
+                        "metering: chain_service refused the receipt of %s: %s",
+                        item.request.hold_reference,
+                        exc,
+                    )
+                    record_delivery(session, item, error=f"{exc.code}: {exc}", refused=True)
+                else:
+                    record_delivery(session, item, receipt_seq=receipt.seq)
+        return len(claimed)
+
+
+def wake_receipt_deliverer(app: FastAPI) -> None:
+    """Tell the app's deliverer, if it has one, that a receipt was queued."""
+    deliverer: ReceiptDeliverer | None = getattr(app.state, "receipt_deliverer", None)
+    if deliverer is not None:
+        deliverer.wake()
+
+
+@asynccontextmanager
+async def delivering_receipts(app: FastAPI) -> AsyncIterator[None]:
+    """While the app serves: the deliverer, when chain_service is set (else receipts wait)."""
+    chain: ChainClient | None = getattr(app.state, "chain_client", None)
+    if chain is None:
+        yield
+        return
+    deliverer = ReceiptDeliverer(app.state.database, app.state.settings, chain)
+    app.state.receipt_deliverer = deliverer
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(deliverer.run)
+        try:
+            yield
+        finally:
+            tasks.cancel_scope.cancel()
+            app.state.receipt_deliverer = None
