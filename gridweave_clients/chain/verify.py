@@ -96,7 +96,7 @@ def _check_link(before: ReceiptResponse | None, receipt: ReceiptResponse) -> Ste
     expected_prev = GENESIS_HASH if before is None else before.hash
     if receipt.seq != expected_seq:
         return StepResult(
-            Step.CHAIN_LINK, False, f"receipt {receipt.seq} follows seq {expected_seq - 1}"
+            Step.CHAIN_LINK, False, f"receipt {receipt.seq} comes after receipt {expected_seq - 1}"
         )
     if receipt.prev_hash != expected_prev:
         return StepResult(

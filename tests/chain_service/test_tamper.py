@@ -85,7 +85,7 @@ def test_a_removed_receipt_breaks_the_chain_and_the_batch_root(
     assert [r.seq for r in receipts] == [1, 2, 3, 5, 6]
     assert audit.first_failure is not None
     assert audit.first_failure.step == Step.CHAIN_LINK
-    assert "receipt 5 follows seq 3" in audit.first_failure.detail
+    assert "receipt 5 comes after receipt 3" in audit.first_failure.detail
     assert Step.BATCH_ROOT in sealed.failed_steps
     assert neighbour.first_failure is not None
     assert neighbour.first_failure.step == Step.MERKLE_INCLUSION
