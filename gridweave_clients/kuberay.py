@@ -10,7 +10,9 @@ its reads sent as routed reads.
 
 On the wire: path parameters are checked as object names before anything is sent; a GET
 sends the other arguments as query parameters (None left out), any other method as a
-JSON body with camelCase keys.
+JSON body with camelCase keys. A caller's copy of the object (``known=`` of a setter)
+travels as its resourceVersion only: kuberay-service computes the patch from an object it
+was itself answered at that version, never from a status the caller sends.
 
 Retries (:class:`CrdRetryPolicy`): every call is retried when nothing was sent (a connect
 error); reads also after a timeout, a dropped connection or a 5xx. Writes (creates,
@@ -38,6 +40,7 @@ from gridweave_clients._core import Answer, Call, ErrorDecoder, Failure, RetryPo
 from gridweave_clients.base import AsyncInternalClient, InternalClient
 from gridweave_clients.kuberay_watch import AsyncProxiedWatchSource, ProxiedWatchSource
 from gridweave_controller._flow import FlowContext, run_flow, run_flow_async
+from gridweave_controller._objects import check_known
 from gridweave_controller.errors import (
     CrdError,
     Invalid,
@@ -162,9 +165,13 @@ def request_for(
         raise TypeError(f"{operation.name} has no route: it is composed on the client")
     arguments = operation.arguments(args, kwargs)
     path = route.path
-    for name in route.path_parameters:
-        value = arguments.pop(name)
-        path = path.replace("{" + name + "}", check_name(value, field=name))
+    names = [check_name(arguments.pop(name), field=name) for name in route.path_parameters]
+    for name, value in zip(route.path_parameters, names, strict=True):
+        path = path.replace("{" + name + "}", value)
+    for name, kind in operation.known_parameters.items():
+        if arguments[name] is not None:
+            known = check_known(arguments[name], kind, names[0], field=name)
+            arguments[name] = known.raw["metadata"]["resourceVersion"]
     path = CRD_PREFIX + path
     if route.method == "GET":
         params = {route.wire_name(k): str(v) for k, v in arguments.items() if v is not None}

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from gridweave_controller._status_change import StatusChange, apply_change, status_merge_patch
-from gridweave_controller.errors import Conflict, WaitTimedOut
+from gridweave_controller.errors import Conflict, CrdError, WaitTimedOut
 from gridweave_controller.phases import JobPhase
 from gridweave_controller.store import AsyncRawStore, RawStore
 from gridweave_controller.validation import check_name
@@ -240,23 +240,27 @@ class FlowContext:
         self.clock = clock
         self.max_write_attempts = max_write_attempts
 
-    def write_status(self, plural: str, name: str, move: Move) -> Flow[RawObject]:
+    def write_status(
+        self, plural: str, name: str, move: Move, known: RawObject | None = None
+    ) -> Flow[RawObject]:
         """GET, compute, merge-patch ``/status`` with the read's resourceVersion; retry Conflict.
 
         ``move`` turns the current status into a :class:`StatusChange` (None: nothing to
-        write, the object is returned as read).
+        write, the object is returned as read). ``known``, a copy of the object the caller
+        already holds (an informer's), saves the first GET: the patch is computed from it
+        and guarded by its resourceVersion. It can only save the read, never decide: when
+        the copy is stale (Conflict), or the move from it would write nothing or is refused,
+        the object is read and the move computed again from what the store holds.
         """
+        if known is not None:
+            written = yield from self._write_from_copy(plural, name, move, known)
+            if written is not None:
+                return written
         for attempt in range(1, self.max_write_attempts + 1):
             raw = yield from Get(self.namespace, plural, name).result()
-            status: dict[str, Any] = raw.get("status") or {}
-            metadata = raw["metadata"]
-            generation = int(metadata.get("generation") or 0)
-            now = self.clock()
-            change = move(status, raw.get("spec") or {}, now)
-            if change is None:
+            patch = _status_patch(raw, move, self.clock())
+            if patch is None:
                 return raw
-            new_status = apply_change(status, change, generation=generation, now=now)
-            patch = status_merge_patch(status, new_status, str(metadata["resourceVersion"]))
             try:
                 return (yield from PatchStatus(self.namespace, plural, name, patch).result())
             except Conflict:
@@ -265,6 +269,33 @@ class FlowContext:
                 ceiling = min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempt)
                 yield Pause(random.uniform(0, ceiling))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _write_from_copy(
+        self, plural: str, name: str, move: Move, known: RawObject
+    ) -> Flow[RawObject | None]:
+        """One PATCH computed from ``known``; None when the store must be read instead."""
+        try:
+            patch = _status_patch(known, move, self.clock())
+        except CrdError:  # refused from a copy that may be old: the fresh read decides
+            return None
+        if patch is None:  # nothing to write, says the copy: confirmed by a fresh read
+            return None
+        try:
+            return (yield from PatchStatus(self.namespace, plural, name, patch).result())
+        except Conflict:  # the copy was stale (not a race lost after a read: no backoff)
+            return None
+
+
+def _status_patch(raw: RawObject, move: Move, now: datetime) -> RawObject | None:
+    """The merge patch ``move`` makes of ``raw``'s status, guarded by its resourceVersion."""
+    status: dict[str, Any] = raw.get("status") or {}
+    metadata = raw["metadata"]
+    change = move(status, raw.get("spec") or {}, now)
+    if change is None:
+        return None
+    generation = int(metadata.get("generation") or 0)
+    new_status = apply_change(status, change, generation=generation, now=now)
+    return status_merge_patch(status, new_status, str(metadata["resourceVersion"]))
 
 
 class JobWait:

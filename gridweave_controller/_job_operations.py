@@ -21,7 +21,7 @@ from gridweave_controller._flow import (
     Move,
     Pause,
 )
-from gridweave_controller._objects import new_object, user_field_selector
+from gridweave_controller._objects import check_known, new_object, user_field_selector
 from gridweave_controller._operation import delete, get, operation, post
 from gridweave_controller.models import Job, Vendor
 from gridweave_controller.phases import JobPhase
@@ -44,9 +44,12 @@ DEFAULT_TIMEOUT_SECONDS = 3600
 DEFAULT_MAX_RETRIES = 2
 
 
-def _write(context: FlowContext, job_id: str, move: Move) -> Flow[Job]:
+def _write(context: FlowContext, job_id: str, move: Move, known: Job | None = None) -> Flow[Job]:
     check_name(job_id, field="job_id")
-    return Job.from_raw((yield from context.write_status(JOBS, job_id, move)))
+    copy = None
+    if known is not None:
+        copy = check_known(known, Job, job_id, field="known").raw
+    return Job.from_raw((yield from context.write_status(JOBS, job_id, move, copy)))
 
 
 class JobOperations:
@@ -111,9 +114,18 @@ class JobOperations:
 
     @operation(post("/jobs/{job_id}/allocated"))
     def set_job_allocated(
-        self: FlowContext, job_id: str, node: str, gpu_indices: Sequence[int]
+        self: FlowContext,
+        job_id: str,
+        node: str,
+        gpu_indices: Sequence[int],
+        *,
+        known: Job | None = None,
     ) -> Flow[Job]:
-        """Pending -> Allocated on a node and its GPU indices (one per GPU of the spec)."""
+        """Pending -> Allocated on a node and its GPU indices (one per GPU of the spec).
+
+        ``known``: the caller's copy of the job (an informer's); the write then needs no
+        read while the copy is current (see ``FlowContext.write_status``).
+        """
         indices = check_placement(node, gpu_indices)
         return (
             yield from _write(
@@ -127,6 +139,7 @@ class JobOperations:
                     gpu_count=int(spec.get("gpuCount") or 1),
                     now=now,
                 ),
+                known,
             )
         )
 

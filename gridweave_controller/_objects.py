@@ -1,14 +1,18 @@
-"""New objects and the selector of a user's objects: what create and list share."""
+"""New objects, the selector of a user's objects, and a caller's known copy of an object."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
+from gridweave_controller.errors import Invalid
+from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.store import GROUP, VERSION
 from gridweave_controller.validation import check_text, object_labels
 
-__all__ = ["new_object", "user_field_selector"]
+__all__ = ["check_known", "new_object", "user_field_selector"]
+
+_Known = TypeVar("_Known", Job, Endpoint)
 
 
 def new_object(
@@ -35,3 +39,15 @@ def user_field_selector(user_id: str | None) -> str | None:
     check_text(user_id, field="user_id", max_length=253)
     escaped = user_id.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
     return f"spec.userId={escaped}"
+
+
+def check_known(known: _Known, kind: type[_Known], name: str, *, field: str) -> _Known:
+    """A caller's copy of the object ``name``: of that kind and name, with a resourceVersion."""
+    if not isinstance(known, kind):
+        raise Invalid(f"{field} must be a {kind.KIND}, not {type(known).__name__}", field=field)
+    metadata = known.raw.get("metadata") or {}
+    if metadata.get("name") != name:
+        raise Invalid(f"{field} is {metadata.get('name')!r}, not {name!r}", field=field)
+    if not metadata.get("resourceVersion"):
+        raise Invalid(f"{field} has no resourceVersion: it was not read from a store", field=field)
+    return known

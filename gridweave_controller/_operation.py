@@ -32,6 +32,7 @@ from typing import Any, Concatenate, Generic, Literal, ParamSpec, TypeVar, overl
 from pydantic.alias_generators import to_camel
 
 from gridweave_controller._flow import Flow, FlowContext
+from gridweave_controller.models import Endpoint, Job
 
 __all__ = [
     "CRD_PREFIX",
@@ -190,6 +191,21 @@ class Operation(Generic[_P, _T]):
         """Each parameter's type, resolved (for request models derived from the signature)."""
         hints = typing.get_type_hints(self.flow)
         return {name: hints[name] for name in self.signature.parameters}
+
+    @cached_property
+    def known_parameters(self) -> dict[str, type[Job] | type[Endpoint]]:
+        """The parameters that take a caller's copy of the object the route names.
+
+        A parameter typed ``Job | None`` (or ``Endpoint | None``) is such a copy (``known=``
+        of the setters). It names the object of the route's path parameter; over HTTP it
+        travels as its resourceVersion only (see :mod:`gridweave_clients.kuberay`).
+        """
+        found: dict[str, type[Job] | type[Endpoint]] = {}
+        for name, annotation in self.parameter_types.items():
+            for candidate in typing.get_args(annotation) or (annotation,):
+                if candidate is Job or candidate is Endpoint:
+                    found[name] = candidate
+        return found
 
     @cached_property
     def result_type(self) -> Any:

@@ -72,6 +72,8 @@ class SchedulingLoop:
         self._writes = asyncio.Semaphore(max_parallel_writes)
         self._clock = clock
         self._waiting: dict[str, PlacementRequest] = {}
+        #: The informer's copy of each waiting job: its write needs no read while current.
+        self._copies: dict[str, Job] = {}
         self._reservations: dict[AllocationKey, Reservation] = {}
         self._wake = asyncio.Event()
         self._listeners: list[PassListener] = []
@@ -81,15 +83,17 @@ class SchedulingLoop:
     def follow(self, job: Job) -> None:
         """An added or updated job: waiting while Pending, else not."""
         if job.phase is JobPhase.PENDING:
+            self._copies[job.name] = job
             if job.name not in self._waiting:
                 self._waiting[job.name] = PlacementRequest.from_job(job)
                 self._wake.set()
-        elif self._waiting.pop(job.name, None) is not None:
-            self._reservations.pop(("job", job.name), None)
+        else:
+            self.forget(job.name)
 
     def forget(self, name: str) -> None:
-        """A deleted job."""
+        """A deleted job (or one no longer waiting)."""
         self._waiting.pop(name, None)
+        self._copies.pop(name, None)
         self._reservations.pop(("job", name), None)
 
     def poke(self) -> None:
@@ -143,8 +147,9 @@ class SchedulingLoop:
     async def _write(self, placement: Placement) -> bool:
         async with self._writes:
             try:
+                name = placement.request.name
                 await self.crd.set_job_allocated(
-                    placement.request.name, placement.node, list(placement.gpu_indices)
+                    name, placement.node, list(placement.gpu_indices), known=self._copies.get(name)
                 )
             except CrdError as error:
                 self._release(placement)

@@ -5,6 +5,9 @@ The routes are derived from the operations' declarations
 app's :class:`~gridweave_controller.aio.AsyncCrdClient` (the same typed flows
 ``gridweave_controller.crd`` runs, on the official asyncio client), so phase rules,
 conditions and the read-modify-write loop run here, next to the cluster, on the event loop.
+A caller's copy of the object (``known=``) arrives as a resourceVersion and becomes the
+object this app was last answered, if it was at that version
+(:mod:`kuberay_service.recent_objects`).
 Objects travel as the raw Kubernetes objects; errors as Status bodies
 (``kuberay_service.errors``). Every route needs the internal service token, checked for
 every non-public path by the app's token middleware (``gridweave_runtime.auth``).
@@ -23,6 +26,7 @@ from fastapi.responses import JSONResponse
 from gridweave_controller.aio import AsyncCrdClient
 from gridweave_controller.operations import CRD_PREFIX, OPERATIONS, Operation
 from gridweave_controller.store import GROUP, VERSION
+from kuberay_service.recent_objects import RecentObjects
 from kuberay_service.schemas.crd import request_model
 
 __all__ = ["router"]
@@ -82,14 +86,30 @@ def _parameters(operation: Operation[..., Any]) -> list[inspect.Parameter]:
     return parameters
 
 
+def recent_objects(request: Request) -> RecentObjects:
+    """The objects this app's calls were last answered (made on first use)."""
+    recent: RecentObjects | None = getattr(request.app.state, "recent_objects", None)
+    if recent is None:
+        recent = request.app.state.recent_objects = RecentObjects()
+    return recent
+
+
 def _handler(operation: Operation[..., Any]) -> Callable[..., Awaitable[Response]]:
     respond = _responder(operation)
+    known = operation.known_parameters
+    named = operation.route.path_parameters[0] if known and operation.route else ""
 
     async def handle(request: Request, body: Any = None, **values: Any) -> Response:
         if body is not None:
             values.update({name: getattr(body, name) for name in type(body).model_fields})
         client = served(request)
-        return respond(await client.perform_operation(operation, (), values))
+        recent = recent_objects(request)
+        for name, kind in known.items():  # a resourceVersion: the object if seen at it
+            if values[name] is not None:
+                values[name] = recent.recall(kind, values[named], values[name])
+        result = await client.perform_operation(operation, (), values)
+        recent.remember(result)
+        return respond(result)
 
     handle.__name__ = operation.name
     handle.__doc__ = operation.__doc__

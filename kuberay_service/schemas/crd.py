@@ -78,7 +78,10 @@ def request_model(operation: Operation[..., Any]) -> type[RequestBody] | None:
         if name in in_path:
             continue
         default = ... if parameter.default is parameter.empty else parameter.default
-        fields[name] = (wire_type(operation.parameter_types[name]), default)
+        annotation = operation.parameter_types[name]
+        if name in operation.known_parameters:
+            annotation = str | None  # a caller's copy travels as its resourceVersion
+        fields[name] = (wire_type(annotation), default)
     if not fields:
         return None
     model: type[RequestBody] = create_model(
