@@ -8,7 +8,7 @@ PY_SOURCES := gridweave_controller gridweave_runtime gridweave_clients kuberay_s
 # Only the folders that exist: the layout grows issue by issue.
 CHECK_PATHS = $(wildcard $(PY_SOURCES))
 
-.PHONY: help install kubeapi lint typecheck layers pytest test bench clean
+.PHONY: help install kubeapi lint typecheck layers shellcheck pytest test bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -36,10 +36,17 @@ typecheck: install  ## mypy strict
 layers: install  ## the import-linter contracts: the layers, no service importing another
 	$(BIN)/lint-imports --no-logo
 
+SHELL_SCRIPTS = $(wildcard deploy/*.sh deploy/lib/*.sh)
+shellcheck:  ## shellcheck the deploy scripts (installs Debian's shellcheck when missing)
+	@command -v shellcheck >/dev/null || { \
+		[ "$$(id -u)" = 0 ] || { echo "*** install shellcheck (apt-get install shellcheck)"; exit 1; }; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; }
+	shellcheck -x $(SHELL_SCRIPTS)
+
 pytest: install kubeapi  ## the test suite (real apiserver and PostgreSQL included)
 	$(BIN)/pytest
 
-test: lint typecheck layers pytest  ## everything CI runs
+test: lint typecheck layers shellcheck pytest  ## everything CI runs
 
 bench: install kubeapi  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python -m bench.$$(basename $$b .py) || exit 1; done

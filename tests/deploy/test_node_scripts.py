@@ -1,0 +1,160 @@
+"""deploy/join-node.sh, node-heartbeat.sh and leave-node.sh --dry-run against a live
+kuberay-service on loopback (real HTTP, real PostgreSQL): validate -> register -> heartbeat
+-> leave, twice the same mesh address, refusals that say which, and nothing secret printed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.kuberay_service.node_factories import (
+    ADMIN,
+    INTERNAL,
+    K3S_TOKEN,
+    Registry,
+    create_key,
+    serve_registry,
+)
+from tests.support.postgres import PostgresTestServer
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+GPUS = [
+    {"index": 0, "vendor": "nvidia", "model": "NVIDIA A100 80GB", "vram_mb": 81_920},
+    {"index": 1, "vendor": "nvidia", "model": "NVIDIA L4", "vram_mb": 23_034},
+]
+
+
+@pytest.fixture(scope="module")
+def registry(postgres: PostgresTestServer) -> Iterator[Registry]:
+    url = postgres.create_database("gwkuberay")
+    try:
+        with serve_registry(url) as served:
+            yield served
+    finally:
+        postgres.drop_database(url)
+
+
+def _script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    # PATH without wg, nvidia-smi, rocm-smi: the openssl key path and declared GPUs
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), "LC_ALL": "C"}
+    return subprocess.run(
+        ["bash", str(DEPLOY / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+
+
+def _outputs(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    return dict(
+        line.split("=", 1) for line in done.stdout.splitlines() if line.startswith("GRIDWEAVE_")
+    )
+
+
+def _join(registry: Registry, key: str, state: Path, name: str) -> subprocess.CompletedProcess[str]:
+    return _script(
+        "join-node.sh",
+        "--dry-run",
+        "--master",
+        registry.url,
+        "--join-key",
+        key,
+        "--hostname",
+        name,
+        "--state-dir",
+        str(state),
+        "--gpus",
+        json.dumps(GPUS),
+        "--label",
+        "zone=lab-1",
+    )
+
+
+def _node(registry: Registry, name: str) -> dict[str, Any] | None:
+    with registry.client(INTERNAL) as http:
+        nodes = http.get("/v1/nodes").json()["nodes"]
+    return next((node for node in nodes if node["name"] == name), None)
+
+
+class TestHelp:
+    @pytest.mark.parametrize("script", ["join-node.sh", "leave-node.sh", "node-heartbeat.sh"])
+    def test_help_and_unknown_arguments(self, script: str) -> None:
+        shown = _script(script, "--help")
+        wrong = _script(script, "--bogus")
+        assert shown.returncode == 0 and shown.stdout.startswith("Usage: ")
+        assert "--dry-run" in shown.stdout
+        assert wrong.returncode == 1 and "unknown argument: --bogus" in wrong.stderr
+
+
+class TestJoinAndLeave:
+    def test_join_twice_then_leave(self, registry: Registry, tmp_path: Path) -> None:
+        key = create_key(registry, max_uses=1)
+        state = tmp_path / "node"
+        first = _join(registry, key["key"], state, "gpu-script-a")
+        assert first.returncode == 0, first.stderr
+        node = _node(registry, "gpu-script-a")
+        assert node is not None
+        assert (node["status"], node["labels"], node["vpn_ip"]) == (
+            "Ready",
+            {"zone": "lab-1"},
+            _outputs(first)["GRIDWEAVE_VPN_IP"],
+        )
+        assert node["last_heartbeat_at"] > node["joined_at"]
+        # every change to the machine printed, not made; no secret printed
+        for action in (
+            "would run: wg-quick up wg0",
+            "would write /etc/wireguard/wg0.conf (mode 600):",
+            "would write /etc/rancher/k3s/config.yaml (mode 600):",
+            "would run: systemctl enable --now gridweave-heartbeat.service",
+            f"node-ip: {node['vpn_ip']}",
+            "PrivateKey = <redacted>",
+            "token: <redacted>",
+        ):
+            assert action in first.stdout, action
+        private_key = (state / "wg.key").read_text().strip()
+        assert private_key not in first.stdout + first.stderr
+        assert K3S_TOKEN not in first.stdout + first.stderr
+        assert key["key"] not in first.stdout + first.stderr
+        assert oct((state / "node.json").stat().st_mode & 0o777) == "0o600"
+
+        again = _join(registry, key["key"], state, "gpu-script-a")  # the key has 1 use only
+        assert again.returncode == 0, again.stderr
+        assert _outputs(again)["GRIDWEAVE_VPN_IP"] == _outputs(first)["GRIDWEAVE_VPN_IP"]
+        assert (state / "wg.key").read_text().strip() == private_key  # the pair is kept
+
+        beat = _script("node-heartbeat.sh", "--once", "--state-dir", str(state))
+        assert beat.returncode == 0, beat.stderr
+
+        left = _script("leave-node.sh", "--dry-run", "--state-dir", str(state))
+        assert left.returncode == 0, left.stderr
+        assert _outputs(left) == {"GRIDWEAVE_LEFT": "gpu-script-a"}
+        assert "would run: wg-quick down wg0" in left.stdout
+        assert _node(registry, "gpu-script-a") is None
+        assert (state / "wg.key").exists() and not (state / "node.json").exists()
+
+    def test_a_used_up_key_stops_the_script_saying_so(
+        self, registry: Registry, tmp_path: Path
+    ) -> None:
+        key = create_key(registry, max_uses=1)
+        assert _join(registry, key["key"], tmp_path / "a", "gpu-script-b").returncode == 0
+        refused = _join(registry, key["key"], tmp_path / "c", "gpu-script-c")
+        assert refused.returncode == 1
+        assert "HTTP 403" in refused.stderr and "used up" in refused.stderr
+        assert "would run: wg-quick" not in refused.stdout  # nothing done after a refusal
+        with registry.client(ADMIN) as http:
+            assert http.delete("/v1/nodes/gpu-script-b").status_code == 204
+
+    def test_a_revoked_key_says_revoked(self, registry: Registry, tmp_path: Path) -> None:
+        key = create_key(registry)
+        with registry.client(ADMIN) as http:
+            http.delete(f"/v1/nodes/join-keys/{key['id']}")
+        refused = _join(registry, key["key"], tmp_path / "n", "gpu-script-d")
+        assert refused.returncode == 1 and "revoked" in refused.stderr
