@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -42,8 +43,16 @@ async def _hmac_key(request: Request) -> bytes:
 
 
 async def _client_address(request: Request) -> str | None:
-    """The end user's address as this server saw it (``X-Forwarded-For`` is not believed)."""
-    return None if request.client is None else request.client.host
+    """The end user's IP address as this server saw it (``X-Forwarded-For`` is not believed).
+
+    None when the peer has none (a Unix socket): the faucet then counts the platform's.
+    """
+    if request.client is None:
+        return None
+    try:
+        return str(ipaddress.ip_address(request.client.host))
+    except ValueError:
+        return None
 
 
 SessionDep = Annotated[Session, Depends(session_dependency)]

@@ -1,11 +1,22 @@
-"""The platform on a real PostgreSQL database of its own, one per test module."""
+"""The platform's own database and the real services it calls, one of each per test module.
+
+Each fixture starts only what a module asks for: credit_service (``credit``, from
+``tests.support.credit_server``), metering and the faucet on PostgreSQL, the gateway on the
+real apiserver.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
+from tests.faucet_service.factories import faucet_settings, running_faucet
+from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
+from tests.metering_service.factories import metering_settings, running_metering
+from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
+from tests.support.kubeapi import KubeAPI
 from tests.support.postgres import PostgresTestServer
 
 
@@ -15,5 +26,41 @@ def platform_database(postgres: PostgresTestServer) -> Iterator[str]:
     url = postgres.create_database("gwplatform")
     try:
         yield url
+    finally:
+        postgres.drop_database(url)
+
+
+@pytest.fixture(scope="module")
+def gateway(kubeapi: KubeAPI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayServer]:
+    """The real gateway (the tests' inventory: two A100 80GB, one MI250 on a NotReady node)."""
+    workdir = tmp_path_factory.mktemp("gateway")
+    with running_gateway(kubeapi, workdir, internal_token=INTERNAL_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def metering(
+    postgres: PostgresTestServer, credit: CreditServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[httpx.Client]:
+    """The real metering_service, settling through the real credit_service."""
+    url = postgres.create_database("gwmetering")
+    settings = metering_settings(url, credit.url, state_dir=tmp_path_factory.mktemp("metering"))
+    try:
+        with running_metering(settings) as client:
+            yield client
+    finally:
+        postgres.drop_database(url)
+
+
+@pytest.fixture(scope="module")
+def faucet(
+    postgres: PostgresTestServer, credit: CreditServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[httpx.Client]:
+    """The real faucet_service minting through the real credit_service."""
+    url = postgres.create_database("gwfaucet")
+    settings = faucet_settings(url, credit.url, state_dir=tmp_path_factory.mktemp("faucet"))
+    try:
+        with running_faucet(settings) as client:
+            yield client
     finally:
         postgres.drop_database(url)

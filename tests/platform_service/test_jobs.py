@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from gridweave_runtime.storage import LocalObjectStore, attempt_objects, input_objects
-from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
-from tests.metering_service.factories import metering_settings, running_metering, usage_body
+from tests.job_gateway.gateway_factories import GatewayServer
+from tests.metering_service.factories import usage_body
 from tests.platform_service.factories import (
     PlatformServer,
     User,
@@ -25,9 +25,7 @@ from tests.platform_service.factories import (
     running_platform,
     submit_body,
 )
-from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
-from tests.support.kubeapi import KubeAPI
-from tests.support.postgres import PostgresTestServer
+from tests.support.credit_server import CreditServer
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 
@@ -37,28 +35,6 @@ AMD_16G_PRICE = 90
 DEFAULT_HOLD = AMD_16G_PRICE * 60
 MAX_SUBMISSION = 200_000
 FUNDS = 10**9
-
-
-@pytest.fixture(scope="module")
-def gateway(kubeapi: KubeAPI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayServer]:
-    """The real gateway (the tests' inventory: two A100 80GB, one MI250 on a NotReady node)."""
-    workdir = tmp_path_factory.mktemp("gateway")
-    with running_gateway(kubeapi, workdir, internal_token=INTERNAL_TOKEN) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def metering(
-    postgres: PostgresTestServer, credit: CreditServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[httpx.Client]:
-    """The real metering_service, settling through the real credit_service."""
-    url = postgres.create_database("gwmetering")
-    settings = metering_settings(url, credit.url, state_dir=tmp_path_factory.mktemp("metering"))
-    try:
-        with running_metering(settings) as client:
-            yield client
-    finally:
-        postgres.drop_database(url)
 
 
 @pytest.fixture(scope="module")

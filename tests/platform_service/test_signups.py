@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.faucet_service.factories import GRANT, faucet_settings, latest_code, running_faucet
+from tests.faucet_service.factories import GRANT, latest_code
 from tests.faucet_service.factories import wrong_code as another_code
 from tests.platform_service.factories import (
     PlatformServer,
@@ -17,23 +17,8 @@ from tests.platform_service.factories import (
     running_platform,
 )
 from tests.support.credit_server import CreditServer
-from tests.support.postgres import PostgresTestServer
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture(scope="module")
-def faucet(
-    postgres: PostgresTestServer, credit: CreditServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[httpx.Client]:
-    """The real faucet_service minting through the real credit_service."""
-    url = postgres.create_database("gwfaucet")
-    settings = faucet_settings(url, credit.url, state_dir=tmp_path_factory.mktemp("faucet"))
-    try:
-        with running_faucet(settings) as client:
-            yield client
-    finally:
-        postgres.drop_database(url)
 
 
 @pytest.fixture(scope="module")
