@@ -8,7 +8,7 @@ PY_SOURCES := gridweave_controller gridweave_runtime gridweave_clients kuberay_s
 # Only the folders that exist: the layout grows issue by issue.
 CHECK_PATHS = $(wildcard $(PY_SOURCES))
 
-.PHONY: help install kubeapi lint typecheck layers shellcheck pytest test bench clean
+.PHONY: help install kubeapi cometbft lint typecheck layers shellcheck pytest test bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -24,6 +24,11 @@ install: $(STAMP)  ## create .venv and install Gridweave with its server and dev
 kubeapi:  ## build the Kubernetes API server + etcd used by the tests (cached outside the repo)
 	@tools/kubeapi/build.sh >/dev/null || { \
 		echo "*** the test Kubernetes API server could not be built: real-server tests will skip"; \
+		[ "$$CI" != "true" ]; }
+
+cometbft:  ## build CometBFT for the audit-chain tests (pinned in tools/cometbft, cached outside the repo)
+	@tools/cometbft/build.sh >/dev/null || { \
+		echo "*** CometBFT could not be built: the anchoring tests will skip"; \
 		[ "$$CI" != "true" ]; }
 
 lint: install  ## ruff lint and format check
@@ -43,12 +48,12 @@ shellcheck:  ## shellcheck the deploy scripts (installs Debian's shellcheck when
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; }
 	shellcheck -x $(SHELL_SCRIPTS)
 
-pytest: install kubeapi  ## the test suite (real apiserver and PostgreSQL included)
+pytest: install kubeapi cometbft  ## the test suite (real apiserver and PostgreSQL included)
 	$(BIN)/pytest
 
 test: lint typecheck layers shellcheck pytest  ## everything CI runs
 
-bench: install kubeapi  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
+bench: install kubeapi cometbft  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python -m bench.$$(basename $$b .py) || exit 1; done
 
 clean:  ## remove the virtualenv and caches (not the apiserver build cache)

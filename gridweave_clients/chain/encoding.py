@@ -15,6 +15,9 @@ implementation prints it the same). Instants are strings ``YYYY-MM-DDTHH:MM:SS.f
 - A batch's signed message: canonical JSON of ``{"v", "type": "gridweave.batch",
   "batch_id", "first_seq", "last_seq", "root", "last_hash"}``; chain_service signs it with
   Ed25519. ``last_hash`` (the hash of receipt ``last_seq``) commits to the chain up to there.
+- A batch's anchor transaction in CometBFT: canonical JSON of ``{"v", "type":
+  "gridweave.anchor", "batch": {batch_id, first_seq, last_seq, root, last_hash},
+  "public_key", "signature"}``; the ABCI application accepts only this exact form.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ __all__ = [
     "ENCODING_VERSION",
     "GENESIS_HASH",
     "MAX_SAFE_INTEGER",
+    "anchor_tx",
     "batch_message",
     "canonical_json",
     "encode_instant",
@@ -108,5 +112,33 @@ def batch_message(
             "last_seq": last_seq,
             "root": root,
             "last_hash": last_hash,
+        }
+    )
+
+
+def anchor_tx(
+    *,
+    batch_id: int,
+    first_seq: int,
+    last_seq: int,
+    root: str,
+    last_hash: str,
+    public_key: str,
+    signature: str,
+) -> bytes:
+    """The CometBFT transaction anchoring a signed batch (see the module docstring)."""
+    return canonical_json(
+        {
+            "v": ENCODING_VERSION,
+            "type": "gridweave.anchor",
+            "batch": {
+                "batch_id": batch_id,
+                "first_seq": first_seq,
+                "last_seq": last_seq,
+                "root": root,
+                "last_hash": last_hash,
+            },
+            "public_key": public_key,
+            "signature": signature,
         }
     )

@@ -1,0 +1,173 @@
+"""A local CometBFT node with Gridweave's ABCI application: set up, started, stopped.
+
+Used by the tests and meant for the all-in-one: ``cometbft init`` makes the home (one
+validator, or the files ``cometbft testnet`` wrote for a network), the config is set for
+loopback (the RPC, P2P and ABCI ports given, ``timeout_commit``, no empty blocks), then
+the ABCI application (``python -m chain_service.abci``) and ``cometbft start`` run as
+processes of their own, so either can be killed and started again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+__all__ = ["LocalNode", "NodePorts", "configure_home", "init_home"]
+
+_START_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class NodePorts:
+    """The loopback ports of one node."""
+
+    rpc: int
+    p2p: int
+    abci: int
+
+
+def init_home(binary: Path, home: Path) -> None:
+    """``cometbft init``: a one-validator chain's keys and genesis in ``home``."""
+    subprocess.run(
+        [str(binary), "init", "--home", str(home)], check=True, capture_output=True, timeout=60
+    )
+
+
+def _set(config: str, section: str, key: str, value: str) -> str:
+    """``key = value`` in ``[section]`` of a config.toml (the key must be there)."""
+    start = config.index(f"[{section}]") if section else 0
+    following = config.find("\n[", start + 1)
+    end = len(config) if following < 0 or not section else following
+    pattern = re.compile(rf"^{re.escape(key)} = .*$", re.MULTILINE)
+    body, count = pattern.subn(f"{key} = {value}", config[start:end], count=1)
+    if count != 1:
+        raise ValueError(f"config.toml has no {key} in [{section}]")
+    return config[:start] + body + config[end:]
+
+
+def configure_home(
+    home: Path,
+    ports: NodePorts,
+    *,
+    timeout_commit: str = "100ms",
+    persistent_peers: str = "",
+) -> None:
+    """Point the node's config at loopback ports and the local ABCI application."""
+    path = home / "config" / "config.toml"
+    config = path.read_text()
+    config = _set(config, "", "proxy_app", f'"tcp://127.0.0.1:{ports.abci}"')
+    config = _set(config, "rpc", "laddr", f'"tcp://127.0.0.1:{ports.rpc}"')
+    config = _set(config, "p2p", "laddr", f'"tcp://127.0.0.1:{ports.p2p}"')
+    config = _set(config, "p2p", "persistent_peers", f'"{persistent_peers}"')
+    config = _set(config, "p2p", "addr_book_strict", "false")
+    config = _set(config, "p2p", "allow_duplicate_ip", "true")
+    config = _set(config, "consensus", "timeout_commit", f'"{timeout_commit}"')
+    config = _set(config, "consensus", "create_empty_blocks", "false")
+    path.write_text(config)
+
+
+def _wait_gone(process: subprocess.Popen[bytes] | None, *, kill: bool) -> None:
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@dataclass
+class LocalNode:
+    """One node: its home, ports and the two processes (ABCI application and cometbft)."""
+
+    binary: Path
+    home: Path
+    ports: NodePorts
+    trusted_key: str
+    application: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    node: subprocess.Popen[bytes] | None = field(default=None, init=False)
+
+    @property
+    def rpc_url(self) -> str:
+        """The node's RPC base URL."""
+        return f"http://127.0.0.1:{self.ports.rpc}"
+
+    def start(self, *, wait: bool = True) -> None:
+        """Start the application, then cometbft; with ``wait``, until its RPC answers."""
+        with (self.home / "abci.log").open("ab") as log:
+            self.application = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "chain_service.abci",
+                    "--trusted-key",
+                    self.trusted_key,
+                    "--listen",
+                    f"127.0.0.1:{self.ports.abci}",
+                    "--state-file",
+                    str(self.home / "gridweave-anchors.json"),
+                ],
+                stdout=log,
+                stderr=log,
+            )
+        self._wait_for_port(self.ports.abci)
+        with (self.home / "cometbft.log").open("ab") as log:
+            self.node = subprocess.Popen(
+                [str(self.binary), "start", "--home", str(self.home)], stdout=log, stderr=log
+            )
+        if wait:
+            self.wait_ready()
+
+    def _wait_for_port(self, port: int) -> None:
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while True:
+            if self.application is not None and self.application.poll() is not None:
+                raise RuntimeError(f"the ABCI application exited: {self.read_log('abci')}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the ABCI application did not listen") from None
+                time.sleep(0.05)
+
+    def wait_ready(self) -> None:
+        """Until the node's RPC answers /status and it has made a block."""
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while True:
+            if self.node is not None and self.node.poll() is not None:
+                raise RuntimeError(f"cometbft exited: {self.read_log('cometbft')[-4000:]}")
+            try:
+                status = httpx.get(f"{self.rpc_url}/status", timeout=2).json()["result"]
+                if int(status["sync_info"]["latest_block_height"]) >= 1:
+                    return
+            except (httpx.HTTPError, KeyError, ValueError):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"cometbft not ready: {self.read_log('cometbft')[-4000:]}")
+            time.sleep(0.1)
+
+    def stop(self, *, kill: bool = False) -> None:
+        """Stop cometbft, then the application (``kill``: SIGKILL, no goodbye)."""
+        _wait_gone(self.node, kill=kill)
+        _wait_gone(self.application, kill=kill)
+
+    def read_log(self, name: str) -> str:
+        """The text of ``abci.log`` or ``cometbft.log``."""
+        path = self.home / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def chain_id(self) -> str:
+        """The chain id of the node's genesis."""
+        genesis = json.loads((self.home / "config" / "genesis.json").read_text())
+        return str(genesis["chain_id"])
