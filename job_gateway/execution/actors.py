@@ -1,0 +1,156 @@
+"""The gateway's side of the worker actors: launch, adopt, follow, kill, ask how one died.
+
+Every call here blocks (Ray's driver API): the executor runs them off the event loop.
+Nothing here deserializes what a worker produced: completion is learnt with ``ray.wait``
+(which only says an object exists), a death from the GCS actor table (protobuf, not
+pickle); the outcome itself is the JSON record in the object store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+from ray.actor import ActorHandle
+
+from job_gateway.execution.worker import AttemptSpec, JobWorker
+
+__all__ = [
+    "NAMESPACE",
+    "NODE_RESOURCE_PREFIX",
+    "RunningAttempt",
+    "actor_death",
+    "actor_name",
+    "adopt_attempt",
+    "finished_attempts",
+    "kill_actor",
+    "kill_by_name",
+    "launch_attempt",
+    "node_resource",
+]
+
+#: The Ray namespace of every worker actor (names are unique within it).
+NAMESPACE = "gridweave"
+#: A Ray node that runs Gridweave node ``<name>``'s work declares ``gridweave.io/node/<name>``.
+NODE_RESOURCE_PREFIX = "gridweave.io/node/"
+#: How much of its node resource a Ray node declares: the most actors it runs at once.
+NODE_RESOURCE_CAPACITY = 10_000
+
+_worker_class: Any = None
+
+
+def node_resource(node: str) -> str:
+    """The custom resource that pins an actor to Gridweave node ``node``."""
+    return f"{NODE_RESOURCE_PREFIX}{node}"
+
+
+def actor_name(job_id: str, attempt: int) -> str:
+    """The detached actor of one attempt: a restarted gateway finds it by this name."""
+    return f"gw-job-{job_id}-{attempt}"
+
+
+@dataclass(frozen=True, slots=True)
+class RunningAttempt:
+    """A worker actor, the ``run`` call the executor waits for, and the actor's readiness.
+
+    ``ready`` ends once the actor's process has started on its node (or could not).
+    """
+
+    name: str
+    actor: ActorHandle[JobWorker]
+    run: ray.ObjectRef  # type: ignore[type-arg]
+    ready: ray.ObjectRef  # type: ignore[type-arg]
+
+
+def _remote_worker() -> Any:
+    global _worker_class
+    if _worker_class is None:
+        _worker_class = ray.remote(JobWorker)
+    return _worker_class
+
+
+def launch_attempt(spec: AttemptSpec, node: str) -> RunningAttempt:
+    """Create (or find, if it exists) the attempt's actor on ``node`` and call ``run``.
+
+    ``num_gpus=0``: Ray cannot schedule by VRAM, the gateway already chose the GPUs; the
+    node resource pins the actor to the Ray node(s) of the Gridweave node. A name that is
+    taken returns the existing actor (``get_if_exists``), and ``run`` runs only once per
+    actor, so a repeated launch never runs the attempt twice.
+    """
+    name = actor_name(spec.job_id, spec.attempt)
+    actor = (
+        _remote_worker()
+        .options(
+            name=name,
+            namespace=NAMESPACE,
+            lifetime="detached",
+            get_if_exists=True,
+            num_cpus=0,
+            num_gpus=0,
+            resources={node_resource(node): 1},
+            max_restarts=0,
+            max_task_retries=0,
+        )
+        .remote(spec)
+    )
+    ready: ray.ObjectRef[None] = (
+        actor.__ray_ready__.remote()
+    )  # first: an actor's calls run in order
+    return RunningAttempt(name, actor, actor.run.remote(), ready)
+
+
+def adopt_attempt(name: str) -> RunningAttempt | None:
+    """Follow a live actor again (after a gateway restart); None when there is none."""
+    try:
+        actor = ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return None
+    ready: ray.ObjectRef[None] = actor.__ray_ready__.remote()
+    return RunningAttempt(name, actor, actor.run.remote(), ready)
+
+
+def finished_attempts(runs: Sequence[ray.ObjectRef]) -> list[ray.ObjectRef]:  # type: ignore[type-arg]
+    """The calls that have ended (returned, raised, or their actor died).
+
+    ``ray.wait`` with ``fetch_local=False`` neither fetches nor deserializes the values.
+    """
+    if not runs:
+        return []
+    ready, _ = ray.wait(list(runs), num_returns=len(runs), timeout=0, fetch_local=False)
+    return list(ready)
+
+
+def kill_actor(actor: ActorHandle[Any]) -> None:
+    """Kill the actor's process (no restart); a dead actor is left as it is."""
+    try:
+        ray.kill(actor, no_restart=True)
+    except ValueError:  # not an actor any more
+        pass
+
+
+def kill_by_name(name: str) -> bool:
+    """Kill the named actor if it exists; True when there was one."""
+    try:
+        actor = ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return False
+    kill_actor(actor)
+    return True
+
+
+def actor_death(actor: ActorHandle[Any]) -> str:
+    """How the actor ended, from the GCS actor table (state and death cause, no pickle)."""
+    from ray._private import state  # the GCS tables; ray.util.state needs the dashboard
+
+    info = state.actors(actor_id=actor._actor_id.hex())
+    if not info:
+        return "its Ray actor is gone"
+    died = f"its Ray actor is {info.get('State', 'unknown')}"
+    cause = info.get("DeathCause")
+    context = getattr(cause, "actor_died_error_context", None)
+    message = str(getattr(context, "error_message", "") or "").strip()
+    if message:
+        died += f": {message.splitlines()[0][:300]}"
+    return died

@@ -1,0 +1,389 @@
+"""The executor: Allocated jobs onto Ray workers, followed until their outcome is written back.
+
+Driven by the gateway's job informer (:meth:`Executor.job_changed`, :meth:`job_deleted`);
+keeps only what it follows right now, so a restart rebuilds it from the CRDs and Ray:
+
+- Allocated -> launch the attempt's detached actor on the job's node (or find it, if a
+  previous gateway launched it), then ``set_job_running`` once its process has started
+  (so ``startedAt``, billing and the timeout count from then); an actor that has not
+  started within ``start_timeout`` of ``allocatedAt`` (no Ray node for the Gridweave node,
+  a full Ray) is lost, ``WorkerNotStarted``.
+- Running, first seen (a restart) -> adopt the actor by name; with no actor, the outcome
+  in the store finishes the job, and without one the attempt is lost.
+- A ``run`` call that ended (``ray.wait``) -> the JSON outcome: Completed with the result's
+  URI, or Failed ``Exception`` (the traceback stays in the store); no outcome -> the worker
+  died: requeue (Pending, attempts + 1) while retries remain, else Failed ``WorkerLost``.
+- ``startedAt + timeoutSeconds`` passed -> kill the actor, TimedOut (from the CRD, so the
+  deadline survives a restart).
+- Cancelled, requeued or deleted by someone else -> kill the actor.
+
+Every step is a task on the gateway's event loop; Ray and the object store are called in
+threads. One reconciling loop decides the next step of each followed attempt, so a step
+that fails (the store or the apiserver unreachable) is simply tried again on the next tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+
+from gridweave_controller.errors import Conflict, InvalidTransition, NotFound
+from gridweave_controller.models import Job
+from gridweave_controller.operations import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_SECONDS,
+    AsyncClientBase,
+)
+from gridweave_controller.phases import JobPhase
+from gridweave_runtime.storage import (
+    ObjectNotFound,
+    StorageConfig,
+    attempt_objects,
+    open_object_store,
+)
+from job_gateway.execution.actors import (
+    RunningAttempt,
+    actor_death,
+    actor_name,
+    adopt_attempt,
+    finished_attempts,
+    kill_actor,
+    kill_by_name,
+    launch_attempt,
+)
+from job_gateway.execution.devices import visible_devices
+from job_gateway.execution.outcome import Outcome, outcome_key, parse_outcome
+from job_gateway.execution.worker import AttemptSpec
+from job_gateway.inventory import Inventory
+
+__all__ = ["Executor"]
+
+_log = logging.getLogger(__name__)
+_ACTIVE = frozenset({JobPhase.ALLOCATED, JobPhase.RUNNING})
+#: The job moved on meanwhile (cancelled, deleted, finished by another writer).
+_MOVED_ON = (InvalidTransition, NotFound, Conflict)
+
+
+@dataclass(eq=False)
+class _Attempt:
+    """One followed attempt of a job; ``busy`` while a step runs."""
+
+    job: Job
+    launch: bool  # Allocated when first seen: launch (or find) the actor
+    run: RunningAttempt | None = None
+    needs_running: bool = False
+    started_at: float | None = None
+    busy: bool = False
+    dropped: bool = False
+    adopted: bool = False
+    ready_at: float | None = field(default=None)
+
+    @property
+    def name(self) -> str:
+        return self.job.name
+
+    @property
+    def attempt(self) -> int:
+        return self.job.status.attempts
+
+    @property
+    def timeout_s(self) -> int:
+        return self.job.spec.timeout_seconds or DEFAULT_TIMEOUT_SECONDS
+
+    @property
+    def max_retries(self) -> int:
+        retries = self.job.spec.max_retries
+        return DEFAULT_MAX_RETRIES if retries is None else retries
+
+
+class Executor:
+    """Runs the gateway's Allocated jobs on Ray and writes their outcome back to the CRDs."""
+
+    def __init__(
+        self,
+        crd: AsyncClientBase,
+        storage: StorageConfig,
+        *,
+        inventory: Callable[[], Inventory],
+        poll_seconds: float = 0.2,
+        start_timeout: float = 300.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.crd = crd
+        self.storage = storage
+        self.store = open_object_store(storage)
+        self._inventory = inventory
+        self._poll = poll_seconds
+        self._start_timeout = start_timeout
+        self._clock = clock
+        self._followed: dict[str, _Attempt] = {}
+        self._settled: dict[str, int] = {}  # job -> the attempt this executor finished
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._wake = asyncio.Event()
+        self._loop_task: asyncio.Task[None] | None = None
+
+    # -- what the informer delivers -------------------------------------------------------
+
+    def job_changed(self, job: Job) -> None:
+        """An added or updated job: follow it while Allocated or Running, else let go."""
+        current = self._followed.get(job.name)
+        if job.phase in _ACTIVE:
+            if current is not None and current.attempt == job.status.attempts:
+                return
+            if self._settled.get(job.name) == job.status.attempts:
+                return  # an event older than the outcome this executor wrote
+            if current is not None:
+                self._drop(current)
+            attempt = _Attempt(job, launch=job.phase is JobPhase.ALLOCATED)
+            if job.phase is JobPhase.RUNNING:
+                attempt.adopted = True
+                attempt.started_at = _timestamp(job)
+            self._followed[job.name] = attempt
+            self._wake.set()
+            return
+        self._settled.pop(job.name, None)
+        if current is not None:
+            self._drop(current)
+        elif job.phase is JobPhase.CANCELLED and job.status.started_at is not None:
+            # cancelled while no gateway followed it: its actor may still run
+            self._spawn(self._kill_named(actor_name(job.name, job.status.attempts)))
+
+    def job_deleted(self, job: Job) -> None:
+        """A deleted job: its worker is killed."""
+        self._settled.pop(job.name, None)
+        current = self._followed.get(job.name)
+        if current is not None:
+            self._drop(current)
+
+    def following(self) -> dict[str, int]:
+        """The jobs followed now and their attempt."""
+        return {name: a.attempt for name, a in self._followed.items()}
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the reconciling loop."""
+        if self._loop_task is None:
+            self._loop_task = asyncio.create_task(self._run(), name="executor")
+
+    async def stop(self) -> None:
+        """Stop following; the workers keep running (a next gateway adopts them)."""
+        tasks = [t for t in (self._loop_task, *self._tasks) if t is not None]
+        self._loop_task = None
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                async with asyncio.timeout(self._poll):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                await self._tick()
+            except Exception:  # a tick must never end the loop
+                _log.exception("executor tick failed")
+
+    async def _tick(self) -> None:
+        runs = [
+            ref
+            for a in self._followed.values()
+            if a.run is not None and not a.busy
+            for ref in ((a.run.run, a.run.ready) if a.needs_running else (a.run.run,))
+        ]
+        ready = set(await asyncio.to_thread(finished_attempts, runs)) if runs else set()
+        now = self._clock()
+        for attempt in list(self._followed.values()):
+            if attempt.busy:
+                continue
+            step = self._next_step(attempt, ready, now)
+            if step is not None:
+                attempt.busy = True
+                self._spawn(self._guarded(attempt, step))
+
+    def _next_step(
+        self, attempt: _Attempt, ready: set[ray.ObjectRef[Any]], now: float
+    ) -> Awaitable[None] | None:
+        if attempt.run is None:
+            return self._launch(attempt) if attempt.launch else self._adopt(attempt)
+        if attempt.needs_running:
+            if attempt.run.ready in ready:
+                return self._mark_running(attempt)
+            allocated = attempt.job.status.allocated_at
+            if allocated is not None and now >= allocated.timestamp() + self._start_timeout:
+                return self._lost(
+                    attempt, "WorkerNotStarted", f"no worker started on {attempt.job.status.node}"
+                )
+            return None
+        if attempt.run.run in ready:
+            attempt.ready_at = attempt.ready_at or now
+            return self._settle(attempt)
+        if attempt.started_at is not None and now >= attempt.started_at + attempt.timeout_s:
+            return self._time_out(attempt, now)
+        return None
+
+    async def _guarded(self, attempt: _Attempt, step: Awaitable[None]) -> None:
+        try:
+            await step
+        except _MOVED_ON as error:
+            _log.info("job %s moved on: %s", attempt.name, error)
+            self._drop(attempt)
+        except Exception:
+            _log.exception("job %s: step failed; retried on the next tick", attempt.name)
+        finally:
+            attempt.busy = False
+
+    # -- the steps --------------------------------------------------------------------------
+
+    async def _launch(self, attempt: _Attempt) -> None:
+        job = attempt.job
+        node = job.status.node
+        assert node is not None  # Allocated and Running jobs have one
+        spec = AttemptSpec(
+            job_id=job.name,
+            attempt=attempt.attempt,
+            function_ref=job.spec.function_ref,
+            args_ref=job.spec.args_ref,
+            storage=self.storage,
+            environment=visible_devices(
+                self._inventory(), node, job.status.gpu_indices, job.spec.vendor
+            ),
+        )
+        run = await asyncio.to_thread(launch_attempt, spec, node)
+        attempt.run = run
+        if attempt.dropped:  # cancelled while the actor was being created
+            await asyncio.to_thread(kill_actor, run.actor)
+            return
+        attempt.needs_running = True  # once the actor's process has started
+        self._wake.set()
+
+    async def _mark_running(self, attempt: _Attempt) -> None:
+        job = await self.crd.set_job_running(attempt.name)
+        attempt.needs_running = False
+        attempt.started_at = _timestamp(job)
+        self._wake.set()
+
+    async def _adopt(self, attempt: _Attempt) -> None:
+        run = await asyncio.to_thread(adopt_attempt, actor_name(attempt.name, attempt.attempt))
+        if run is not None:
+            attempt.run = run
+            self._wake.set()
+            return
+        outcome = await self._read_outcome(attempt)
+        if outcome is not None:
+            await self._write_outcome(attempt, outcome, self._clock())
+            return
+        await self._lost(attempt, "Lost", f"no worker and no outcome for attempt {attempt.attempt}")
+
+    async def _settle(self, attempt: _Attempt) -> None:
+        assert attempt.run is not None and attempt.ready_at is not None
+        outcome = await self._read_outcome(attempt)
+        if outcome is None:
+            death = await asyncio.to_thread(actor_death, attempt.run.actor)
+            await self._lost(
+                attempt, "WorkerLost", f"the worker of attempt {attempt.attempt} died ({death})"
+            )
+            return
+        await asyncio.to_thread(kill_actor, attempt.run.actor)
+        await self._write_outcome(attempt, outcome, attempt.ready_at)
+
+    async def _write_outcome(self, attempt: _Attempt, outcome: Outcome, observed: float) -> None:
+        wall = self._wall_seconds(attempt, outcome, observed)
+        if outcome.status == "ok":
+            result = self.store.uri(attempt_objects(attempt.name, attempt.attempt).result)
+            await self.crd.set_job_completed(attempt.name, wall, result_ref=result)
+        else:
+            message = outcome.message or outcome.exception_type or "the function raised"
+            await self.crd.set_job_failed(attempt.name, "Exception", message, wall_seconds=wall)
+        self._finished(attempt)
+
+    async def _lost(self, attempt: _Attempt, reason: str, message: str) -> None:
+        if attempt.run is not None:
+            await asyncio.to_thread(kill_actor, attempt.run.actor)
+        if attempt.attempt < attempt.max_retries:
+            await self.crd.set_job_pending(attempt.name, reason, f"{message}; requeued")
+        else:
+            await self.crd.set_job_failed(
+                attempt.name, reason, f"{message}; no retries left ({attempt.max_retries})"
+            )
+        self._finished(attempt)
+
+    async def _time_out(self, attempt: _Attempt, now: float) -> None:
+        assert attempt.run is not None and attempt.started_at is not None
+        await asyncio.to_thread(kill_actor, attempt.run.actor)
+        await self.crd.set_job_timed_out(
+            attempt.name,
+            message=f"ran past its timeout of {attempt.timeout_s} s; its worker was killed",
+            wall_seconds=max(0.0, now - attempt.started_at),
+        )
+        self._finished(attempt)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    async def _read_outcome(self, attempt: _Attempt) -> Outcome | None:
+        uri = self.store.uri(outcome_key(attempt.name, attempt.attempt))
+        try:
+            data = await asyncio.to_thread(self.store.get, uri)
+        except ObjectNotFound:
+            return None
+        try:
+            return parse_outcome(data)
+        except ValueError:
+            _log.warning("job %s: unreadable outcome at %s", attempt.name, uri)
+            return None
+
+    def _wall_seconds(self, attempt: _Attempt, outcome: Outcome, observed: float) -> float:
+        """Running time: by the gateway's clock when it saw the run end.
+
+        An adopted attempt may have ended while no gateway ran: then the worker's finish
+        time, bounded by when this gateway saw it (user code shares the worker's process and
+        could write the record, so its figure is never taken beyond what the gateway saw).
+        """
+        assert attempt.started_at is not None
+        seen = max(0.0, observed - attempt.started_at)
+        if not attempt.adopted:
+            return seen
+        return min(seen, max(0.0, outcome.finished_at - attempt.started_at))
+
+    def _finished(self, attempt: _Attempt) -> None:
+        self._settled[attempt.name] = attempt.attempt
+        if self._followed.get(attempt.name) is attempt:
+            del self._followed[attempt.name]
+
+    def _drop(self, attempt: _Attempt) -> None:
+        attempt.dropped = True
+        if self._followed.get(attempt.name) is attempt:
+            del self._followed[attempt.name]
+        if attempt.run is not None:
+            self._spawn(asyncio.to_thread(kill_actor, attempt.run.actor))
+
+    async def _kill_named(self, name: str) -> None:
+        if await asyncio.to_thread(kill_by_name, name):
+            _log.info("killed %s, whose job was cancelled while no gateway followed it", name)
+
+    def _spawn(self, work: Awaitable[object]) -> None:
+        async def run() -> None:
+            try:
+                await work
+            except Exception:
+                _log.exception("executor task failed")
+
+        task = asyncio.create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _timestamp(job: Job) -> float | None:
+    started = job.status.started_at
+    return None if started is None else started.timestamp()

@@ -1,0 +1,52 @@
+"""The outcome record: what a worker writes last, and the only thing the gateway reads back.
+
+A JSON object (never a pickle) at ``jobs/<id>/attempt-<n>/outcome.json``, parsed strictly
+and bounded in size, since user code shares the worker's process and could write it too.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gridweave_runtime.storage import attempt_objects
+
+__all__ = ["MAX_MESSAGE_CHARS", "MAX_OUTCOME_BYTES", "Outcome", "outcome_key", "parse_outcome"]
+
+#: A larger outcome object is refused unread.
+MAX_OUTCOME_BYTES = 64 * 1024
+#: The message kept in the CRD (status.message) is cut to this length.
+MAX_MESSAGE_CHARS = 500
+
+
+class Outcome(BaseModel):
+    """How one attempt ended: ``ok`` (the result is stored) or ``exception`` (the traceback)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    job_id: str = Field(max_length=253)
+    attempt: int = Field(ge=0)
+    status: Literal["ok", "exception"]
+    wall_seconds: float = Field(ge=0)
+    started_at: float = Field(description="Unix time the function started (the worker's clock).")
+    finished_at: float = Field(description="Unix time it returned or raised.")
+    exception_type: str | None = Field(default=None, max_length=500)
+    message: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
+    hostname: str = Field(default="", max_length=253)
+    ray_node_id: str = Field(default="", max_length=128)
+    pid: int = 0
+
+
+def parse_outcome(data: bytes) -> Outcome:
+    """Parse an outcome object (JSON only); raise ``ValueError`` when it is not one."""
+    if len(data) > MAX_OUTCOME_BYTES:
+        raise ValueError(f"outcome of {len(data)} bytes is over {MAX_OUTCOME_BYTES}")
+    return Outcome.model_validate_json(data)
+
+
+def outcome_key(job_id: str, attempt: int) -> str:
+    """The key of attempt ``attempt``'s outcome record, beside its other objects."""
+    result = attempt_objects(job_id, attempt).result
+    return f"{posixpath.dirname(result)}/outcome.json"

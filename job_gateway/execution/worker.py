@@ -1,0 +1,162 @@
+"""The worker side: the one control-plane-adjacent module that unpickles user data.
+
+:class:`JobWorker` is the body of a detached Ray actor, one per job attempt, named
+``gw-job-<id>-<attempt>`` in the ``gridweave`` namespace (:mod:`job_gateway.execution.actors`).
+In the worker process it sets the GPU visibility variables to exactly the job's indices,
+then loads the function and its ``(args, kwargs)`` with cloudpickle from the object store,
+runs it with stdout and stderr captured at the file-descriptor level, and writes the
+result (cloudpickle) or the remote traceback, both outputs and, last, the JSON outcome
+record. The gateway reads only that record; it never unpickles anything (see
+docs/architecture.md, "Execution on Ray").
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import cloudpickle
+
+from gridweave_runtime.storage import StorageConfig, attempt_objects, open_object_store
+from job_gateway.execution.outcome import MAX_MESSAGE_CHARS, Outcome, outcome_key
+
+__all__ = ["AttemptSpec", "JobWorker", "run_attempt"]
+
+#: Variables a worker clears before setting its own, so no inherited value widens the view.
+_GPU_VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptSpec:
+    """Everything one attempt needs, as plain data (it travels to the Ray worker)."""
+
+    job_id: str
+    attempt: int
+    function_ref: str
+    args_ref: str | None
+    storage: StorageConfig
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+class JobWorker:
+    """The actor's body: ``run`` runs the attempt once; a repeated call returns at once.
+
+    A gateway that adopts a running actor calls ``run`` again and waits (``ray.wait``) on
+    that call: Ray runs an actor's calls one at a time, so the second one returns right
+    after the first, and the attempt never runs twice.
+    """
+
+    def __init__(self, spec: AttemptSpec) -> None:
+        self.spec = spec
+        self._ran = False
+
+    def run(self) -> None:
+        """Run the attempt (the first call only)."""
+        if self._ran:
+            return
+        self._ran = True
+        run_attempt(self.spec)
+
+
+def run_attempt(spec: AttemptSpec) -> Outcome:
+    """Load, run and record one attempt; the outcome record is written last."""
+    for name in _GPU_VARIABLES:
+        os.environ.pop(name, None)
+    os.environ.update(spec.environment)  # before any user code is loaded
+    store = open_object_store(spec.storage)
+    objects = attempt_objects(spec.job_id, spec.attempt)
+    started = time.time()
+    clock = time.perf_counter()
+    error: BaseException | None = None
+    payload, remote_traceback = b"", ""
+    with _captured(1, sys.stdout) as stdout, _captured(2, sys.stderr) as stderr:
+        try:
+            function = cloudpickle.loads(store.get(spec.function_ref))
+            args, kwargs = _arguments(store.get(spec.args_ref) if spec.args_ref else None)
+            payload = cloudpickle.dumps(function(*args, **kwargs))
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt are the user's too
+            error = exc
+            remote_traceback = _user_traceback(exc)
+    wall = time.perf_counter() - clock
+    store.put(objects.stdout, stdout.data)
+    store.put(objects.stderr, stderr.data)
+    if error is None:
+        store.put(objects.result, payload)
+    else:
+        store.put(objects.error, remote_traceback.encode())
+    outcome = Outcome(
+        job_id=spec.job_id,
+        attempt=spec.attempt,
+        status="ok" if error is None else "exception",
+        wall_seconds=wall,
+        started_at=started,
+        finished_at=started + wall,
+        exception_type=None if error is None else type(error).__qualname__[:500],
+        message=None if error is None else _short(error),
+        hostname=socket.gethostname(),
+        ray_node_id=_ray_node_id(),
+        pid=os.getpid(),
+    )
+    store.put(outcome_key(spec.job_id, spec.attempt), outcome.model_dump_json().encode())
+    return outcome
+
+
+def _arguments(data: bytes | None) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    if data is None:
+        return (), {}
+    args, kwargs = cloudpickle.loads(data)
+    return tuple(args), dict(kwargs)
+
+
+def _user_traceback(error: BaseException) -> str:
+    """The traceback from the user's frames on (this module's own frame left out)."""
+    frames = error.__traceback__
+    if frames is not None and frames.tb_next is not None:
+        frames = frames.tb_next
+    return "".join(traceback.format_exception(type(error), error, frames))
+
+
+def _short(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
+
+
+def _ray_node_id() -> str:
+    try:
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
+    except Exception:  # outside Ray (a direct call): no node id
+        return ""
+
+
+class _Captured:
+    """What a file descriptor received while captured (``data`` once the capture ended)."""
+
+    data: bytes = b""
+
+
+@contextmanager
+def _captured(fd: int, stream: IO[str]) -> Iterator[_Captured]:
+    """Point ``fd`` at a temporary file, so child processes and C code are captured too."""
+    captured = _Captured()
+    with tempfile.TemporaryFile() as handle:
+        stream.flush()
+        saved = os.dup(fd)
+        os.dup2(handle.fileno(), fd)
+        try:
+            yield captured
+        finally:
+            stream.flush()
+            os.dup2(saved, fd)
+            os.close(saved)
+            handle.seek(0)
+            captured.data = handle.read()

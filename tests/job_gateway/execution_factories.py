@@ -1,0 +1,198 @@
+"""The execution tests' world: a multi-node Ray on this machine, job inputs, an executor rig.
+
+The Ray cluster (Ray's own multi-node test utility) has three nodes, each declaring its
+Gridweave node's resource, and the inventory gives them simulated GPUs (NVIDIA on node-a
+and node-c, AMD on node-b). The executor rig runs an :class:`Executor` fed by a job
+informer on an event loop of its own, as the gateway does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import cloudpickle
+import ray
+import yaml
+from ray.cluster_utils import Cluster
+
+from gridweave_controller import CrdClient, Job, JobPhase
+from gridweave_controller.aio import connect
+from gridweave_controller.informer import AsyncInformer
+from gridweave_runtime.storage import ObjectStore, StorageConfig, input_objects
+from job_gateway.execution import Executor, node_resource
+from job_gateway.execution.actors import NODE_RESOURCE_CAPACITY
+from job_gateway.inventory import Inventory, InventoryFile
+from tests.job_gateway import execution_functions
+from tests.support.kubeapi import KubeAPI
+
+#: The Gridweave nodes of the test cluster, one Ray node each.
+NODES = ("node-a", "node-b", "node-c")
+INVENTORY_YAML = """
+nodes:
+  - name: node-a
+    gpus:
+      - {index: 0, vendor: nvidia, model: Simulated GPU, vram_mb: 24576, simulated: true}
+      - {index: 1, vendor: nvidia, model: Simulated GPU, vram_mb: 24576, simulated: true}
+  - name: node-b
+    gpus:
+      - {index: 0, vendor: amd, model: Simulated GPU, vram_mb: 65536, simulated: true}
+      - {index: 1, vendor: amd, model: Simulated GPU, vram_mb: 65536, simulated: true}
+  - name: node-c
+    gpus:
+      - {index: 0, vendor: nvidia, model: Simulated GPU, vram_mb: 24576, simulated: true}
+      - {index: 1, vendor: nvidia, model: Simulated GPU, vram_mb: 24576, simulated: true}
+      - {index: 2, vendor: nvidia, model: Simulated GPU, vram_mb: 24576, simulated: true}
+      - {index: 3, vendor: nvidia, model: Simulated GPU, vram_mb: 24576, simulated: true}
+"""
+MIB = 1024 * 1024
+
+
+def cluster_inventory() -> Inventory:
+    """The inventory of the test cluster."""
+    return InventoryFile.model_validate(yaml.safe_load(INVENTORY_YAML)).to_inventory()
+
+
+@dataclass(frozen=True)
+class RayWorld:
+    """The running test cluster: Gridweave node name -> Ray node id."""
+
+    cluster: Cluster
+    node_ids: dict[str, str]
+
+
+@contextmanager
+def ray_test_cluster() -> Iterator[RayWorld]:
+    """Three small Ray nodes on this machine, this process connected as the driver."""
+    # the test functions travel by value, as a user's own module would
+    cloudpickle.register_pickle_by_value(execution_functions)
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1,
+            "object_store_memory": 100 * MIB,
+            "resources": {node_resource(NODES[0]): NODE_RESOURCE_CAPACITY},
+            "include_dashboard": False,
+        },
+    )
+    try:
+        for name in NODES[1:]:
+            cluster.add_node(
+                num_cpus=1,
+                object_store_memory=80 * MIB,
+                resources={node_resource(name): NODE_RESOURCE_CAPACITY},
+            )
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False)
+        node_ids: dict[str, str] = {}
+        for node in ray.nodes():  # type: ignore[no-untyped-call]
+            for name in NODES:
+                if node_resource(name) in node["Resources"]:
+                    node_ids[name] = node["NodeID"]
+        assert sorted(node_ids) == list(NODES)
+        yield RayWorld(cluster, node_ids)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()  # type: ignore[no-untyped-call]
+        cloudpickle.unregister_pickle_by_value(execution_functions)
+
+
+def new_job_id(prefix: str = "run") -> str:
+    """A fresh DNS-1123 job id."""
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def allocated_job(
+    crd: CrdClient,
+    store: ObjectStore,
+    function: Callable[..., Any],
+    *args: Any,
+    node: str,
+    gpus: list[int],
+    job_id: str | None = None,
+    vendor: str = "any",
+    timeout_seconds: int = 120,
+    max_retries: int = 0,
+    **kwargs: Any,
+) -> str:
+    """Store the function and its arguments (cloudpickle), create the job, allocate it."""
+    job_id = job_id or new_job_id()
+    inputs = input_objects(job_id)
+    function_ref = store.put(inputs.function, cloudpickle.dumps(function))
+    args_ref = store.put(inputs.args, cloudpickle.dumps((args, kwargs)))
+    crd.create_job(
+        job_id,
+        "alice",
+        function_ref,
+        vram_mb=1024,
+        gpu_count=len(gpus),
+        vendor=vendor,  # type: ignore[arg-type]
+        timeout_seconds=timeout_seconds,
+        max_retries=max_retries,
+        args_ref=args_ref,
+    )
+    crd.set_job_allocated(job_id, node, gpus)
+    return job_id
+
+
+def wait_for_phase(
+    crd: CrdClient, job_id: str, phases: set[JobPhase], timeout: float = 60.0
+) -> Job:
+    """Poll until the job is in one of ``phases``."""
+    return crd.wait_for_job(job_id, phases, timeout=timeout)
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+    """Poll ``check`` until it is true."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or check}")
+        time.sleep(0.05)
+
+
+@contextmanager
+def running_executor(
+    kubeapi: KubeAPI, namespace: str, storage: StorageConfig, *, poll_seconds: float = 0.05
+) -> Iterator[Executor]:
+    """An executor fed by a job informer, on an event loop in a thread (the gateway's wiring)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="executor-loop", daemon=True)
+    thread.start()
+    inventory = cluster_inventory()
+
+    async def start() -> tuple[Any, Executor, AsyncInformer[Job]]:
+        crd = await connect(kubeconfig=kubeapi.kubeconfig, namespace=namespace)
+        executor = Executor(crd, storage, inventory=lambda: inventory, poll_seconds=poll_seconds)
+        informer: AsyncInformer[Job] = AsyncInformer(
+            lambda known: crd.watch_jobs(known=known),
+            on_add=executor.job_changed,
+            on_update=lambda _old, new: executor.job_changed(new),
+            on_delete=executor.job_deleted,
+        )
+        informer.start()
+        assert await informer.wait_until_synced(60)
+        executor.start()
+        return crd, executor, informer
+
+    crd, executor, informer = asyncio.run_coroutine_threadsafe(start(), loop).result(90)
+    try:
+        yield executor
+    finally:
+
+        async def stop() -> None:
+            await informer.stop()
+            await executor.stop()
+            await crd.close()
+            await asyncio.sleep(0.25)  # closed connections get their moment on the loop
+
+        asyncio.run_coroutine_threadsafe(stop(), loop).result(60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()

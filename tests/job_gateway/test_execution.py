@@ -1,0 +1,214 @@
+"""Execution on Ray: jobs run on their node and GPUs, outcomes in the object store and the CRDs.
+
+A real multi-node Ray (three nodes on this machine), the real apiserver, the executor fed
+by a job informer as in the gateway. The tests allocate jobs themselves (what the
+scheduling loop writes) and read what the workers left in the store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import cloudpickle
+import pytest
+
+from gridweave_controller import CrdClient, JobPhase
+from gridweave_runtime.storage import LocalObjectStore, StorageConfig, attempt_objects
+from job_gateway.execution import outcome_key
+from tests.job_gateway import execution_functions as fn
+from tests.job_gateway.execution_factories import (
+    RayWorld,
+    allocated_job,
+    running_executor,
+    wait_for_phase,
+    wait_until,
+)
+from tests.job_gateway.gateway_factories import blocking_crd
+from tests.support.kubeapi import KubeAPI
+
+pytestmark = pytest.mark.kubeapi
+
+TERMINAL = {JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.CANCELLED, JobPhase.TIMED_OUT}
+
+
+def process_gone(pid: int) -> bool:
+    """True once no process has that id (or it is a zombie)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"
+
+
+@pytest.fixture
+def crd(kubeapi: KubeAPI, kube_namespace: str) -> Iterator[CrdClient]:
+    """The tests' own blocking client on the test's namespace."""
+    with blocking_crd(kubeapi.kubeconfig, kube_namespace) as client:
+        yield client
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> StorageConfig:
+    """A local object store of the test's own."""
+    return StorageConfig(root=str(tmp_path / "objects"))
+
+
+def read_pid(path: Path) -> int:
+    """The pid a test function wrote, once it is there."""
+    wait_until(lambda: path.exists() and path.read_text() != "", what=f"{path}")
+    return int(path.read_text())
+
+
+class TestPlacement:
+    def test_a_job_runs_on_its_node_and_sees_exactly_its_gpus(
+        self,
+        ray_world: RayWorld,
+        kubeapi: KubeAPI,
+        kube_namespace: str,
+        crd: CrdClient,
+        tmp_path: Path,
+    ) -> None:
+        storage = StorageConfig(root=str(tmp_path / "objects"))
+        store = LocalObjectStore(storage.root)
+        with running_executor(kubeapi, kube_namespace, storage):
+            nvidia = allocated_job(
+                crd, store, fn.report, "hello", node="node-c", gpus=[1, 3], loud=True
+            )
+            amd = allocated_job(crd, store, fn.report, "hi", node="node-b", gpus=[1])
+            done = {job_id: wait_for_phase(crd, job_id, TERMINAL) for job_id in (nvidia, amd)}
+        for job_id, node in ((nvidia, "node-c"), (amd, "node-b")):
+            job = done[job_id]
+            assert job.phase is JobPhase.COMPLETED, job.status
+            objects = attempt_objects(job_id, 0)
+            assert job.status.result_ref == store.uri(objects.result)
+            seen = cloudpickle.loads(store.get(job.status.result_ref))
+            assert seen["ray_node_id"] == ray_world.node_ids[node]
+            outcome = json.loads(store.get(store.uri(outcome_key(job_id, 0))))
+            assert outcome["status"] == "ok" and outcome["ray_node_id"] == seen["ray_node_id"]
+        assert done[nvidia].status.wall_seconds is not None
+        seen_nvidia = cloudpickle.loads(store.get(store.uri(attempt_objects(nvidia, 0).result)))
+        assert seen_nvidia["CUDA_VISIBLE_DEVICES"] == "1,3"
+        assert seen_nvidia["HIP_VISIBLE_DEVICES"] is None
+        seen_amd = cloudpickle.loads(store.get(store.uri(attempt_objects(amd, 0).result)))
+        assert seen_amd["HIP_VISIBLE_DEVICES"] == "1"
+        assert seen_amd["CUDA_VISIBLE_DEVICES"] is None
+        assert seen_amd["ROCR_VISIBLE_DEVICES"] is None
+        stdout = store.get(store.uri(attempt_objects(nvidia, 0).stdout)).decode()
+        assert "HELLO" in stdout and "from a child process" in stdout
+        assert store.get(store.uri(attempt_objects(nvidia, 0).stderr)) == b"to stderr\n"
+
+
+class TestOutcomes:
+    def test_an_exception_fails_the_job_and_keeps_the_remote_traceback(
+        self,
+        ray_world: RayWorld,
+        kubeapi: KubeAPI,
+        kube_namespace: str,
+        crd: CrdClient,
+        storage: StorageConfig,
+    ) -> None:
+        store = LocalObjectStore(storage.root)
+        with running_executor(kubeapi, kube_namespace, storage):
+            job_id = allocated_job(crd, store, fn.fail, 42, node="node-a", gpus=[0])
+            job = wait_for_phase(crd, job_id, TERMINAL)
+        assert job.phase is JobPhase.FAILED
+        assert job.status.reason == "Exception"
+        assert job.status.message == "ValueError: boom 42"
+        assert job.status.result_ref is None
+        objects = attempt_objects(job_id, 0)
+        remote = store.get(store.uri(objects.error)).decode()
+        assert remote.startswith("Traceback (most recent call last):")
+        assert "worker.py" not in remote and ", in fail" in remote
+        assert remote.endswith("ValueError: boom 42\n")
+        assert store.get(store.uri(objects.stdout)) == b"about to fail\n"
+
+    def test_a_timeout_kills_the_worker_and_times_the_job_out(
+        self,
+        ray_world: RayWorld,
+        kubeapi: KubeAPI,
+        kube_namespace: str,
+        crd: CrdClient,
+        storage: StorageConfig,
+        tmp_path: Path,
+    ) -> None:
+        store = LocalObjectStore(storage.root)
+        pid_file = tmp_path / "pid"
+        with running_executor(kubeapi, kube_namespace, storage):
+            job_id = allocated_job(
+                crd,
+                store,
+                fn.sleep_after_writing_pid,
+                str(pid_file),
+                600,
+                node="node-b",
+                gpus=[0],
+                timeout_seconds=3,
+            )
+            pid = read_pid(pid_file)
+            job = wait_for_phase(crd, job_id, TERMINAL)
+            wait_until(lambda: process_gone(pid), what="the timed-out worker to exit")
+        assert job.phase is JobPhase.TIMED_OUT, job.status.message
+        assert job.status.wall_seconds is not None and job.status.wall_seconds >= 3
+
+    def test_a_cancelled_job_has_its_worker_killed(
+        self,
+        ray_world: RayWorld,
+        kubeapi: KubeAPI,
+        kube_namespace: str,
+        crd: CrdClient,
+        storage: StorageConfig,
+        tmp_path: Path,
+    ) -> None:
+        store = LocalObjectStore(storage.root)
+        pid_file = tmp_path / "pid"
+        with running_executor(kubeapi, kube_namespace, storage) as executor:
+            job_id = allocated_job(
+                crd,
+                store,
+                fn.sleep_after_writing_pid,
+                str(pid_file),
+                600,
+                node="node-a",
+                gpus=[1],
+            )
+            pid = read_pid(pid_file)
+            crd.set_job_cancelled(job_id, message="cancelled on request")
+            wait_until(lambda: process_gone(pid), what="the cancelled worker to exit")
+            wait_until(lambda: job_id not in executor.following(), what="the executor to let go")
+        assert crd.get_job(job_id).phase is JobPhase.CANCELLED
+
+    def test_a_killed_worker_is_requeued_and_completes_on_the_retry(
+        self,
+        ray_world: RayWorld,
+        kubeapi: KubeAPI,
+        kube_namespace: str,
+        crd: CrdClient,
+        storage: StorageConfig,
+        tmp_path: Path,
+    ) -> None:
+        store = LocalObjectStore(storage.root)
+        marker = tmp_path / "first-attempt"
+        with running_executor(kubeapi, kube_namespace, storage):
+            job_id = allocated_job(
+                crd,
+                store,
+                fn.die_on_first_attempt,
+                str(marker),
+                600,
+                node="node-c",
+                gpus=[2],
+                max_retries=1,
+            )
+            os.kill(read_pid(marker), signal.SIGKILL)
+            requeued = wait_for_phase(crd, job_id, {JobPhase.PENDING, *TERMINAL})
+            assert requeued.phase is JobPhase.PENDING, requeued.status
+            assert requeued.status.attempts == 1 and requeued.status.reason == "WorkerLost"
+            crd.set_job_allocated(job_id, "node-a", [0])  # the scheduling loop's move
+            job = wait_for_phase(crd, job_id, TERMINAL)
+        assert job.phase is JobPhase.COMPLETED
+        assert job.status.result_ref == store.uri(attempt_objects(job_id, 1).result)
+        assert cloudpickle.loads(store.get(job.status.result_ref)) == "second"
