@@ -15,6 +15,7 @@ import anyio
 from anyio import CapacityLimiter, to_thread
 from fastapi import FastAPI
 
+from chain_service.anchorer import anchoring_batches
 from chain_service.services.batches import seal_batch
 from chain_service.settings import ChainSettings
 from chain_service.signing import SigningKey
@@ -60,9 +61,9 @@ class BatchSealer:
 
 @asynccontextmanager
 async def sealing_batches(app: FastAPI) -> AsyncIterator[None]:
-    """While the app serves: the batch sealer."""
+    """While the app serves: the batch sealer, and the anchorer when ``CHAIN_ENABLED``."""
     sealer = BatchSealer(app.state.database, app.state.settings, app.state.signing_key)
-    async with anyio.create_task_group() as tasks:
+    async with anchoring_batches(app), anyio.create_task_group() as tasks:
         tasks.start_soon(sealer.run)
         try:
             yield

@@ -3,8 +3,9 @@
 ``CHAIN_HOST``, ``CHAIN_PORT`` (8600), ``CHAIN_DATABASE_URL`` (unset: the embedded
 PostgreSQL, database ``chain``), ``CHAIN_DATABASE_POOL_SIZE``, ``CHAIN_DATABASE_MAX_OVERFLOW``,
 ``CHAIN_RUN_MIGRATIONS``, ``CHAIN_BATCH_INTERVAL_SECONDS``, ``CHAIN_BATCH_MAX_RECEIPTS``,
-``CHAIN_SIGNING_KEY_FILE``, plus the deployment-wide ``GRIDWEAVE_INTERNAL_TOKEN`` and
-``GRIDWEAVE_STATE_DIR``.
+``CHAIN_SIGNING_KEY_FILE``, ``CHAIN_ENABLED``, ``CHAIN_COMETBFT_RPC_URL``,
+``CHAIN_ANCHOR_POLL_SECONDS``, ``CHAIN_ANCHOR_TIMEOUT_SECONDS``, plus the deployment-wide
+``GRIDWEAVE_INTERNAL_TOKEN`` and ``GRIDWEAVE_STATE_DIR``.
 """
 
 from __future__ import annotations
@@ -45,6 +46,29 @@ class ChainSettings(ServiceSettings):
             "PEM (PKCS#8) Ed25519 private key the batches are signed with. Unset: "
             "<GRIDWEAVE_STATE_DIR>/chain/batch-signing-key.pem, created (mode 0600) when missing."
         ),
+    )
+
+    enabled: bool = Field(
+        default=False,
+        description=(
+            "CHAIN_ENABLED: anchor each batch's root in CometBFT. Off: the hash chain and the "
+            "signed Merkle batches only."
+        ),
+    )
+    cometbft_rpc_url: str = Field(
+        default="http://127.0.0.1:26657", description="RPC of the CometBFT node to anchor in."
+    )
+    anchor_poll_seconds: float = Field(
+        default=0.05,
+        gt=0,
+        le=60,
+        description="How often a sent anchor is looked for in the chain, and idle batches for.",
+    )
+    anchor_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="How long a sent anchor is waited for before it is sent again.",
     )
 
     def resolved_signing_key_file(self) -> Path:

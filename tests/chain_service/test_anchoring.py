@@ -1,0 +1,144 @@
+"""CHAIN_ENABLED: each batch root anchored once, in order, in a real single-node CometBFT."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from chain_service.abci.anchors import Code
+from chain_service.cometbft_rpc import CometRpc
+from chain_service.node import LocalNode
+from chain_service.signing import SigningKey, load_signing_key
+from gridweave_clients.chain.encoding import anchor_tx, batch_message
+from gridweave_clients.chain.models import BatchResponse
+from tests.chain_service.factories import chain_settings, receipt_body, running_chain, seal
+from tests.support.cometbft import CometBFTUnavailable, single_node
+from tests.support.unavailable import fail_or_skip
+
+
+@pytest.fixture
+def signing_key(tmp_path: Path) -> SigningKey:
+    """chain_service's key, made before the node that must trust it."""
+    return load_signing_key(tmp_path / "signing.pem")
+
+
+@pytest.fixture
+def node(tmp_path: Path, signing_key: SigningKey) -> Iterator[LocalNode]:
+    """A real single-node CometBFT trusting ``signing_key``."""
+    try:
+        context = single_node(tmp_path / "node", signing_key.public_key_hex)
+        started = context.__enter__()
+    except CometBFTUnavailable as exc:
+        fail_or_skip("CometBFT", exc)
+    try:
+        yield started
+    finally:
+        context.__exit__(None, None, None)
+
+
+def _wait_anchored(chain: httpx.Client, batch_id: int) -> BatchResponse:
+    deadline = time.monotonic() + 60
+    while True:
+        batch = BatchResponse.model_validate_json(chain.get(f"/v1/batches/{batch_id}").content)
+        if batch.anchor is not None:
+            return batch
+        assert time.monotonic() < deadline, f"batch {batch_id} never anchored"
+        time.sleep(0.05)
+
+
+def _tx_of(batch: BatchResponse) -> bytes:
+    return anchor_tx(
+        batch_id=batch.batch_id,
+        first_seq=batch.first_seq,
+        last_seq=batch.last_seq,
+        root=batch.root,
+        last_hash=batch.last_hash,
+        public_key=batch.public_key,
+        signature=batch.signature,
+    )
+
+
+def test_each_batch_is_anchored_once_in_order_with_its_height_hash_and_proof(
+    node: LocalNode, signing_key: SigningKey, chain_database: str, tmp_path: Path
+) -> None:
+    settings = chain_settings(
+        chain_database,
+        tmp_path,
+        signing_key_file=tmp_path / "signing.pem",
+        enabled=True,
+        cometbft_rpc_url=node.rpc_url,
+    )
+    with running_chain(settings) as chain:
+        for count in (3, 2):
+            for _ in range(count):
+                chain.post("/v1/receipts", json=receipt_body())
+            seal(chain)
+        first, second = _wait_anchored(chain, 1), _wait_anchored(chain, 2)
+
+    rpc = CometRpc(node.rpc_url)
+    try:
+        for batch in (first, second):
+            assert batch.anchor is not None
+            assert batch.anchor.chain_id == node.chain_id()
+            assert batch.anchor.tx_hash == hashlib.sha256(_tx_of(batch)).hexdigest()
+            assert batch.anchor.proof["tx_result"]["code"] == 0
+            answer = rpc.query_batch(batch.batch_id)
+            anchored = json.loads(base64.b64decode(answer["value"]))
+            assert anchored["root"] == batch.root
+            assert anchored["height"] == batch.anchor.height
+        assert first.anchor is not None and second.anchor is not None
+        assert first.anchor.height < second.anchor.height
+        again = rpc.broadcast(_tx_of(first))  # the mempool cache or the application refuses it
+        assert again.code == Code.DUPLICATE or again.log == "already in the mempool cache"
+    finally:
+        rpc.close()
+
+
+class TestTheApplicationRefuses:
+    def _tx(self, key: SigningKey, batch_id: int = 1, first_seq: int = 1) -> bytes:
+        fields: dict[str, Any] = {
+            "batch_id": batch_id,
+            "first_seq": first_seq,
+            "last_seq": first_seq + 1,
+            "root": "a" * 64,
+            "last_hash": "b" * 64,
+        }
+        return anchor_tx(
+            **fields, public_key=key.public_key_hex, signature=key.sign(batch_message(**fields))
+        )
+
+    def test_what_is_not_a_trusted_in_order_canonical_anchor(
+        self, node: LocalNode, signing_key: SigningKey, tmp_path: Path
+    ) -> None:
+        stranger = load_signing_key(tmp_path / "stranger.pem")
+        good = self._tx(signing_key)
+        forged = good.replace(b'"root":"aaaa', b'"root":"cccc')
+        rpc = CometRpc(node.rpc_url)
+        try:
+            refusals = {
+                "untrusted": rpc.broadcast(self._tx(stranger)),
+                "forged": rpc.broadcast(forged),
+                "spaced": rpc.broadcast(good.replace(b",", b", ")),
+                "out_of_order": rpc.broadcast(self._tx(signing_key, batch_id=2, first_seq=3)),
+                "not_json": rpc.broadcast(b"hello"),
+            }
+            accepted = rpc.broadcast(good)
+        finally:
+            rpc.close()
+
+        assert {name: sent.code for name, sent in refusals.items()} == {
+            "untrusted": 2,
+            "forged": 3,
+            "spaced": 1,
+            "out_of_order": 5,
+            "not_json": 1,
+        }
+        assert accepted.code == 0

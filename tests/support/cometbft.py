@@ -1,0 +1,52 @@
+"""A real CometBFT on loopback for the anchoring tests: built once, one node per fixture."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+
+from chain_service.node import LocalNode, NodePorts, configure_home, init_home
+from tests.support.http_server import free_port
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class CometBFTUnavailable(RuntimeError):
+    """CometBFT cannot be built here."""
+
+
+@cache
+def cometbft_binary() -> Path:
+    """The pinned cometbft (tools/cometbft/build.sh: cached, built on first use)."""
+    try:
+        result = subprocess.run(
+            [str(REPO_ROOT / "tools" / "cometbft" / "build.sh")],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise CometBFTUnavailable(f"tools/cometbft/build.sh failed: {exc}") from exc
+    binary = Path(result.stdout.strip().splitlines()[-1]) / "cometbft"
+    if not binary.exists():
+        raise CometBFTUnavailable(f"no cometbft in {binary.parent}")
+    return binary
+
+
+@contextmanager
+def single_node(home: Path, trusted_key: str) -> Iterator[LocalNode]:
+    """A one-validator chain (timeout_commit 100 ms) running Gridweave's application."""
+    binary = cometbft_binary()
+    init_home(binary, home)
+    ports = NodePorts(rpc=free_port(), p2p=free_port(), abci=free_port())
+    configure_home(home, ports)
+    node = LocalNode(binary, home, ports, trusted_key)
+    try:
+        node.start()
+        yield node
+    finally:
+        node.stop()
