@@ -31,10 +31,18 @@ def platform_database(postgres: PostgresTestServer) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def gateway(kubeapi: KubeAPI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayServer]:
-    """The real gateway (the tests' inventory: two A100 80GB, one MI250 on a NotReady node)."""
+def gateway(
+    kubeapi: KubeAPI, metering: httpx.Client, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayServer]:
+    """The real gateway (the tests' inventory: two A100 80GB, one MI250 on a NotReady node),
+    reporting finished jobs' usage to the real metering_service."""
     workdir = tmp_path_factory.mktemp("gateway")
-    with running_gateway(kubeapi, workdir, internal_token=INTERNAL_TOKEN) as server:
+    with running_gateway(
+        kubeapi,
+        workdir,
+        internal_token=INTERNAL_TOKEN,
+        metering_service_url=str(metering.base_url),
+    ) as server:
         yield server
 
 

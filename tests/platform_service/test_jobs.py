@@ -15,6 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
+from gridweave_clients import Conflict, InvalidRequest, PaymentRequired, Unauthorized
+from gridweave_clients.platform import PlatformClient
+from gridweave_controller import JobPhase
 from gridweave_runtime.storage import LocalObjectStore, attempt_objects, input_objects
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.metering_service.factories import usage_body
@@ -304,3 +307,44 @@ def test_nodes_show_each_gpus_held_and_free_vram(
     assert amd["held_mb"] >= 10_000 and amd["free_mb"] == 65536 - amd["held_mb"]
     assert [gpu["index"] for gpu in by_name["gpu-a"]["gpus"]] == [0, 1]
     assert platform.http.get("/v1/nodes").status_code == 401
+
+
+class TestPlatformClient:
+    """The typed client the SDK and the CLI are built on, against the same stack."""
+
+    def test_submit_wait_result_and_refusals(
+        self, platform: PlatformServer, gateway: GatewayServer, alice: User
+    ) -> None:
+        with PlatformClient(platform.url, alice.key) as client:
+            assert client.get_me().user_id == alice.user_id
+            job = client.submit_job(b"\x80\x05fn", b"\x80\x05args", vram_mb=4096, vendor="amd")
+            assert job.phase is JobPhase.PENDING and job.hold_amount == DEFAULT_HOLD * 60
+            with pytest.raises(Conflict) as early:
+                client.get_job_result(job.job_id)
+            assert early.value.code == "job_not_finished"
+
+            gateway.crd.set_job_allocated(job.job_id, "gpu-b", [0])
+            gateway.crd.set_job_running(job.job_id)
+            store = LocalObjectStore(gateway.storage_dir)
+            uri = store.put(attempt_objects(job.job_id, 0).result, b"\x80\x05value")
+            gateway.crd.set_job_completed(job.job_id, 0.2, result_ref=uri)
+            assert client.get_job_result(job.job_id) == b"\x80\x05value"
+            assert client.get_job(job.job_id).phase is JobPhase.COMPLETED
+            assert [item.job_id for item in client.list_jobs(JobPhase.COMPLETED).jobs] == [
+                job.job_id
+            ]
+
+            held = client.get_credits().held
+            with pytest.raises(InvalidRequest) as too_big:
+                client.submit_job(b"fn", vram_mb=300_000, vendor="nvidia")
+            assert too_big.value.field == "vram_mb"
+            assert client.get_credits().held <= held  # the refused job's hold was released
+
+        with (
+            PlatformClient(platform.url, platform.new_user().key) as poor,
+            pytest.raises(PaymentRequired) as short,
+        ):
+            poor.submit_job(b"fn", vram_mb=1024, vendor="amd", timeout_seconds=10)
+        assert short.value.details["needed"] == AMD_16G_PRICE * 10
+        with PlatformClient(platform.url) as anonymous, pytest.raises(Unauthorized):
+            anonymous.get_me()

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from gridweave_clients.platform import PlatformClient
 from tests.faucet_service.factories import GRANT, latest_code
 from tests.faucet_service.factories import wrong_code as another_code
 from tests.platform_service.factories import (
@@ -103,3 +104,16 @@ class TestSignUp:
         response = platform.http.post(path, json=body)
         assert response.status_code == 422
         assert response.json()["error"]["fields"][0]["field"] == field
+
+
+def test_the_platform_client_signs_up_without_a_key(
+    platform: PlatformServer, faucet: httpx.Client
+) -> None:
+    email = _new_email().lower()
+    with PlatformClient(platform.url) as anonymous:
+        assert anonymous.sign_up(email).delivery == "outbox"
+        registered = anonymous.verify_sign_up(email, latest_code(faucet, email))
+    with PlatformClient(platform.url, registered.api_key.api_key) as client:
+        assert client.get_me().email == email
+        assert client.get_credits().balance == GRANT
+        assert [key.key_id for key in client.list_keys().keys] == [registered.api_key.key_id]

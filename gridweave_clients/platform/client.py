@@ -1,0 +1,83 @@
+"""The blocking and asyncio clients of platform_service: the public API, with an API key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gridweave_clients.base import AsyncInternalClient, InternalClient, awaiting, blocking
+from gridweave_clients.platform import operations as ops
+
+__all__ = ["AsyncPlatformClient", "PlatformClient"]
+
+# The client base sends its token as ``Authorization: Bearer``, the header the platform reads
+# an API key from. Without a key (sign-up) the header is left out.
+_NO_KEY = "-"
+
+
+class _Anonymous:
+    """Drops the ``Authorization`` header when the client was made without an API key."""
+
+    _headers: dict[str, str]
+    _body_headers: dict[str, str]
+
+    def _forget_key(self) -> None:
+        self._headers.pop("Authorization", None)
+        self._body_headers.pop("Authorization", None)
+
+
+class PlatformClient(InternalClient, _Anonymous):
+    """platform_service (port 8100) with a user's API key (``None``: the public routes only)."""
+
+    service = "platform_service"
+
+    def __init__(self, base_url: str, api_key: str | None = None, **options: Any) -> None:
+        super().__init__(base_url, api_key or _NO_KEY, **options)
+        if api_key is None:
+            self._forget_key()
+
+    get_me = blocking(ops.get_me)
+    create_user = blocking(ops.create_user)
+    list_keys = blocking(ops.list_keys)
+    create_key = blocking(ops.create_key)
+    revoke_key = blocking(ops.revoke_key)
+    sign_up = blocking(ops.sign_up)
+    verify_sign_up = blocking(ops.verify_sign_up)
+    submit_job = blocking(ops.submit_job)
+    get_job = blocking(ops.get_job)
+    list_jobs = blocking(ops.list_jobs)
+    cancel_job = blocking(ops.cancel_job)
+    get_job_result = blocking(ops.get_job_result)
+    get_job_logs = blocking(ops.get_job_logs)
+    get_credits = blocking(ops.get_credits)
+    request_refill = blocking(ops.request_refill)
+    list_usage = blocking(ops.list_usage)
+    list_nodes = blocking(ops.list_nodes)
+
+
+class AsyncPlatformClient(AsyncInternalClient, _Anonymous):
+    """platform_service over asyncio: the methods of :class:`PlatformClient`, awaited."""
+
+    service = "platform_service"
+
+    def __init__(self, base_url: str, api_key: str | None = None, **options: Any) -> None:
+        super().__init__(base_url, api_key or _NO_KEY, **options)
+        if api_key is None:
+            self._forget_key()
+
+    get_me = awaiting(ops.get_me)
+    create_user = awaiting(ops.create_user)
+    list_keys = awaiting(ops.list_keys)
+    create_key = awaiting(ops.create_key)
+    revoke_key = awaiting(ops.revoke_key)
+    sign_up = awaiting(ops.sign_up)
+    verify_sign_up = awaiting(ops.verify_sign_up)
+    submit_job = awaiting(ops.submit_job)
+    get_job = awaiting(ops.get_job)
+    list_jobs = awaiting(ops.list_jobs)
+    cancel_job = awaiting(ops.cancel_job)
+    get_job_result = awaiting(ops.get_job_result)
+    get_job_logs = awaiting(ops.get_job_logs)
+    get_credits = awaiting(ops.get_credits)
+    request_refill = awaiting(ops.request_refill)
+    list_usage = awaiting(ops.list_usage)
+    list_nodes = awaiting(ops.list_nodes)

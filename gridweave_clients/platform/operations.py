@@ -1,0 +1,218 @@
+"""platform_service's public routes as typed operations (sans-IO), each declared once.
+
+The SDK and the CLI send these with the user's API key. Reads are replayable and so is a
+cancel; a submission is not replayed once sent (a retried one could run the function
+twice): a lost answer raises ``ServiceUnavailable``.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Annotated, Literal
+from urllib.parse import quote
+
+from pydantic import Field, validate_call
+
+from gridweave_clients._core import Call, Operation, model_operation
+from gridweave_clients.faucet.models import Code, Email, RefillResponse
+from gridweave_clients.fields import DatabaseId, UtcDatetime
+from gridweave_clients.gateway.models import MAX_VRAM_MB, InventoryResponse, JobId
+from gridweave_clients.metering.models import MAX_GPU_COUNT, MAX_WALL_SECONDS, UsagePageResponse
+from gridweave_clients.platform.models import (
+    ApiKeyListResponse,
+    ApiKeyResponse,
+    CreateApiKeyRequest,
+    CreateUserRequest,
+    CreditsResponse,
+    JobListResponse,
+    JobLogsResponse,
+    JobResponse,
+    KeyName,
+    NewApiKeyResponse,
+    RegisteredUserResponse,
+    SignUpRequest,
+    SignUpResponse,
+    SubmitJobRequest,
+    UserResponse,
+    VerifySignUpRequest,
+)
+from gridweave_controller.operations import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
+from gridweave_controller.phases import JobPhase
+
+__all__ = [
+    "cancel_job",
+    "create_key",
+    "create_user",
+    "get_credits",
+    "get_job",
+    "get_job_logs",
+    "get_job_result",
+    "get_me",
+    "list_jobs",
+    "list_keys",
+    "list_nodes",
+    "list_usage",
+    "request_refill",
+    "revoke_key",
+    "sign_up",
+    "submit_job",
+    "verify_sign_up",
+]
+
+KeyId = Annotated[str, Field(pattern=r"^[0-9a-f]{12}$")]
+Offset = Annotated[int, Field(strict=True, ge=0, le=2**62)]
+PageLimit = Annotated[int, Field(strict=True, ge=1, le=1000)]
+
+# -- users and keys ---------------------------------------------------------------------------
+
+
+def get_me() -> Operation[UserResponse]:
+    """The user the API key belongs to."""
+    return model_operation("GET", "/v1/me", UserResponse)
+
+
+@validate_call
+def create_user(
+    *,
+    email: Email | None = None,
+    role: Literal["user", "admin"] = "user",
+    key_name: KeyName = "default",
+) -> Operation[RegisteredUserResponse]:
+    """A new user and its first key, shown once (admins only)."""
+    body = CreateUserRequest(email=email, role=role, key_name=key_name)
+    return model_operation("POST", "/v1/users", RegisteredUserResponse, body=body)
+
+
+def list_keys() -> Operation[ApiKeyListResponse]:
+    """The caller's keys (ids and prefixes, never secrets), newest first."""
+    return model_operation("GET", "/v1/keys", ApiKeyListResponse)
+
+
+@validate_call
+def create_key(name: KeyName = "default") -> Operation[NewApiKeyResponse]:
+    """Another key for the caller, shown in this answer only."""
+    body = CreateApiKeyRequest(name=name)
+    return model_operation("POST", "/v1/keys", NewApiKeyResponse, body=body)
+
+
+@validate_call
+def revoke_key(key_id: KeyId) -> Operation[ApiKeyResponse]:
+    """Revoke one of the caller's keys (again: answered as it is)."""
+    return model_operation("DELETE", f"/v1/keys/{key_id}", ApiKeyResponse)
+
+
+# -- sign-up (public) -------------------------------------------------------------------------
+
+
+@validate_call
+def sign_up(email: Email) -> Operation[SignUpResponse]:
+    """Have a six-digit code sent to ``email``."""
+    return model_operation("POST", "/v1/signups", SignUpResponse, body=SignUpRequest(email=email))
+
+
+@validate_call
+def verify_sign_up(email: Email, code: Code) -> Operation[RegisteredUserResponse]:
+    """The code: the new user, its first API key (shown once) and the onboarding grant."""
+    body = VerifySignUpRequest(email=email, code=code)
+    return model_operation("POST", "/v1/signups/verify", RegisteredUserResponse, body=body)
+
+
+# -- jobs -------------------------------------------------------------------------------------
+
+
+@validate_call
+def submit_job(
+    function: bytes,
+    args: bytes | None = None,
+    *,
+    vram_mb: Annotated[int, Field(strict=True, ge=1, le=MAX_VRAM_MB)],
+    gpu_count: Annotated[int, Field(strict=True, ge=1, le=MAX_GPU_COUNT)] = 1,
+    vendor: Literal["nvidia", "amd", "any"] = "any",
+    timeout_seconds: Annotated[
+        int, Field(strict=True, ge=1, le=MAX_WALL_SECONDS)
+    ] = DEFAULT_TIMEOUT_SECONDS,
+    max_retries: Annotated[int, Field(strict=True, ge=0, le=100)] = DEFAULT_MAX_RETRIES,
+) -> Operation[JobResponse]:
+    """Run the pickled ``function`` with the pickled ``(args, kwargs)`` (402, 422, 413)."""
+    body = SubmitJobRequest(
+        function=base64.b64encode(function),
+        args=None if args is None else base64.b64encode(args),
+        vram_mb=vram_mb,
+        gpu_count=gpu_count,
+        vendor=vendor,
+        timeout_seconds=timeout_seconds,
+        max_retries=max_retries,
+    )
+    return model_operation("POST", "/v1/jobs", JobResponse, body=body)
+
+
+@validate_call
+def get_job(job_id: JobId) -> Operation[JobResponse]:
+    """One of the caller's jobs."""
+    return model_operation("GET", f"/v1/jobs/{job_id}", JobResponse)
+
+
+@validate_call
+def list_jobs(phase: JobPhase | None = None) -> Operation[JobListResponse]:
+    """The caller's jobs, oldest first, optionally in one phase."""
+    params = {} if phase is None else {"phase": phase.value}
+    return model_operation("GET", "/v1/jobs", JobListResponse, params=params)
+
+
+@validate_call
+def cancel_job(job_id: JobId) -> Operation[JobResponse]:
+    """Cancel a job that has not finished (Conflict ``job_finished`` once it has)."""
+    return model_operation("POST", f"/v1/jobs/{job_id}/cancel", JobResponse, idempotent=True)
+
+
+@validate_call
+def get_job_result(job_id: JobId) -> Operation[bytes]:
+    """The pickled return value; Conflict ``job_not_finished`` or ``job_did_not_complete``
+    (its details carry ``phase``, ``reason`` and the remote ``traceback``)."""
+    return Operation(Call("GET", f"/v1/jobs/{quote(job_id)}/result"), bytes)
+
+
+@validate_call
+def get_job_logs(
+    job_id: JobId, *, stdout_offset: Offset = 0, stderr_offset: Offset = 0
+) -> Operation[JobLogsResponse]:
+    """stdout and stderr from the byte offsets given (pass back the ones answered)."""
+    params = {"stdout_offset": str(stdout_offset), "stderr_offset": str(stderr_offset)}
+    return model_operation("GET", f"/v1/jobs/{job_id}/logs", JobLogsResponse, params=params)
+
+
+# -- money, usage, nodes ----------------------------------------------------------------------
+
+
+def get_credits() -> Operation[CreditsResponse]:
+    """Balance, held and available micro-credits."""
+    return model_operation("GET", "/v1/credits", CreditsResponse)
+
+
+def request_refill() -> Operation[RefillResponse]:
+    """A refill from the faucet while the balance is low."""
+    return model_operation("POST", "/v1/credits/refill", RefillResponse)
+
+
+@validate_call
+def list_usage(
+    *,
+    period_from: UtcDatetime | None = None,
+    period_to: UtcDatetime | None = None,
+    limit: PageLimit = 100,
+    before_id: DatabaseId | None = None,
+) -> Operation[UsagePageResponse]:
+    """The caller's usage that finished in [from, to), newest first, with the totals."""
+    params = {"limit": str(limit)}
+    if period_from is not None:
+        params["from"] = period_from.isoformat()
+    if period_to is not None:
+        params["to"] = period_to.isoformat()
+    if before_id is not None:
+        params["before_id"] = str(before_id)
+    return model_operation("GET", "/v1/usage", UsagePageResponse, params=params)
+
+
+def list_nodes() -> Operation[InventoryResponse]:
+    """Every node and GPU with its VRAM, held and free."""
+    return model_operation("GET", "/v1/nodes", InventoryResponse)
