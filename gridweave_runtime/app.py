@@ -59,6 +59,7 @@ def create_service_app(
     body_limits: Mapping[str, int] | None = None,
     public_paths: Collection[str] = (),
     auth: Callable[[FastAPI], None] | None = None,
+    health_check: Callable[[FastAPI], bool] | None = None,
 ) -> FastAPI:
     """A FastAPI app with auth, error mapping, /healthz, /metrics and (optionally) a database.
 
@@ -72,6 +73,8 @@ def create_service_app(
     ``/metrics`` (exact paths; such a route checks its own credential).
     ``auth`` replaces the internal-token check with the app's own (platform_service's API
     keys); it installs a middleware, which runs where the token check would.
+    ``health_check`` (given the app; run in a thread) must also say True for ``/healthz``
+    to answer 200: what the service needs besides its database (the gateway's informers).
     """
     if settings.internal_token is None or not settings.internal_token.get_secret_value():
         raise ConfigurationError(f"{service}: GRIDWEAVE_INTERNAL_TOKEN must be set")
@@ -138,7 +141,10 @@ def create_service_app(
             return False
         return True
 
-    install_health_and_metrics(app, service, database_reachable)
+    def healthy() -> bool:
+        return database_reachable() and (health_check is None or health_check(app))
+
+    install_health_and_metrics(app, service, healthy)
     for router in routers:
         app.include_router(router)
     return app
