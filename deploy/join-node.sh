@@ -161,7 +161,8 @@ images() {
 	fi
 }
 
-# -- K3s agent over the tunnel (the token goes through a 0600 file, never an argument) --------
+# -- K3s agent over the tunnel (the token goes through a 0600 file, never an argument); it runs
+# its pods on Docker, so the Ray worker image prepared above is the one its pods use --------
 k3s_agent() {
 	local vpn_ip
 	vpn_ip=$(json_field "$STATE_DIR/node.json" vpn_ip)
@@ -171,6 +172,7 @@ token: $(json_field "$STATE_DIR/node.json" k3s.token)
 node-name: $NODE_NAME
 node-ip: $vpn_ip
 flannel-iface: $WG_INTERFACE
+docker: true
 node-label:
   - gridweave.io/node=$NODE_NAME
 YAML

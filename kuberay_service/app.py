@@ -14,31 +14,15 @@ from gridweave_controller.aio import AsyncCrdClient
 from gridweave_runtime.app import create_service_app
 from gridweave_runtime.database import Database
 from kuberay_service.errors import install_status_error_handlers
-from kuberay_service.mesh import CommandRunner, MeshPeer, MeshSync, WireGuardDriver
-from kuberay_service.mesh.driver import run_command
+from kuberay_service.mesh import CommandRunner
+from kuberay_service.node_sync import NodeSync, build_node_sync
 from kuberay_service.routers import crd, join_keys, nodes, watch
-from kuberay_service.services.nodes import mesh_peers
 from kuberay_service.services.rate_limits import AddressRateLimiter
 from kuberay_service.settings import DATABASE_NAME, KubeRaySettings
 
 __all__ = ["MIGRATIONS_DIR", "create_app"]
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
-
-
-def _mesh_sync(
-    settings: KubeRaySettings, database: Database, runner: CommandRunner | None
-) -> MeshSync | None:
-    """The master's peer reconciler when KUBERAY_WIREGUARD_INTERFACE is set, else None."""
-    if settings.wireguard_interface is None:
-        return None
-    driver = WireGuardDriver(settings.wireguard_interface, runner=runner or run_command)
-
-    def read_peers() -> list[MeshPeer]:
-        with database.session() as session:
-            return mesh_peers(session)
-
-    return MeshSync(driver, read_peers, period_seconds=settings.mesh_sync_period_seconds)
 
 
 def create_app(
@@ -52,17 +36,17 @@ def create_app(
     Without ``crd_client`` the app connects to the cluster when it starts serving (the
     asyncio client belongs to the server's event loop) and closes the connection at shutdown.
     With ``settings.nodes_enabled`` (the default) the node registry is served too, its
-    database opened and migrated first; with ``settings.wireguard_interface`` the master's
-    WireGuard peers follow the registry while the app serves (``wg`` and ``wg-quick`` run by
-    ``mesh_runner``, default: on this host).
+    database opened and migrated first; the master's WireGuard peers
+    (``settings.wireguard_interface``; ``wg`` run by ``mesh_runner``, default: on this host)
+    and the RayCluster's worker groups (``settings.ray_cluster``) follow it while the app
+    serves (``kuberay_service.node_sync``).
     """
     settings = settings or KubeRaySettings()
 
     @asynccontextmanager
     async def serving(app: FastAPI) -> AsyncIterator[None]:
-        mesh: MeshSync | None = app.state.mesh_sync
-        if mesh is not None:
-            mesh.start()
+        node_sync: NodeSync = app.state.node_sync
+        node_sync.start()
         try:
             if crd_client is not None:
                 yield
@@ -76,8 +60,7 @@ def create_app(
             finally:
                 await connected.close()
         finally:
-            if mesh is not None:
-                await to_thread.run_sync(mesh.stop)
+            await to_thread.run_sync(node_sync.stop)
 
     registry = settings.nodes_enabled
     app = create_service_app(
@@ -95,5 +78,6 @@ def create_app(
         settings.validate_rate_limit, settings.validate_rate_window_seconds
     )
     database: Database | None = app.state.database
-    app.state.mesh_sync = None if database is None else _mesh_sync(settings, database, mesh_runner)
+    app.state.node_sync = build_node_sync(settings, database, mesh_runner=mesh_runner)
+    app.state.reconcilers = app.state.node_sync.reconcilers
     return app

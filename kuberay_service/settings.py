@@ -82,6 +82,19 @@ class KubeRaySettings(ServiceSettings):
         le=3_600,
         description="The peers are reconciled this often besides after each join and leave.",
     )
+    ray_cluster: str | None = Field(
+        default=None,
+        max_length=63,
+        description=(
+            "The RayCluster (in KUBERAY_NAMESPACE) whose worker groups follow the joined "
+            "nodes: one gw-<node> group each. Unset: no RayCluster is changed."
+        ),
+    )
+    ray_worker_image: str = Field(
+        default="gridweave/ray-worker:latest",
+        max_length=300,
+        description="The image of the nodes' Ray worker pods.",
+    )
     k3s_url: str | None = Field(
         default=None,
         description="The K3s server URL a node's agent joins, e.g. https://10.88.0.1:6443.",

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from gridweave_runtime.auth import Caller, require_internal_caller, require_role
 from gridweave_runtime.database import session_dependency
-from kuberay_service.mesh import MeshSync
+from kuberay_service.reconciler import Reconciler
 from kuberay_service.services.rate_limits import AddressRateLimiter
 from kuberay_service.settings import KubeRaySettings
 
@@ -20,7 +20,7 @@ __all__ = [
     "SessionDep",
     "SettingsDep",
     "count_validation",
-    "request_mesh_sync",
+    "reconcile_nodes",
 ]
 
 
@@ -63,11 +63,11 @@ async def count_validation(request: Request) -> None:
     limiter.count(client_address(request))
 
 
-def request_mesh_sync(request: Request) -> None:
-    """The nodes changed: the master's WireGuard peers follow (when the service runs them)."""
-    mesh: MeshSync | None = request.app.state.mesh_sync
-    if mesh is not None:
-        mesh.request()
+def reconcile_nodes(request: Request) -> None:
+    """The nodes changed: the WireGuard peers and Ray worker groups follow (where run)."""
+    reconcilers: list[Reconciler] = request.app.state.reconcilers
+    for reconciler in reconcilers:
+        reconciler.request()
 
 
 SessionDep = Annotated[Session, Depends(session_dependency)]

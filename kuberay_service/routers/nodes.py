@@ -21,7 +21,7 @@ from kuberay_service.routers.common import (
     SessionDep,
     SettingsDep,
     count_validation,
-    request_mesh_sync,
+    reconcile_nodes,
 )
 from kuberay_service.schemas.nodes import (
     HOSTNAME_PATTERN,
@@ -50,14 +50,18 @@ def validate_node(
 ) -> ValidatedNodeResponse:
     """A node with a join key: its mesh address, node token, the master's peer, K3s, registry."""
     answer = nodes.validate_node(session, request=body, settings=settings)
-    request_mesh_sync(request)
+    reconcile_nodes(request)
     return answer
 
 
 @router.post("/register")
-def register_node(token: NodeTokenDep, session: SessionDep, settings: SettingsDep) -> NodeResponse:
+def register_node(
+    token: NodeTokenDep, session: SessionDep, settings: SettingsDep, request: Request
+) -> NodeResponse:
     """The node's agent joined the cluster: the node is Ready while heartbeats arrive."""
-    return nodes.register_node(session, token=token, settings=settings)
+    answer = nodes.register_node(session, token=token, settings=settings)
+    reconcile_nodes(request)
+    return answer
 
 
 @router.post("/heartbeat")
@@ -72,7 +76,7 @@ def heartbeat_node(
 def leave_node(token: NodeTokenDep, session: SessionDep, request: Request) -> Response:
     """The node leaves: its mesh address is free again, its token void."""
     nodes.leave_node(session, token=token)
-    request_mesh_sync(request)
+    reconcile_nodes(request)
     return Response(status_code=204)
 
 
@@ -86,5 +90,5 @@ def list_nodes(session: SessionDep, settings: SettingsDep) -> NodeListResponse:
 def remove_node(name: NodeName, _: AdminDep, session: SessionDep, request: Request) -> Response:
     """An admin removes a node: its mesh address is free again, its token void."""
     nodes.remove_node(session, name=name)
-    request_mesh_sync(request)
+    reconcile_nodes(request)
     return Response(status_code=204)

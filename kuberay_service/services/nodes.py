@@ -45,6 +45,7 @@ from kuberay_service.settings import KubeRaySettings
 
 __all__ = [
     "heartbeat_node",
+    "joined_nodes",
     "leave_node",
     "list_nodes",
     "mesh_peers",
@@ -296,3 +297,8 @@ def mesh_peers(session: Session) -> list[MeshPeer]:
         MeshPeer(name=node.name, public_key=node.wireguard_public_key, vpn_ip=node.vpn_ip)
         for node in queries.list_nodes(session)
     ]
+
+
+def joined_nodes(session: Session, *, settings: KubeRaySettings) -> list[NodeResponse]:
+    """The nodes that registered (each gets a Ray worker group), Ready or not."""
+    return [node for node in list_nodes(session, settings=settings).nodes if node.joined_at]

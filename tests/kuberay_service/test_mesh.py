@@ -211,7 +211,8 @@ class TestMasterPeersFollowTheRegistry:
     def test_validate_adds_the_peer_and_leave_removes_it(self, database: str) -> None:
         wg = FakeWg()
         with serve_registry(database, mesh_runner=wg, wireguard_interface="wg0") as registry:
-            sync: MeshSync = registry.app.state.mesh_sync
+            sync: MeshSync | None = registry.app.state.node_sync.mesh
+            assert sync is not None
             body = validate_body(create_key(registry)["key"])
             answer = validate(registry, body).json()
             expected = {body["wireguard_public_key"]: (f"{answer['vpn_ip']}/32",)}
