@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["LocalNode", "NodePorts", "configure_home", "init_home"]
+__all__ = ["LocalNode", "NodePorts", "configure_home", "init_home", "init_testnet", "node_id"]
 
 _START_TIMEOUT_S = 60.0
 
@@ -40,6 +40,37 @@ def init_home(binary: Path, home: Path) -> None:
     subprocess.run(
         [str(binary), "init", "--home", str(home)], check=True, capture_output=True, timeout=60
     )
+
+
+def init_testnet(binary: Path, directory: Path, validators: int) -> list[Path]:
+    """``cometbft testnet``: homes ``node0``.. of a ``validators``-validator chain."""
+    subprocess.run(
+        [
+            str(binary),
+            "testnet",
+            "--v",
+            str(validators),
+            "--o",
+            str(directory),
+            "--populate-persistent-peers=false",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return [directory / f"node{index}" for index in range(validators)]
+
+
+def node_id(binary: Path, home: Path) -> str:
+    """The node's P2P id (what a peer address starts with)."""
+    result = subprocess.run(
+        [str(binary), "show-node-id", "--home", str(home)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    return result.stdout.strip()
 
 
 def _set(config: str, section: str, key: str, value: str) -> str:

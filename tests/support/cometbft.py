@@ -8,7 +8,14 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
-from chain_service.node import LocalNode, NodePorts, configure_home, init_home
+from chain_service.node import (
+    LocalNode,
+    NodePorts,
+    configure_home,
+    init_home,
+    init_testnet,
+    node_id,
+)
 from tests.support.http_server import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -50,3 +57,30 @@ def single_node(home: Path, trusted_key: str) -> Iterator[LocalNode]:
         yield node
     finally:
         node.stop()
+
+
+@contextmanager
+def validator_network(
+    directory: Path, trusted_key: str, size: int = 4
+) -> Iterator[list[LocalNode]]:
+    """``size`` validators on loopback, each peered with all the others, all started."""
+    binary = cometbft_binary()
+    homes = init_testnet(binary, directory, size)
+    ports = [NodePorts(rpc=free_port(), p2p=free_port(), abci=free_port()) for _ in homes]
+    addresses = [
+        f"{node_id(binary, home)}@127.0.0.1:{p.p2p}" for home, p in zip(homes, ports, strict=True)
+    ]
+    nodes = []
+    for index, (home, node_ports) in enumerate(zip(homes, ports, strict=True)):
+        peers = ",".join(address for other, address in enumerate(addresses) if other != index)
+        configure_home(home, node_ports, persistent_peers=peers)
+        nodes.append(LocalNode(binary, home, node_ports, trusted_key))
+    try:
+        for node in nodes:
+            node.start(wait=False)
+        for node in nodes:
+            node.wait_ready()
+        yield nodes
+    finally:
+        for node in nodes:
+            node.stop()
