@@ -8,6 +8,8 @@ The hold's reference is the job id, which settles it exactly once (metering's se
 
 from __future__ import annotations
 
+import logging
+
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.credit import operations as ops
 from gridweave_clients.credit.models import HoldResponse
@@ -19,10 +21,12 @@ from gridweave_clients.metering.pricing import (
     price_per_gpu_second,
 )
 from gridweave_runtime.errors import InvalidRequest
-from platform_service.errors import InsufficientCredits
+from platform_service.errors import InsufficientCredits, PlatformError
 from platform_service.services.downstream import as_user, downstream_errors
 
-__all__ = ["hold_amount", "place_job_hold", "release_job_hold"]
+__all__ = ["hold_amount", "place_job_hold", "release_job_hold", "release_unstarted_job_hold"]
+
+_log = logging.getLogger(__name__)
 
 
 def hold_amount(
@@ -82,4 +86,24 @@ async def release_job_hold(credit: AsyncCreditClient, *, user_id: str, hold_id: 
     with downstream_errors("credit_service", passed=()):
         await credit.run(
             as_user(ops.release_hold(hold_id, idempotency_key=f"job-release:{hold_id}"), user_id)
+        )
+
+
+async def release_unstarted_job_hold(
+    credit: AsyncCreditClient, *, user_id: str, job_id: str
+) -> None:
+    """Give back the whole hold of a job that ended before it held a GPU.
+
+    Such a job is never reported to metering (no node, no GPU, no second to bill), so no
+    settlement would ever close its hold. Settling its reference with 0 releases all of it,
+    exactly once (a repeat replays the first answer). A failure is logged, not raised: the
+    job is cancelled whatever happens to its hold, and cancelling it again retries.
+    """
+    operation = ops.settle(reference=job_id, user_id=user_id, amount=0)
+    try:
+        with downstream_errors("credit_service", passed=()):
+            await credit.run(as_user(operation, user_id))
+    except PlatformError:
+        _log.warning(
+            "job %s: the hold of the unstarted job was not released", job_id, exc_info=True
         )

@@ -33,7 +33,12 @@ from gridweave_runtime.errors import InvalidRequest
 from gridweave_runtime.storage import ObjectStore, ObjectStoreError, input_objects
 from platform_service.errors import DownstreamUnavailable, NotFound
 from platform_service.services.downstream import as_user, downstream_errors, platform_error
-from platform_service.services.holds import hold_amount, place_job_hold, release_job_hold
+from platform_service.services.holds import (
+    hold_amount,
+    place_job_hold,
+    release_job_hold,
+    release_unstarted_job_hold,
+)
 
 __all__ = [
     "JobServices",
@@ -208,8 +213,15 @@ async def list_jobs(
 
 
 async def cancel_job(services: JobServices, *, user_id: str, job_id: str) -> JobResponse:
-    """Cancel the user's job (a cancelled one answers again; another finished one is 409)."""
+    """Cancel the user's job (a cancelled one answers again; another finished one is 409).
+
+    A job cancelled before it was allocated gets its whole hold back here; one that held a
+    GPU is settled by metering from the usage the gateway reports (its running seconds).
+    """
     await get_own_job(services, user_id=user_id, job_id=job_id)
     with downstream_errors("job_gateway"):
         job = await services.gateway.run(as_user(gw_ops.cancel_job(job_id), user_id))
+    if job.phase is JobPhase.CANCELLED and job.node is None:
+        # never allocated, so never billed: the gateway reports no usage for it
+        await release_unstarted_job_hold(services.credit, user_id=user_id, job_id=job_id)
     return job_response(job)

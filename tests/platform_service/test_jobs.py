@@ -201,12 +201,19 @@ class TestIsolation:
 
 
 class TestCancel:
-    def test_cancel_then_cancel_again(self, platform: PlatformServer, alice: User) -> None:
+    def test_cancel_then_cancel_again(
+        self, platform: PlatformServer, credit: CreditServer, alice: User
+    ) -> None:
         job_id = _submitted(platform, alice)
+        assert credit.account(alice.user_id)["held"] == DEFAULT_HOLD
         first = platform.http.post(f"/v1/jobs/{job_id}/cancel", headers=alice.headers)
         again = platform.http.post(f"/v1/jobs/{job_id}/cancel", headers=alice.headers)
         assert first.status_code == again.status_code == 200
         assert first.json()["phase"] == again.json()["phase"] == "Cancelled"
+        # never allocated, never billed: the whole hold is back, once
+        account = credit.account(alice.user_id)
+        assert (account["balance"], account["held"]) == (FUNDS, 0)
+        assert credit.ledger_amounts(alice.user_id) == [FUNDS]
         listed = platform.http.get(
             "/v1/jobs", params={"phase": "Cancelled"}, headers=alice.headers
         ).json()["jobs"]
