@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from gridweave_controller.conditions import (
+    JOB_USAGE_REPORTED,
     ConditionStatus,
     format_precise_timestamp,
 )
@@ -21,7 +22,6 @@ from ._status_change import (
 )
 
 ALLOCATED, RUNNING, FINISHED = "Allocated", "Running", "Finished"
-USAGE_REPORTED = "UsageReported"
 KIND = "GridweaveJob"
 _TRUE, _FALSE = ConditionStatus.TRUE, ConditionStatus.FALSE
 
@@ -192,7 +192,7 @@ def usage_reported(name: str, status: Mapping[str, Any], *, usage_id: int) -> St
         )
     message = str(usage_id)
     marked = next(
-        (c for c in status.get("conditions") or [] if c.get("type") == USAGE_REPORTED), None
+        (c for c in status.get("conditions") or [] if c.get("type") == JOB_USAGE_REPORTED), None
     )
     if marked is not None and marked.get("status") == _TRUE.value:
         if marked.get("message") != message:
@@ -202,5 +202,5 @@ def usage_reported(name: str, status: Mapping[str, Any], *, usage_id: int) -> St
             )
         return None
     return StatusChange(
-        fields={}, conditions=(ConditionUpdate(USAGE_REPORTED, _TRUE, "Reported", message),)
+        fields={}, conditions=(ConditionUpdate(JOB_USAGE_REPORTED, _TRUE, "Reported", message),)
     )

@@ -26,11 +26,16 @@ from typing import Any
 from gridweave_controller.validation import check_reason
 
 __all__ = [
+    "JOB_USAGE_REPORTED",
     "ConditionStatus",
     "format_precise_timestamp",
     "format_timestamp",
     "set_condition",
 ]
+
+
+#: The condition a finished job carries once metering holds its usage record.
+JOB_USAGE_REPORTED = "UsageReported"
 
 
 class ConditionStatus(StrEnum):

@@ -7,7 +7,9 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 
+from gridweave_clients import RetryPolicy
 from gridweave_clients.kuberay import AsyncProxiedClient
+from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.nodes import NodeRegistryClient
 from gridweave_controller import aio
 from gridweave_controller.aio import AsyncCrdClient
@@ -16,6 +18,7 @@ from gridweave_runtime.app import create_service_app
 from gridweave_runtime.storage import ObjectStore, open_object_store
 from job_gateway.gateway import Gateway
 from job_gateway.inventory import InventorySettings, InventorySource, open_inventory_source
+from job_gateway.metrics import GatewayMetrics
 from job_gateway.routers import inventory, jobs
 from job_gateway.settings import GatewaySettings
 
@@ -44,6 +47,23 @@ def inventory_from_settings(settings: GatewaySettings) -> InventorySource:
     return open_inventory_source(chosen, registry=registry)
 
 
+def metering_from_settings(settings: GatewaySettings) -> AsyncMeteringClient:
+    """metering_service at METERING_SERVICE_URL; one attempt a call (the reporter retries)."""
+    assert settings.internal_token is not None
+    return AsyncMeteringClient(
+        settings.metering_service_url,
+        settings.internal_token.get_secret_value(),
+        timeout=settings.usage_report_timeout_seconds,
+        retry=RetryPolicy(attempts=1),
+    )
+
+
+def gateway_healthy(app: FastAPI) -> bool:
+    """Serving, both informers listed, and the scheduling and usage loops running."""
+    gateway: Gateway | None = getattr(app.state, "gateway", None)
+    return gateway is not None and gateway.healthy()
+
+
 def create_app(
     settings: GatewaySettings | None = None,
     *,
@@ -66,17 +86,28 @@ def create_app(
                 connected = await connect_crd(settings)
                 stack.push_async_callback(connected.close)
                 crd = connected
+            metering = metering_from_settings(settings)
+            stack.push_async_callback(metering.aclose)
             gateway = Gateway(
                 settings,
                 crd=crd,
                 inventory_source=inventory_source or inventory_from_settings(settings),
                 store=store or open_object_store(settings.storage_config()),
+                metering=metering,
+                metrics=app.state.gateway_metrics,
             )
             await gateway.start()
             stack.push_async_callback(gateway.stop)
             app.state.gateway = gateway
             yield
 
-    return create_service_app(
-        service="job_gateway", settings=settings, routers=ROUTERS, resources=running_gateway
+    app = create_service_app(
+        service="job_gateway",
+        settings=settings,
+        routers=ROUTERS,
+        resources=running_gateway,
+        health_check=gateway_healthy,
     )
+    # on the app's registry, once: the gateway may start again (a lifespan per serve)
+    app.state.gateway_metrics = GatewayMetrics(app.state.metrics.registry)
+    return app

@@ -14,14 +14,19 @@ import asyncio
 import logging
 from contextlib import suppress
 
+from prometheus_client import CollectorRegistry
+
+from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_controller.informer import AsyncInformer
 from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_runtime.storage import ObjectStore
-from job_gateway.inventory import Inventory, InventoryError, InventorySource
+from job_gateway.inventory import Gpu, Inventory, InventoryError, InventorySource
+from job_gateway.metrics import GatewayMetrics
 from job_gateway.scheduler import AllocationMap, Scheduler
-from job_gateway.scheduling import SchedulingLoop
+from job_gateway.scheduling import PassReport, SchedulingLoop
 from job_gateway.settings import GatewaySettings
+from job_gateway.usage import ReportPolicy, UsageReporter
 
 __all__ = ["Gateway"]
 
@@ -40,7 +45,11 @@ class Gateway:
         crd: AsyncClientBase,
         inventory_source: InventorySource,
         store: ObjectStore,
+        metering: AsyncMeteringClient | None = None,
+        metrics: GatewayMetrics | None = None,
     ) -> None:
+        """``metering`` None: no usage is reported (benchmarks); ``metrics`` None: a registry
+        of its own."""
         self.settings = settings
         self.crd = crd
         self.inventory_source = inventory_source
@@ -58,6 +67,21 @@ class Gateway:
             pass_interval=settings.pass_interval_seconds,
             max_parallel_writes=settings.max_parallel_writes,
         )
+        self.metrics = metrics or GatewayMetrics(CollectorRegistry())
+        self.loop.on_pass(self._pass_done)
+        self.usage: UsageReporter | None = None
+        if metering is not None:
+            self.usage = UsageReporter(
+                crd,
+                metering,
+                lookup_gpu=self._gpu,
+                metrics=self.metrics,
+                policy=ReportPolicy(
+                    concurrency=settings.usage_report_concurrency,
+                    timeout=settings.usage_report_timeout_seconds,
+                    max_backoff=settings.usage_retry_max_seconds,
+                ),
+            )
         self.jobs: AsyncInformer[Job] = AsyncInformer(
             lambda known: crd.watch_jobs(known=known),
             on_add=self._job_changed,
@@ -86,6 +110,17 @@ class Gateway:
             raise RuntimeError("the job gateway could not list the GridweaveJobs and Endpoints")
         self._tasks.append(asyncio.create_task(self._refresh_inventory(), name="inventory"))
         self._tasks.append(asyncio.create_task(self.loop.run(), name="scheduling"))
+        if self.usage is not None:
+            self._tasks.append(asyncio.create_task(self.usage.run(), name="usage"))
+
+    def healthy(self) -> bool:
+        """Both informers have listed, and no background loop has ended (any thread)."""
+        return (
+            bool(self._tasks)
+            and self.jobs.has_synced
+            and self.endpoints.has_synced
+            and not any(task.done() for task in self._tasks)
+        )
 
     async def stop(self) -> None:
         """Stop the loops and the informers."""
@@ -97,6 +132,7 @@ class Gateway:
                 await task
         await self.jobs.stop()
         await self.endpoints.stop()
+        self.metrics.close()
         self.scheduler.close()
 
     # -- informer handlers ------------------------------------------------------------------
@@ -105,6 +141,8 @@ class Gateway:
         if self.allocations.apply_job(job):
             self.loop.poke()  # VRAM moved: waiting jobs may fit now
         self.loop.follow(job)
+        if self.usage is not None:
+            self.usage.follow(job)
 
     def _job_deleted(self, job: Job) -> None:
         if self.allocations.remove(("job", job.name)):
@@ -118,6 +156,13 @@ class Gateway:
     def _endpoint_deleted(self, endpoint: Endpoint) -> None:
         if self.allocations.remove(("endpoint", endpoint.name)):
             self.loop.poke()
+
+    def _pass_done(self, report: PassReport) -> None:
+        self.metrics.observe_pass(report, waiting=self.loop.waiting(), scheduler=self.scheduler)
+
+    def _gpu(self, node: str, index: int) -> Gpu | None:
+        known = self.scheduler.inventory.node(node)
+        return None if known is None else next((g for g in known.gpus if g.index == index), None)
 
     # -- inventory --------------------------------------------------------------------------
 

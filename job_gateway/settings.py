@@ -5,7 +5,9 @@ kuberay-service at ``KUBERAY_URL``, or ``direct`` to the cluster of ``GATEWAY_KU
 ``GATEWAY_NAMESPACE``), ``RAY_ADDRESS`` (unset: a local Ray the gateway starts),
 ``GATEWAY_STORAGE_DIR`` or ``S3_ENDPOINT`` / ``S3_ACCESS_KEY`` / ``S3_SECRET_KEY`` /
 ``S3_BUCKET``, ``METERING_SERVICE_URL``, the scheduler's ``GATEWAY_SCHEDULING_POLICY``,
-``GATEWAY_AGING_SECONDS``, ``GATEWAY_PASS_INTERVAL_SECONDS``, plus the inventory's
+``GATEWAY_AGING_SECONDS``, ``GATEWAY_PASS_INTERVAL_SECONDS``, the usage reports'
+``GATEWAY_USAGE_REPORT_CONCURRENCY``, ``GATEWAY_USAGE_REPORT_TIMEOUT_SECONDS``,
+``GATEWAY_USAGE_RETRY_MAX_SECONDS``, plus the inventory's
 ``GATEWAY_INVENTORY_*`` (:class:`job_gateway.inventory.InventorySettings`) and the
 deployment-wide ``GRIDWEAVE_INTERNAL_TOKEN`` and ``GRIDWEAVE_STATE_DIR``.
 """
@@ -90,4 +92,19 @@ class GatewaySettings(ObjectStorageSettings):
     )
     inventory_refresh_seconds: float = Field(
         default=30.0, gt=0, le=86400, description="How often the GPU inventory is read again."
+    )
+    usage_report_concurrency: int = Field(
+        default=8, ge=1, le=256, description="Usage reports to metering in flight at once."
+    )
+    usage_report_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="One usage report (metering's record and the job's mark) may take this long.",
+    )
+    usage_retry_max_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=86400,
+        description="A failed usage report is tried again after a backoff doubling up to this.",
     )

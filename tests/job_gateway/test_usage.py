@@ -1,0 +1,324 @@
+"""Usage to metering, exactly once in effect: the real gateway, apiserver, metering and credit.
+
+metering_service runs on a real PostgreSQL and settles holds with a real credit_service,
+all over HTTP. Records are counted through metering's API (the period totals of a user of
+the test's own), charges through credit_service's ledger.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+
+from gridweave_controller import CrdClient, Job, JobPhase
+from metering_service.app import create_app as create_metering_app
+from metering_service.settings import MeteringSettings
+from tests.job_gateway.gateway_factories import (
+    INVENTORY_YAML,
+    blocking_crd,
+    new_job_id,
+    running_gateway,
+)
+from tests.job_gateway.metrics_reading import metric_value
+from tests.metering_service.factories import metering_settings, running_metering
+from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
+from tests.support.held_answers import held_answers
+from tests.support.http_server import free_port, serve_in_thread
+from tests.support.kubeapi import KubeAPI, namespace_for_test
+from tests.support.postgres import PostgresTestServer
+
+pytestmark = pytest.mark.kubeapi
+
+GIB = 1024
+FUNDS = 10_000_000
+HELD = (JobPhase.ALLOCATED, JobPhase.RUNNING)
+#: short backoff and timeout: the failures these tests cause are retried within a second
+FAST_RETRIES: dict[str, Any] = {
+    "usage_retry_max_seconds": 0.3,
+    "usage_report_timeout_seconds": 1.0,
+}
+#: one internal token for the deployment: the gateway calls metering with it
+SHARED_TOKEN: dict[str, Any] = {"internal_token": INTERNAL_TOKEN}
+
+
+@dataclass(frozen=True)
+class Metering:
+    """The running metering_service, its settings (to serve it again) and credit_service."""
+
+    http: httpx.Client
+    settings: MeteringSettings
+    credit: CreditServer
+    database: str
+
+    @property
+    def url(self) -> str:
+        return str(self.http.base_url).rstrip("/")
+
+    def records(self, user_id: str) -> list[dict[str, Any]]:
+        """Every usage record of ``user_id`` (checked against the period's own count)."""
+        response = self.http.get("/v1/usage", params={"user_id": user_id, "limit": 1000})
+        response.raise_for_status()
+        page = response.json()
+        assert page["totals"]["records"] == len(page["records"])
+        return list(page["records"])
+
+    def gpu_model(self, job_id: str) -> str | None:
+        """The GPU model metering's database holds for the job (not in the API's answer)."""
+        engine = create_engine(self.database)
+        try:
+            with engine.connect() as connection:
+                query = text("SELECT gpu_model FROM usage_records WHERE subject_id = :job")
+                return connection.execute(query, {"job": job_id}).scalar_one()  # type: ignore[no-any-return]
+        finally:
+            engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def metering(
+    postgres: PostgresTestServer, credit: CreditServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Metering]:
+    """metering_service on its own database, settling with the real credit_service."""
+    database = postgres.create_database("gwmetering")
+    settings = metering_settings(
+        database, credit.url, state_dir=tmp_path_factory.mktemp("metering")
+    )
+    try:
+        with running_metering(settings) as http:
+            yield Metering(http, settings, credit, database)
+    finally:
+        postgres.drop_database(database)
+
+
+def funded_user(metering: Metering) -> str:
+    """A user of the test's own with credits."""
+    user_id = f"u-{uuid.uuid4().hex[:10]}"
+    metering.credit.fund(user_id, FUNDS)
+    return user_id
+
+
+def finished_job(
+    crd: CrdClient, metering: Metering, user_id: str, *, wall_seconds: float = 12.5
+) -> str:
+    """A job with a credit hold, placed by the gateway, then run to Completed; its id."""
+    job_id = new_job_id()
+    metering.credit.place_hold(user_id, 1_000_000, job_id)
+    crd.create_job(job_id, user_id, "file:///f.pkl", vram_mb=8 * GIB, vendor="nvidia")
+    crd.wait_for_job(job_id, [JobPhase.ALLOCATED], timeout=30)
+    crd.set_job_running(job_id)
+    crd.set_job_completed(job_id, wall_seconds)
+    return job_id
+
+
+def wait_until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def usage_mark(job: Job) -> str | None:
+    """The usage record id the job is marked with, if any."""
+    condition = job.status.condition("UsageReported")
+    if condition is None:
+        return None
+    assert (condition.status, condition.reason) == ("True", "Reported")
+    return condition.message
+
+
+def wait_reported(crd: CrdClient, job_id: str) -> str:
+    """Wait for the job's usage mark; the record id."""
+    wait_until(lambda: usage_mark(crd.get_job(job_id)) is not None, f"{job_id} reported")
+    marked = usage_mark(crd.get_job(job_id))
+    assert marked is not None
+    return marked
+
+
+def assert_billed_once(metering: Metering, user_id: str, job_id: str, record_id: str) -> None:
+    """One record for the job, the one marked, settled, and one charge on the ledger."""
+    records = metering.records(user_id)
+    assert [(r["job_id"], str(r["id"])) for r in records] == [(job_id, record_id)]
+    settlement = records[0]["settlement"]
+    assert settlement["state"] == "settled"
+    assert metering.credit.ledger_amounts(user_id) == [-settlement["charged"], FUNDS]
+
+
+class TestReporting:
+    def test_a_finished_job_is_reported_once_and_a_pending_one_not_at_all(
+        self, kubeapi: KubeAPI, metering: Metering, tmp_path: Path
+    ) -> None:
+        user_id = funded_user(metering)
+        with running_gateway(
+            kubeapi, tmp_path, metering_service_url=metering.url, **SHARED_TOKEN
+        ) as gw:
+            never_ran = new_job_id()
+            gw.crd.create_job(never_ran, user_id, "file:///f.pkl", vram_mb=GIB, vendor="amd")
+            gw.crd.set_job_cancelled(never_ran)  # cancelled while Pending: nothing to bill
+            job_id = finished_job(gw.crd, metering, user_id)
+            record_id = wait_reported(gw.crd, job_id)
+            job = gw.crd.get_job(job_id)
+            assert job.phase is JobPhase.COMPLETED
+            assert (
+                metric_value(gw.http, "gridweave_gateway_usage_reports_total", outcome="sent") == 1
+            )
+            assert metric_value(gw.http, "gridweave_gateway_usage_reports_waiting") == 0
+        assert_billed_once(metering, user_id, job_id, record_id)
+        (record,) = metering.records(user_id)
+        assert record["node"] == job.status.node
+        assert record["gpu_indices"] == list(job.status.gpu_indices)
+        assert (record["vendor"], record["vram_mb"], record["gpu_count"]) == ("nvidia", 8192, 1)
+        assert (record["wall_seconds"], record["billed_seconds"]) == (12.5, 13)
+        assert record["hold_reference"] == job_id
+        assert metering.gpu_model(job_id) == "NVIDIA A100 80GB"  # from the inventory
+        assert usage_mark(gw.crd.get_job(never_ran)) is None
+
+    def test_metering_down_then_up_gets_the_report(
+        self, kubeapi: KubeAPI, metering: Metering, tmp_path: Path
+    ) -> None:
+        user_id = funded_user(metering)
+        port = free_port()  # nothing listens there yet: metering is down
+        with running_gateway(
+            kubeapi,
+            tmp_path,
+            metering_service_url=f"http://127.0.0.1:{port}",
+            **FAST_RETRIES,
+            **SHARED_TOKEN,
+        ) as gw:
+            job_id = finished_job(gw.crd, metering, user_id)
+            wait_until(
+                lambda: (
+                    metric_value(gw.http, "gridweave_gateway_usage_reports_total", outcome="failed")
+                    >= 2
+                ),
+                "failed attempts",
+            )
+            assert usage_mark(gw.crd.get_job(job_id)) is None
+            assert metric_value(gw.http, "gridweave_gateway_usage_reports_waiting") == 1
+            app = create_metering_app(metering.settings)
+            try:
+                with serve_in_thread(app, app.state.settings, port=port):  # metering is up
+                    record_id = wait_reported(gw.crd, job_id)
+            finally:
+                app.state.database.dispose()
+        assert_billed_once(metering, user_id, job_id, record_id)
+
+
+class TestRestart:
+    def test_metering_hanging_then_a_restart_before_the_mark_bills_once(
+        self, kubeapi: KubeAPI, metering: Metering, tmp_path: Path
+    ) -> None:
+        user_id = funded_user(metering)
+        # metering records every report, its answers never come back: each attempt times out
+        with (
+            held_answers(metering.url) as (proxy_url, proxy),
+            running_gateway(
+                kubeapi, tmp_path, metering_service_url=proxy_url, **FAST_RETRIES, **SHARED_TOKEN
+            ) as first,
+        ):
+            job_id = finished_job(first.crd, metering, user_id)
+            wait_until(lambda: proxy.forwarded >= 2, "a report and its retry")
+            # the scheduling loop goes on meanwhile
+            other = new_job_id()
+            first.crd.create_job(other, user_id, "file:///f.pkl", vram_mb=GIB, vendor="nvidia")
+            first.crd.wait_for_job(other, HELD, timeout=30)
+            assert usage_mark(first.crd.get_job(job_id)) is None
+            assert len(metering.records(user_id)) == 1  # the replays found the first record
+            namespace = first.namespace
+        with running_gateway(
+            kubeapi,
+            tmp_path,
+            namespace=namespace,
+            metering_service_url=metering.url,
+            **SHARED_TOKEN,
+        ) as second:
+            record_id = wait_reported(second.crd, job_id)
+        assert_billed_once(metering, user_id, job_id, record_id)
+
+    def test_a_gateway_killed_mid_report_reports_once_after_restart(
+        self, kubeapi: KubeAPI, metering: Metering, tmp_path: Path
+    ) -> None:
+        user_id = funded_user(metering)
+        namespace = f"gw-usage-{uuid.uuid4().hex[:8]}"
+        with (
+            namespace_for_test(kubeapi, namespace),
+            blocking_crd(kubeapi.kubeconfig, namespace) as crd,
+            held_answers(metering.url) as (proxy_url, proxy),
+            gateway_process(kubeapi, namespace, tmp_path / "killed", proxy_url) as process,
+        ):
+            job_id = finished_job(crd, metering, user_id)
+            wait_until(lambda: proxy.forwarded >= 1, "the report reaching metering")
+            process.send_signal(signal.SIGKILL)  # its answer still held: never marked
+            process.wait(timeout=30)
+            assert len(metering.records(user_id)) == 1
+            assert usage_mark(crd.get_job(job_id)) is None
+        with running_gateway(
+            kubeapi,
+            tmp_path,
+            namespace=namespace,
+            metering_service_url=metering.url,
+            **SHARED_TOKEN,
+        ) as again:
+            record_id = wait_reported(again.crd, job_id)
+        assert_billed_once(metering, user_id, job_id, record_id)
+
+
+@contextmanager
+def gateway_process(
+    kubeapi: KubeAPI, namespace: str, workdir: Path, metering_url: str
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``python -m job_gateway`` on the namespace, served until killed (or stopped after)."""
+    workdir.mkdir(parents=True)
+    inventory = workdir / "inventory.yaml"
+    inventory.write_text(INVENTORY_YAML)
+    port = free_port()
+    env = {
+        **os.environ,
+        "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
+        "GRIDWEAVE_STATE_DIR": str(workdir),
+        "GATEWAY_HOST": "127.0.0.1",
+        "GATEWAY_PORT": str(port),
+        "GATEWAY_CRD_TRANSPORT": "direct",
+        "GATEWAY_KUBECONFIG": str(kubeapi.kubeconfig),
+        "GATEWAY_NAMESPACE": namespace,
+        "GATEWAY_INVENTORY_SOURCE": "file",
+        "GATEWAY_INVENTORY_FILE": str(inventory),
+        "GATEWAY_PASS_INTERVAL_SECONDS": "60",
+        "GATEWAY_EXECUTE_JOBS": "false",  # placed, not run: the test moves the job itself
+        "METERING_SERVICE_URL": metering_url,
+    }
+    log = workdir / "gateway.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "job_gateway"], env=env, stdout=output, stderr=output
+        )
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(f"the gateway exited: {log.read_text(errors='replace')}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the gateway did not start: {log.read_text()}")
+            time.sleep(0.1)
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=30)
