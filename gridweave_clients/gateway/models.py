@@ -15,6 +15,11 @@ from gridweave_controller.validation import MAX_PRIORITY, MIN_PRIORITY
 
 __all__ = [
     "MAX_VRAM_MB",
+    "GpuCount",
+    "MaxRetries",
+    "TimeoutSeconds",
+    "Vendor",
+    "VramMb",
     "InventoryGpuResponse",
     "InventoryNodeResponse",
     "InventoryResponse",
@@ -49,6 +54,16 @@ ObjectRef = Annotated[
 ]
 
 
+#: What a job asks for, the same for the gateway's and the platform's submissions.
+VramMb = Annotated[int, Field(strict=True, ge=1, le=MAX_VRAM_MB, description="VRAM per GPU, MiB.")]
+GpuCount = Annotated[int, Field(strict=True, ge=1, le=MAX_GPU_COUNT, description="GPUs, one node.")]
+Vendor = Literal["nvidia", "amd", "any"]
+TimeoutSeconds = Annotated[
+    int, Field(strict=True, ge=1, le=MAX_WALL_SECONDS, description="Longest run, seconds.")
+]
+MaxRetries = Annotated[int, Field(strict=True, ge=0, le=100, description="Runs after the first.")]
+
+
 class SubmitJobRequest(RequestBody):
     """A function to run on ``gpu_count`` GPUs of one node with ``vram_mb`` free on each."""
 
@@ -59,13 +74,11 @@ class SubmitJobRequest(RequestBody):
     args_ref: ObjectRef | None = Field(
         default=None, description="The pickled (args, kwargs); none: called without arguments."
     )
-    vram_mb: int = Field(strict=True, ge=1, le=MAX_VRAM_MB, description="VRAM per GPU, MiB.")
-    gpu_count: int = Field(default=1, strict=True, ge=1, le=MAX_GPU_COUNT)
-    vendor: Literal["nvidia", "amd", "any"] = "any"
-    timeout_seconds: int = Field(
-        default=DEFAULT_TIMEOUT_SECONDS, strict=True, ge=1, le=MAX_WALL_SECONDS
-    )
-    max_retries: int = Field(default=DEFAULT_MAX_RETRIES, strict=True, ge=0, le=100)
+    vram_mb: VramMb
+    gpu_count: GpuCount = 1
+    vendor: Vendor = "any"
+    timeout_seconds: TimeoutSeconds = DEFAULT_TIMEOUT_SECONDS
+    max_retries: MaxRetries = DEFAULT_MAX_RETRIES
     priority: int = Field(default=0, strict=True, ge=MIN_PRIORITY, le=MAX_PRIORITY)
     hold_reference: PrintableId | None = Field(
         default=None,

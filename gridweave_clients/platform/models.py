@@ -13,8 +13,7 @@ from pydantic import Base64Bytes, BaseModel, Field
 
 from gridweave_clients.faucet.models import Code, Email
 from gridweave_clients.fields import RequestBody
-from gridweave_clients.gateway.models import MAX_VRAM_MB
-from gridweave_clients.metering.models import MAX_GPU_COUNT, MAX_WALL_SECONDS
+from gridweave_clients.gateway.models import GpuCount, MaxRetries, TimeoutSeconds, Vendor, VramMb
 from gridweave_controller.operations import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
 from gridweave_controller.phases import JobPhase
 
@@ -141,13 +140,11 @@ class SubmitJobRequest(RequestBody):
     args: Base64Bytes | None = Field(
         default=None, description="base64 of the pickled (args, kwargs); none: no arguments."
     )
-    vram_mb: int = Field(strict=True, ge=1, le=MAX_VRAM_MB, description="VRAM per GPU, MiB.")
-    gpu_count: int = Field(default=1, strict=True, ge=1, le=MAX_GPU_COUNT)
-    vendor: Literal["nvidia", "amd", "any"] = "any"
-    timeout_seconds: int = Field(
-        default=DEFAULT_TIMEOUT_SECONDS, strict=True, ge=1, le=MAX_WALL_SECONDS
-    )
-    max_retries: int = Field(default=DEFAULT_MAX_RETRIES, strict=True, ge=0, le=100)
+    vram_mb: VramMb
+    gpu_count: GpuCount = 1
+    vendor: Vendor = "any"
+    timeout_seconds: TimeoutSeconds = DEFAULT_TIMEOUT_SECONDS
+    max_retries: MaxRetries = DEFAULT_MAX_RETRIES
 
 
 class JobResponse(BaseModel):

@@ -16,8 +16,16 @@ from pydantic import Field, validate_call
 from gridweave_clients._core import Call, Operation, model_operation
 from gridweave_clients.faucet.models import Code, Email, RefillResponse
 from gridweave_clients.fields import DatabaseId, UtcDatetime
-from gridweave_clients.gateway.models import MAX_VRAM_MB, InventoryResponse, JobId
-from gridweave_clients.metering.models import MAX_GPU_COUNT, MAX_WALL_SECONDS, UsagePageResponse
+from gridweave_clients.gateway.models import (
+    GpuCount,
+    InventoryResponse,
+    JobId,
+    MaxRetries,
+    TimeoutSeconds,
+    Vendor,
+    VramMb,
+)
+from gridweave_clients.metering.models import UsagePageResponse
 from gridweave_clients.platform.models import (
     ApiKeyListResponse,
     ApiKeyResponse,
@@ -125,13 +133,11 @@ def submit_job(
     function: bytes,
     args: bytes | None = None,
     *,
-    vram_mb: Annotated[int, Field(strict=True, ge=1, le=MAX_VRAM_MB)],
-    gpu_count: Annotated[int, Field(strict=True, ge=1, le=MAX_GPU_COUNT)] = 1,
-    vendor: Literal["nvidia", "amd", "any"] = "any",
-    timeout_seconds: Annotated[
-        int, Field(strict=True, ge=1, le=MAX_WALL_SECONDS)
-    ] = DEFAULT_TIMEOUT_SECONDS,
-    max_retries: Annotated[int, Field(strict=True, ge=0, le=100)] = DEFAULT_MAX_RETRIES,
+    vram_mb: VramMb,
+    gpu_count: GpuCount = 1,
+    vendor: Vendor = "any",
+    timeout_seconds: TimeoutSeconds = DEFAULT_TIMEOUT_SECONDS,
+    max_retries: MaxRetries = DEFAULT_MAX_RETRIES,
 ) -> Operation[JobResponse]:
     """Run the pickled ``function`` with the pickled ``(args, kwargs)`` (402, 422, 413)."""
     body = SubmitJobRequest(

@@ -2,7 +2,8 @@
 
 Each fixture starts only what a module asks for: credit_service (``credit``, from
 ``tests.support.credit_server``), metering and the faucet on PostgreSQL, the gateway on the
-real apiserver.
+real apiserver. ``platform`` is the platform calling all of them; a module needing less
+defines its own.
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ import pytest
 from tests.faucet_service.factories import faucet_settings, running_faucet
 from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
 from tests.metering_service.factories import metering_settings, running_metering
+from tests.platform_service.factories import (
+    MAX_SUBMISSION,
+    PlatformServer,
+    platform_settings,
+    running_platform,
+)
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 from tests.support.kubeapi import KubeAPI
 from tests.support.postgres import PostgresTestServer
@@ -72,3 +79,27 @@ def faucet(
             yield client
     finally:
         postgres.drop_database(url)
+
+
+@pytest.fixture(scope="module")
+def platform(
+    platform_database: str,
+    credit: CreditServer,
+    gateway: GatewayServer,
+    metering: httpx.Client,
+    faucet: httpx.Client,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[PlatformServer]:
+    """The platform calling every real service, on the gateway's object store."""
+    settings = platform_settings(
+        platform_database,
+        tmp_path_factory.mktemp("platform"),
+        credit_service_url=credit.url,
+        gateway_url=gateway.url,
+        metering_service_url=str(metering.base_url),
+        faucet_service_url=str(faucet.base_url),
+        storage_dir=gateway.storage_dir,
+        max_submission_bytes=MAX_SUBMISSION,
+    )
+    with running_platform(settings) as server:
+        yield server

@@ -27,6 +27,8 @@ from tests.support.http_server import serve_in_thread
 
 #: Where nothing listens: a service the test does not need.
 NOWHERE = "http://127.0.0.1:9"
+#: The largest submission the whole stack's platform takes (small: the 413 is tested).
+MAX_SUBMISSION = 200_000
 
 
 def platform_settings(database_url: str, state_dir: Path, **overrides: Any) -> PlatformSettings:
@@ -126,6 +128,7 @@ def running_platform(settings: PlatformSettings) -> Iterator[PlatformServer]:
 
 
 __all__ = [
+    "MAX_SUBMISSION",
     "NOWHERE",
     "PlatformServer",
     "User",

@@ -8,7 +8,6 @@ and write their outcome into the store where a worker writes it.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +21,9 @@ from gridweave_runtime.storage import LocalObjectStore, attempt_objects, input_o
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.metering_service.factories import usage_body
 from tests.platform_service.factories import (
+    MAX_SUBMISSION,
     PlatformServer,
     User,
-    platform_settings,
-    running_platform,
     submit_body,
 )
 from tests.support.credit_server import CreditServer
@@ -36,30 +34,7 @@ pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 AMD_16G_PRICE = 90
 #: the hold of ``submit_body()``: 90 x 60 s x 1 GPU
 DEFAULT_HOLD = AMD_16G_PRICE * 60
-MAX_SUBMISSION = 200_000
 FUNDS = 10**9
-
-
-@pytest.fixture(scope="module")
-def platform(
-    platform_database: str,
-    credit: CreditServer,
-    gateway: GatewayServer,
-    metering: httpx.Client,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[PlatformServer]:
-    """The platform calling them all, on the gateway's object store."""
-    settings = platform_settings(
-        platform_database,
-        tmp_path_factory.mktemp("platform"),
-        credit_service_url=credit.url,
-        gateway_url=gateway.url,
-        metering_service_url=str(metering.base_url),
-        storage_dir=gateway.storage_dir,
-        max_submission_bytes=MAX_SUBMISSION,
-    )
-    with running_platform(settings) as server:
-        yield server
 
 
 @pytest.fixture

@@ -8,47 +8,19 @@ operation) so ``make test`` stays quick.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
 from platform_service.app import ROUTERS
-from tests.job_gateway.gateway_factories import GatewayServer
-from tests.platform_service.factories import PlatformServer, platform_settings, running_platform
-from tests.support.credit_server import CreditServer
+from tests.platform_service.factories import PlatformServer
 from tests.support.fuzzing import assert_gridweave_answer, openapi_document
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 
 schema = schemathesis.openapi.from_dict(openapi_document("platform_service", ROUTERS))
-
-
-@pytest.fixture(scope="module")
-def platform(
-    platform_database: str,
-    credit: CreditServer,
-    gateway: GatewayServer,
-    metering: httpx.Client,
-    faucet: httpx.Client,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[PlatformServer]:
-    """The platform with every service it calls."""
-    settings = platform_settings(
-        platform_database,
-        tmp_path_factory.mktemp("platform-fuzz"),
-        credit_service_url=credit.url,
-        gateway_url=gateway.url,
-        metering_service_url=str(metering.base_url),
-        faucet_service_url=str(faucet.base_url),
-        storage_dir=gateway.storage_dir,
-        max_submission_bytes=100_000,
-    )
-    with running_platform(settings) as server:
-        yield server
 
 
 @schema.parametrize()
