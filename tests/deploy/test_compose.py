@@ -1,0 +1,134 @@
+"""docker/deploy/docker-compose.yml, loaded by the loader ``docker compose config`` uses
+(compose-go, pinned in tools/compose-check): it parses against the Compose Specification,
+MinIO is left out when S3_ENDPOINT is set, and every variable is in deploy/.env.example."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.unavailable import fail_or_skip
+
+REPO = Path(__file__).resolve().parents[2]
+COMPOSE = REPO / "docker" / "deploy" / "docker-compose.yml"
+ENV_EXAMPLE = REPO / "deploy" / ".env.example"
+SECRETS = {
+    "GRIDWEAVE_INTERNAL_TOKEN": "t0ken",
+    "POSTGRES_PASSWORD": "pg-secret",
+    "S3_SECRET_KEY": "s3-secret",
+    "KUBERAY_WIREGUARD_ENDPOINT": "203.0.113.10:51820",
+    "KUBERAY_WIREGUARD_PUBLIC_KEY": "bW1tbW1tbW1tbW1tbW1tbW1tbW1tbW1tbW1tbW1tbW0=",
+    "KUBERAY_K3S_TOKEN": "k3s-token",
+}
+
+
+@pytest.fixture(scope="module")
+def compose_check() -> Path:
+    try:
+        done = subprocess.run(
+            ["bash", str(REPO / "tools" / "compose-check" / "build.sh")],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        fail_or_skip("compose-check (compose-go)", exc)
+    return Path(done.stdout.strip())
+
+
+def _env_file(tmp_path: Path, **values: str) -> Path:
+    lines = []
+    for line in ENV_EXAMPLE.read_text().splitlines():
+        name = line.split("=", 1)[0]
+        lines.append(f"{name}={values[name]}" if name in values and "=" in line else line)
+    path = tmp_path / ".env"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _load(
+    binary: Path, env_file: Path, *profiles: str, compose: Path = COMPOSE
+) -> subprocess.CompletedProcess[str]:
+    args = [str(binary), "-env-file", str(env_file)]
+    for profile in profiles:
+        args += ["-profile", profile]
+    # no variable of this process leaks in: the env file is the whole configuration
+    return subprocess.run(
+        [*args, str(compose)], capture_output=True, text=True, timeout=60, env={}, check=False
+    )
+
+
+def _services(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert done.returncode == 0, done.stderr
+    services: dict[str, Any] = yaml.safe_load(done.stdout)["services"]
+    return services
+
+
+class TestCompose:
+    def test_every_service_with_minio_when_no_s3_endpoint(
+        self, compose_check: Path, tmp_path: Path
+    ) -> None:
+        services = _services(_load(compose_check, _env_file(tmp_path, **SECRETS), "minio"))
+        assert set(services) == {
+            "postgres",
+            "minio",
+            "platform",
+            "gateway",
+            "metering",
+            "credit",
+            "faucet",
+            "chain",
+            "kuberay",
+            "registry",
+        }
+        assert services["platform"]["environment"]["S3_ENDPOINT"] == "http://minio:9000"
+        published = {
+            name: sorted(int(port["published"]) for port in service.get("ports", []))
+            for name, service in services.items()
+        }
+        assert published["platform"] == [8100] and published["registry"] == [30500]
+        kuberay = services["kuberay"]
+        assert kuberay["network_mode"] == "host" and kuberay["cap_add"] == ["NET_ADMIN"]
+        assert kuberay["environment"]["KUBERAY_DATABASE_URL"].endswith("@127.0.0.1:5432/kuberay")
+        for name in ("credit", "metering", "faucet", "chain", "platform"):
+            assert "pg-secret@postgres:5432/" in str(services[name]["environment"]), name
+
+    def test_an_outside_s3_leaves_minio_out(self, compose_check: Path, tmp_path: Path) -> None:
+        env = _env_file(tmp_path, **SECRETS, S3_ENDPOINT="https://s3.example.com")
+        services = _services(_load(compose_check, env))
+        assert "minio" not in services
+        assert services["gateway"]["environment"]["S3_ENDPOINT"] == "https://s3.example.com"
+
+    def test_a_missing_secret_is_named(self, compose_check: Path, tmp_path: Path) -> None:
+        missing = {k: v for k, v in SECRETS.items() if k != "POSTGRES_PASSWORD"}
+        done = _load(compose_check, _env_file(tmp_path, **missing))
+        assert done.returncode == 1 and "POSTGRES_PASSWORD" in done.stderr
+
+    def test_a_broken_file_is_refused(self, compose_check: Path, tmp_path: Path) -> None:
+        broken = tmp_path / "docker-compose.yml"
+        broken.write_text(
+            COMPOSE.read_text().replace("    restart: unless-stopped\n", "    restart: 3\n", 1)
+        )
+        done = _load(compose_check, _env_file(tmp_path, **SECRETS), compose=broken)
+        assert done.returncode == 1 and "restart" in done.stderr
+
+    def test_every_variable_is_documented(self) -> None:
+        used = set(re.findall(r"\$\{([A-Z0-9_]+)", COMPOSE.read_text()))
+        documented = set(re.findall(r"^([A-Z0-9_]+)=", ENV_EXAMPLE.read_text(), re.MULTILINE))
+        assert used <= documented, sorted(used - documented)
+        for name in (
+            "REGISTRY_QUOTA_GB",
+            "REGISTRY_GC_INTERVAL_HOURS",
+            "S3_ENDPOINT",
+            "S3_ACCESS_KEY",
+            "S3_SECRET_KEY",
+            "CHAIN_ENABLED",
+            "KUBERAY_NAMESPACE",
+        ):
+            assert name in documented, name
