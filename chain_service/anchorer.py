@@ -71,13 +71,19 @@ class BatchAnchorer:
                 found = self._wait_for(tx_hash)
             if self._chain_id is None:
                 self._chain_id = self.rpc.chain_id()
+            height = int(found["height"])
             record_anchor(
                 session,
                 batch_id=batch.batch_id,
                 chain_id=self._chain_id,
-                height=int(found["height"]),
+                height=height,
                 tx_hash=tx_hash,
-                proof={"proof": found["proof"], "tx_result": found["tx_result"]},
+                # what a verifier needs offline: gridweave_clients.chain.cometbft
+                proof={
+                    "tx": {"proof": found["proof"], "tx_result": found["tx_result"]},
+                    "signed_header": self.rpc.signed_header(height),
+                    "validators": self.rpc.validators(height),
+                },
             )
         return True
 

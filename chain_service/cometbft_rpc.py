@@ -72,6 +72,17 @@ class CometRpc:
                 return None
             raise
 
+    def signed_header(self, height: int) -> dict[str, Any]:
+        """The header of block ``height`` and the commit that signed it."""
+        result: dict[str, Any] = self._call("/commit", {"height": str(height)})["signed_header"]
+        return result
+
+    def validators(self, height: int) -> list[dict[str, Any]]:
+        """The validator set of block ``height`` (up to 100 validators)."""
+        result = self._call("/validators", {"height": str(height), "per_page": "100"})
+        validators: list[dict[str, Any]] = result["validators"]
+        return validators
+
     def query_batch(self, batch_id: int) -> dict[str, Any]:
         """The application's answer to ``/batch`` for ``batch_id`` (code, value, height)."""
         result = self._call(

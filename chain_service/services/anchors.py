@@ -32,7 +32,11 @@ def record_anchor(
     tx_hash: str,
     proof: dict[str, Any],
 ) -> None:
-    """Store the batch's anchor unless it has one; commits."""
+    """Store the batch's anchor unless it has one; commits.
+
+    ``proof``: ``tx`` (the transaction's Merkle proof and result), ``signed_header`` (the
+    block header and its commit) and ``validators`` (the set at that height).
+    """
     session.execute(
         update(BatchModel)
         .where(BatchModel.batch_id == batch_id, BatchModel.anchor_height.is_(None))

@@ -9,6 +9,12 @@ steps, in the order they are checked:
 - ``batch_root``: a batch's root recomputed from all its receipts, and its last_hash.
 - ``batch_signature``: chain_service's Ed25519 signature over the batch message (against
   the key the verifier trusts, or the key the batch names when none is given).
+- Once the batch is anchored in CometBFT (``gridweave_clients.chain.cometbft``):
+  ``anchor_tx`` (the committed transaction is the batch's anchor and has the recorded
+  hash), ``tx_inclusion`` (its proof leads to the block's data hash), ``block_commit`` (the
+  header hashes to the block id the commit signed, at the anchor's height and chain) and
+  ``commit_signatures`` (the validator set matches the header, or the trusted set, and
+  more than two thirds of its power signed).
 
 A report lists every step it ran with the reason of each failure; ``first_failure`` names
 the step that broke first.
@@ -16,11 +22,15 @@ the step that broke first.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-from gridweave_clients.chain.encoding import GENESIS_HASH, batch_message, receipt_hash
+from gridweave_clients.chain.cometbft import commit_power, header_hash, tx_root, validator_set_hash
+from gridweave_clients.chain.encoding import GENESIS_HASH, anchor_tx, batch_message, receipt_hash
 from gridweave_clients.chain.merkle import merkle_root, root_from_path
 from gridweave_clients.chain.models import (
     BatchResponse,
@@ -33,6 +43,7 @@ __all__ = [
     "Step",
     "StepResult",
     "Verification",
+    "verify_anchor",
     "verify_batch",
     "verify_chain",
     "verify_receipt",
@@ -47,6 +58,10 @@ class Step(StrEnum):
     MERKLE_INCLUSION = "merkle_inclusion"
     BATCH_ROOT = "batch_root"
     BATCH_SIGNATURE = "batch_signature"
+    ANCHOR_TX = "anchor_tx"
+    TX_INCLUSION = "tx_inclusion"
+    BLOCK_COMMIT = "block_commit"
+    COMMIT_SIGNATURES = "commit_signatures"
 
 
 @dataclass(frozen=True)
@@ -137,9 +152,13 @@ def _check_signature(batch: BatchResponse, trusted_public_key: str | None) -> St
 
 
 def verify_receipt(
-    proof: ReceiptProofResponse, *, trusted_public_key: str | None = None
+    proof: ReceiptProofResponse,
+    *,
+    trusted_public_key: str | None = None,
+    trusted_validators: Sequence[Mapping[str, Any]] | None = None,
 ) -> Verification:
-    """Check one receipt: its hash, its Merkle path to its batch's root, the batch signature.
+    """Check one receipt: its hash, its Merkle path to its batch's root, the batch signature,
+    and the batch's anchor in CometBFT when it has one.
 
     A receipt not batched yet gets only its hash checked.
     """
@@ -170,7 +189,103 @@ def verify_receipt(
             )
         )
     steps.append(_check_signature(batch, trusted_public_key))
+    if batch.anchor is not None:
+        steps.extend(verify_anchor(batch, trusted_validators=trusted_validators).steps)
     return Verification(tuple(steps))
+
+
+def _failed(step: Step, detail: str) -> Verification:
+    return Verification((StepResult(step, False, detail),))
+
+
+def verify_anchor(
+    batch: BatchResponse, *, trusted_validators: Sequence[Mapping[str, Any]] | None = None
+) -> Verification:
+    """Check a batch's CometBFT anchor offline: transaction, inclusion, block, commit."""
+    anchor = batch.anchor
+    if anchor is None:
+        return _failed(Step.ANCHOR_TX, f"batch {batch.batch_id} is not anchored")
+    try:
+        tx_proof = anchor.proof["tx"]["proof"]
+        signed_header = anchor.proof["signed_header"]
+        validators = anchor.proof["validators"]
+        tx = base64.b64decode(tx_proof["data"])
+        header, commit = signed_header["header"], signed_header["commit"]
+        root = tx_root(tx, tx_proof["proof"])
+        block = header_hash(header).hex().upper()
+    except (KeyError, TypeError, ValueError):
+        return _failed(Step.ANCHOR_TX, f"batch {batch.batch_id}: the anchor proof is incomplete")
+    steps: list[StepResult] = []
+    expected_tx = anchor_tx(
+        batch_id=batch.batch_id,
+        first_seq=batch.first_seq,
+        last_seq=batch.last_seq,
+        root=batch.root,
+        last_hash=batch.last_hash,
+        public_key=batch.public_key,
+        signature=batch.signature,
+    )
+    tx_ok = tx == expected_tx and hashlib.sha256(tx).hexdigest() == anchor.tx_hash
+    steps.append(
+        StepResult(
+            Step.ANCHOR_TX,
+            tx_ok,
+            f"transaction {anchor.tx_hash}"
+            + ("" if tx_ok else ": not this batch's anchor, or not that hash"),
+        )
+    )
+    data_hash = str(header.get("data_hash", "")).lower()
+    included = root is not None and root.hex() == data_hash
+    steps.append(
+        StepResult(
+            Step.TX_INCLUSION,
+            included,
+            f"data hash {data_hash}"
+            + ("" if included else f", the proof leads to {root.hex() if root else 'nothing'}"),
+        )
+    )
+    problems = []
+    if block != str(commit["block_id"]["hash"]).upper():
+        problems.append(f"header hashes to {block}, the commit signed {commit['block_id']['hash']}")
+    if int(header["height"]) != anchor.height or int(commit["height"]) != anchor.height:
+        problems.append(f"block {header['height']}, the anchor says {anchor.height}")
+    if header["chain_id"] != anchor.chain_id:
+        problems.append(f"chain {header['chain_id']}, the anchor says {anchor.chain_id}")
+    steps.append(
+        StepResult(
+            Step.BLOCK_COMMIT,
+            not problems,
+            "; ".join(problems) or f"block {block} at height {anchor.height}",
+        )
+    )
+    steps.append(_check_commit(signed_header, validators, trusted_validators))
+    return Verification(tuple(steps))
+
+
+def _check_commit(
+    signed_header: Mapping[str, Any],
+    validators: Sequence[Mapping[str, Any]],
+    trusted: Sequence[Mapping[str, Any]] | None,
+) -> StepResult:
+    try:
+        if trusted is not None and validator_set_hash(trusted) != validator_set_hash(validators):
+            return StepResult(
+                Step.COMMIT_SIGNATURES, False, "the validators are not the trusted set"
+            )
+        set_hash = validator_set_hash(validators).hex().upper()
+        if set_hash != str(signed_header["header"]["validators_hash"]).upper():
+            return StepResult(
+                Step.COMMIT_SIGNATURES, False, "the validators are not the block's validator set"
+            )
+        signed, total = commit_power(signed_header, validators)
+    except (KeyError, TypeError, ValueError) as exc:
+        return StepResult(Step.COMMIT_SIGNATURES, False, f"malformed commit: {exc}")
+    ok = total > 0 and 3 * signed > 2 * total
+    return StepResult(
+        Step.COMMIT_SIGNATURES,
+        ok,
+        f"{signed} of {total} voting power signed" + ("" if ok else " (needs more than 2/3)"),
+    )
 
 
 def verify_chain(

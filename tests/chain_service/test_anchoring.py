@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,9 @@ from chain_service.abci.anchors import Code
 from chain_service.cometbft_rpc import CometRpc
 from chain_service.node import LocalNode
 from chain_service.signing import SigningKey, load_signing_key
+from gridweave_clients.chain import Step, verify_anchor, verify_receipt
 from gridweave_clients.chain.encoding import anchor_tx, batch_message
-from gridweave_clients.chain.models import BatchResponse
+from gridweave_clients.chain.models import BatchResponse, ReceiptProofResponse
 from tests.chain_service.factories import chain_settings, receipt_body, running_chain, seal
 from tests.support.cometbft import CometBFTUnavailable, single_node
 from tests.support.unavailable import fail_or_skip
@@ -66,6 +68,84 @@ def _tx_of(batch: BatchResponse) -> bytes:
     )
 
 
+def _anchored_proof(node: LocalNode, chain_database: str, tmp_path: Path) -> ReceiptProofResponse:
+    settings = chain_settings(
+        chain_database,
+        tmp_path,
+        signing_key_file=tmp_path / "signing.pem",
+        enabled=True,
+        cometbft_rpc_url=node.rpc_url,
+    )
+    with running_chain(settings) as chain:
+        chain.post("/v1/receipts", json=receipt_body())
+        chain.post("/v1/receipts", json=receipt_body())
+        seal(chain)
+        _wait_anchored(chain, 1)
+        return ReceiptProofResponse.model_validate_json(chain.get("/v1/receipts/2").content)
+
+
+class TestVerifyTheAnchor:
+    def test_every_step_passes_from_the_receipt_to_the_commit_signatures(
+        self, node: LocalNode, chain_database: str, tmp_path: Path
+    ) -> None:
+        proof = _anchored_proof(node, chain_database, tmp_path)
+        assert proof.batch is not None and proof.batch.anchor is not None
+        trusted = proof.batch.anchor.proof["validators"]
+
+        result = verify_receipt(proof, trusted_validators=trusted)
+
+        assert result.ok, result.first_failure
+        assert [step.step for step in result.steps] == [
+            Step.RECEIPT_HASH,
+            Step.MERKLE_INCLUSION,
+            Step.BATCH_SIGNATURE,
+            Step.ANCHOR_TX,
+            Step.TX_INCLUSION,
+            Step.BLOCK_COMMIT,
+            Step.COMMIT_SIGNATURES,
+        ]
+        assert "10 of 10 voting power signed" in result.steps[-1].detail
+
+    def test_a_forged_anchor_is_caught_at_its_step(
+        self, node: LocalNode, chain_database: str, tmp_path: Path
+    ) -> None:
+        proof = _anchored_proof(node, chain_database, tmp_path)
+        assert proof.batch is not None and proof.batch.anchor is not None
+        batch, evidence = proof.batch, proof.batch.anchor.proof
+
+        def first_failure(change: Callable[[dict[str, Any]], None], **options: Any) -> Step:
+            forged = copy.deepcopy(evidence)
+            change(forged)
+            assert batch.anchor is not None
+            anchor = batch.anchor.model_copy(update={"proof": forged})
+            result = verify_anchor(batch.model_copy(update={"anchor": anchor}), **options)
+            assert result.first_failure is not None
+            return result.first_failure.step
+
+        def other_tx(p: dict[str, Any]) -> None:
+            p["tx"]["proof"]["data"] = base64.b64encode(b'{"v":1}').decode()
+
+        def other_data_hash(p: dict[str, Any]) -> None:
+            p["signed_header"]["header"]["data_hash"] = "AB" * 32
+
+        def other_height(p: dict[str, Any]) -> None:
+            p["signed_header"]["header"]["height"] = "99"
+
+        def bad_signature(p: dict[str, Any]) -> None:
+            for signature in p["signed_header"]["commit"]["signatures"]:
+                signature["signature"] = base64.b64encode(bytes(64)).decode()
+
+        stranger = [{**evidence["validators"][0], "voting_power": "11"}]
+
+        assert first_failure(other_tx) == Step.ANCHOR_TX
+        assert first_failure(other_data_hash) == Step.TX_INCLUSION
+        assert first_failure(other_height) == Step.BLOCK_COMMIT
+        assert first_failure(bad_signature) == Step.COMMIT_SIGNATURES
+        assert first_failure(lambda p: None, trusted_validators=stranger) == (
+            Step.COMMIT_SIGNATURES
+        )
+
+
 def test_each_batch_is_anchored_once_in_order_with_its_height_hash_and_proof(
     node: LocalNode, signing_key: SigningKey, chain_database: str, tmp_path: Path
 ) -> None:
@@ -89,7 +169,7 @@ def test_each_batch_is_anchored_once_in_order_with_its_height_hash_and_proof(
             assert batch.anchor is not None
             assert batch.anchor.chain_id == node.chain_id()
             assert batch.anchor.tx_hash == hashlib.sha256(_tx_of(batch)).hexdigest()
-            assert batch.anchor.proof["tx_result"]["code"] == 0
+            assert batch.anchor.proof["tx"]["tx_result"]["code"] == 0
             answer = rpc.query_batch(batch.batch_id)
             anchored = json.loads(base64.b64decode(answer["value"]))
             assert anchored["root"] == batch.root

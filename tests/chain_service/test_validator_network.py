@@ -14,6 +14,7 @@ import pytest
 from chain_service.cometbft_rpc import CometRpc
 from chain_service.node import LocalNode
 from chain_service.signing import SigningKey, load_signing_key
+from gridweave_clients.chain import verify_anchor
 from gridweave_clients.chain.models import BatchResponse
 from tests.chain_service.factories import chain_settings, receipt_body, running_chain, seal
 from tests.support.cometbft import CometBFTUnavailable, validator_network
@@ -81,6 +82,8 @@ def test_batches_commit_with_one_validator_of_four_stopped(
         anchored = _anchored(chain, second.batch_id)
 
     assert anchored.anchor is not None and anchored.anchor.height > 0
+    result = verify_anchor(anchored, trusted_validators=anchored.anchor.proof["validators"])
+    assert result.ok, result.first_failure  # three or four of the four signed
     for node in network[:3]:
         assert _root_at(node, 1) == first.root
         assert _root_at(node, 2) == second.root
