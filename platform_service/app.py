@@ -28,7 +28,7 @@ from platform_service.services.jobs import JobServices
 from platform_service.services.keys import api_key_secret
 from platform_service.settings import DATABASE_NAME, PlatformSettings
 
-__all__ = ["CREDIT_ROLE", "MIGRATIONS_DIR", "ROUTERS", "create_app"]
+__all__ = ["MIGRATIONS_DIR", "ROLE", "ROUTERS", "create_app"]
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 ROUTERS = (
@@ -39,8 +39,9 @@ ROUTERS = (
     account.router,
     nodes.router,
 )
-#: The platform's idempotency namespace at credit_service (its job holds).
-CREDIT_ROLE = "platform"
+#: The role the platform calls the internal services with (at credit_service, the
+#: namespace of its hold keys).
+ROLE = "platform"
 
 
 def create_app(
@@ -54,12 +55,10 @@ def create_app(
     """
     settings = settings or PlatformSettings()
     hmac_key = api_key_secret(settings) if settings.internal_token else b""
-    holder: dict[str, FastAPI] = {}
 
     def install_api_keys(app: FastAPI) -> None:
-        app.add_middleware(
-            ApiKeyMiddleware, database=lambda: holder["app"].state.database, hmac_key=hmac_key
-        )
+        # create_service_app opened the database before it installs the auth
+        app.add_middleware(ApiKeyMiddleware, database=app.state.database, hmac_key=hmac_key)
 
     app = create_service_app(
         service="platform_service",
@@ -70,7 +69,6 @@ def create_app(
         body_limits={"/v1/jobs": settings.max_submission_bytes},
         auth=install_api_keys,
     )
-    holder["app"] = app
     app.state.api_key_hmac = hmac_key
     assert settings.internal_token is not None  # create_service_app refused to start without
     token = settings.internal_token.get_secret_value()
@@ -78,15 +76,13 @@ def create_app(
     credit = AsyncCreditClient(
         settings.credit_service_url,
         token,
-        role=CREDIT_ROLE,
+        role=ROLE,
         retry=RetryPolicy(attempts=settings.credit_attempts),
         timeout=settings.credit_timeout_seconds,
     )
-    gateway = AsyncGatewayClient(settings.gateway_url, token, role=CREDIT_ROLE, timeout=timeout)
-    metering = AsyncMeteringClient(
-        settings.metering_service_url, token, role=CREDIT_ROLE, timeout=timeout
-    )
-    faucet = FaucetClient(settings.faucet_service_url, token, role=CREDIT_ROLE, timeout=timeout)
+    gateway = AsyncGatewayClient(settings.gateway_url, token, role=ROLE, timeout=timeout)
+    metering = AsyncMeteringClient(settings.metering_service_url, token, role=ROLE, timeout=timeout)
+    faucet = FaucetClient(settings.faucet_service_url, token, role=ROLE, timeout=timeout)
     install_client(app, "credit_client", credit)
     install_client(app, "gateway_client", gateway)
     install_client(app, "metering_client", metering)

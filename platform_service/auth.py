@@ -10,8 +10,6 @@ platform calls them with the internal token and the user's id (``services.downst
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from anyio import to_thread
 from fastapi import Request
 from fastapi.responses import JSONResponse
@@ -41,7 +39,7 @@ def _bearer(headers: Headers) -> str | None:
 class ApiKeyMiddleware:
     """401 for any request to a non-public path without a live API key."""
 
-    def __init__(self, app: ASGIApp, *, database: Callable[[], Database], hmac_key: bytes) -> None:
+    def __init__(self, app: ASGIApp, *, database: Database, hmac_key: bytes) -> None:
         self.app = app
         self.database = database
         self.hmac_key = hmac_key
@@ -70,7 +68,7 @@ class ApiKeyMiddleware:
         await self.app(scope, receive, send)
 
     def _authenticate(self, presented: str) -> AuthenticatedUser | None:
-        with self.database().session() as session:
+        with self.database.session() as session:
             return authenticate(session, hmac_key=self.hmac_key, presented=presented)
 
 
