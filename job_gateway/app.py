@@ -16,6 +16,7 @@ from gridweave_controller.aio import AsyncCrdClient
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_runtime.app import create_service_app
 from gridweave_runtime.storage import ObjectStore, open_object_store
+from job_gateway.execution import ExecutionSettings
 from job_gateway.gateway import Gateway
 from job_gateway.inventory import InventorySettings, InventorySource, open_inventory_source
 from job_gateway.metrics import GatewayMetrics
@@ -70,11 +71,13 @@ def create_app(
     crd_client: AsyncClientBase | None = None,
     inventory_source: InventorySource | None = None,
     store: ObjectStore | None = None,
+    execution: ExecutionSettings | None = None,
 ) -> FastAPI:
     """The job_gateway app; its moving parts start when it starts serving.
 
     ``crd_client``, ``inventory_source`` and ``store`` replace what the settings name (a
-    given client is not closed by the app).
+    given client is not closed by the app); ``execution`` replaces ``GATEWAY_EXECUTE_JOBS``
+    and the Ray settings read from the environment.
     """
     settings = settings or GatewaySettings()
 
@@ -93,6 +96,7 @@ def create_app(
                 crd=crd,
                 inventory_source=inventory_source or inventory_from_settings(settings),
                 store=store or open_object_store(settings.storage_config()),
+                execution=execution or ExecutionSettings(),
                 metering=metering,
                 metrics=app.state.gateway_metrics,
             )

@@ -21,6 +21,7 @@ from gridweave_controller.informer import AsyncInformer
 from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_runtime.storage import ObjectStore
+from job_gateway.execution import ExecutionSettings, Executor, connect_gateway_ray
 from job_gateway.inventory import Gpu, Inventory, InventoryError, InventorySource
 from job_gateway.metrics import GatewayMetrics
 from job_gateway.scheduler import AllocationMap, Scheduler
@@ -45,6 +46,7 @@ class Gateway:
         crd: AsyncClientBase,
         inventory_source: InventorySource,
         store: ObjectStore,
+        execution: ExecutionSettings | None = None,
         metering: AsyncMeteringClient | None = None,
         metrics: GatewayMetrics | None = None,
     ) -> None:
@@ -82,6 +84,17 @@ class Gateway:
                     max_backoff=settings.usage_retry_max_seconds,
                 ),
             )
+        # execution on Ray: off unless asked for (the app asks, from GATEWAY_EXECUTE_JOBS)
+        self.execution = execution or ExecutionSettings(execute_jobs=False)
+        self.executor: Executor | None = None
+        if self.execution.execute_jobs:
+            self.executor = Executor(
+                crd,
+                settings.storage_config(),
+                inventory=lambda: self.scheduler.inventory,
+                poll_seconds=self.execution.executor_poll_seconds,
+                start_timeout=self.execution.worker_start_timeout_seconds,
+            )
         self.jobs: AsyncInformer[Job] = AsyncInformer(
             lambda known: crd.watch_jobs(known=known),
             on_add=self._job_changed,
@@ -98,7 +111,16 @@ class Gateway:
 
     async def start(self) -> None:
         """Read the inventory, list the CRDs (rebuilding the map), then schedule."""
-        self.scheduler.set_inventory(await self._read_inventory())
+        inventory = await self._read_inventory()
+        self.scheduler.set_inventory(inventory)
+        if self.executor is not None:  # before the informers: their first list adopts work
+            await asyncio.to_thread(
+                connect_gateway_ray,
+                self.settings.ray_address,
+                self.execution,
+                state_dir=self.settings.state_dir,
+                inventory=inventory,
+            )
         self.jobs.start()
         self.endpoints.start()
         synced = await asyncio.gather(
@@ -110,6 +132,8 @@ class Gateway:
             raise RuntimeError("the job gateway could not list the GridweaveJobs and Endpoints")
         self._tasks.append(asyncio.create_task(self._refresh_inventory(), name="inventory"))
         self._tasks.append(asyncio.create_task(self.loop.run(), name="scheduling"))
+        if self.executor is not None:
+            self.executor.start()
         if self.usage is not None:
             self._tasks.append(asyncio.create_task(self.usage.run(), name="usage"))
 
@@ -132,6 +156,8 @@ class Gateway:
                 await task
         await self.jobs.stop()
         await self.endpoints.stop()
+        if self.executor is not None:  # its workers run on, for the next gateway
+            await self.executor.stop()
         self.metrics.close()
         self.scheduler.close()
 
@@ -141,6 +167,8 @@ class Gateway:
         if self.allocations.apply_job(job):
             self.loop.poke()  # VRAM moved: waiting jobs may fit now
         self.loop.follow(job)
+        if self.executor is not None:
+            self.executor.job_changed(job)
         if self.usage is not None:
             self.usage.follow(job)
 
@@ -148,6 +176,8 @@ class Gateway:
         if self.allocations.remove(("job", job.name)):
             self.loop.poke()
         self.loop.forget(job.name)
+        if self.executor is not None:
+            self.executor.job_deleted(job)
 
     def _endpoint_changed(self, endpoint: Endpoint) -> None:
         if self.allocations.apply_endpoint(endpoint):

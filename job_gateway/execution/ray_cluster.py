@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,33 +130,56 @@ def connect_ray(
 
 
 def head_processes(temp_dir: Path) -> list[int]:
-    """The ids of the processes of the Ray session under ``temp_dir`` (by command line)."""
+    """The processes of the Ray session under ``temp_dir``: its sessions' members.
+
+    ``ray start`` runs in a session of its own, so every process of the head (workers and
+    agents too, whose command lines Ray rewrites) shares the session id of the processes
+    whose command line names ``temp_dir``.
+    """
     marker = str(temp_dir).encode()
-    found: list[int] = []
+    own = os.getsid(0)
+    members: dict[int, int] = {}
+    sessions: set[int] = set()
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+        if not entry.name.isdigit():
             continue
+        pid = int(entry.name)
         try:
+            session = os.getsid(pid)
             command = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if marker in command:
-            found.append(int(entry.name))
-    return found
+        if not command:  # a zombie: nothing left to stop
+            continue
+        members[pid] = session
+        if marker in command and session != own:
+            sessions.add(session)
+    return sorted(pid for pid, session in members.items() if session in sessions)
 
 
-def stop_local_head(temp_dir: Path) -> list[int]:
-    """Stop the local head of ``temp_dir`` (and its workers) by process id; the ids signalled.
+def stop_local_head(temp_dir: Path, *, grace_s: float = 10.0) -> list[int]:
+    """Stop the local head of ``temp_dir`` and its workers by process id; the ids stopped.
 
-    Not ``ray stop``: that stops every Ray session of the machine.
+    SIGTERM, then SIGKILL for what is left after ``grace_s``. Not ``ray stop``: that stops
+    every Ray session of the machine.
     """
     pids = head_processes(temp_dir)
+    _signal(pids, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if not head_processes(temp_dir):
+            return pids
+        time.sleep(0.2)
+    _signal(head_processes(temp_dir), signal.SIGKILL)
+    return pids
+
+
+def _signal(pids: list[int], signum: int) -> None:
     for pid in pids:
         try:
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, signum)
         except ProcessLookupError:
             pass
-    return pids
 
 
 def connect_gateway_ray(

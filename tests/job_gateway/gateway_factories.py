@@ -21,6 +21,7 @@ from gridweave_controller import CrdClient
 from gridweave_controller._kube_store import KubeStore
 from gridweave_runtime.storage import LocalObjectStore
 from job_gateway.app import create_app
+from job_gateway.execution import ExecutionSettings
 from job_gateway.inventory import StaticFileSource
 from job_gateway.settings import GatewaySettings
 from tests.support.http_server import serve_in_thread
@@ -92,9 +93,12 @@ def running_gateway(
 ) -> Iterator[GatewayServer]:
     """The gateway app on a loopback port, direct to the real apiserver.
 
-    In a new namespace, or in ``namespace=`` (a restart over another gateway's jobs).
+    In a new namespace, or in ``namespace=`` (a restart over another gateway's jobs). Jobs
+    are placed but not run unless ``execution=`` asks for execution on Ray.
     """
     namespace = settings.pop("namespace", None) or f"gw-gateway-{uuid.uuid4().hex[:8]}"
+    # jobs run on Ray only when a test asks (execution=ExecutionSettings(...))
+    execution = settings.pop("execution", None) or ExecutionSettings(execute_jobs=False)
     inventory_file = workdir / "inventory.yaml"
     inventory_file.write_text(inventory_yaml)
     storage_dir = workdir / "objects"
@@ -111,6 +115,7 @@ def running_gateway(
         GatewaySettings(**values),
         inventory_source=StaticFileSource(inventory_file),
         store=LocalObjectStore(storage_dir),
+        execution=execution,
     )
     with ExitStack() as stack:
         stack.enter_context(namespace_for_test(kubeapi, namespace))

@@ -14,6 +14,7 @@ from gridweave_clients.gateway.models import SubmitJobRequest
 from gridweave_controller import JobPhase, NotFound
 from gridweave_runtime.storage import attempt_objects
 from job_gateway.app import create_app
+from job_gateway.execution import ExecutionSettings
 from job_gateway.inventory import StaticFileSource
 from job_gateway.settings import GatewaySettings
 from tests.job_gateway.gateway_factories import (
@@ -296,7 +297,11 @@ class TestProxiedTransport:
             internal_token=KUBERAY_TOKEN, kuberay_url=kuberay.url, state_dir=tmp_path
         )
         assert settings.crd_transport == "proxied"
-        app = create_app(settings, inventory_source=StaticFileSource(inventory))
+        app = create_app(
+            settings,
+            inventory_source=StaticFileSource(inventory),
+            execution=ExecutionSettings(execute_jobs=False),  # placement only, no Ray
+        )
         headers = {"Authorization": f"Bearer {KUBERAY_TOKEN}"}
         with running_service(app, headers) as http:
             body = submit_body()

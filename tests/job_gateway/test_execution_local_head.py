@@ -1,0 +1,89 @@
+"""The local Ray head (no ``RAY_ADDRESS``): started once, outliving a gateway killed with -9.
+
+Two gateway processes in turn (subprocesses, since one process holds one Ray connection):
+the first starts the head and launches a worker actor, then is killed with SIGKILL; the
+second finds the same head on the same port, starts nothing, and adopts the actor by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from job_gateway.execution import NODE_RESOURCE_PREFIX, stop_local_head
+from job_gateway.execution.ray_cluster import head_processes, ray_temp_dir
+from tests.job_gateway.execution_factories import wait_until
+from tests.support.http_server import free_port
+from tests.support.kubeapi import REPO_ROOT
+
+GATEWAY = """
+import json, sys, time
+from pathlib import Path
+import cloudpickle, ray
+from gridweave_runtime.storage import LocalObjectStore, StorageConfig
+from job_gateway.execution import ExecutionSettings, actor_name, connect_ray, ensure_local_head
+from job_gateway.execution.actors import adopt_attempt, launch_attempt
+from job_gateway.execution.worker import AttemptSpec
+
+state, port, role = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+settings = ExecutionSettings(ray_port=port, ray_num_cpus=1, ray_object_store_mb=80)
+head = ensure_local_head(settings, state_dir=state, node="local-node", gpu_count=2)
+connect_ray(None, settings, state_dir=state, node="local-node", gpu_count=2)
+report = {"started": head.started, "resources": ray.cluster_resources()}
+if role == "first":
+    store = LocalObjectStore(state / "objects")
+    function = store.put("fn.pkl", cloudpickle.dumps(lambda: __import__("time").sleep(120)))
+    spec = AttemptSpec("survivor", 0, function, None, StorageConfig(root=str(state / "objects")))
+    launch_attempt(spec, "local-node")
+    print(json.dumps(report), flush=True)
+    time.sleep(600)  # killed with -9 by the test
+else:
+    report["adopted"] = adopt_attempt(actor_name("survivor", 0)) is not None
+    print(json.dumps(report), flush=True)
+"""
+
+
+def gateway_process(state: Path, port: int, role: str) -> subprocess.Popen[str]:
+    """One gateway's Ray side in a process of its own."""
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    environment.pop("RAY_ADDRESS", None)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(GATEWAY), str(state), str(port), role],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=environment,
+    )
+
+
+class TestLocalHead:
+    def test_the_head_and_its_workers_survive_a_killed_gateway(self, tmp_path: Path) -> None:
+        state, port = tmp_path / "state", free_port()
+        temp_dir = ray_temp_dir(state)
+        first = gateway_process(state, port, "first")
+        try:
+            assert first.stdout is not None
+            started = json.loads(first.stdout.readline())
+            first.send_signal(signal.SIGKILL)
+            first.wait(30)
+            second = gateway_process(state, port, "second")
+            output, _ = second.communicate(timeout=120)
+            adopted = json.loads(output)
+        finally:
+            first.kill()
+            first.wait(30)
+            if first.stdout is not None:
+                first.stdout.close()
+            pids = stop_local_head(temp_dir, grace_s=2.0)
+            wait_until(lambda: not head_processes(temp_dir), what="the head to stop")
+        assert started["started"] is True
+        assert started["resources"][f"{NODE_RESOURCE_PREFIX}local-node"] == 10_000
+        assert started["resources"]["GPU"] == 2
+        assert adopted["started"] is False  # the same head, found on its port
+        assert adopted["adopted"] is True  # the worker outlived the killed gateway
+        assert pids
