@@ -16,6 +16,7 @@ Series (all prefixed ``gridweave_gateway_``):
 - ``vram_allocation_rate``: held VRAM / VRAM of the GPUs that take work;
 - ``fragmented_vram_mb`` / ``fragmentation_ratio``: free VRAM the typical waiting request
   cannot use, and its share of the free VRAM (:class:`~job_gateway.scheduler.Fragmentation`);
+  these three are measured at most once a second and within 5% of the loop's time;
 - ``requeues_total``: jobs sent back to Pending (:meth:`GatewayMetrics.requeued`);
 - ``usage_reports_total{outcome}``: usage reports to metering, ``sent`` or ``failed``
   (each failed attempt; the report is tried again), and ``usage_reports_waiting``.
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from job_gateway.scheduler import AllocationMap, PlacementRequest, Scheduler
+from job_gateway.scheduler import PlacementRequest, Scheduler
 from job_gateway.scheduling import PassReport
 
 __all__ = ["GatewayMetrics"]
@@ -39,9 +40,12 @@ _PREFIX = "gridweave_gateway_"
 #: Placement latency, seconds: from a few ms (an idle cluster) to an hour in the queue.
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 _PASS_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
-#: Fragmentation and the allocation rate walk every GPU: at most once per this many seconds
-#: (a pass inside the window schedules one measurement at its end, so none is left stale).
+#: Fragmentation and the allocation rate walk every GPU (and every multi-GPU request shape
+#: on every node): measured at most once per this many seconds, and never more than
+#: CAPACITY_SHARE of the loop's time (a pass in between schedules one measurement at the
+#: end of the wait, so the gauges are never left stale).
 CAPACITY_EVERY_S = 1.0
+CAPACITY_SHARE = 0.05
 
 
 class GatewayMetrics:
@@ -52,9 +56,10 @@ class GatewayMetrics:
     ) -> None:
         self._clock = clock
         self._capacity_at = float("-inf")
+        self._capacity_every = CAPACITY_EVERY_S
         self._capacity_timer: asyncio.TimerHandle | None = None
         self._measure_capacity: Callable[[], None] | None = None
-        self._priorities: set[str] = set()
+        self._priorities: set[int] = set()
         self.queue_length = Gauge(
             f"{_PREFIX}queue_length",
             "Jobs waiting for a placement, by priority",
@@ -148,27 +153,20 @@ class GatewayMetrics:
         self.pass_seconds.observe(report.seconds)
         now = self._clock()
         for placement in report.decision.placements:
-            if _holds(allocations, placement.request):  # a failed write released its hold
+            if placement.key in allocations:  # a failed write released its hold
                 self.placement_latency.observe(max(0.0, now - placement.request.submitted_at))
-        queued = [request for request in waiting if not _holds(allocations, request)]
+        # a waiting job that holds GPUs was just placed (the informer has not said so yet)
+        queued = [request for request in waiting if request.key not in allocations]
         self._set_queue(queued)
-
-        def measure() -> None:
-            self._capacity_timer = None
-            self._capacity_at = time.monotonic()
-            fragmentation = scheduler.fragmentation(queued)
-            self.fragmented_vram_mb.set(fragmentation.unusable_mb)
-            self.fragmentation_ratio.set(fragmentation.fraction)
-            self.vram_allocation_rate.set(scheduler.allocation_rate())
-
-        self._measure_capacity = measure
-        since = time.monotonic() - self._capacity_at
-        if since >= CAPACITY_EVERY_S:
-            measure()
-        elif self._capacity_timer is None:
-            self._capacity_timer = asyncio.get_running_loop().call_later(
-                CAPACITY_EVERY_S - since, self._measure_latest
-            )
+        self._measure_capacity = lambda: self._set_capacity(scheduler, queued)
+        if self._capacity_timer is None:  # else one measurement is due already
+            wait = self._capacity_at + self._capacity_every - time.monotonic()
+            if wait <= 0:
+                self._measure_latest()
+            else:
+                self._capacity_timer = asyncio.get_running_loop().call_later(
+                    wait, self._measure_latest
+                )
 
     def close(self) -> None:
         """Cancel a measurement still due (the scheduler is closing)."""
@@ -177,18 +175,25 @@ class GatewayMetrics:
             self._capacity_timer = None
 
     def _measure_latest(self) -> None:
-        if self._measure_capacity is not None:
-            self._measure_capacity()
+        self._capacity_timer = None
+        if self._measure_capacity is None:
+            return
+        started = time.monotonic()
+        self._measure_capacity()
+        self._capacity_at = time.monotonic()
+        # at most CAPACITY_SHARE of the loop's time: a slow measurement comes less often
+        self._capacity_every = max(CAPACITY_EVERY_S, (self._capacity_at - started) / CAPACITY_SHARE)
+
+    def _set_capacity(self, scheduler: Scheduler, queued: list[PlacementRequest]) -> None:
+        fragmentation = scheduler.fragmentation(queued)
+        self.fragmented_vram_mb.set(fragmentation.unusable_mb)
+        self.fragmentation_ratio.set(fragmentation.fraction)
+        self.vram_allocation_rate.set(scheduler.allocation_rate())
 
     def _set_queue(self, queued: Iterable[PlacementRequest]) -> None:
-        counts = Tally(str(request.priority) for request in queued)
+        counts = Tally(request.priority for request in queued)
         for priority in self._priorities - counts.keys():
-            self.queue_length.labels(priority).set(0)  # emptied: 0, not the last count
+            self.queue_length.labels(str(priority)).set(0)  # emptied: 0, not the last count
         for priority, count in counts.items():
-            self.queue_length.labels(priority).set(count)
+            self.queue_length.labels(str(priority)).set(count)
         self._priorities |= counts.keys()
-
-
-def _holds(allocations: AllocationMap, request: PlacementRequest) -> bool:
-    """Whether the request holds GPUs (placed, its Allocated not yet seen by the informer)."""
-    return request.key in allocations

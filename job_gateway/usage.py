@@ -49,6 +49,8 @@ __all__ = ["ReportPolicy", "UsageNotReportable", "UsageReporter", "is_due", "usa
 
 _log = logging.getLogger(__name__)
 
+_TERMINAL = frozenset(phase.value for phase in JOB_TERMINAL_PHASES)
+_TRUE = ConditionStatus.TRUE.value
 #: The GPU at (node, index) as the inventory knows it now, if it does.
 GpuLookup = Callable[[str, int], Gpu | None]
 
@@ -73,14 +75,20 @@ class ReportPolicy:
 
 
 def is_due(job: Job) -> bool:
-    """A finished job that held GPUs and whose usage is not marked as reported."""
-    if job.phase not in JOB_TERMINAL_PHASES:
+    """A finished job that held GPUs and whose usage is not marked as reported.
+
+    Read from the raw status: a boot's first list hands over every job ever finished, and
+    parsing each one's status model would cost more than the rest of the check.
+    """
+    status = job.raw.get("status") or {}
+    if status.get("phase") not in _TERMINAL or not status.get("node"):
         return False
-    status = job.status
-    if status.node is None or not status.gpu_indices:
+    if not status.get("gpuIndices"):
         return False
-    marked = status.condition(JOB_USAGE_REPORTED)
-    return marked is None or marked.status is not ConditionStatus.TRUE
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == JOB_USAGE_REPORTED:
+            return bool(condition.get("status") != _TRUE)
+    return True
 
 
 def usage_request(job: Job, gpu: Gpu | None) -> RecordUsageRequest:

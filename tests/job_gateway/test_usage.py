@@ -24,6 +24,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from gridweave_controller import CrdClient, Job, JobPhase
+from job_gateway.usage import UsageNotReportable, is_due, usage_request
 from metering_service.app import create_app as create_metering_app
 from metering_service.settings import MeteringSettings
 from tests.job_gateway.gateway_factories import (
@@ -322,3 +323,51 @@ def gateway_process(
         if process.poll() is None:
             process.kill()
         process.wait(timeout=30)
+
+
+def raw_job(phase: str, **status: Any) -> Job:
+    """A job as the informer hands it over: ``phase`` and other raw status fields."""
+    return Job.from_raw(
+        {
+            "metadata": {"name": "job-due", "resourceVersion": "1"},
+            "spec": {"userId": "alice", "functionRef": "f", "vramMb": 1024, "vendor": "any"},
+            "status": {"phase": phase, **status},
+        }
+    )
+
+
+def usage_condition(status: str) -> dict[str, str]:
+    return {
+        "type": "UsageReported",
+        "status": status,
+        "reason": "Reported",
+        "message": "1",
+        "lastTransitionTime": "2026-12-03T08:00:00Z",
+    }
+
+
+class TestDueRule:
+    @pytest.mark.parametrize(
+        ("job", "due"),
+        [
+            (raw_job("Completed", node="n", gpuIndices=[0]), True),
+            (raw_job("TimedOut", node="n", gpuIndices=[0, 1]), True),
+            (raw_job("Cancelled"), False),  # never held GPUs: nothing to bill
+            (raw_job("Running", node="n", gpuIndices=[0]), False),
+            (
+                raw_job("Failed", node="n", gpuIndices=[0], conditions=[usage_condition("True")]),
+                False,
+            ),
+            (
+                raw_job("Failed", node="n", gpuIndices=[0], conditions=[usage_condition("False")]),
+                True,
+            ),
+        ],
+    )
+    def test_finished_jobs_that_held_gpus_and_are_unmarked(self, job: Job, due: bool) -> None:
+        assert is_due(job) is due
+
+    def test_no_vendor_without_the_gpu_in_the_inventory_waits(self) -> None:
+        job = raw_job("Completed", node="gone", gpuIndices=[3], wallSeconds=2.0)
+        with pytest.raises(UsageNotReportable, match="gone GPU 3"):
+            usage_request(job, None)
