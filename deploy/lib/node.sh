@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Shared by join-node.sh, leave-node.sh and node-heartbeat.sh (sourced, never run).
+# Shared by the deploy scripts (sourced, never run): deploy.sh, update.sh, setup-https.sh,
+# join-node.sh, leave-node.sh and node-heartbeat.sh.
 # Needs bash, curl and python3 (JSON is read and written by python3, never by hand).
 
 # DRY_RUN=1: every change to this machine is printed instead of made. The calls to the
@@ -33,7 +34,7 @@ install_file() {
 	local path=$1 mode=$2
 	if [ "$DRY_RUN" = 1 ]; then
 		printf 'would write %s (mode %s):\n' "$path" "$mode"
-		sed -E 's/^(PrivateKey|K3S_TOKEN|token)( *[=:]).*/\1\2 <redacted>/; s/^/    /'
+		sed -E 's/^(PrivateKey|token|[A-Z0-9_]*(TOKEN|PASSWORD|SECRET)[A-Z0-9_]*)( *[=:]).*/\1\3 <redacted>/; s/^/    /'
 		return
 	fi
 	mkdir -p "$(dirname "$path")"
@@ -42,6 +43,16 @@ install_file() {
 	cat >"$temporary"
 	chmod "$mode" "$temporary"
 	mv -f "$temporary" "$path"
+}
+
+# install_secret PATH < content: write a 0600 file whose content is never printed.
+install_secret() {
+	if [ "$DRY_RUN" = 1 ]; then
+		printf 'would write %s (mode 600; a secret, not shown)\n' "$1"
+		cat >/dev/null
+		return
+	fi
+	install_file "$1" 600
 }
 
 # state_file NAME MODE < content: the script's own state (written in a dry run too).

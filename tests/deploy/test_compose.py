@@ -16,6 +16,7 @@ from tests.support.unavailable import fail_or_skip
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker" / "deploy" / "docker-compose.yml"
+HTTPS = REPO / "docker" / "deploy" / "https.yml"
 ENV_EXAMPLE = REPO / "deploy" / ".env.example"
 SECRETS = {
     "GRIDWEAVE_INTERNAL_TOKEN": "t0ken",
@@ -53,14 +54,14 @@ def _env_file(tmp_path: Path, **values: str) -> Path:
 
 
 def _load(
-    binary: Path, env_file: Path, *profiles: str, compose: Path = COMPOSE
+    binary: Path, env_file: Path, *profiles: str, files: tuple[Path, ...] = (COMPOSE,)
 ) -> subprocess.CompletedProcess[str]:
     args = [str(binary), "-env-file", str(env_file)]
     for profile in profiles:
         args += ["-profile", profile]
     # no variable of this process leaks in: the env file is the whole configuration
     return subprocess.run(
-        [*args, str(compose)], capture_output=True, text=True, timeout=60, env={}, check=False
+        [*args, *map(str, files)], capture_output=True, text=True, timeout=60, env={}, check=False
     )
 
 
@@ -115,11 +116,26 @@ class TestCompose:
         broken.write_text(
             COMPOSE.read_text().replace("    restart: unless-stopped\n", "    restart: 3\n", 1)
         )
-        done = _load(compose_check, _env_file(tmp_path, **SECRETS), compose=broken)
+        done = _load(compose_check, _env_file(tmp_path, **SECRETS), files=(broken,))
         assert done.returncode == 1 and "restart" in done.stderr
 
+    def test_the_https_overlay_adds_traefik_in_front_of_the_api(
+        self, compose_check: Path, tmp_path: Path
+    ) -> None:
+        env = _env_file(tmp_path, **SECRETS, HTTPS_DOMAIN="gpu.example.com", ACME_EMAIL="a@b.c")
+        done = _load(compose_check, env, files=(COMPOSE, HTTPS))
+        assert done.returncode == 0, done.stderr
+        project = yaml.safe_load(done.stdout)
+        traefik = project["services"]["traefik"]
+        assert sorted(int(p["published"]) for p in traefik["ports"]) == [80, 443]
+        assert "--certificatesresolvers.letsencrypt.acme.email=a@b.c" in traefik["command"]
+        assert "Host(`gpu.example.com`)" in project["configs"]["traefik-dynamic"]["content"]
+        without = _load(compose_check, _env_file(tmp_path, **SECRETS), files=(COMPOSE, HTTPS))
+        assert without.returncode == 1
+        assert "ACME_EMAIL" in without.stderr or "HTTPS_DOMAIN" in without.stderr
+
     def test_every_variable_is_documented(self) -> None:
-        used = set(re.findall(r"\$\{([A-Z0-9_]+)", COMPOSE.read_text()))
+        used = set(re.findall(r"\$\{([A-Z0-9_]+)", COMPOSE.read_text() + HTTPS.read_text()))
         documented = set(re.findall(r"^([A-Z0-9_]+)=", ENV_EXAMPLE.read_text(), re.MULTILINE))
         assert used <= documented, sorted(used - documented)
         for name in (

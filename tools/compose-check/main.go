@@ -1,7 +1,8 @@
 // compose-check loads a Compose file the way `docker compose config` does (the same
 // compose-go loader: interpolation from the environment and an env file, the Compose
 // Specification's JSON schema, normalization), and prints the resolved model as YAML, or
-// the error and exit status 1. Usage: compose-check [-env-file F] [-profile P]... FILE
+// the error and exit status 1. Usage: compose-check [-env-file F] [-profile P]... FILE...
+// (later files override earlier ones, as with docker compose -f A -f B).
 package main
 
 import (
@@ -24,15 +25,15 @@ func main() {
 	var active profiles
 	flag.Var(&active, "profile", "a profile to enable (repeatable)")
 	flag.Parse()
-	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: compose-check [-env-file F] [-profile P]... FILE")
+	if flag.NArg() < 1 {
+		fmt.Fprintln(os.Stderr, "usage: compose-check [-env-file F] [-profile P]... FILE...")
 		os.Exit(2)
 	}
 	options := []cli.ProjectOptionsFn{cli.WithOsEnv, cli.WithProfiles(active), cli.WithName("gridweave")}
 	if *envFile != "" {
 		options = append(options, cli.WithEnvFiles(*envFile), cli.WithDotEnv)
 	}
-	projectOptions, err := cli.NewProjectOptions([]string{flag.Arg(0)}, options...)
+	projectOptions, err := cli.NewProjectOptions(flag.Args(), options...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
