@@ -1,7 +1,7 @@
 """The receipt deliverer: sends the receipt outbox to chain_service, off the request path.
 
 Runs while the app serves (when ``CHAIN_SERVICE_URL`` is set), on a thread of its own: it
-claims up to ``METERING_RECEIPT_BATCH_SIZE`` due receipts, sends them one by one in order,
+claims up to ``METERING_RECEIPT_BATCH_SIZE`` due receipts, sends them in one call, in order,
 and records each outcome (``services.receipts``). chain_service away: the receipt waits,
 retried with a doubling backoff (never given up). chain_service refusing it (a conflicting
 receipt of the same settlement, a malformed one): ``refused``, logged for an operator. A
@@ -18,11 +18,18 @@ from contextlib import asynccontextmanager
 import anyio
 from anyio import CapacityLimiter, to_thread
 from fastapi import FastAPI
+from sqlalchemy.orm import Session
 
 from gridweave_clients.chain import ChainClient
+from gridweave_clients.chain.models import RecordReceiptsRequest
 from gridweave_clients.errors import ServiceRefused, ServiceUnavailable
 from gridweave_runtime.database import Database
-from metering_service.services.receipts import claim_due_receipts, record_delivery
+from metering_service.services.receipts import (
+    ClaimedReceipt,
+    claim_due_receipts,
+    record_deliveries,
+    record_delivery,
+)
 from metering_service.settings import MeteringSettings
 
 __all__ = ["ReceiptDeliverer", "delivering_receipts", "wake_receipt_deliverer"]
@@ -61,7 +68,12 @@ class ReceiptDeliverer:
                     await self._wake.wait()
 
     def deliver_due(self) -> int:
-        """Claim and deliver one round of due receipts; how many were claimed."""
+        """Claim and deliver one round of due receipts; how many were claimed.
+
+        The round goes in one call (one transaction and one commit on chain_service's
+        side); when chain_service refuses it, each receipt is sent alone, so only the
+        refused one is set aside.
+        """
         settings = self.settings
         # the lease outlasts the round even if every call of it times out (one attempt each)
         lease = settings.receipt_batch_size * settings.receipt_timeout_seconds + 1
@@ -69,30 +81,46 @@ class ReceiptDeliverer:
             claimed = claim_due_receipts(
                 session, limit=settings.receipt_batch_size, lease_seconds=lease
             )
-            for index, item in enumerate(claimed):
-                try:
-                    receipt = self.chain.record_receipt(item.request)
-                except ServiceUnavailable as exc:
-                    # chain_service away: this one and the rest of the round wait their turn
-                    for waiting in claimed[index:]:
-                        record_delivery(
-                            session,
-                            waiting,
-                            error=str(exc),
-                            retry_seconds=settings.receipt_retry_seconds,
-                            max_retry_seconds=settings.receipt_max_retry_seconds,
-                        )
-                    break
-                except ServiceRefused as exc:
-                    _logger.error(
-                        "metering: chain_service refused the receipt of %s: %s",
-                        item.request.hold_reference,
-                        exc,
-                    )
-                    record_delivery(session, item, error=f"{exc.code}: {exc}", refused=True)
-                else:
-                    record_delivery(session, item, receipt_seq=receipt.seq)
+            if not claimed:
+                return 0
+            try:
+                answer = self.chain.record_receipts(
+                    RecordReceiptsRequest(receipts=[item.request for item in claimed])
+                )
+            except ServiceUnavailable as exc:
+                self._retry_later(session, claimed, str(exc))
+            except ServiceRefused:
+                self._deliver_one_by_one(session, claimed)
+            else:
+                record_deliveries(session, claimed, [r.seq for r in answer.receipts])
         return len(claimed)
+
+    def _retry_later(self, session: Session, claimed: list[ClaimedReceipt], error: str) -> None:
+        for waiting in claimed:
+            record_delivery(
+                session,
+                waiting,
+                error=error,
+                retry_seconds=self.settings.receipt_retry_seconds,
+                max_retry_seconds=self.settings.receipt_max_retry_seconds,
+            )
+
+    def _deliver_one_by_one(self, session: Session, claimed: list[ClaimedReceipt]) -> None:
+        for index, item in enumerate(claimed):
+            try:
+                receipt = self.chain.record_receipt(item.request)
+            except ServiceUnavailable as exc:
+                self._retry_later(session, claimed[index:], str(exc))
+                return
+            except ServiceRefused as exc:
+                _logger.error(
+                    "metering: chain_service refused the receipt of %s: %s",
+                    item.request.hold_reference,
+                    exc,
+                )
+                record_delivery(session, item, error=f"{exc.code}: {exc}", refused=True)
+            else:
+                record_delivery(session, item, receipt_seq=receipt.seq)
 
 
 def wake_receipt_deliverer(app: FastAPI) -> None:

@@ -13,6 +13,8 @@ from gridweave_clients.chain.models import (
     ReceiptProofResponse,
     ReceiptResponse,
     RecordReceiptRequest,
+    RecordReceiptsRequest,
+    RecordReceiptsResponse,
     SubjectReceiptsResponse,
 )
 from gridweave_clients.fields import DatabaseId, PrintableId
@@ -34,6 +36,12 @@ def record_receipt(
         response.status_code = 200
     mark_replayed(response, replayed)
     return result
+
+
+@router.post("/receipts/batch")
+def record_receipts(body: RecordReceiptsRequest, session: SessionDep) -> RecordReceiptsResponse:
+    """Append several settlements' receipts in one transaction, in order (replays answered)."""
+    return receipts.record_receipts(session, body)
 
 
 @router.get("/receipts")

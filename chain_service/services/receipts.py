@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select, text
@@ -9,22 +10,27 @@ from sqlalchemy.orm import Session
 
 from chain_service.errors import ReceiptConflict, ReceiptNotFound
 from chain_service.models import ReceiptModel
-from chain_service.services.batches import batch_for_seq
+from chain_service.services.batches import batch_for_seq, batches_between
 from gridweave_clients.chain.encoding import GENESIS_HASH, receipt_hash
 from gridweave_clients.chain.models import (
     ReceiptFields,
     ReceiptResponse,
     RecordReceiptRequest,
+    RecordReceiptsRequest,
+    RecordReceiptsResponse,
     receipt_fields,
 )
+from gridweave_runtime.errors import InvalidRequest
 
 __all__ = [
     "APPEND_LOCK_KEY",
     "append_receipt",
+    "append_receipts",
     "find_receipt",
     "get_receipt_row",
     "receipt_response",
     "record_receipt",
+    "record_receipts",
 ]
 
 #: The advisory lock appends queue on ("rcpt"): the head is read and extended under it.
@@ -63,36 +69,67 @@ def _check_replay(row: ReceiptModel, request: RecordReceiptRequest) -> None:
         )
 
 
+def append_receipts(
+    session: Session, requests: Sequence[RecordReceiptRequest]
+) -> list[tuple[ReceiptModel, bool]]:
+    """Append each settlement's receipt unless it has one, in one transaction; commits.
+
+    Returns (the row, whether it existed) per request, in order. One transaction, one
+    commit for all: the append lock is held for a single commit whatever the count.
+
+    Raises:
+        InvalidRequest: the same hold reference twice in ``requests``.
+        ReceiptConflict: a settlement has a receipt with other fields (nothing appended).
+    """
+    references = [request.hold_reference for request in requests]
+    if len(set(references)) != len(references):
+        raise InvalidRequest("receipts", "each hold_reference at most once per call")
+
+    def existing_rows() -> dict[str, ReceiptModel]:
+        rows = session.scalars(
+            select(ReceiptModel).where(ReceiptModel.hold_reference.in_(references))
+        )
+        return {row.hold_reference: row for row in rows}
+
+    existing = existing_rows()
+    if len(existing) < len(requests):
+        # Appends queue here; UNIQUE (prev_hash) would refuse a fork even without the lock.
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": APPEND_LOCK_KEY})
+        existing = existing_rows()
+    for request in requests:
+        if request.hold_reference in existing:
+            _check_replay(existing[request.hold_reference], request)
+    head = session.execute(
+        select(ReceiptModel.seq, ReceiptModel.hash).order_by(ReceiptModel.seq.desc()).limit(1)
+    ).one_or_none()
+    seq, prev_hash = (0, GENESIS_HASH) if head is None else (head.seq, head.hash)
+    results: list[tuple[ReceiptModel, bool]] = []
+    for request in requests:
+        if request.hold_reference in existing:
+            results.append((existing[request.hold_reference], True))
+            continue
+        seq += 1
+        row = ReceiptModel(
+            seq=seq,
+            prev_hash=prev_hash,
+            hash=receipt_hash(receipt_fields(request), seq=seq, prev_hash=prev_hash),
+            **request.model_dump(),
+        )
+        prev_hash = row.hash
+        session.add(row)
+        results.append((row, False))
+    session.flush()
+    session.commit()
+    return results
+
+
 def append_receipt(session: Session, request: RecordReceiptRequest) -> tuple[ReceiptModel, bool]:
-    """Append the settlement's receipt unless it has one; (the row, whether it existed); commits.
+    """Append one settlement's receipt unless it has one; (the row, whether it existed).
 
     Raises:
         ReceiptConflict: the settlement has a receipt with other fields.
     """
-    existing = find_receipt(session, request.hold_reference)
-    if existing is None:
-        # Appends queue here; UNIQUE (prev_hash) would refuse a fork even without the lock.
-        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": APPEND_LOCK_KEY})
-        existing = find_receipt(session, request.hold_reference)
-    if existing is not None:
-        _check_replay(existing, request)
-        session.commit()
-        return existing, True
-    head = session.execute(
-        select(ReceiptModel.seq, ReceiptModel.hash).order_by(ReceiptModel.seq.desc()).limit(1)
-    ).one_or_none()
-    seq, prev_hash = (1, GENESIS_HASH) if head is None else (head.seq + 1, head.hash)
-    fields = receipt_fields(request)
-    row = ReceiptModel(
-        seq=seq,
-        prev_hash=prev_hash,
-        hash=receipt_hash(fields, seq=seq, prev_hash=prev_hash),
-        **request.model_dump(),
-    )
-    session.add(row)
-    session.flush()
-    session.commit()
-    return row, False
+    return append_receipts(session, [request])[0]
 
 
 def get_receipt_row(session: Session, seq: int) -> ReceiptModel:
@@ -114,3 +151,20 @@ def record_receipt(session: Session, request: RecordReceiptRequest) -> tuple[Rec
     response = receipt_response(row, batch_id=None if batch is None else batch.batch_id)
     session.commit()
     return response, replayed
+
+
+def record_receipts(session: Session, request: RecordReceiptsRequest) -> RecordReceiptsResponse:
+    """Append several receipts in one transaction; each with whether it was a replay."""
+    results = append_receipts(session, request.receipts)
+    seqs = [row.seq for row, _ in results]
+    batches = batches_between(session, min(seqs), max(seqs))
+
+    def batch_id(seq: int) -> int | None:
+        return next((b.batch_id for b in batches if b.first_seq <= seq <= b.last_seq), None)
+
+    response = RecordReceiptsResponse(
+        receipts=[receipt_response(row, batch_id=batch_id(row.seq)) for row, _ in results],
+        replayed=[was for _, was in results],
+    )
+    session.commit()
+    return response

@@ -14,6 +14,7 @@ class ChainClient(InternalClient):
     service = "chain_service"
 
     record_receipt = blocking(ops.record_receipt)
+    record_receipts = blocking(ops.record_receipts)
     list_subject_receipts = blocking(ops.list_subject_receipts)
     get_receipt_proof = blocking(ops.get_receipt_proof)
     list_chain = blocking(ops.list_chain)
@@ -27,6 +28,7 @@ class AsyncChainClient(AsyncInternalClient):
     service = "chain_service"
 
     record_receipt = awaiting(ops.record_receipt)
+    record_receipts = awaiting(ops.record_receipts)
     list_subject_receipts = awaiting(ops.list_subject_receipts)
     get_receipt_proof = awaiting(ops.get_receipt_proof)
     list_chain = awaiting(ops.list_chain)

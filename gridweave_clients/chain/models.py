@@ -15,6 +15,7 @@ from gridweave_clients.chain.encoding import MAX_SAFE_INTEGER, encode_instant
 from gridweave_clients.fields import PrintableId, RequestBody, UserId, UtcDatetime
 
 __all__ = [
+    "MAX_RECEIPTS_PER_CALL",
     "AnchorResponse",
     "BatchResponse",
     "ChainPageResponse",
@@ -23,6 +24,8 @@ __all__ = [
     "ReceiptProofResponse",
     "ReceiptResponse",
     "RecordReceiptRequest",
+    "RecordReceiptsRequest",
+    "RecordReceiptsResponse",
     "SealResponse",
     "SubjectReceiptsResponse",
     "receipt_fields",
@@ -157,3 +160,20 @@ class SealResponse(BaseModel):
     """The batch just sealed, or None when no receipt was waiting for one."""
 
     batch: BatchResponse | None
+
+
+#: The most receipts one ``POST /v1/receipts/batch`` appends.
+MAX_RECEIPTS_PER_CALL = 1000
+
+
+class RecordReceiptsRequest(RequestBody):
+    """Several settlements' receipts, appended in one transaction (in this order)."""
+
+    receipts: list[RecordReceiptRequest] = Field(min_length=1, max_length=MAX_RECEIPTS_PER_CALL)
+
+
+class RecordReceiptsResponse(BaseModel):
+    """Each receipt, in the order sent, and whether it was in the chain already."""
+
+    receipts: list[ReceiptResponse]
+    replayed: list[bool]

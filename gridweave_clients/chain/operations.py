@@ -17,6 +17,8 @@ from gridweave_clients.chain.models import (
     ReceiptProofResponse,
     ReceiptResponse,
     RecordReceiptRequest,
+    RecordReceiptsRequest,
+    RecordReceiptsResponse,
     SealResponse,
     SubjectReceiptsResponse,
 )
@@ -28,6 +30,7 @@ __all__ = [
     "list_chain",
     "list_subject_receipts",
     "record_receipt",
+    "record_receipts",
     "seal_batch",
 ]
 
@@ -39,6 +42,14 @@ PageLimit = Annotated[int, Field(strict=True, ge=1, le=1000)]
 def record_receipt(request: RecordReceiptRequest) -> Operation[ReceiptResponse]:
     """Append one settlement's receipt to the chain (replay-safe by hold reference)."""
     return model_operation("POST", "/v1/receipts", ReceiptResponse, body=request, idempotent=True)
+
+
+@validate_call
+def record_receipts(request: RecordReceiptsRequest) -> Operation[RecordReceiptsResponse]:
+    """Append several settlements' receipts in one transaction (each replay-safe)."""
+    return model_operation(
+        "POST", "/v1/receipts/batch", RecordReceiptsResponse, body=request, idempotent=True
+    )
 
 
 @validate_call

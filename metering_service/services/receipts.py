@@ -31,6 +31,7 @@ __all__ = [
     "claim_due_receipts",
     "enqueue_receipt",
     "receipt_request",
+    "record_deliveries",
     "record_delivery",
 ]
 
@@ -132,15 +133,11 @@ def record_delivery(
     operator must look), or queued again after ``retry_seconds`` doubled per attempt, at
     most ``max_retry_seconds``: a receipt is never given up because chain_service is away.
     """
-    values: dict[str, object]
     if receipt_seq is not None:
-        values = {
-            "state": ReceiptState.DELIVERED,
-            "receipt_seq": receipt_seq,
-            "delivered_at": func.now(),
-            "last_error": None,
-        }
-    elif refused:
+        record_deliveries(session, [claimed], [receipt_seq])
+        return
+    values: dict[str, object]
+    if refused:
         values = {"state": ReceiptState.REFUSED}
     else:
         backoff = min(retry_seconds * 2 ** (claimed.attempts - 1), max_retry_seconds)
@@ -155,4 +152,28 @@ def record_delivery(
         )
         .values(**values)
     )
+    session.commit()
+
+
+def record_deliveries(
+    session: Session, claimed: list[ClaimedReceipt], receipt_seqs: list[int]
+) -> None:
+    """Mark each claimed receipt delivered with its seq, in one transaction; commits.
+
+    The one writer of ``delivered`` (``record_delivery`` comes here for one receipt).
+    """
+    for item, seq in zip(claimed, receipt_seqs, strict=True):
+        session.execute(
+            update(ReceiptOutboxModel)
+            .where(
+                ReceiptOutboxModel.id == item.outbox_id,
+                ReceiptOutboxModel.state == ReceiptState.QUEUED,
+            )
+            .values(
+                state=ReceiptState.DELIVERED,
+                receipt_seq=seq,
+                delivered_at=func.now(),
+                last_error=None,
+            )
+        )
     session.commit()

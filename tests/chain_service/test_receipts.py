@@ -122,3 +122,36 @@ class TestNoFork:
         finally:
             engine.dispose()
         assert len(whole_chain(chain).receipts) == 1
+
+
+class TestRecordReceiptsInOneCall:
+    def test_appends_in_order_and_answers_replays_with_the_first_receipts(
+        self, chain: httpx.Client
+    ) -> None:
+        known = receipt_body()
+        first = chain.post("/v1/receipts", json=known).json()
+        fresh = [receipt_body(), receipt_body()]
+
+        response = chain.post("/v1/receipts/batch", json={"receipts": [fresh[0], known, fresh[1]]})
+
+        assert response.status_code == 200, response.text
+        assert [r["seq"] for r in response.json()["receipts"]] == [2, 1, 3]
+        assert response.json()["replayed"] == [False, True, False]
+        assert response.json()["receipts"][1]["hash"] == first["hash"]
+        assert verify_chain(whole_chain(chain).receipts).ok
+
+    def test_a_conflict_appends_nothing_and_a_repeated_reference_is_a_422(
+        self, chain: httpx.Client
+    ) -> None:
+        known = receipt_body()
+        chain.post("/v1/receipts", json=known)
+        twice = receipt_body()
+
+        conflict = chain.post(
+            "/v1/receipts/batch", json={"receipts": [receipt_body(), {**known, "cost": 7}]}
+        )
+        repeated = chain.post("/v1/receipts/batch", json={"receipts": [twice, twice]})
+
+        assert conflict.status_code == 409
+        assert repeated.status_code == 422 and "receipts" in repeated.text
+        assert len(whole_chain(chain).receipts) == 1
