@@ -4,27 +4,10 @@ nothing written, secrets generated and never shown, the ports from docs/architec
 from __future__ import annotations
 
 import base64
-import os
 import re
-import subprocess
 from pathlib import Path
 
-import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-DEPLOY = REPO / "deploy"
-
-
-def _script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), "LC_ALL": "C"}
-    return subprocess.run(
-        ["bash", str(DEPLOY / name), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        check=False,
-    )
+from tests.deploy.scripts import DEPLOY, REPO, run_script
 
 
 def _documented_ports() -> list[tuple[str, str]]:
@@ -34,20 +17,10 @@ def _documented_ports() -> list[tuple[str, str]]:
     return [(machine.strip(), port.strip()) for machine, port in rows]
 
 
-class TestHelp:
-    @pytest.mark.parametrize("script", ["deploy.sh", "update.sh", "setup-https.sh"])
-    def test_help_and_unknown_arguments(self, script: str) -> None:
-        shown = _script(script, "--help")
-        wrong = _script(script, "--bogus")
-        assert shown.returncode == 0 and shown.stdout.startswith("Usage: ")
-        assert "--dry-run" in shown.stdout
-        assert wrong.returncode == 1 and "unknown argument: --bogus" in wrong.stderr
-
-
 class TestDeploy:
     def test_a_dry_run_prints_every_step_and_writes_nothing(self, tmp_path: Path) -> None:
         env_file = tmp_path / ".env"
-        done = _script(
+        done = run_script(
             "deploy.sh",
             "--dry-run",
             "--public-address",
@@ -87,7 +60,7 @@ class TestDeploy:
         env_file = tmp_path / ".env"
         text = (DEPLOY / ".env.example").read_text()
         env_file.write_text(text.replace("S3_ENDPOINT=\n", "S3_ENDPOINT=https://s3.example.com\n"))
-        done = _script(
+        done = run_script(
             "deploy.sh",
             "--dry-run",
             "--public-address",
@@ -102,7 +75,7 @@ class TestDeploy:
         )  # untouched by a dry run
 
     def test_the_public_address_is_required(self) -> None:
-        done = _script("deploy.sh", "--dry-run")
+        done = run_script("deploy.sh", "--dry-run")
         assert done.returncode == 1 and "--public-address is required" in done.stderr
 
 
@@ -110,7 +83,7 @@ class TestUpdateAndHttps:
     def test_update_rebuilds_and_keeps_the_data(self, tmp_path: Path) -> None:
         env_file = tmp_path / ".env"
         env_file.write_text((DEPLOY / ".env.example").read_text())
-        done = _script("update.sh", "--dry-run", "--env-file", str(env_file))
+        done = run_script("update.sh", "--dry-run", "--env-file", str(env_file))
         assert done.returncode == 0, done.stderr
         assert f"would run: git -C {REPO} pull --ff-only" in done.stdout
         assert "--profile minio build --pull" in done.stdout
@@ -120,7 +93,7 @@ class TestUpdateAndHttps:
     def test_https_writes_the_domain_and_starts_traefik(self, tmp_path: Path) -> None:
         env_file = tmp_path / ".env"
         env_file.write_text((DEPLOY / ".env.example").read_text())
-        done = _script(
+        done = run_script(
             "setup-https.sh",
             "--dry-run",
             "--domain",
@@ -134,7 +107,7 @@ class TestUpdateAndHttps:
         assert "    HTTPS_DOMAIN=gpu.example.com" in done.stdout
         assert "docker/deploy/https.yml up -d traefik" in done.stdout
         assert "GRIDWEAVE_PUBLIC_URL=https://gpu.example.com" in done.stdout
-        bad = _script(
+        bad = run_script(
             "setup-https.sh",
             "--dry-run",
             "--domain",

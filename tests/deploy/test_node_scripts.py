@@ -5,7 +5,6 @@ kuberay-service on loopback (real HTTP, real PostgreSQL): validate -> register -
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.deploy.scripts import run_script
 from tests.kuberay_service.node_factories import (
     ADMIN,
     INTERNAL,
@@ -23,7 +23,6 @@ from tests.kuberay_service.node_factories import (
 )
 from tests.support.postgres import PostgresTestServer
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 GPUS = [
     {"index": 0, "vendor": "nvidia", "model": "NVIDIA A100 80GB", "vram_mb": 81_920},
     {"index": 1, "vendor": "nvidia", "model": "NVIDIA L4", "vram_mb": 23_034},
@@ -40,19 +39,6 @@ def registry(postgres: PostgresTestServer) -> Iterator[Registry]:
         postgres.drop_database(url)
 
 
-def _script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    # PATH without wg, nvidia-smi, rocm-smi: the openssl key path and declared GPUs
-    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), "LC_ALL": "C"}
-    return subprocess.run(
-        ["bash", str(DEPLOY / name), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        check=False,
-    )
-
-
 def _outputs(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
     return dict(
         line.split("=", 1) for line in done.stdout.splitlines() if line.startswith("GRIDWEAVE_")
@@ -60,7 +46,7 @@ def _outputs(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
 
 
 def _join(registry: Registry, key: str, state: Path, name: str) -> subprocess.CompletedProcess[str]:
-    return _script(
+    return run_script(
         "join-node.sh",
         "--dry-run",
         "--master",
@@ -82,16 +68,6 @@ def _node(registry: Registry, name: str) -> dict[str, Any] | None:
     with registry.client(INTERNAL) as http:
         nodes = http.get("/v1/nodes").json()["nodes"]
     return next((node for node in nodes if node["name"] == name), None)
-
-
-class TestHelp:
-    @pytest.mark.parametrize("script", ["join-node.sh", "leave-node.sh", "node-heartbeat.sh"])
-    def test_help_and_unknown_arguments(self, script: str) -> None:
-        shown = _script(script, "--help")
-        wrong = _script(script, "--bogus")
-        assert shown.returncode == 0 and shown.stdout.startswith("Usage: ")
-        assert "--dry-run" in shown.stdout
-        assert wrong.returncode == 1 and "unknown argument: --bogus" in wrong.stderr
 
 
 class TestJoinAndLeave:
@@ -130,10 +106,10 @@ class TestJoinAndLeave:
         assert _outputs(again)["GRIDWEAVE_VPN_IP"] == _outputs(first)["GRIDWEAVE_VPN_IP"]
         assert (state / "wg.key").read_text().strip() == private_key  # the pair is kept
 
-        beat = _script("node-heartbeat.sh", "--once", "--state-dir", str(state))
+        beat = run_script("node-heartbeat.sh", "--once", "--state-dir", str(state))
         assert beat.returncode == 0, beat.stderr
 
-        left = _script("leave-node.sh", "--dry-run", "--state-dir", str(state))
+        left = run_script("leave-node.sh", "--dry-run", "--state-dir", str(state))
         assert left.returncode == 0, left.stderr
         assert _outputs(left) == {"GRIDWEAVE_LEFT": "gpu-script-a"}
         assert "would run: wg-quick down wg0" in left.stdout

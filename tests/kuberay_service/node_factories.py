@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 import os
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from fastapi import FastAPI
 from gridweave_controller.aio import AsyncCrdClient
 from kuberay_service.app import create_app
 from kuberay_service.mesh import CommandRunner
+from kuberay_service.reconciler import Reconciler
 from kuberay_service.settings import KubeRaySettings
 from tests.support.http_server import serve_in_thread
 from tests.support.kuberay_fixtures import TOKEN
@@ -71,6 +73,17 @@ def serve_registry(
             yield Registry(url=url, settings=settings, app=app)
     finally:
         app.state.database.dispose()
+
+
+def converges(reconciler: Reconciler, done: Callable[[], bool]) -> bool:
+    """Whether ``done()`` holds after some pass of ``reconciler`` within 30 s (each pass
+    is awaited: no polling)."""
+    deadline = time.monotonic() + 30
+    while not done():
+        passes = reconciler.passes
+        if time.monotonic() > deadline or not reconciler.wait_for_pass(passes, timeout=30):
+            return False
+    return True
 
 
 def hostname() -> str:

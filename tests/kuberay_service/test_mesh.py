@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import base64
 import stat
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from kuberay_service.mesh import (
     worker_config,
 )
 from tests.kuberay_service.node_factories import (
+    converges,
     create_key,
     node_headers,
     serve_registry,
@@ -197,16 +197,6 @@ def database(postgres: PostgresTestServer) -> Iterator[str]:
         postgres.drop_database(url)
 
 
-def _converges(sync: MeshSync, done: Callable[[], bool]) -> bool:
-    """Whether ``done()`` holds after some pass within 30 s (each pass is awaited, no polling)."""
-    deadline = time.monotonic() + 30
-    while not done():
-        passes = sync.passes
-        if time.monotonic() > deadline or not sync.wait_for_pass(passes, timeout=30):
-            return False
-    return True
-
-
 class TestMasterPeersFollowTheRegistry:
     def test_validate_adds_the_peer_and_leave_removes_it(self, database: str) -> None:
         wg = FakeWg()
@@ -216,8 +206,8 @@ class TestMasterPeersFollowTheRegistry:
             body = validate_body(create_key(registry)["key"])
             answer = validate(registry, body).json()
             expected = {body["wireguard_public_key"]: (f"{answer['vpn_ip']}/32",)}
-            assert _converges(sync, lambda: wg.peers == expected and wg.saved == expected)
+            assert converges(sync, lambda: wg.peers == expected and wg.saved == expected)
             with registry.client(node_headers(answer["node_token"])) as http:
                 assert http.post("/v1/nodes/leave").status_code == 204
-            assert _converges(sync, lambda: wg.peers == {} and wg.saved == {})
+            assert converges(sync, lambda: wg.peers == {} and wg.saved == {})
         assert ("wg", "set", "wg0", "peer", body["wireguard_public_key"], "remove") in wg.commands

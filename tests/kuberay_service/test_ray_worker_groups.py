@@ -4,7 +4,6 @@ the RayCluster CRD of the pinned KubeRay module (its schema keeps every field we
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ from gridweave_runtime.kubeapi import api_client_for
 from kuberay_service.ray import RayClusterGroups, RayWorkerSync, group_name
 from kuberay_service.reconciler import Reconciler
 from tests.kuberay_service.node_factories import (
+    converges,
     create_key,
     gpu,
     node_headers,
@@ -125,15 +125,6 @@ def database(postgres: PostgresTestServer) -> Iterator[str]:
         postgres.drop_database(url)
 
 
-def _converges(reconciler: Reconciler, done: Any) -> bool:
-    deadline = time.monotonic() + 30
-    while not done():
-        passes = reconciler.passes
-        if time.monotonic() > deadline or not reconciler.wait_for_pass(passes, timeout=30):
-            return False
-    return True
-
-
 class TestTheServiceKeepsThem:
     def test_register_adds_the_group_and_leave_removes_it(
         self, groups: RayClusterGroups, ray_crd: KubeAPI, database: str
@@ -152,8 +143,8 @@ class TestTheServiceKeepsThem:
             group = group_name(body["hostname"])
             with registry.client(node_headers(token)) as http:
                 assert http.post("/v1/nodes/register").status_code == 200
-                assert _converges(ray, lambda: group in _groups(groups))
+                assert converges(ray, lambda: group in _groups(groups))
                 assert _groups(groups)[group]["resources"] == {"GPU": "2"}
                 assert http.post("/v1/nodes/leave").status_code == 204
-            assert _converges(ray, lambda: group not in _groups(groups))
+            assert converges(ray, lambda: group not in _groups(groups))
             assert "cpu" in _groups(groups)
