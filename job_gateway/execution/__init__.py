@@ -7,7 +7,7 @@ store (docs/architecture.md, "Execution on Ray").
 
 from __future__ import annotations
 
-from job_gateway.execution.actors import NAMESPACE, NODE_RESOURCE_PREFIX, actor_name, node_resource
+from job_gateway.execution.actors import NAMESPACE, NODE_LABEL, actor_name
 from job_gateway.execution.executor import Executor
 from job_gateway.execution.outcome import Outcome, outcome_key, parse_outcome
 from job_gateway.execution.ray_cluster import (
@@ -22,7 +22,7 @@ from job_gateway.execution.worker import AttemptSpec
 
 __all__ = [
     "NAMESPACE",
-    "NODE_RESOURCE_PREFIX",
+    "NODE_LABEL",
     "AttemptSpec",
     "ExecutionSettings",
     "Executor",
@@ -32,7 +32,6 @@ __all__ = [
     "connect_gateway_ray",
     "connect_ray",
     "ensure_local_head",
-    "node_resource",
     "outcome_key",
     "parse_outcome",
     "stop_local_head",

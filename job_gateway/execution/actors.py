@@ -19,7 +19,7 @@ from job_gateway.execution.worker import AttemptSpec, JobWorker
 
 __all__ = [
     "NAMESPACE",
-    "NODE_RESOURCE_PREFIX",
+    "NODE_LABEL",
     "RunningAttempt",
     "actor_death",
     "actor_name",
@@ -28,22 +28,16 @@ __all__ = [
     "kill_actor",
     "kill_by_name",
     "launch_attempt",
-    "node_resource",
 ]
 
 #: The Ray namespace of every worker actor (names are unique within it).
 NAMESPACE = "gridweave"
-#: A Ray node that runs Gridweave node ``<name>``'s work declares ``gridweave.io/node/<name>``.
-NODE_RESOURCE_PREFIX = "gridweave.io/node/"
-#: How much of its node resource a Ray node declares: the most actors it runs at once.
-NODE_RESOURCE_CAPACITY = 10_000
+#: The Ray node label naming the Gridweave node a Ray node serves (``gridweave.io/node=<name>``):
+#: the local head declares it, and kuberay-service's worker groups declare the same label
+#: (``kuberay_service.ray.worker_groups.NODE_LABEL``) for every joined node.
+NODE_LABEL = "gridweave.io/node"
 
 _worker_class: Any = None
-
-
-def node_resource(node: str) -> str:
-    """The custom resource that pins an actor to Gridweave node ``node``."""
-    return f"{NODE_RESOURCE_PREFIX}{node}"
 
 
 def actor_name(job_id: str, attempt: int) -> str:
@@ -75,9 +69,10 @@ def launch_attempt(spec: AttemptSpec, node: str) -> RunningAttempt:
     """Create (or find, if it exists) the attempt's actor on ``node`` and call ``run``.
 
     ``num_gpus=0``: Ray cannot schedule by VRAM, the gateway already chose the GPUs; the
-    node resource pins the actor to the Ray node(s) of the Gridweave node. A name that is
-    taken returns the existing actor (``get_if_exists``), and ``run`` runs only once per
-    actor, so a repeated launch never runs the attempt twice.
+    label selector pins the actor to the Ray node(s) labelled with the Gridweave node (a
+    hard constraint: with no such Ray node the actor waits, it never lands elsewhere). A
+    name that is taken returns the existing actor (``get_if_exists``), and ``run`` runs only
+    once per actor, so a repeated launch never runs the attempt twice.
     """
     name = actor_name(spec.job_id, spec.attempt)
     actor = (
@@ -89,7 +84,7 @@ def launch_attempt(spec: AttemptSpec, node: str) -> RunningAttempt:
             get_if_exists=True,
             num_cpus=0,
             num_gpus=0,
-            resources={node_resource(node): 1},
+            label_selector={NODE_LABEL: node},
             max_restarts=0,
             max_task_retries=0,
         )

@@ -3,15 +3,14 @@
 The local head is started with ``ray start --head`` as processes of their own (a new
 session), so it, and the detached worker actors on it, survive a gateway restart or a
 ``kill -9``; the next gateway finds it on the same port and connects to it. The head
-declares the local node's custom resource ``gridweave.io/node/<name>`` (which pins the
-node's jobs to it) and the node's GPUs from the inventory (``--num-gpus``, simulated ones
-included; jobs ask ``num_gpus=0`` since the gateway, not Ray, chooses the GPUs).
+declares the local node's label ``gridweave.io/node=<name>`` (which pins the node's jobs
+to it) and the node's GPUs from the inventory (``--num-gpus``, simulated ones included;
+jobs ask ``num_gpus=0`` since the gateway, not Ray, chooses the GPUs).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import signal
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import ray
 
-from job_gateway.execution.actors import NAMESPACE, NODE_RESOURCE_CAPACITY, node_resource
+from job_gateway.execution.actors import NAMESPACE, NODE_LABEL
 from job_gateway.execution.settings import ExecutionSettings
 from job_gateway.inventory import Inventory, InventorySettings
 
@@ -88,7 +87,7 @@ def ensure_local_head(
         f"--temp-dir={temp_dir}",
         f"--num-cpus={settings.ray_num_cpus}",
         f"--num-gpus={gpu_count}",
-        f"--resources={json.dumps({node_resource(node): NODE_RESOURCE_CAPACITY})}",
+        f"--labels={NODE_LABEL}={node}",
         f"--object-store-memory={settings.ray_object_store_mb * 1024 * 1024}",
         "--include-dashboard=false",
         "--disable-usage-stats",

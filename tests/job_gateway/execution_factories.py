@@ -1,9 +1,9 @@
 """The execution tests' world: a multi-node Ray on this machine, job inputs, an executor rig.
 
-The Ray cluster (Ray's own multi-node test utility) has three nodes, each declaring its
-Gridweave node's resource, and the inventory gives them simulated GPUs (NVIDIA on node-a
-and node-c, AMD on node-b). The executor rig runs an :class:`Executor` fed by a job
-informer on an event loop of its own, as the gateway does.
+The Ray cluster (Ray's own multi-node test utility) has three nodes, each labelled with
+its Gridweave node (``gridweave.io/node``), and the inventory gives them simulated GPUs
+(NVIDIA on node-a and node-c, AMD on node-b). The executor rig runs an :class:`Executor`
+fed by a job informer on an event loop of its own, as the gateway does.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from gridweave_controller import CrdClient, Job, JobPhase
 from gridweave_controller.aio import connect
 from gridweave_controller.informer import AsyncInformer
 from gridweave_runtime.storage import ObjectStore, StorageConfig, input_objects
-from job_gateway.execution import Executor, node_resource
-from job_gateway.execution.actors import NODE_RESOURCE_CAPACITY
+from job_gateway.execution import NODE_LABEL, Executor
 from job_gateway.inventory import Inventory, InventoryFile
 from tests.job_gateway import execution_functions
 from tests.support.kubeapi import KubeAPI
@@ -77,7 +76,7 @@ def ray_test_cluster() -> Iterator[RayWorld]:
         head_node_args={
             "num_cpus": 1,
             "object_store_memory": 100 * MIB,
-            "resources": {node_resource(NODES[0]): NODE_RESOURCE_CAPACITY},
+            "labels": {NODE_LABEL: NODES[0]},
             "include_dashboard": False,
         },
     )
@@ -86,15 +85,14 @@ def ray_test_cluster() -> Iterator[RayWorld]:
             cluster.add_node(
                 num_cpus=1,
                 object_store_memory=80 * MIB,
-                resources={node_resource(name): NODE_RESOURCE_CAPACITY},
+                labels={NODE_LABEL: name},
             )
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, log_to_driver=False)
-        node_ids: dict[str, str] = {}
-        for node in ray.nodes():  # type: ignore[no-untyped-call]
-            for name in NODES:
-                if node_resource(name) in node["Resources"]:
-                    node_ids[name] = node["NodeID"]
+        node_ids = {
+            node["Labels"][NODE_LABEL]: node["NodeID"]
+            for node in ray.nodes()  # type: ignore[no-untyped-call]
+        }
         assert sorted(node_ids) == list(NODES)
         yield RayWorld(cluster, node_ids)
     finally:

@@ -15,7 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from job_gateway.execution import NODE_RESOURCE_PREFIX, stop_local_head
+from job_gateway.execution import NODE_LABEL, stop_local_head
 from job_gateway.execution.ray_cluster import head_processes, ray_temp_dir
 from tests.job_gateway.execution_factories import wait_until
 from tests.support.http_server import free_port
@@ -34,7 +34,7 @@ state, port, role = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 settings = ExecutionSettings(ray_port=port, ray_num_cpus=1, ray_object_store_mb=80)
 head = ensure_local_head(settings, state_dir=state, node="local-node", gpu_count=2)
 connect_ray(None, settings, state_dir=state, node="local-node", gpu_count=2)
-report = {"started": head.started, "resources": ray.cluster_resources()}
+report = {"started": head.started, "nodes": [(n["Labels"], n["Resources"]) for n in ray.nodes()]}
 if role == "first":
     store = LocalObjectStore(state / "objects")
     function = store.put("fn.pkl", cloudpickle.dumps(lambda: __import__("time").sleep(120)))
@@ -82,8 +82,9 @@ class TestLocalHead:
             pids = stop_local_head(temp_dir, grace_s=2.0)
             wait_until(lambda: not head_processes(temp_dir), what="the head to stop")
         assert started["started"] is True
-        assert started["resources"][f"{NODE_RESOURCE_PREFIX}local-node"] == 10_000
-        assert started["resources"]["GPU"] == 2
+        [(labels, resources)] = started["nodes"]
+        assert labels[NODE_LABEL] == "local-node"
+        assert resources["GPU"] == 2
         assert adopted["started"] is False  # the same head, found on its port
         assert adopted["adopted"] is True  # the worker outlived the killed gateway
         assert pids
