@@ -92,6 +92,7 @@ def create_app(
         gateway=gateway,
         store=store or open_object_store(settings.storage_config()),
         prices=settings.price_table,
+        id_secret=hmac_key,
     )
     _install_docs(app)
     return app

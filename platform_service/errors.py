@@ -9,6 +9,7 @@ Tree::
         ├── InsufficientCredits    402  (body: balance, held, available, needed)
         ├── NotFound               404  (body: resource, id; also another user's job or key)
         ├── AlreadyRegistered      409  (body: field)
+        ├── IdempotencyConflict    409  (body: job_id, differing_fields)
         ├── JobNotFinished         409  (body: job_id, phase)
         ├── JobDidNotComplete      409  (body: job_id, phase, reason, message, traceback)
         ├── DownstreamRefused      the refusing service's own 4xx, code and details, passed on
@@ -31,6 +32,7 @@ __all__ = [
     "DownstreamFailed",
     "DownstreamRefused",
     "DownstreamUnavailable",
+    "IdempotencyConflict",
     "InsufficientCredits",
     "JobDidNotComplete",
     "JobNotFinished",
@@ -86,6 +88,14 @@ class AlreadyRegistered(PlatformError):
     code = "already_registered"
     status_code = 409
     message = "this email belongs to a registered user"
+
+
+class IdempotencyConflict(PlatformError):
+    """The idempotency key was used for a submission that asked for other resources."""
+
+    code = "idempotency_conflict"
+    status_code = 409
+    message = "this idempotency key was used for another submission"
 
 
 class JobNotFinished(PlatformError):

@@ -19,6 +19,7 @@ from gridweave_controller.phases import JobPhase
 
 __all__ = [
     "API_KEY_PREFIX",
+    "IDEMPOTENCY_HEADER",
     "ApiKeyListResponse",
     "ApiKeyResponse",
     "CreateApiKeyRequest",
@@ -39,6 +40,8 @@ __all__ = [
 
 #: Every API key starts so: ``gw_live_<key id>_<secret>``; the key id names it in the API.
 API_KEY_PREFIX = "gw_live_"
+#: A submission carrying this header is replay-safe: the same key answers the same job.
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 KeyName = Annotated[
     str, Field(min_length=1, max_length=100, pattern=r"^[\x20-\x7e]+$", description="A label.")

@@ -1,19 +1,21 @@
 """platform_service's public routes as typed operations (sans-IO), each declared once.
 
 The SDK and the CLI send these with the user's API key. Reads are replayable and so is a
-cancel; a submission is not replayed once sent (a retried one could run the function
-twice): a lost answer raises ``ServiceUnavailable``.
+cancel; a submission is replayable only with an idempotency key (without one a retry
+could run the function twice, so a lost answer raises ``ServiceUnavailable``).
 """
 
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from typing import Annotated, Literal
 from urllib.parse import quote
 
 from pydantic import Field, validate_call
 
 from gridweave_clients._core import Call, Operation, model_operation
+from gridweave_clients.credit.models import IdempotencyKey
 from gridweave_clients.faucet.models import Code, Email, RefillResponse
 from gridweave_clients.fields import DatabaseId, UtcDatetime
 from gridweave_clients.gateway.models import (
@@ -27,6 +29,7 @@ from gridweave_clients.gateway.models import (
 )
 from gridweave_clients.metering.models import UsagePageResponse
 from gridweave_clients.platform.models import (
+    IDEMPOTENCY_HEADER,
     ApiKeyListResponse,
     ApiKeyResponse,
     CreateApiKeyRequest,
@@ -138,8 +141,13 @@ def submit_job(
     vendor: Vendor = "any",
     timeout_seconds: TimeoutSeconds = DEFAULT_TIMEOUT_SECONDS,
     max_retries: MaxRetries = DEFAULT_MAX_RETRIES,
+    idempotency_key: IdempotencyKey | None = None,
 ) -> Operation[JobResponse]:
-    """Run the pickled ``function`` with the pickled ``(args, kwargs)`` (402, 422, 413)."""
+    """Run the pickled ``function`` with the pickled ``(args, kwargs)`` (402, 422, 413).
+
+    With ``idempotency_key`` the call is replayable: a retry after a lost answer gets the
+    same job back instead of running the function twice.
+    """
     body = SubmitJobRequest(
         function=base64.b64encode(function),
         args=None if args is None else base64.b64encode(args),
@@ -149,7 +157,13 @@ def submit_job(
         timeout_seconds=timeout_seconds,
         max_retries=max_retries,
     )
-    return model_operation("POST", "/v1/jobs", JobResponse, body=body)
+    operation = model_operation(
+        "POST", "/v1/jobs", JobResponse, body=body, idempotent=idempotency_key is not None
+    )
+    if idempotency_key is None:
+        return operation
+    headers = {IDEMPOTENCY_HEADER: idempotency_key}
+    return replace(operation, call=replace(operation.call, headers=headers))
 
 
 @validate_call

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Header, Query, Response
 
+from gridweave_clients.credit.models import IdempotencyKey
 from gridweave_clients.gateway.models import JobId
 from gridweave_clients.platform.models import (
+    IDEMPOTENCY_HEADER,
     JobListResponse,
     JobLogsResponse,
     JobResponse,
     SubmitJobRequest,
 )
 from gridweave_controller.phases import JobPhase
+from gridweave_runtime.responses import mark_replayed
 from platform_service.routers.common import JobServicesDep, SettingsDep, UserDep
 from platform_service.services import jobs, outcomes
 
@@ -27,10 +30,26 @@ Offset = Annotated[int, Query(ge=0, le=2**62, description="Byte offset to read f
 
 @router.post("", status_code=201)
 async def submit_job(
-    body: SubmitJobRequest, user: UserDep, services: JobServicesDep
+    body: SubmitJobRequest,
+    user: UserDep,
+    services: JobServicesDep,
+    response: Response,
+    idempotency_key: Annotated[
+        IdempotencyKey | None,
+        Header(
+            alias=IDEMPOTENCY_HEADER,
+            description="A retry with the same key answers the same job (200), no new one.",
+        ),
+    ] = None,
 ) -> JobResponse:
     """Hold price x timeout x GPUs, store the function, submit (402 short, 422 no such GPU)."""
-    return await jobs.submit_job(services, user_id=user.user_id, request=body)
+    submitted = await jobs.submit_job(
+        services, user_id=user.user_id, request=body, idempotency_key=idempotency_key
+    )
+    if submitted.replayed:
+        response.status_code = 200
+    mark_replayed(response, submitted.replayed)
+    return submitted.job
 
 
 @router.get("")

@@ -9,11 +9,20 @@ gateway does not answer, the job is looked up: absent, the same undo; present, t
 submission stands; unknown, nothing is undone (the job may exist) and the 503 names the
 job id so the user can look it up.
 
+With an idempotency key the job id is derived from the user and the key (an HMAC), so a
+retried submission finds the job its lost answer created and answers it again (200,
+``Idempotent-Replayed: true``) instead of running the function twice; the same key with
+other resources asked is a 409 ``idempotency_conflict`` naming them. Two retries racing
+meet at the gateway: the loser's 409 reads the winner's job back, and nothing is undone,
+since the hold (keyed by the job id) and the inputs are the same ones.
+
 Another user's job is answered exactly like a missing one (404): its id says nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import secrets
 from dataclasses import dataclass
@@ -21,6 +30,7 @@ from dataclasses import dataclass
 from anyio import to_thread
 
 from gridweave_clients.credit import AsyncCreditClient
+from gridweave_clients.errors import Conflict as ServiceConflict
 from gridweave_clients.errors import NotFound as ServiceNotFound
 from gridweave_clients.errors import ServiceError, ServiceRefused, ServiceUnavailable
 from gridweave_clients.gateway import AsyncGatewayClient
@@ -31,7 +41,7 @@ from gridweave_clients.platform.models import JobListResponse, JobResponse, Subm
 from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase
 from gridweave_runtime.errors import InvalidRequest
 from gridweave_runtime.storage import ObjectStore, ObjectStoreError, input_objects
-from platform_service.errors import DownstreamUnavailable, NotFound
+from platform_service.errors import DownstreamUnavailable, IdempotencyConflict, NotFound
 from platform_service.services.downstream import as_user, downstream_errors, platform_error
 from platform_service.services.holds import (
     hold_amount,
@@ -42,6 +52,7 @@ from platform_service.services.holds import (
 
 __all__ = [
     "JobServices",
+    "Submitted",
     "cancel_job",
     "get_own_job",
     "job_response",
@@ -55,17 +66,36 @@ _log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class JobServices:
-    """What the job routes call: the credit and gateway clients, the store, the prices."""
+    """What the job routes call: the credit and gateway clients, the store, the prices.
+
+    ``id_secret`` keys the HMAC that turns a user's idempotency key into a job id.
+    """
 
     credit: AsyncCreditClient
     gateway: AsyncGatewayClient
     store: ObjectStore
     prices: PriceTable
+    id_secret: bytes
 
 
-def new_job_id() -> str:
-    """A fresh job id: a DNS-1123 label, the GridweaveJob's name and the hold's reference."""
-    return f"job-{secrets.token_hex(10)}"
+@dataclass(frozen=True)
+class Submitted:
+    """A submission's answer: the job, and whether it replays an earlier submission."""
+
+    job: JobResponse
+    replayed: bool
+
+
+def new_job_id(secret: bytes, *, user_id: str, idempotency_key: str | None) -> str:
+    """The job id: a DNS-1123 label, the GridweaveJob's name and the hold's reference.
+
+    Random without an idempotency key; else an HMAC of the user and the key, so only that
+    user's retries with that key meet on it.
+    """
+    if idempotency_key is None:
+        return f"job-{secrets.token_hex(10)}"
+    message = f"job\x00{user_id}\x00{idempotency_key}".encode()
+    return f"job-{hmac.new(secret, message, hashlib.sha256).hexdigest()[:20]}"
 
 
 def job_response(job: gw.JobResponse, *, hold: int | None = None) -> JobResponse:
@@ -121,9 +151,38 @@ async def _undo(services: JobServices, *, user_id: str, job_id: str, hold_id: in
         _log.warning("job %s: its inputs could not be deleted", job_id, exc_info=True)
 
 
+_ASKED = ("vram_mb", "gpu_count", "vendor", "timeout_seconds", "max_retries")
+
+
+async def _replay(
+    services: JobServices, *, user_id: str, job_id: str, request: SubmitJobRequest
+) -> Submitted | None:
+    """The earlier submission of this job id, answered again; None when there is none."""
+    with downstream_errors("job_gateway", passed=()):
+        try:
+            job = await services.gateway.run(as_user(gw_ops.get_job(job_id), user_id))
+        except ServiceNotFound:
+            return None
+    differing = [name for name in _ASKED if getattr(job, name) != getattr(request, name)]
+    if job.user_id != user_id or differing:
+        raise IdempotencyConflict(job_id=job_id, differing_fields=differing)
+    amount = hold_amount(
+        services.prices,
+        vendor=job.vendor,
+        vram_mb=job.vram_mb,
+        gpu_count=job.gpu_count,
+        timeout_seconds=request.timeout_seconds,
+    )
+    return Submitted(job_response(job, hold=amount), replayed=True)
+
+
 async def submit_job(
-    services: JobServices, *, user_id: str, request: SubmitJobRequest
-) -> JobResponse:
+    services: JobServices,
+    *,
+    user_id: str,
+    request: SubmitJobRequest,
+    idempotency_key: str | None = None,
+) -> Submitted:
     """Hold, store, submit; on a refusal nothing is left behind (see the module's rules)."""
     if not request.function:
         raise InvalidRequest("function", "the pickled function must not be empty")
@@ -134,7 +193,11 @@ async def submit_job(
         gpu_count=request.gpu_count,
         timeout_seconds=request.timeout_seconds,
     )
-    job_id = new_job_id()
+    job_id = new_job_id(services.id_secret, user_id=user_id, idempotency_key=idempotency_key)
+    if idempotency_key is not None:
+        earlier = await _replay(services, user_id=user_id, job_id=job_id, request=request)
+        if earlier is not None:
+            return earlier
     hold = await place_job_hold(services.credit, user_id=user_id, job_id=job_id, amount=amount)
     try:
         function_ref, args_ref = await to_thread.run_sync(
@@ -160,13 +223,18 @@ async def submit_job(
     try:
         job = await services.gateway.run(as_user(gw_ops.submit_job(submission), user_id))
     except ServiceRefused as exc:
+        if isinstance(exc, ServiceConflict) and idempotency_key is not None:
+            # a retry with the same key created it first: same hold, same inputs, keep them
+            earlier = await _replay(services, user_id=user_id, job_id=job_id, request=request)
+            if earlier is not None:
+                return earlier
         await _undo(services, user_id=user_id, job_id=job_id, hold_id=hold.hold_id)
         raise platform_error("job_gateway", exc) from exc
     except ServiceUnavailable as exc:
         job = await _find_after_lost_answer(
             services, user_id=user_id, job_id=job_id, hold_id=hold.hold_id, cause=exc
         )
-    return job_response(job, hold=amount)
+    return Submitted(job_response(job, hold=amount), replayed=False)
 
 
 async def _find_after_lost_answer(

@@ -8,6 +8,7 @@ and write their outcome into the store where a worker writes it.
 from __future__ import annotations
 
 import base64
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,57 @@ class TestSubmit:
         response = _submit(platform, alice, function=big)
         assert response.status_code == 413
         assert response.json()["error"]["code"] == "request_too_large"
+
+
+class TestIdempotency:
+    def _submit_with(
+        self, platform: PlatformServer, user: User, key: str, **overrides: Any
+    ) -> httpx.Response:
+        headers = {**user.headers, "Idempotency-Key": key}
+        return platform.http.post("/v1/jobs", json=submit_body(**overrides), headers=headers)
+
+    def test_a_retry_answers_the_same_job_and_holds_once(
+        self, platform: PlatformServer, credit: CreditServer, alice: User
+    ) -> None:
+        first = self._submit_with(platform, alice, "retry-1")
+        again = self._submit_with(platform, alice, "retry-1")
+        assert (first.status_code, again.status_code) == (201, 200)
+        assert first.headers["Idempotent-Replayed"] == "false"
+        assert again.headers["Idempotent-Replayed"] == "true"
+        assert first.json()["job_id"] == again.json()["job_id"]
+        assert again.json()["hold_amount"] == DEFAULT_HOLD
+        assert credit.account(alice.user_id)["held"] == DEFAULT_HOLD
+
+        other = self._submit_with(platform, alice, "retry-1", vram_mb=4096, max_retries=0)
+        assert other.status_code == 409
+        error = other.json()["error"]
+        assert error["code"] == "idempotency_conflict"
+        assert error["differing_fields"] == ["vram_mb", "max_retries"]
+
+    def test_racing_retries_make_one_job(
+        self, platform: PlatformServer, credit: CreditServer, alice: User
+    ) -> None:
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(
+                pool.map(lambda _: self._submit_with(platform, alice, "race-1"), range(4))
+            )
+        assert sorted(answer.status_code for answer in answers) == [200, 200, 200, 201]
+        assert len({answer.json()["job_id"] for answer in answers}) == 1
+        assert credit.account(alice.user_id)["held"] == DEFAULT_HOLD
+
+    def test_keys_are_per_user(
+        self, platform: PlatformServer, credit: CreditServer, alice: User
+    ) -> None:
+        bob = platform.new_user()
+        credit.fund(bob.user_id, FUNDS)
+        mine = self._submit_with(platform, alice, "shared-key").json()["job_id"]
+        theirs = self._submit_with(platform, bob, "shared-key")
+        assert theirs.status_code == 201 and theirs.json()["job_id"] != mine
+
+    def test_a_bad_key_is_named(self, platform: PlatformServer, alice: User) -> None:
+        response = self._submit_with(platform, alice, "has space")
+        assert response.status_code == 422
+        assert response.json()["error"]["fields"][0]["field"] == "Idempotency-Key"
 
 
 class TestIsolation:
@@ -299,7 +351,13 @@ class TestPlatformClient:
     ) -> None:
         with PlatformClient(platform.url, alice.key) as client:
             assert client.get_me().user_id == alice.user_id
-            job = client.submit_job(b"\x80\x05fn", b"\x80\x05args", vram_mb=4096, vendor="amd")
+            job = client.submit_job(
+                b"\x80\x05fn", b"\x80\x05args", vram_mb=4096, vendor="amd", idempotency_key="k1"
+            )
+            replayed = client.submit_job(
+                b"\x80\x05fn", b"\x80\x05args", vram_mb=4096, vendor="amd", idempotency_key="k1"
+            )
+            assert replayed.job_id == job.job_id
             assert job.phase is JobPhase.PENDING and job.hold_amount == DEFAULT_HOLD * 60
             with pytest.raises(Conflict) as early:
                 client.get_job_result(job.job_id)
