@@ -105,6 +105,34 @@ class AsyncKubeStore:
             raise_mapped(exc, ApiException)
         return raw_list(result)
 
+    async def list_wire(
+        self,
+        namespace: str,
+        plural: str,
+        label_selector: str | None = None,
+        *,
+        field_selector: str | None = None,
+    ) -> bytes:
+        """``list_page``'s request; the answer's body as the apiserver sent it, unparsed."""
+        try:
+            response = await self._api.list_namespaced_custom_object_without_preload_content(
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                label_selector=label_selector,
+                field_selector=field_selector,
+            )
+            try:
+                body = await response.read()
+            finally:
+                response.release()
+        except _FAILURES as exc:
+            raise_mapped(exc, ApiException)
+        if not 200 <= response.status <= 299:
+            raise answer_error(response.status, body, str(response.reason or ""))
+        return body
+
     async def watch(
         self,
         namespace: str,

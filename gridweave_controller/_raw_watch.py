@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 __all__ = [
     "AsyncRawWatch",
     "AsyncRawWatchSource",
+    "AsyncWireList",
     "AsyncWireWatch",
     "RawList",
     "RawWatch",
@@ -81,6 +82,27 @@ class AsyncWireWatch(Protocol):
         An ``ERROR`` event is relayed like any other line; a broken stream raises
         TransportError. The watch is closed when the iteration ends.
         """
+        ...
+
+
+@runtime_checkable
+class AsyncWireList(Protocol):
+    """An asyncio store that can hand out a list answer as the wire's bytes, unparsed.
+
+    A proxy relays it as it is (the apiserver's List, with its ``metadata.resourceVersion``)
+    instead of decoding every object and encoding it again: for 10,000 jobs that was about
+    a second of kuberay-service's CPU per list.
+    """
+
+    async def list_wire(
+        self,
+        namespace: str,
+        plural: str,
+        label_selector: str | None = None,
+        *,
+        field_selector: str | None = None,
+    ) -> bytes:
+        """The list answer's body (``list_page``'s request), exactly as the server sent it."""
         ...
 
 

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from gridweave_controller._raw_watch import (
     AsyncRawWatch,
     AsyncRawWatchSource,
+    AsyncWireList,
     AsyncWireWatch,
     RawList,
     RawWatch,
@@ -29,6 +30,7 @@ __all__ = [
     "AsyncRawStore",
     "AsyncRawWatch",
     "AsyncRawWatchSource",
+    "AsyncWireList",
     "AsyncWireWatch",
     "RawList",
     "RawStore",

@@ -21,6 +21,7 @@ from gridweave_controller.informer import AsyncInformer
 from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_runtime.storage import ObjectStore
+from job_gateway.collector import collector_paused
 from job_gateway.execution import ExecutionSettings, Executor, connect_gateway_ray
 from job_gateway.inventory import Gpu, Inventory, InventoryError, InventorySource
 from job_gateway.metrics import GatewayMetrics
@@ -121,12 +122,13 @@ class Gateway:
                 state_dir=self.settings.state_dir,
                 inventory=inventory,
             )
-        self.jobs.start()
-        self.endpoints.start()
-        synced = await asyncio.gather(
-            self.jobs.wait_until_synced(SYNC_TIMEOUT_S),
-            self.endpoints.wait_until_synced(SYNC_TIMEOUT_S),
-        )
+        with collector_paused():  # the first lists build millions of acyclic objects
+            self.jobs.start()
+            self.endpoints.start()
+            synced = await asyncio.gather(
+                self.jobs.wait_until_synced(SYNC_TIMEOUT_S),
+                self.endpoints.wait_until_synced(SYNC_TIMEOUT_S),
+            )
         if not all(synced):
             await self.stop()
             raise RuntimeError("the job gateway could not list the GridweaveJobs and Endpoints")

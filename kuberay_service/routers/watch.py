@@ -10,7 +10,8 @@ the proxied client raises the same error the direct one does; a failure before i
 selector, a missing resource type) is a Status body with its HTTP code, like every other
 route. ``GET /v1/crd/list/jobs`` answers the raw list with the ``metadata.resourceVersion``
 a watch continues from. Objects are relayed raw: from the cluster, the stream's bytes go
-out as they came (cut at line ends), never parsed or encoded again here. Every path needs
+out as they came (cut at line ends) and a list's body as it came, never parsed or encoded
+again here. Every path needs
 the internal token (the app's middleware).
 """
 
@@ -21,7 +22,7 @@ from contextlib import aclosing
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from gridweave_controller._watch_wire import encode_event, error_event
 from gridweave_controller.aio import AsyncCrdClient
@@ -33,6 +34,7 @@ from gridweave_controller.store import (
     VERSION,
     AsyncRawWatch,
     AsyncRawWatchSource,
+    AsyncWireList,
     AsyncWireWatch,
 )
 
@@ -108,8 +110,13 @@ async def _watch(
 
 async def _list(
     request: Request, plural: str, label_selector: str | None, field_selector: str | None
-) -> JSONResponse:
+) -> Response:
     store, namespace = _served(request)
+    if isinstance(store, AsyncWireList):  # the cluster's List, as it came
+        body = await store.list_wire(
+            namespace, plural, label_selector, field_selector=field_selector
+        )
+        return Response(body, media_type="application/json")
     page = await store.list_page(namespace, plural, label_selector, field_selector=field_selector)
     return JSONResponse(
         {
@@ -166,7 +173,7 @@ async def watch_endpoints(
 @router.get("/list/jobs")
 async def list_jobs(
     request: Request, label_selector: LabelSelector = None, field_selector: FieldSelector = None
-) -> JSONResponse:
+) -> Response:
     """The raw GridweaveJob list with the resourceVersion a watch continues from."""
     return await _list(request, JOBS, label_selector, field_selector)
 
@@ -174,6 +181,6 @@ async def list_jobs(
 @router.get("/list/endpoints")
 async def list_endpoints(
     request: Request, label_selector: LabelSelector = None, field_selector: FieldSelector = None
-) -> JSONResponse:
+) -> Response:
     """The raw GridweaveEndpoint list with the resourceVersion a watch continues from."""
     return await _list(request, ENDPOINTS, label_selector, field_selector)
