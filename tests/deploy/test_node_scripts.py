@@ -28,6 +28,8 @@ GPUS = [
     {"index": 1, "vendor": "nvidia", "model": "NVIDIA L4", "vram_mb": 23_034},
 ]
 
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture(scope="module")
 def registry(postgres: PostgresTestServer) -> Iterator[Registry]:

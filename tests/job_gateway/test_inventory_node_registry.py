@@ -22,6 +22,8 @@ from tests.kuberay_service.node_factories import (
 from tests.support.kuberay_fixtures import TOKEN
 from tests.support.postgres import PostgresTestServer
 
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture(scope="module")
 def registry(postgres: PostgresTestServer) -> Iterator[Registry]:

@@ -12,6 +12,8 @@ from sqlalchemy.engine import make_url
 from tests.kuberay_service.node_factories import ADMIN, INTERNAL, Registry, serve_registry
 from tests.support.postgres import PostgresTestServer
 
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture(scope="module")
 def registry(postgres: PostgresTestServer) -> Iterator[Registry]:

@@ -197,6 +197,7 @@ def database(postgres: PostgresTestServer) -> Iterator[str]:
         postgres.drop_database(url)
 
 
+@pytest.mark.postgres
 class TestMasterPeersFollowTheRegistry:
     def test_validate_adds_the_peer_and_leave_removes_it(self, database: str) -> None:
         wg = FakeWg()

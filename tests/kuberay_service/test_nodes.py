@@ -30,6 +30,8 @@ from tests.kuberay_service.node_factories import (
 )
 from tests.support.postgres import PostgresTestServer
 
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture(scope="module")
 def database(postgres: PostgresTestServer) -> Iterator[str]:

@@ -24,6 +24,8 @@ schema = schemathesis.openapi.from_dict(
     openapi_document("kuberay_service", [join_keys.router, nodes.router])
 )
 
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture(scope="module")
 def registry_app(postgres: PostgresTestServer) -> Iterator[FastAPI]:

@@ -30,6 +30,8 @@ from tests.support.unavailable import fail_or_skip
 
 IMAGE = "registry.local:30500/gridweave/ray-worker:latest"
 
+pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
+
 
 @pytest.fixture(scope="module")
 def ray_crd(kubeapi: KubeAPI) -> KubeAPI:
