@@ -7,17 +7,20 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
 from tests.platform_service.factories import (
+    NOWHERE,
     PlatformServer,
     bearer,
     platform_settings,
     running_platform,
 )
 from tests.support.credit_server import INTERNAL_TOKEN
+from tests.support.service_process import running_service_process
 
 pytestmark = pytest.mark.postgres
 
@@ -148,15 +151,18 @@ class TestKeys:
         assert response.json()["error"]["fields"][0]["field"] == "key_id"
 
 
-def test_the_create_admin_command_prints_a_working_key(
-    platform: PlatformServer, platform_database: str, tmp_path: Path
+def test_the_command_line_creates_an_admin_then_serves(
+    platform_database: str, tmp_path: Path
 ) -> None:
+    """``python -m platform_service create-admin``, then ``python -m platform_service``."""
     env = {
         "PATH": "/usr/bin:/bin",
         "PLATFORM_DATABASE_URL": platform_database,
         "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
         "GRIDWEAVE_STATE_DIR": str(tmp_path),
         "HOME": str(tmp_path),
+        "CREDIT_SERVICE_URL": NOWHERE,
+        "PLATFORM_CREDIT_ATTEMPTS": "1",
     }
     command = [
         sys.executable,
@@ -172,6 +178,15 @@ def test_the_create_admin_command_prints_a_working_key(
         assert result.returncode == 0, result.stderr
         keys.append(result.stdout.strip())
     assert keys[0] != keys[1]
-    for key in keys:
-        me = platform.http.get("/v1/me", headers=bearer(key)).json()
-        assert me["email"] == "ops@example.com" and me["role"] == "admin"
+    with running_service_process(
+        "platform_service", env, prefix="PLATFORM_", log=tmp_path / "platform.log"
+    ) as (url, _port):
+        for key in keys:
+            me = httpx.get(f"{url}/v1/me", headers=bearer(key)).json()
+            assert me["email"] == "ops@example.com" and me["role"] == "admin"
+        credits = httpx.get(f"{url}/v1/credits", headers=bearer(keys[0]))
+        assert credits.status_code == 503
+        assert credits.json()["error"]["service"] == "credit_service"
+        assert (
+            httpx.get(f"{url}/openapi.json").json()["info"]["title"] == "Gridweave platform_service"
+        )
