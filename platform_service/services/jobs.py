@@ -41,7 +41,12 @@ from gridweave_clients.platform.models import JobListResponse, JobResponse, Subm
 from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase
 from gridweave_runtime.errors import InvalidRequest
 from gridweave_runtime.storage import ObjectStore, ObjectStoreError, input_objects
-from platform_service.errors import DownstreamUnavailable, IdempotencyConflict, NotFound
+from platform_service.errors import (
+    DownstreamUnavailable,
+    IdempotencyConflict,
+    NotFound,
+    PlatformError,
+)
 from platform_service.services.downstream import as_user, downstream_errors, platform_error
 from platform_service.services.holds import (
     hold_amount,
@@ -143,7 +148,7 @@ async def _undo(services: JobServices, *, user_id: str, job_id: str, hold_id: in
     """Give the hold back and delete the inputs of a job the gateway never created."""
     try:
         await release_job_hold(services.credit, user_id=user_id, hold_id=hold_id)
-    except DownstreamUnavailable:
+    except PlatformError:  # the refusal the user must see comes first; this one is logged
         _log.error("job %s: its hold %s could not be released", job_id, hold_id, exc_info=True)
     try:
         await to_thread.run_sync(_delete_inputs, services.store, job_id)
