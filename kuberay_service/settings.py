@@ -15,10 +15,11 @@ from __future__ import annotations
 from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from gridweave_runtime.settings import ServiceSettings
+from kuberay_service.mesh.keys import decode_key
 
 __all__ = ["DATABASE_NAME", "KubeRaySettings"]
 
@@ -120,6 +121,22 @@ class KubeRaySettings(ServiceSettings):
     validate_rate_window_seconds: float = Field(
         default=60.0, gt=0, le=86_400, description="The window of the validation rate limit."
     )
+
+    @field_validator("wireguard_public_key")
+    @classmethod
+    def _a_wireguard_key(cls, value: str | None) -> str | None:
+        if value is not None:
+            decode_key(value)  # ValueError names what is wrong
+        return value
+
+    @field_validator("wireguard_endpoint")
+    @classmethod
+    def _host_and_port(cls, value: str | None) -> str | None:
+        if value is not None:
+            host, colon, port = value.rpartition(":")
+            if not (host and colon and port.isdigit() and 1 <= int(port) <= 65535):
+                raise ValueError(f"{value!r} is not host:port")
+        return value
 
     @model_validator(mode="after")
     def _master_in_mesh(self) -> KubeRaySettings:

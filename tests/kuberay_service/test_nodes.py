@@ -24,6 +24,7 @@ from tests.kuberay_service.node_factories import (
     gpu,
     hostname,
     node_headers,
+    registry_settings,
     serve_registry,
     validate,
     validate_body,
@@ -326,3 +327,20 @@ class TestLifecycle:
             assert http.delete(f"/v1/nodes/{body['hostname']}").status_code == 204
         assert validate(registry, body).status_code == 200
         assert validate(registry, validate_body(key["key"])).json()["reason"] == "JoinKeyUsedUp"
+
+
+class TestSettings:
+    @pytest.mark.parametrize(
+        ("overrides", "message"),
+        [
+            ({"wireguard_public_key": "not-a-key"}, "not a WireGuard key"),
+            ({"wireguard_endpoint": "203.0.113.10"}, "is not host:port"),
+            ({"mesh_cidr": "10.0.0.0/31"}, "too small"),
+            ({"master_vpn_ip": "10.1.0.1"}, "outside 10.88.0.0/16"),
+        ],
+    )
+    def test_a_bad_mesh_setting_stops_the_start(
+        self, overrides: dict[str, str], message: str
+    ) -> None:
+        with pytest.raises(ValueError, match=message):
+            registry_settings("postgresql+psycopg://unused/db", **overrides)
