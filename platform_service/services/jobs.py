@@ -5,9 +5,9 @@ storage), then the pickled function and arguments are stored as opaque bytes
 (``gridweave_runtime.storage.input_objects``), then the gateway creates the GridweaveJob.
 When the gateway refuses (no GPU could ever hold it: its 422 naming the field and the
 largest GPU passes through), the hold is released and the objects deleted. When the
-gateway does not answer, the job is looked up: absent, the same undo; present, the
-submission stands; unknown, nothing is undone (the job may exist) and the 503 names the
-job id so the user can look it up.
+gateway does not answer, the job is looked up (unless the call never left: then nothing
+was created): absent, the same undo; present, the submission stands; unknown, nothing is
+undone (the job may exist) and the 503 names the job id so the user can look it up.
 
 With an idempotency key the job id is derived from the user and the key (an HMAC), so a
 retried submission finds the job its lost answer created and answers it again (200,
@@ -27,8 +27,10 @@ import logging
 import secrets
 from dataclasses import dataclass
 
+import httpx
 from anyio import to_thread
 
+from gridweave_clients._core import Failure, classify_failure
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.errors import Conflict as ServiceConflict
 from gridweave_clients.errors import NotFound as ServiceNotFound
@@ -242,9 +244,20 @@ async def submit_job(
     return Submitted(job_response(job, hold=amount), replayed=False)
 
 
+def _never_sent(exc: ServiceError) -> bool:
+    """The call never left this process (the client's own rule: connect errors, a full pool)."""
+    cause = exc.__cause__
+    return isinstance(cause, httpx.TransportError) and classify_failure(cause) is Failure.NOT_SENT
+
+
 async def _find_after_lost_answer(
     services: JobServices, *, user_id: str, job_id: str, hold_id: int, cause: ServiceError
 ) -> gw.JobResponse:
+    if _never_sent(cause):
+        await _undo(services, user_id=user_id, job_id=job_id, hold_id=hold_id)
+        raise DownstreamUnavailable(
+            "job_gateway is unavailable: nothing was submitted, try again", service="job_gateway"
+        ) from cause
     try:
         return await services.gateway.run(as_user(gw_ops.get_job(job_id), user_id))
     except ServiceNotFound:
