@@ -87,6 +87,15 @@ class TestSignUp:
         verified = platform.http.post("/v1/signups/verify", json={"email": email, "code": code})
         assert verified.status_code == 201, verified.text
 
+    def test_an_email_an_admin_registered_cannot_sign_up(self, platform: PlatformServer) -> None:
+        email = _new_email().lower()
+        created = platform.http.post(
+            "/v1/users", json={"email": email}, headers=platform.admin.headers
+        )
+        assert created.status_code == 201
+        response = platform.http.post("/v1/signups", json={"email": email})
+        assert response.status_code == 409 and response.json()["error"]["field"] == "email"
+
     def test_verify_without_a_sign_up_is_404(self, platform: PlatformServer) -> None:
         response = platform.http.post(
             "/v1/signups/verify", json={"email": _new_email(), "code": "123456"}
