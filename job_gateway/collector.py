@@ -9,8 +9,9 @@ everything the start discards. When the gateway is synced, what exists is frozen
 (``gc.freeze``: moved to the collector's permanent generation, as one does before forking
 workers) and the collector resumes: otherwise its first full collection would traverse
 the whole rebuilt cache at once (0.7 s of a profiled start). Frozen objects are still
-freed by reference counting when the informer replaces them; only a reference cycle that
-already existed at the start and became garbage later is never collected.
+freed by reference counting when the informer replaces them. Garbage cycles are collected
+before the pause (the heap is small then), so only a cycle made during the pause and
+dropped later could stay uncollected.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = ["collector_paused"]
 def collector_paused() -> Iterator[None]:
     """Pause the cyclic collector for the block, then freeze what exists and resume it."""
     running = gc.isenabled()
+    gc.collect()
     gc.disable()
     try:
         yield
