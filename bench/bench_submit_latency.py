@@ -13,6 +13,7 @@ actor's process start on Ray (``set_job_running`` waits for it), the Running wri
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -77,7 +78,7 @@ def percentile(values: list[float], fraction: float) -> float:
 def measure(jobs: int, warmup: int, sleep_s: float, poll_s: float) -> list[float]:
     """Start the cluster and the gateway, warm up, time ``jobs`` submissions."""
     with tempfile.TemporaryDirectory(prefix="gw-lat-") as workdir, kube_api() as api:
-        state = Path(workdir)
+        state = Path(os.environ.get("BENCH_STATE_DIR") or workdir)
         namespace = f"bench-lat-{uuid.uuid4().hex[:8]}"
         settings = GatewaySettings(
             internal_token=TOKEN,

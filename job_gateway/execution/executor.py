@@ -150,8 +150,9 @@ class Executor:
         self._settled.pop(job.name, None)
         if current is not None:
             self._drop(current)
-        elif job.phase is JobPhase.CANCELLED and job.status.started_at is not None:
-            # cancelled while no gateway followed it: its actor may still run
+        elif self._loop_task is None and job.phase is JobPhase.CANCELLED and job.status.node:
+            # the first list (before start): cancelled while no gateway followed it, its
+            # actor may still run
             self._spawn(self._kill_named(actor_name(job.name, job.status.attempts)))
 
     def job_deleted(self, job: Job) -> None:
