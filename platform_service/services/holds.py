@@ -24,7 +24,13 @@ from gridweave_runtime.errors import InvalidRequest
 from platform_service.errors import InsufficientCredits, PlatformError
 from platform_service.services.downstream import as_user, downstream_errors
 
-__all__ = ["hold_amount", "place_job_hold", "release_job_hold", "release_unstarted_job_hold"]
+__all__ = [
+    "hold_amount",
+    "hold_is_open",
+    "place_job_hold",
+    "release_job_hold",
+    "release_unstarted_job_hold",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -79,6 +85,13 @@ def _insufficient(exc: PaymentRequired, amount: int) -> InsufficientCredits:
         **figures,
         needed=amount,
     )
+
+
+async def hold_is_open(credit: AsyncCreditClient, *, user_id: str, hold_id: int) -> bool:
+    """Whether the hold is open now (a replayed placement answers how it was then)."""
+    with downstream_errors("credit_service", passed=()):
+        hold = await credit.run(as_user(ops.get_hold(hold_id), user_id))
+    return hold.status == "open"
 
 
 async def release_job_hold(credit: AsyncCreditClient, *, user_id: str, hold_id: int) -> None:

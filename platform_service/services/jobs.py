@@ -14,7 +14,8 @@ retried submission finds the job its lost answer created and answers it again (2
 ``Idempotent-Replayed: true``) instead of running the function twice; the same key with
 other resources asked is a 409 ``idempotency_conflict`` naming them. Two retries racing
 meet at the gateway: the loser's 409 reads the winner's job back, and nothing is undone,
-since the hold (keyed by the job id) and the inputs are the same ones.
+since the hold (keyed by the job id) and the inputs are the same ones. A key whose
+submission was refused (its hold released) is spent: reusing it is a 409 too.
 
 Another user's job is answered exactly like a missing one (404): its id says nothing.
 """
@@ -52,6 +53,7 @@ from platform_service.errors import (
 from platform_service.services.downstream import as_user, downstream_errors, platform_error
 from platform_service.services.holds import (
     hold_amount,
+    hold_is_open,
     place_job_hold,
     release_job_hold,
     release_unstarted_job_hold,
@@ -206,6 +208,16 @@ async def submit_job(
         if earlier is not None:
             return earlier
     hold = await place_job_hold(services.credit, user_id=user_id, job_id=job_id, amount=amount)
+    if idempotency_key is not None and not await hold_is_open(
+        services.credit, user_id=user_id, hold_id=hold.hold_id
+    ):
+        # credit_service replayed the hold of an earlier submission with this key, which was
+        # refused and released: a job must never run on a closed hold
+        raise IdempotencyConflict(
+            "a submission with this idempotency key was refused earlier: send a new key",
+            job_id=job_id,
+            differing_fields=[],
+        )
     try:
         function_ref, args_ref = await to_thread.run_sync(
             _store_inputs, services.store, job_id, request

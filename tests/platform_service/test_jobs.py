@@ -177,6 +177,16 @@ class TestIdempotency:
         assert error["code"] == "idempotency_conflict"
         assert error["differing_fields"] == ["vram_mb", "max_retries"]
 
+    def test_a_refused_submissions_key_is_spent(
+        self, platform: PlatformServer, credit: CreditServer, alice: User
+    ) -> None:
+        too_big = {"vendor": "nvidia", "vram_mb": 200_000}
+        assert self._submit_with(platform, alice, "refused-1", **too_big).status_code == 422
+        again = self._submit_with(platform, alice, "refused-1", **too_big)
+        assert again.status_code == 409
+        assert again.json()["error"]["code"] == "idempotency_conflict"
+        assert credit.account(alice.user_id)["held"] == 0
+
     def test_racing_retries_make_one_job(
         self, platform: PlatformServer, credit: CreditServer, alice: User
     ) -> None:
