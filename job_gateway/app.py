@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -91,6 +92,9 @@ def create_app(
             crd = crd_client
             if crd is None:
                 connected = await connect_crd(settings)
+                # aiohttp's graceful shutdown: a closed TLS connection to the apiserver needs
+                # a moment on the loop before the loop closes (runs after the close below)
+                stack.push_async_callback(asyncio.sleep, 0.25)
                 stack.push_async_callback(connected.close)
                 crd = connected
             metering = metering_from_settings(settings)
