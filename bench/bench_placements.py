@@ -226,7 +226,12 @@ def report(main: list[Measurement], curve: list[Measurement]) -> str:
                 f" (goal >= {GOAL:.0f}/s)."
             )
     if curve:
-        lines += ["", "Writes in flight (`GATEWAY_MAX_PARALLEL_WRITES`):", "", header]
+        lines += [
+            "",
+            "Writes in flight (`GATEWAY_MAX_PARALLEL_WRITES`), one run each, same run:",
+            "",
+            header,
+        ]
         lines += [_row(m) for m in curve]
     return "\n".join(lines)
 
@@ -246,7 +251,7 @@ async def run_all(args: argparse.Namespace) -> tuple[list[Measurement], list[Mea
         for writes in args.curve:
             for transport in args.curve_transports:
                 proxy = kuberay if transport == "proxied" else None
-                m = await measure(transport, api.kubeconfig, proxy, args.jobs, writes, 100)
+                m = await measure(transport, api.kubeconfig, proxy, args.curve_jobs, writes, 100)
                 print(_row(m), flush=True)
                 curve.append(m)
     return main, curve
@@ -261,6 +266,7 @@ def main() -> None:
     parser.add_argument("--transports", nargs="+", default=["direct", "proxied"])
     parser.add_argument("--curve", type=int, nargs="*", default=[])
     parser.add_argument("--curve-transports", nargs="+", default=["direct"])
+    parser.add_argument("--curve-jobs", type=int, default=2000)
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
     main_runs, curve = asyncio.run(run_all(args))
