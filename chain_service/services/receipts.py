@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import insert, select, text
 from sqlalchemy.orm import Session
 
 from chain_service.errors import ReceiptConflict, ReceiptNotFound
@@ -91,11 +92,10 @@ def append_receipts(
         )
         return {row.hold_reference: row for row in rows}
 
+    # Appends queue here (replays too: one lookup, after the lock, is cheaper than two);
+    # UNIQUE (prev_hash) would refuse a fork even without the lock.
+    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": APPEND_LOCK_KEY})
     existing = existing_rows()
-    if len(existing) < len(requests):
-        # Appends queue here; UNIQUE (prev_hash) would refuse a fork even without the lock.
-        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": APPEND_LOCK_KEY})
-        existing = existing_rows()
     for request in requests:
         if request.hold_reference in existing:
             _check_replay(existing[request.hold_reference], request)
@@ -104,21 +104,26 @@ def append_receipts(
     ).one_or_none()
     seq, prev_hash = (0, GENESIS_HASH) if head is None else (head.seq, head.hash)
     results: list[tuple[ReceiptModel, bool]] = []
+    new_rows: list[dict[str, Any]] = []
+    recorded_at = datetime.now(UTC)
     for request in requests:
         if request.hold_reference in existing:
             results.append((existing[request.hold_reference], True))
             continue
         seq += 1
-        row = ReceiptModel(
-            seq=seq,
-            prev_hash=prev_hash,
-            hash=receipt_hash(receipt_fields(request), seq=seq, prev_hash=prev_hash),
+        values = {
             **request.model_dump(),
-        )
-        prev_hash = row.hash
-        session.add(row)
-        results.append((row, False))
-    session.flush()
+            "seq": seq,
+            "prev_hash": prev_hash,
+            "hash": receipt_hash(receipt_fields(request), seq=seq, prev_hash=prev_hash),
+            "recorded_at": recorded_at,
+        }
+        prev_hash = values["hash"]
+        new_rows.append(values)
+        results.append((ReceiptModel(**values), False))
+    if new_rows:
+        # one multi-row INSERT (no ORM unit of work): the rows are known in full already
+        session.execute(insert(ReceiptModel), new_rows)
     session.commit()
     return results
 
