@@ -103,7 +103,15 @@ def _install_docs(app: FastAPI) -> None:
 
     @app.get("/openapi.json", include_in_schema=False)
     async def openapi_document() -> JSONResponse:
-        return JSONResponse(app.openapi())
+        document = app.openapi()  # built once and cached by FastAPI; this edit is idempotent
+        components = document.setdefault("components", {})
+        components.setdefault("securitySchemes", {})["apiKey"] = {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key: gw_live_<key id>_<secret>.",
+        }
+        document["security"] = [{"apiKey": []}]
+        return JSONResponse(document)
 
     @app.get("/docs", include_in_schema=False)
     async def swagger_ui() -> HTMLResponse:

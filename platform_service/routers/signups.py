@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter
 
 from gridweave_clients.platform.models import (
@@ -16,9 +18,11 @@ from platform_service.services import signups
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1/signups", tags=["signups"])
+#: Public: no API key (the OpenAPI document's default security is the key).
+PUBLIC: dict[str, Any] = {"security": []}
 
 
-@router.post("", status_code=202)
+@router.post("", status_code=202, openapi_extra=PUBLIC)
 def sign_up(
     body: SignUpRequest, session: SessionDep, faucet: FaucetDep, address: ClientAddressDep
 ) -> SignUpResponse:
@@ -26,7 +30,7 @@ def sign_up(
     return signups.sign_up(session, faucet=faucet, email=body.email, client_address=address)
 
 
-@router.post("/verify", status_code=201)
+@router.post("/verify", status_code=201, openapi_extra=PUBLIC)
 def verify_sign_up(
     body: VerifySignUpRequest,
     session: SessionDep,

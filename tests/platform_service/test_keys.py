@@ -82,6 +82,8 @@ class TestDenyByDefault:
         assert platform.http.get("/metrics").status_code == 200
         document = platform.http.get("/openapi.json").json()
         assert {"/v1/jobs", "/v1/keys", "/v1/signups", "/v1/usage"} <= set(document["paths"])
+        assert document["security"] == [{"apiKey": []}]
+        assert document["paths"]["/v1/signups"]["post"]["security"] == []
         assert "swagger" in platform.http.get("/docs").text.lower()
 
 
