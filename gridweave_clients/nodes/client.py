@@ -9,11 +9,19 @@ __all__ = ["AsyncNodeRegistryClient", "NodeRegistryClient"]
 
 
 class NodeRegistryClient(InternalClient):
-    """kuberay-service (port 8800): the joined nodes and their GPUs."""
+    """kuberay-service (port 8800): the joined nodes and their GPUs.
+
+    The join-key methods and ``remove_node`` are an admin's: make the client with
+    ``role="admin"``.
+    """
 
     service = "kuberay_service"
 
     list_nodes = blocking(ops.list_nodes)
+    remove_node = blocking(ops.remove_node)
+    create_join_key = blocking(ops.create_join_key)
+    list_join_keys = blocking(ops.list_join_keys)
+    revoke_join_key = blocking(ops.revoke_join_key)
 
 
 class AsyncNodeRegistryClient(AsyncInternalClient):
@@ -22,3 +30,7 @@ class AsyncNodeRegistryClient(AsyncInternalClient):
     service = "kuberay_service"
 
     list_nodes = awaiting(ops.list_nodes)
+    remove_node = awaiting(ops.remove_node)
+    create_join_key = awaiting(ops.create_join_key)
+    list_join_keys = awaiting(ops.list_join_keys)
+    revoke_join_key = awaiting(ops.revoke_join_key)

@@ -1,7 +1,8 @@
 """The wire model of kuberay-service's node registry (``GET /v1/nodes``), shared with clients.
 
-kuberay-service answers it (issue 13 builds the route); the gateway's inventory reads it.
-Unknown fields are ignored, so the registry may add fields without breaking readers.
+kuberay-service answers it; the gateway's inventory reads it. The admins' join keys
+(``/v1/nodes/join-keys``) are declared here too. Unknown fields in answers are ignored, so
+the registry may add fields without breaking readers.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from gridweave_controller.vendors import GpuVendor
 
 __all__ = [
     "MAX_GPUS_PER_NODE",
+    "MAX_JOIN_KEY_TTL_SECONDS",
+    "CreateJoinKeyRequest",
+    "CreatedJoinKeyResponse",
+    "JoinKeyListResponse",
+    "JoinKeyResponse",
     "NodeGpuResponse",
     "NodeListResponse",
     "NodeName",
@@ -25,6 +31,8 @@ __all__ = [
 
 #: The most GPUs one node may declare (CUDA and HIP index devices with small integers).
 MAX_GPUS_PER_NODE = 64
+#: The longest a join key may live: 90 days.
+MAX_JOIN_KEY_TTL_SECONDS = 90 * 86_400
 
 NodeReadiness = Literal["Ready", "NotReady"]
 
@@ -83,3 +91,56 @@ class NodeListResponse(_Answer):
         if len(set(names)) != len(names):
             raise ValueError("node names repeat")
         return self
+
+
+class CreateJoinKeyRequest(BaseModel):
+    """A new join key: its lifetime, how many nodes may join with it, which GPUs they bring."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    description: str = Field(default="", max_length=200, description="What the key is for.")
+    ttl_seconds: int = Field(
+        default=86_400,
+        ge=60,
+        le=MAX_JOIN_KEY_TTL_SECONDS,
+        description="Seconds until the key expires (default one day).",
+    )
+    max_uses: int = Field(
+        default=1, ge=1, le=10_000, description="How many nodes may join with the key."
+    )
+    max_gpus: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_GPUS_PER_NODE,
+        description="The most GPUs a node joining with it may declare; unset: no limit.",
+    )
+    vendor: GpuVendor | None = Field(
+        default=None, description="Only GPUs of this vendor may join with it; unset: any."
+    )
+
+
+class JoinKeyResponse(_Answer):
+    """A join key as listed: never the key itself (only its hash is stored)."""
+
+    id: str
+    description: str
+    created_by: str | None
+    created_at: datetime
+    expires_at: datetime
+    max_uses: int
+    uses: int = Field(description="Nodes that joined with it (a node re-validating is not one).")
+    max_gpus: int | None
+    vendor: GpuVendor | None
+    revoked_at: datetime | None
+
+
+class CreatedJoinKeyResponse(JoinKeyResponse):
+    """A join key just created: ``key`` is shown this once."""
+
+    key: str
+
+
+class JoinKeyListResponse(_Answer):
+    """Every join key, newest first."""
+
+    join_keys: tuple[JoinKeyResponse, ...] = ()

@@ -9,7 +9,11 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
+from gridweave_clients.errors import Forbidden, NotFound
+from gridweave_clients.errors import InvalidRequest as ClientInvalidRequest
+from gridweave_clients.nodes import NodeRegistryClient
 from tests.kuberay_service.node_factories import ADMIN, INTERNAL, Registry, serve_registry
+from tests.support.kuberay_fixtures import TOKEN
 from tests.support.postgres import PostgresTestServer
 
 pytestmark = pytest.mark.postgres
@@ -105,3 +109,25 @@ class TestRevoke:
         with registry.client(ADMIN) as http:
             response = http.delete("/v1/nodes/join-keys/jk_0123456789abcdef")
         assert (response.status_code, response.json()["reason"]) == (404, "NotFound")
+
+
+class TestAdminClient:
+    """gridweave_clients.nodes.NodeRegistryClient against the real routes."""
+
+    def test_create_list_revoke_and_remove(self, registry: Registry) -> None:
+        with NodeRegistryClient(registry.url, TOKEN, role="admin", user="ops@example.com") as admin:
+            created = admin.create_join_key(max_uses=2, vendor="nvidia", description="rack 4")
+            listed = admin.list_join_keys()
+            revoked = admin.revoke_join_key(created.id)
+            with pytest.raises(NotFound, match="no node"):
+                admin.remove_node("gpu-nowhere")
+        assert created.key.startswith("gwjk_") and created.created_by == "ops@example.com"
+        assert created.id in [key.id for key in listed.join_keys]
+        assert revoked.revoked_at is not None and revoked.id == created.id
+
+    def test_refusals_are_the_clients_errors(self, registry: Registry) -> None:
+        with NodeRegistryClient(registry.url, TOKEN, role="platform") as other:
+            with pytest.raises(Forbidden):
+                other.list_join_keys()
+            with pytest.raises(ClientInvalidRequest, match="key_id"):
+                other.revoke_join_key("not-a-key-id")  # refused before anything is sent
