@@ -1,4 +1,4 @@
-"""A test double of kuberay-service's ``GET /v1/nodes`` (the route is not built yet).
+"""A test double of kuberay-service's ``GET /v1/nodes``, for answers the real route never gives.
 
 It answers what the wire model (:mod:`gridweave_clients.nodes.models`) declares, refuses a
 missing or wrong internal token like every service (401 with Gridweave's error body), and
