@@ -51,9 +51,9 @@ class ReceiptFields(RequestBody):
     owner_id: UserId = Field(description="The account billed.")
     node: Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[\x21-\x7e]+$")]
     vendor: Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[a-z0-9_-]+$")]
-    gpu_model: Annotated[str, Field(min_length=1, max_length=200)] | None = Field(
-        default=None, description="The GPU model as the node reported it, when known."
-    )
+    gpu_model: (
+        Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[\x20-\x7e]+$")] | None
+    ) = Field(default=None, description="The GPU model as the node reported it, when known.")
     gpu_count: int = Field(strict=True, ge=1, le=64)
     vram_mb: int = Field(strict=True, ge=1, le=16_777_216, description="VRAM per GPU, MiB.")
     started_at: UtcDatetime | None = None

@@ -78,10 +78,12 @@ class RecordUsageRequest(RequestBody):
     finished_at: UtcDatetime | None = Field(
         default=None, description="When it stopped running; defaults to the time of recording."
     )
-    gpu_model: Annotated[str, Field(min_length=1, max_length=200)] | None = Field(
-        default=None, description="The GPU model the node reported (goes on the receipt)."
-    )
-    result_ref: Annotated[str, Field(min_length=1, max_length=2048)] | None = Field(
+    gpu_model: (
+        Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[\x20-\x7e]+$")] | None
+    ) = Field(default=None, description="The GPU model the node reported (goes on the receipt).")
+    result_ref: (
+        Annotated[str, Field(min_length=1, max_length=2048, pattern=r"^[\x21-\x7e]+$")] | None
+    ) = Field(
         default=None,
         description="The result's reference; the receipt carries its SHA-256, not the reference.",
     )
