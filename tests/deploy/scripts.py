@@ -19,13 +19,16 @@ SCRIPTS = (
 )
 
 
-def run_script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+def run_script(
+    name: str, *args: str, tools: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """``bash deploy/<name> args...`` with only PATH and HOME of this environment.
 
     PATH here has no wg, nvidia-smi or rocm-smi: the scripts take their openssl key path
-    and the GPUs a test declares.
+    and the GPUs a test declares, or those of stand-in tools in ``tools`` (put first).
     """
-    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), "LC_ALL": "C"}
+    path = os.environ["PATH"] if tools is None else f"{tools}:{os.environ['PATH']}"
+    env = {"PATH": path, "HOME": os.environ.get("HOME", "/root"), "LC_ALL": "C"}
     return subprocess.run(
         ["bash", str(DEPLOY / name), *args],
         capture_output=True,

@@ -136,3 +136,39 @@ class TestJoinAndLeave:
             http.delete(f"/v1/nodes/join-keys/{key['id']}")
         refused = _join(registry, key["key"], tmp_path / "n", "gpu-script-d")
         assert refused.returncode == 1 and "revoked" in refused.stderr
+
+
+# nvidia-smi as it answers the two queries the scripts make (csv, noheader, nounits)
+FAKE_NVIDIA_SMI = """#!/bin/sh
+case "$*" in
+*index,name,memory.total*) printf '0, NVIDIA H200, 143771\\n1, NVIDIA L4, 23034\\n' ;;
+*index,memory.free*) printf '0, 140000\\n1, [GPU requires reset]\\n' ;;
+*) exit 9 ;;
+esac
+"""
+
+
+class TestDetectedGpus:
+    def test_nvidia_smi_gpus_and_their_health(self, registry: Registry, tmp_path: Path) -> None:
+        tools = tmp_path / "bin"
+        tools.mkdir()
+        (tools / "nvidia-smi").write_text(FAKE_NVIDIA_SMI)
+        (tools / "nvidia-smi").chmod(0o755)
+        key = create_key(registry)
+        args = ["--dry-run", "--master", registry.url, "--join-key", key["key"]]
+        args += ["--hostname", "gpu-smi", "--state-dir", str(tmp_path / "state")]
+        done = run_script("join-node.sh", *args, tools=tools)
+        assert done.returncode == 0, done.stderr
+        node = _node(registry, "gpu-smi")
+        assert node is not None
+        assert [(g["index"], g["model"], g["vram_mb"]) for g in node["gpus"]] == [
+            (0, "NVIDIA H200", 143_771),
+            (1, "NVIDIA L4", 23_034),
+        ]
+        # the first heartbeat: GPU 0 healthy with its free memory, GPU 1 not answering
+        assert [(g["healthy"], g["free_vram_mb"]) for g in node["gpus"]] == [
+            (True, 140_000),
+            (False, 0),
+        ]
+        with registry.client(ADMIN) as http:
+            assert http.delete("/v1/nodes/gpu-smi").status_code == 204
