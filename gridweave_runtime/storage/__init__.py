@@ -7,13 +7,14 @@ output). The control plane only moves these bytes; it never unpickles them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from gridweave_runtime.storage.layout import (
     AttemptObjects,
     InputObjects,
     attempt_objects,
     input_objects,
 )
-from gridweave_runtime.storage.settings import ObjectStorageSettings
 from gridweave_runtime.storage.store import (
     LocalObjectStore,
     ObjectNotFound,
@@ -23,6 +24,9 @@ from gridweave_runtime.storage.store import (
     StorageConfig,
     open_object_store,
 )
+
+if TYPE_CHECKING:
+    from gridweave_runtime.storage.settings import ObjectStorageSettings
 
 __all__ = [
     "AttemptObjects",
@@ -38,3 +42,13 @@ __all__ = [
     "input_objects",
     "open_object_store",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # the settings (pydantic-settings) are the services'; a Ray worker reading the store
+    # does not import them
+    if name == "ObjectStorageSettings":
+        from gridweave_runtime.storage.settings import ObjectStorageSettings
+
+        return ObjectStorageSettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
