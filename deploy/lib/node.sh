@@ -126,9 +126,8 @@ for line in os.environ["NVIDIA_CSV"].splitlines():
     index, name, total = (part.strip() for part in line.split(","))
     gpus.append({"index": int(index), "vendor": "nvidia", "model": name, "vram_mb": int(float(total))})
 amd = json.loads(os.environ["AMD_JSON"] or "{}")
-for card, info in sorted(amd.items()):
-    if not card.startswith("card"):
-        continue
+cards = [(int(name[4:]), info) for name, info in amd.items() if name[4:].isdigit() and name.startswith("card")]
+for _, info in sorted(cards, key=lambda card: card[0]):  # card2 before card10
     total = int(info.get("VRAM Total Memory (B)", 0)) // 2**20
     model = info.get("Card Series") or info.get("Card series") or "AMD GPU"
     gpus.append({"index": len(gpus), "vendor": "amd", "model": model, "vram_mb": total})

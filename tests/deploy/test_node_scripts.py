@@ -172,3 +172,38 @@ class TestDetectedGpus:
         ]
         with registry.client(ADMIN) as http:
             assert http.delete("/v1/nodes/gpu-smi").status_code == 204
+
+    def test_a_machine_with_both_vendors_joins_as_one_mixed_node(
+        self, registry: Registry, tmp_path: Path
+    ) -> None:
+        tools = tmp_path / "bin"
+        tools.mkdir()
+        cards = {
+            f"card{n}": {
+                "Card Series": f"AMD Instinct MI300X #{n}",
+                "VRAM Total Memory (B)": str(192 * 2**30),
+            }
+            for n in (10, 2)
+        }
+        for name, script in (
+            ("nvidia-smi", FAKE_NVIDIA_SMI),
+            ("rocm-smi", f"#!/bin/sh\nprintf '%s\\n' '{json.dumps(cards | {'system': {}})}'\n"),
+        ):
+            (tools / name).write_text(script)
+            (tools / name).chmod(0o755)
+        key = create_key(registry)
+        args = ["--dry-run", "--master", registry.url, "--join-key", key["key"]]
+        args += ["--hostname", "gpu-mixed", "--state-dir", str(tmp_path / "state")]
+        done = run_script("join-node.sh", *args, tools=tools)
+        assert done.returncode == 0, done.stderr
+        node = _node(registry, "gpu-mixed")
+        assert node is not None
+        assert [(g["index"], g["vendor"], g["model"], g["vram_mb"]) for g in node["gpus"]] == [
+            (0, "nvidia", "NVIDIA H200", 143_771),
+            (1, "nvidia", "NVIDIA L4", 23_034),
+            (2, "amd", "AMD Instinct MI300X #2", 196_608),  # AMD after NVIDIA, card2 first
+            (3, "amd", "AMD Instinct MI300X #10", 196_608),
+        ]
+        assert "--build-arg GPU_PLATFORM=rocm" not in done.stdout  # pulled from the registry
+        with registry.client(ADMIN) as http:
+            assert http.delete("/v1/nodes/gpu-mixed").status_code == 204
