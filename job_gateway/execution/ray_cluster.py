@@ -93,14 +93,18 @@ def ensure_local_head(
         "--disable-usage-stats",
     ]
     _log.info("starting a local Ray head: %s", " ".join(command))
-    subprocess.run(
+    started = subprocess.run(
         command,
-        check=True,
         start_new_session=True,  # not in the gateway's process group: it outlives a kill
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        text=True,
         timeout=_START_TIMEOUT_S,
     )
+    if started.returncode != 0:
+        raise RuntimeError(
+            f"ray start --head failed ({started.returncode}): {started.stderr.strip()[-2000:]}"
+        )
     return LocalHead(address, temp_dir, started=True)
 
 
