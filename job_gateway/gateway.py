@@ -20,6 +20,7 @@ from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_controller.informer import AsyncInformer
 from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.operations import AsyncClientBase
+from gridweave_controller.phases import JobPhase
 from gridweave_runtime.storage import ObjectStore
 from job_gateway.collector import collector_paused
 from job_gateway.execution import ExecutionSettings, Executor, connect_gateway_ray
@@ -99,7 +100,7 @@ class Gateway:
         self.jobs: AsyncInformer[Job] = AsyncInformer(
             lambda known: crd.watch_jobs(known=known),
             on_add=self._job_changed,
-            on_update=lambda _old, new: self._job_changed(new),
+            on_update=self._job_updated,
             on_delete=self._job_deleted,
         )
         self.endpoints: AsyncInformer[Endpoint] = AsyncInformer(
@@ -164,6 +165,12 @@ class Gateway:
         self.scheduler.close()
 
     # -- informer handlers ------------------------------------------------------------------
+
+    def _job_updated(self, old: Job, new: Job) -> None:
+        if new.phase is JobPhase.PENDING and new.status.attempts > old.status.attempts:
+            # sent back to Pending by whoever did it (the executor, a restart, an operator)
+            self.metrics.requeued()
+        self._job_changed(new)
 
     def _job_changed(self, job: Job) -> None:
         if self.allocations.apply_job(job):

@@ -17,7 +17,8 @@ Series (all prefixed ``gridweave_gateway_``):
 - ``fragmented_vram_mb`` / ``fragmentation_ratio``: free VRAM the typical waiting request
   cannot use, and its share of the free VRAM (:class:`~job_gateway.scheduler.Fragmentation`);
   these three are measured at most once a second and within 5% of the loop's time;
-- ``requeues_total``: jobs sent back to Pending (:meth:`GatewayMetrics.requeued`);
+- ``requeues_total``: jobs sent back to Pending (``attempts`` + 1), counted from the job
+  informer whoever wrote it (:meth:`GatewayMetrics.requeued`);
 - ``usage_reports_total{outcome}``: usage reports to metering, ``sent`` or ``failed``
   (each failed attempt; the report is tried again), and ``usage_reports_waiting``.
 """
@@ -121,7 +122,7 @@ class GatewayMetrics:
     # -- hooks ------------------------------------------------------------------------------
 
     def requeued(self, count: int = 1) -> None:
-        """``count`` jobs went back to Pending (called by whoever requeues them)."""
+        """``count`` jobs went back to Pending (the gateway calls it from its job informer)."""
         self.requeues.inc(count)
 
     def usage_report_sent(self) -> None:

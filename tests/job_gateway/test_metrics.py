@@ -82,6 +82,9 @@ class TestMetrics:
             assert value("requeues_total") == 0
             assert value("usage_reports_total", outcome="sent") == 0
             assert value("usage_reports_total", outcome="failed") == 0
+            # a requeue (the executor lost the worker) is counted from the informer
+            gw.crd.set_job_pending(placed[0], "WorkerLost", "the worker died")
+            wait_for(lambda: value("requeues_total") == 1, "the requeue counted")
 
 
 class TestHealth:
