@@ -30,11 +30,18 @@ def raycluster_crd_manifest() -> Path:
     return Path(done.stdout.strip())
 
 
+#: The APIs (by kubeconfig) this test process installed the CRD on: once is enough.
+_INSTALLED: set[Path] = set()
+
+
 def install_raycluster_crd(api: KubeAPI) -> None:
-    """Install (or replace) the RayCluster CRD and wait until it is served."""
+    """Install the RayCluster CRD (once per API and test process) and wait until served."""
+    if api.kubeconfig in _INSTALLED:
+        return
     manifest = raycluster_crd_manifest()
     with api_client_for(api.kubeconfig) as api_client:
         _install_crds(api_client, [manifest])
+    _INSTALLED.add(api.kubeconfig)
 
 
 def raycluster(name: str, namespace: str) -> dict[str, Any]:
