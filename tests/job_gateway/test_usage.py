@@ -7,10 +7,8 @@ the test's own), charges through credit_service's ledger.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -40,6 +38,7 @@ from tests.support.held_answers import held_answers
 from tests.support.http_server import free_port, serve_in_thread
 from tests.support.kubeapi import KubeAPI, namespace_for_test
 from tests.support.postgres import PostgresTestServer
+from tests.support.service_process import service_process
 
 pytestmark = pytest.mark.kubeapi
 
@@ -284,13 +283,9 @@ def gateway_process(
     workdir.mkdir(parents=True)
     inventory = workdir / "inventory.yaml"
     inventory.write_text(INVENTORY_YAML)
-    port = free_port()
     env = {
-        **os.environ,
         "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
         "GRIDWEAVE_STATE_DIR": str(workdir),
-        "GATEWAY_HOST": "127.0.0.1",
-        "GATEWAY_PORT": str(port),
         "GATEWAY_CRD_TRANSPORT": "direct",
         "GATEWAY_KUBECONFIG": str(kubeapi.kubeconfig),
         "GATEWAY_NAMESPACE": namespace,
@@ -300,29 +295,11 @@ def gateway_process(
         "GATEWAY_EXECUTE_JOBS": "false",  # placed, not run: the test moves the job itself
         "METERING_SERVICE_URL": metering_url,
     }
-    log = workdir / "gateway.log"
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "job_gateway"], env=env, stdout=output, stderr=output
-        )
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"the gateway exited: {log.read_text(errors='replace')}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the gateway did not start: {log.read_text()}")
-            time.sleep(0.1)
+    with service_process("job_gateway", env, prefix="GATEWAY_", log=workdir / "gateway.log") as (
+        _url,
+        process,
+    ):
         yield process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=30)
 
 
 def raw_job(phase: str, **status: Any) -> Job:

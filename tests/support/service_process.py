@@ -15,16 +15,17 @@ import httpx
 
 from tests.support.http_server import free_port
 
-__all__ = ["running_service_process"]
+__all__ = ["running_service_process", "service_process"]
 
 _START_TIMEOUT_S = 90.0
 
 
 @contextmanager
-def running_service_process(
+def service_process(
     package: str, env: Mapping[str, str], *, prefix: str, log: Path
-) -> Iterator[tuple[str, int]]:
-    """``python -m <package>`` on a free loopback port; yields (URL, port), stops it after."""
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``python -m <package>`` on a free loopback port; yields (URL, the process) once
+    ``/healthz`` answers 200, and stops it after (unless the test already ended it)."""
     port = free_port()
     environment = {
         **os.environ,
@@ -50,11 +51,21 @@ def running_service_process(
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{package} did not start: {log.read_text(errors='replace')}")
             time.sleep(0.1)
-        yield url, port
+        yield url, process
     finally:
-        process.send_signal(signal.SIGTERM)
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+
+
+@contextmanager
+def running_service_process(
+    package: str, env: Mapping[str, str], *, prefix: str, log: Path
+) -> Iterator[tuple[str, int]]:
+    """``python -m <package>`` on a free loopback port; yields (URL, port), stops it after."""
+    with service_process(package, env, prefix=prefix, log=log) as (url, _process):
+        yield url, int(url.rsplit(":", 1)[1])
