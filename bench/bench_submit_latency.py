@@ -26,8 +26,9 @@ import httpx
 from bench.report import machine_line, write_section
 from gridweave_runtime.storage import LocalObjectStore, input_objects
 from job_gateway.app import create_app
-from job_gateway.execution import ExecutionSettings, stop_local_head
+from job_gateway.execution import ExecutionSettings, connect_gateway_ray, stop_local_head
 from job_gateway.execution.ray_cluster import ray_temp_dir
+from job_gateway.inventory import InventorySettings, open_inventory_source
 from job_gateway.settings import GatewaySettings
 from tests.support.http_server import free_port, serve_in_thread
 from tests.support.kubeapi import kube_api, namespace_on_cluster
@@ -91,6 +92,14 @@ def measure(jobs: int, warmup: int, sleep_s: float, poll_s: float) -> list[float
         store = LocalObjectStore(state / "objects")
         app = create_app(settings, execution=execution)
         try:
+            # the head first, as the gateway would (its start then finds Ray connected):
+            # on a loaded machine the head's start outlasts the test server's start timeout
+            connect_gateway_ray(
+                None,
+                execution,
+                state_dir=state,
+                inventory=open_inventory_source(InventorySettings()).read_inventory(),
+            )
             with (
                 namespace_on_cluster(api.kubeconfig, namespace, delete=False),
                 serve_in_thread(app, settings) as url,
