@@ -201,7 +201,7 @@ def test_a_deliverer_killed_mid_stream_loses_and_repeats_nothing(
             "CHAIN_SERVICE_URL": str(chain.base_url),
             "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
             "GRIDWEAVE_STATE_DIR": str(tmp_path),
-            "METERING_RECEIPT_BATCH_SIZE": "5",
+            "METERING_RECEIPT_BATCH_SIZE": "2",  # 30 rounds at least: time to kill it
             "METERING_RECEIPT_TIMEOUT_SECONDS": "0.5",
             "METERING_RECEIPT_POLL_SECONDS": "0.05",
         }
