@@ -6,6 +6,7 @@ hash, its chain links, its Merkle path and its batch signature with it.
 
 from __future__ import annotations
 
+from gridweave_clients.chain.audit import audit_chain
 from gridweave_clients.chain.client import AsyncChainClient, ChainClient
 from gridweave_clients.chain.verify import (
     Step,
@@ -23,6 +24,7 @@ __all__ = [
     "Step",
     "StepResult",
     "Verification",
+    "audit_chain",
     "verify_anchor",
     "verify_batch",
     "verify_chain",
