@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from gridweave_clients.errors import ServiceError
+from gridweave_clients.errors import ServiceError, ServiceRefused
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering.models import RecordUsageRequest
 from gridweave_controller.conditions import JOB_USAGE_REPORTED, ConditionStatus
@@ -165,8 +165,9 @@ class UsageReporter:
         has nowhere to go).
         """
         if not is_due(job):
-            self._due.pop(job.name, None)  # marked meanwhile (or by another gateway)
-            self._update_waiting()
+            if self._due.pop(job.name, None) is not None:  # marked meanwhile (another gateway)
+                self._failures.pop(job.name, None)
+                self._update_waiting()
             return
         known = job.name in self._due
         self._due[job.name] = job
@@ -228,17 +229,18 @@ class UsageReporter:
             await self.crd.set_job_usage_reported(job.name, record.id)
         except NotFound:
             _log.info("job %s was deleted; its usage is record %d", job.name, record.id)
-        except Conflict:
-            # marked with another record: metering keeps one per hold, so this one is the
-            # same record under another id only if metering lost it; keep what is marked
-            _log.error("job %s is marked with another usage record than %d", job.name, record.id)
+        except Conflict as conflict:
+            # marked with another record (metering keeps one per hold: only if it lost the
+            # first), or no longer finished (deleted and created again): keep what is there
+            _log.error("job %s not marked with usage record %d: %s", job.name, record.id, conflict)
 
     def _retry(self, name: str, error: Exception) -> None:
         failures = self._failures.get(name, 0) + 1
         self._failures[name] = failures
         self._metrics.usage_report_failed()
         delay = self.policy.delay(failures)
-        permanent = isinstance(error, ValidationError | UsageNotReportable)
+        # refused, or never describable as it is: an operator's turn (retried all the same)
+        permanent = isinstance(error, ServiceRefused | ValidationError | UsageNotReportable)
         level = logging.ERROR if permanent else logging.WARNING
         _log.log(
             level,
