@@ -202,3 +202,61 @@ class LocalNode:
         """The chain id of the node's genesis."""
         genesis = json.loads((self.home / "config" / "genesis.json").read_text())
         return str(genesis["chain_id"])
+
+
+def _source_binary() -> Path:
+    """The cometbft of a source checkout: ``tools/cometbft/build.sh`` (cached)."""
+    script = Path(__file__).resolve().parents[1] / "tools" / "cometbft" / "build.sh"
+    result = subprocess.run([str(script)], check=True, capture_output=True, text=True)
+    return Path(result.stdout.strip().splitlines()[-1]) / "cometbft"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m chain_service.node``: one local validator and the application, until
+    SIGINT or SIGTERM. The home is made on first use; the application trusts the key in
+    chain_service's signing key file (made there if missing, so chain_service finds it).
+    """
+    import argparse
+
+    from chain_service.settings import ChainSettings
+    from chain_service.signing import load_signing_key
+
+    settings = ChainSettings()
+    parser = argparse.ArgumentParser(prog="python -m chain_service.node")
+    parser.add_argument("--home", type=Path, default=settings.state_dir / "cometbft")
+    parser.add_argument("--binary", type=Path, default=None, help="default: tools/cometbft")
+    parser.add_argument("--rpc-port", type=int, default=26657)
+    parser.add_argument("--p2p-port", type=int, default=26656)
+    parser.add_argument("--abci-port", type=int, default=26658)
+    parser.add_argument("--timeout-commit", default="100ms")
+    arguments = parser.parse_args(argv)
+    binary = arguments.binary or _source_binary()
+    key = load_signing_key(settings.resolved_signing_key_file())
+    home: Path = arguments.home
+    if not (home / "config" / "genesis.json").exists():
+        init_home(binary, home)
+    ports = NodePorts(rpc=arguments.rpc_port, p2p=arguments.p2p_port, abci=arguments.abci_port)
+    configure_home(home, ports, timeout_commit=arguments.timeout_commit)
+    node = LocalNode(binary, home, ports, key.public_key_hex)
+    stop = False
+
+    def request_stop(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    try:
+        node.start()
+        print(f"CHAIN_COMETBFT_RPC_URL={node.rpc_url}", flush=True)
+        while not stop and all(
+            p is not None and p.poll() is None for p in (node.node, node.application)
+        ):
+            time.sleep(0.2)
+    finally:
+        node.stop()
+    return 0 if stop else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
