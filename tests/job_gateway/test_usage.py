@@ -13,37 +13,37 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from sqlalchemy import create_engine, text
 
 from gridweave_controller import CrdClient, Job, JobPhase
 from job_gateway.usage import UsageNotReportable, is_due, usage_request
 from metering_service.app import create_app as create_metering_app
-from metering_service.settings import MeteringSettings
 from tests.job_gateway.gateway_factories import (
     INVENTORY_YAML,
     blocking_crd,
     new_job_id,
     running_gateway,
 )
+from tests.job_gateway.metering_factories import (
+    Metering,
+    assert_billed_once,
+    funded_user,
+    usage_mark,
+    wait_reported,
+)
 from tests.job_gateway.metrics_reading import metric_value
-from tests.metering_service.factories import metering_settings, running_metering
-from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
+from tests.support.credit_server import INTERNAL_TOKEN
 from tests.support.held_answers import held_answers
 from tests.support.http_server import free_port, serve_in_thread
 from tests.support.kubeapi import KubeAPI, namespace_for_test
-from tests.support.postgres import PostgresTestServer
 from tests.support.service_process import service_process
 
 pytestmark = pytest.mark.kubeapi
 
 GIB = 1024
-FUNDS = 10_000_000
 HELD = (JobPhase.ALLOCATED, JobPhase.RUNNING)
 #: short backoff and timeout: the failures these tests cause are retried within a second
 FAST_RETRIES: dict[str, Any] = {
@@ -52,61 +52,6 @@ FAST_RETRIES: dict[str, Any] = {
 }
 #: one internal token for the deployment: the gateway calls metering with it
 SHARED_TOKEN: dict[str, Any] = {"internal_token": INTERNAL_TOKEN}
-
-
-@dataclass(frozen=True)
-class Metering:
-    """The running metering_service, its settings (to serve it again) and credit_service."""
-
-    http: httpx.Client
-    settings: MeteringSettings
-    credit: CreditServer
-    database: str
-
-    @property
-    def url(self) -> str:
-        return str(self.http.base_url).rstrip("/")
-
-    def records(self, user_id: str) -> list[dict[str, Any]]:
-        """Every usage record of ``user_id`` (checked against the period's own count)."""
-        response = self.http.get("/v1/usage", params={"user_id": user_id, "limit": 1000})
-        response.raise_for_status()
-        page = response.json()
-        assert page["totals"]["records"] == len(page["records"])
-        return list(page["records"])
-
-    def gpu_model(self, job_id: str) -> str | None:
-        """The GPU model metering's database holds for the job (not in the API's answer)."""
-        engine = create_engine(self.database)
-        try:
-            with engine.connect() as connection:
-                query = text("SELECT gpu_model FROM usage_records WHERE subject_id = :job")
-                return connection.execute(query, {"job": job_id}).scalar_one()  # type: ignore[no-any-return]
-        finally:
-            engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def metering(
-    postgres: PostgresTestServer, credit: CreditServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Metering]:
-    """metering_service on its own database, settling with the real credit_service."""
-    database = postgres.create_database("gwmetering")
-    settings = metering_settings(
-        database, credit.url, state_dir=tmp_path_factory.mktemp("metering")
-    )
-    try:
-        with running_metering(settings) as http:
-            yield Metering(http, settings, credit, database)
-    finally:
-        postgres.drop_database(database)
-
-
-def funded_user(metering: Metering) -> str:
-    """A user of the test's own with credits."""
-    user_id = f"u-{uuid.uuid4().hex[:10]}"
-    metering.credit.fund(user_id, FUNDS)
-    return user_id
 
 
 def finished_job(
@@ -128,32 +73,6 @@ def wait_until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> N
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
-
-
-def usage_mark(job: Job) -> str | None:
-    """The usage record id the job is marked with, if any."""
-    condition = job.status.condition("UsageReported")
-    if condition is None:
-        return None
-    assert (condition.status, condition.reason) == ("True", "Reported")
-    return condition.message
-
-
-def wait_reported(crd: CrdClient, job_id: str) -> str:
-    """Wait for the job's usage mark; the record id."""
-    wait_until(lambda: usage_mark(crd.get_job(job_id)) is not None, f"{job_id} reported")
-    marked = usage_mark(crd.get_job(job_id))
-    assert marked is not None
-    return marked
-
-
-def assert_billed_once(metering: Metering, user_id: str, job_id: str, record_id: str) -> None:
-    """One record for the job, the one marked, settled, and one charge on the ledger."""
-    records = metering.records(user_id)
-    assert [(r["job_id"], str(r["id"])) for r in records] == [(job_id, record_id)]
-    settlement = records[0]["settlement"]
-    assert settlement["state"] == "settled"
-    assert metering.credit.ledger_amounts(user_id) == [-settlement["charged"], FUNDS]
 
 
 class TestReporting:
