@@ -75,8 +75,11 @@ class ReceiptDeliverer:
         refused one is set aside.
         """
         settings = self.settings
-        # the lease outlasts the round even if every call of it times out (one attempt each)
-        lease = settings.receipt_batch_size * settings.receipt_timeout_seconds + 1
+        # The lease outlasts the round's one call even if it times out, so a killed
+        # deliverer's receipts wait seconds, not minutes. A round that falls back to one
+        # call per receipt may outlast it; another deliverer then sends some of them again,
+        # which chain_service answers as replays: a lease only saves work, never a receipt.
+        lease = settings.receipt_timeout_seconds * 2 + 1
         with self.database.session() as session:
             claimed = claim_due_receipts(
                 session, limit=settings.receipt_batch_size, lease_seconds=lease
