@@ -49,13 +49,16 @@ def actor_name(job_id: str, attempt: int) -> str:
 class RunningAttempt:
     """A worker actor, the ``run`` call the executor waits for, and the actor's readiness.
 
-    ``ready`` ends once the actor's process has started on its node (or could not).
+    ``ready`` ends once the actor's process has started on its node (or could not);
+    ``existed``: the actor was there before this launch (a previous gateway created it), so
+    ``ready`` may wait behind a ``run`` already under way and tells nothing.
     """
 
     name: str
     actor: ActorHandle[JobWorker]
     run: ray.ObjectRef  # type: ignore[type-arg]
     ready: ray.ObjectRef  # type: ignore[type-arg]
+    existed: bool = False
 
 
 def _remote_worker() -> Any:
@@ -75,6 +78,7 @@ def launch_attempt(spec: AttemptSpec, node: str) -> RunningAttempt:
     once per actor, so a repeated launch never runs the attempt twice.
     """
     name = actor_name(spec.job_id, spec.attempt)
+    existed = _exists(name)
     actor = (
         _remote_worker()
         .options(
@@ -90,10 +94,17 @@ def launch_attempt(spec: AttemptSpec, node: str) -> RunningAttempt:
         )
         .remote(spec)
     )
-    ready: ray.ObjectRef[None] = (
-        actor.__ray_ready__.remote()
-    )  # first: an actor's calls run in order
-    return RunningAttempt(name, actor, actor.run.remote(), ready)
+    # readiness first: an actor's calls run in order
+    ready: ray.ObjectRef[None] = actor.__ray_ready__.remote()
+    return RunningAttempt(name, actor, actor.run.remote(), ready, existed)
+
+
+def _exists(name: str) -> bool:
+    try:
+        ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return False
+    return True
 
 
 def adopt_attempt(name: str) -> RunningAttempt | None:
@@ -103,7 +114,7 @@ def adopt_attempt(name: str) -> RunningAttempt | None:
     except ValueError:
         return None
     ready: ray.ObjectRef[None] = actor.__ray_ready__.remote()
-    return RunningAttempt(name, actor, actor.run.remote(), ready)
+    return RunningAttempt(name, actor, actor.run.remote(), ready, existed=True)
 
 
 def finished_attempts(runs: Sequence[ray.ObjectRef]) -> list[ray.ObjectRef]:  # type: ignore[type-arg]

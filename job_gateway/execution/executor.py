@@ -219,7 +219,7 @@ class Executor:
         if attempt.run is None:
             return self._launch(attempt) if attempt.launch else self._adopt(attempt)
         if attempt.needs_running:
-            if attempt.run.ready in ready:
+            if attempt.run.ready in ready or attempt.run.existed:
                 return self._mark_running(attempt)
             allocated = attempt.job.status.allocated_at
             if allocated is not None and now >= allocated.timestamp() + self._start_timeout:
@@ -263,6 +263,8 @@ class Executor:
         )
         run = await asyncio.to_thread(launch_attempt, spec, node)
         attempt.run = run
+        # an actor a previous gateway launched may have run already: bill by its record
+        attempt.adopted = run.existed
         if attempt.dropped:  # cancelled while the actor was being created
             await asyncio.to_thread(kill_actor, run.actor)
             return

@@ -19,7 +19,8 @@ from moto.server import ThreadedMotoServer
 from gridweave_controller import CrdClient, JobPhase
 from gridweave_runtime.storage import LocalObjectStore, StorageConfig, attempt_objects
 from gridweave_runtime.storage.store import S3ObjectStore
-from job_gateway.execution import Outcome, outcome_key
+from job_gateway.execution import AttemptSpec, Outcome, outcome_key
+from job_gateway.execution.actors import launch_attempt
 from tests.job_gateway import execution_functions as fn
 from tests.job_gateway.execution_factories import (
     RayWorld,
@@ -94,6 +95,29 @@ class TestReattach:
             job = wait_for_phase(crd, job_id, TERMINAL)
         assert job.phase is JobPhase.COMPLETED, job.status.message
         assert cloudpickle.loads(store.get(job.status.result_ref or "")) == 1
+        assert len(runs.read_text().splitlines()) == 1
+
+    def test_an_allocated_job_whose_actor_a_dead_gateway_launched_runs_once(
+        self,
+        ray_world: RayWorld,
+        kubeapi: KubeAPI,
+        kube_namespace: str,
+        crd: CrdClient,
+        tmp_path: Path,
+    ) -> None:
+        storage = StorageConfig(root=str(tmp_path / "objects"))
+        store = LocalObjectStore(storage.root)
+        runs = tmp_path / "runs"
+        job_id = allocated_job(crd, store, fn.count_runs, str(runs), 3, node="node-c", gpus=[0])
+        job = crd.get_job(job_id)
+        # the dead gateway launched the actor and died before writing Running
+        spec = AttemptSpec(job_id, 0, job.spec.function_ref, job.spec.args_ref, storage)
+        launch_attempt(spec, "node-c")
+        wait_until(runs.exists, what="the first run to start")
+        with running_executor(kubeapi, kube_namespace, storage):
+            done = wait_for_phase(crd, job_id, TERMINAL)
+        assert done.phase is JobPhase.COMPLETED, done.status.message
+        assert cloudpickle.loads(store.get(done.status.result_ref or "")) == 1
         assert len(runs.read_text().splitlines()) == 1
 
     def test_lost_attempts_are_requeued_or_failed_and_stored_outcomes_finish_their_job(
