@@ -56,3 +56,13 @@ def count_runs(runs_file: str, seconds: float) -> int:
         handle.write(f"{os.getpid()}\n")
     time.sleep(seconds)
     return len(Path(runs_file).read_text().splitlines())
+
+
+def record_run(runs_dir: str, job_id: str, seconds: float) -> str:
+    """Sleep ``seconds`` between two lines of ``<runs_dir>/<job_id>.<pid>``: this run's span."""
+    path = Path(runs_dir) / f"{job_id}.{os.getpid()}"
+    path.write_text(f"{time.time()}\n")
+    time.sleep(seconds)
+    with path.open("a") as handle:
+        handle.write(f"{time.time()}\n")
+    return job_id
