@@ -38,6 +38,7 @@ from bench.gateway_rig import (
 )
 from bench.process_cpu import tree_cpu_seconds
 from bench.report import machine_line, write_section
+from gridweave_controller.errors import AlreadyExists, TransportError
 from gridweave_controller.models import Job
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_controller.phases import JobPhase
@@ -92,9 +93,21 @@ async def create_jobs(crd: AsyncClientBase, jobs: int, seed: int) -> float:
     """``jobs`` Pending jobs, created concurrently through ``crd``; the seconds it took."""
 
     def create(i: int, vram_mb: int, gpu_count: int) -> Callable[[], Awaitable[object]]:
-        return lambda: crd.create_job(
-            f"job-{i:05d}", "bench", "file:///f.pkl", vram_mb=vram_mb, gpu_count=gpu_count
-        )
+        async def call() -> None:
+            name = f"job-{i:05d}"
+            for attempt in range(3):  # a create is not resent once sent: setup resends it
+                try:
+                    await crd.create_job(
+                        name, "bench", "file:///f.pkl", vram_mb=vram_mb, gpu_count=gpu_count
+                    )
+                    return
+                except AlreadyExists:
+                    return  # the lost answer's create was applied
+                except TransportError:
+                    if attempt == 2:
+                        raise
+
+        return call
 
     return await create_concurrently(
         create(i, vram, count) for i, (vram, count) in enumerate(job_shapes(jobs, seed))
