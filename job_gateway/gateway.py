@@ -26,6 +26,7 @@ from job_gateway.collector import collector_paused
 from job_gateway.execution import ExecutionSettings, Executor, connect_gateway_ray
 from job_gateway.inventory import Gpu, Inventory, InventoryError, InventorySource
 from job_gateway.metrics import GatewayMetrics
+from job_gateway.node_loss import NodeLossWatch
 from job_gateway.scheduler import AllocationMap, Scheduler
 from job_gateway.scheduling import PassReport, SchedulingLoop
 from job_gateway.settings import GatewaySettings
@@ -97,6 +98,12 @@ class Gateway:
                 poll_seconds=self.execution.executor_poll_seconds,
                 start_timeout=self.execution.worker_start_timeout_seconds,
             )
+        self.node_loss = NodeLossWatch(
+            crd,
+            grace_s=settings.node_lost_grace_seconds,
+            hand_over=None if self.executor is None else self.executor.node_lost,
+            max_parallel=settings.max_parallel_writes,
+        )
         self.jobs: AsyncInformer[Job] = AsyncInformer(
             lambda known: crd.watch_jobs(known=known),
             on_add=self._job_changed,
@@ -220,3 +227,5 @@ class Gateway:
             if inventory != self.scheduler.inventory:
                 self.scheduler.set_inventory(inventory)
                 self.loop.poke()
+            # requeues are counted by the job informer (_job_updated), like every requeue
+            await self.node_loss.check(inventory, self.jobs.list())

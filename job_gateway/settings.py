@@ -5,7 +5,8 @@ kuberay-service at ``KUBERAY_URL``, or ``direct`` to the cluster of ``GATEWAY_KU
 ``GATEWAY_NAMESPACE``), ``RAY_ADDRESS`` (unset: a local Ray the gateway starts),
 ``GATEWAY_STORAGE_DIR`` or ``S3_ENDPOINT`` / ``S3_ACCESS_KEY`` / ``S3_SECRET_KEY`` /
 ``S3_BUCKET``, ``METERING_SERVICE_URL``, the scheduler's ``GATEWAY_SCHEDULING_POLICY``,
-``GATEWAY_AGING_SECONDS``, ``GATEWAY_PASS_INTERVAL_SECONDS``, the usage reports'
+``GATEWAY_AGING_SECONDS``, ``GATEWAY_PASS_INTERVAL_SECONDS``, the node-loss
+``GATEWAY_NODE_LOST_GRACE_SECONDS``, the usage reports'
 ``GATEWAY_USAGE_REPORT_CONCURRENCY``, ``GATEWAY_USAGE_REPORT_TIMEOUT_SECONDS``,
 ``GATEWAY_USAGE_RETRY_MAX_SECONDS``, plus the inventory's
 ``GATEWAY_INVENTORY_*`` (:class:`job_gateway.inventory.InventorySettings`) and the
@@ -92,6 +93,15 @@ class GatewaySettings(ObjectStorageSettings):
     )
     inventory_refresh_seconds: float = Field(
         default=30.0, gt=0, le=86400, description="How often the GPU inventory is read again."
+    )
+    node_lost_grace_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        le=86400,
+        description=(
+            "A node gone from the inventory or NotReady this long (by the gateway's reads) "
+            "has its Allocated and Running jobs requeued, reason NodeLost."
+        ),
     )
     usage_report_concurrency: int = Field(
         default=8, ge=1, le=256, description="Usage reports to metering in flight at once."

@@ -16,6 +16,8 @@ keeps only what it follows right now, so a restart rebuilds it from the CRDs and
 - ``startedAt + timeoutSeconds`` passed -> kill the actor, TimedOut (from the CRD, so the
   deadline survives a restart).
 - Cancelled, requeued or deleted by someone else -> kill the actor.
+- Its node lost (:meth:`Executor.node_lost`, from the gateway's node-loss watch) -> kill
+  the actor (by name when this gateway never held it), then requeue or fail ``NodeLost``.
 
 Every step is a task on the gateway's event loop; Ray and the object store are called in
 threads. One reconciling loop decides the next step of each followed attempt, so a step
@@ -35,11 +37,7 @@ import ray
 
 from gridweave_controller.errors import Conflict, InvalidTransition, NotFound
 from gridweave_controller.models import Job
-from gridweave_controller.operations import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_TIMEOUT_SECONDS,
-    AsyncClientBase,
-)
+from gridweave_controller.operations import DEFAULT_TIMEOUT_SECONDS, AsyncClientBase
 from gridweave_controller.phases import JobPhase
 from gridweave_runtime.storage import (
     ObjectNotFound,
@@ -61,6 +59,8 @@ from job_gateway.execution.devices import visible_devices
 from job_gateway.execution.outcome import Outcome, outcome_key, parse_outcome
 from job_gateway.execution.worker import AttemptSpec
 from job_gateway.inventory import Inventory
+from job_gateway.node_loss import NODE_LOST
+from job_gateway.requeue import requeue_or_fail
 
 __all__ = ["Executor"]
 
@@ -83,6 +83,7 @@ class _Attempt:
     dropped: bool = False
     adopted: bool = False
     ready_at: float | None = field(default=None)
+    node_lost: str | None = None  # why its node is lost: requeue it (NodeLost)
 
     @property
     def name(self) -> str:
@@ -95,11 +96,6 @@ class _Attempt:
     @property
     def timeout_s(self) -> int:
         return self.job.spec.timeout_seconds or DEFAULT_TIMEOUT_SECONDS
-
-    @property
-    def max_retries(self) -> int:
-        retries = self.job.spec.max_retries
-        return DEFAULT_MAX_RETRIES if retries is None else retries
 
 
 class Executor:
@@ -162,6 +158,15 @@ class Executor:
         if current is not None:
             self._drop(current)
 
+    def node_lost(self, job: Job, message: str) -> bool:
+        """Requeue the followed attempt of ``job`` (its node is lost); False: not followed."""
+        attempt = self._followed.get(job.name)
+        if attempt is None or attempt.attempt != job.status.attempts:
+            return False
+        attempt.node_lost = message
+        self._wake.set()
+        return True
+
     def following(self) -> dict[str, int]:
         """The jobs followed now and their attempt."""
         return {name: a.attempt for name, a in self._followed.items()}
@@ -216,6 +221,8 @@ class Executor:
     def _next_step(
         self, attempt: _Attempt, ready: set[ray.ObjectRef[Any]], now: float
     ) -> Awaitable[None] | None:
+        if attempt.node_lost is not None:
+            return self._lost(attempt, NODE_LOST, attempt.node_lost)
         if attempt.run is None:
             return self._launch(attempt) if attempt.launch else self._adopt(attempt)
         if attempt.needs_running:
@@ -314,12 +321,9 @@ class Executor:
     async def _lost(self, attempt: _Attempt, reason: str, message: str) -> None:
         if attempt.run is not None:
             await asyncio.to_thread(kill_actor, attempt.run.actor)
-        if attempt.attempt < attempt.max_retries:
-            await self.crd.set_job_pending(attempt.name, reason, f"{message}; requeued")
-        else:
-            await self.crd.set_job_failed(
-                attempt.name, reason, f"{message}; no retries left ({attempt.max_retries})"
-            )
+        elif attempt.node_lost is not None:  # a previous gateway's actor may still run
+            await asyncio.to_thread(kill_by_name, actor_name(attempt.name, attempt.attempt))
+        await requeue_or_fail(self.crd, attempt.job, reason, message)
         self._finished(attempt)
 
     async def _time_out(self, attempt: _Attempt, now: float) -> None:

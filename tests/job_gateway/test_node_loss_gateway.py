@@ -1,0 +1,99 @@
+"""Node loss in the running gateway, on the real Kubernetes API, with a static inventory file
+that is rewritten while it runs: a cordoned node keeps its jobs, a node dropped from the file
+has them requeued onto another node (or Failed ``NodeLost`` when no retry is left)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from gridweave_controller import JobPhase
+from tests.job_gateway.execution_factories import wait_until
+from tests.job_gateway.gateway_factories import GatewayServer, running_gateway, submit_body
+from tests.job_gateway.metrics_reading import metric_value
+from tests.support.kubeapi import KubeAPI
+
+pytestmark = pytest.mark.kubeapi
+
+REFRESH_S = 0.1
+GRACE_S = 0.4
+_GPU = "{index: 0, vendor: nvidia, model: NVIDIA A100 80GB, vram_mb: 81920}"
+
+
+def _inventory(**nodes: bool) -> str:
+    """A file of one-GPU nodes, each name mapped to whether it is cordoned."""
+    lines = ["nodes:"]
+    for name, cordoned in nodes.items():
+        lines += [
+            f"  - name: {name}",
+            f"    cordoned: {str(cordoned).lower()}",
+            f"    gpus: [{_GPU}]",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _rewrite(path: Path, text: str) -> None:
+    """Replace the file at once (the gateway never reads half of it)."""
+    staged = path.with_suffix(".new.yaml")
+    staged.write_text(text)
+    staged.replace(path)
+
+
+def _schedulable(gateway: GatewayServer, node: str) -> bool:
+    answer = gateway.http.get("/v1/inventory").json()
+    return bool(next(n for n in answer["nodes"] if n["name"] == node)["gpus"][0]["schedulable"])
+
+
+def _placement(gateway: GatewayServer, job_id: str) -> tuple[JobPhase, str | None, int]:
+    job = gateway.crd.get_job(job_id)
+    return job.phase, job.status.node, job.status.attempts
+
+
+def _wait_for(
+    gateway: GatewayServer, job_id: str, placement: tuple[JobPhase, str | None, int]
+) -> None:
+    wait_until(lambda: _placement(gateway, job_id) == placement, what=f"{job_id}: {placement}")
+
+
+class TestNodeLossInTheGateway:
+    def test_cordon_keeps_jobs_and_a_dropped_node_has_them_requeued(
+        self, kubeapi: KubeAPI, tmp_path: Path
+    ) -> None:
+        with running_gateway(
+            kubeapi,
+            tmp_path,
+            inventory_yaml=_inventory(**{"gpu-x": False, "gpu-y": True}),
+            inventory_refresh_seconds=REFRESH_S,
+            node_lost_grace_seconds=GRACE_S,
+            pass_interval_seconds=0.2,
+        ) as gateway:
+            inventory_file = tmp_path / "inventory.yaml"
+            retried, last_try = (
+                gateway.http.post(
+                    "/v1/jobs", json=submit_body(vendor="nvidia", max_retries=retries)
+                ).json()["job_id"]
+                for retries in (2, 0)
+            )
+            for job_id in (retried, last_try):  # gpu-y is cordoned: both land on gpu-x
+                _wait_for(gateway, job_id, (JobPhase.ALLOCATED, "gpu-x", 0))
+
+            # cordoned: no new work, and the work there stays
+            _rewrite(inventory_file, _inventory(**{"gpu-x": True, "gpu-y": True}))
+            wait_until(lambda: not _schedulable(gateway, "gpu-x"), what="gpu-x cordoned")
+            time.sleep(GRACE_S + 3 * REFRESH_S)  # past the grace period, several reads
+            for job_id in (retried, last_try):
+                assert _placement(gateway, job_id) == (JobPhase.ALLOCATED, "gpu-x", 0)
+
+            # gpu-x leaves the file; gpu-y takes work again
+            _rewrite(inventory_file, _inventory(**{"gpu-y": False}))
+            _wait_for(gateway, retried, (JobPhase.ALLOCATED, "gpu-y", 1))  # requeued, placed
+            failed = gateway.crd.wait_for_job(last_try, {JobPhase.FAILED}, timeout=30)
+            assert failed.status.reason == "NodeLost"
+            assert re.fullmatch(
+                r"node gpu-x is gone from the inventory \(for \d+ s\); no retries left \(0\)",
+                failed.status.message or "",
+            )
+            assert metric_value(gateway.http, "gridweave_gateway_requeues_total") == 1
