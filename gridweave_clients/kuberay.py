@@ -169,7 +169,9 @@ def request_for(
     for name, value in zip(route.path_parameters, names, strict=True):
         path = path.replace("{" + name + "}", value)
     for name, kind in operation.known_parameters.items():
-        if arguments[name] is not None:
+        if arguments[name] is None:  # no copy: the wire stays what it was without one
+            del arguments[name]
+        else:
             known = check_known(arguments[name], kind, names[0], field=name)
             arguments[name] = known.raw["metadata"]["resourceVersion"]
     path = CRD_PREFIX + path
