@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import cloudpickle
@@ -153,6 +154,21 @@ def wait_until(check: Callable[[], bool], timeout: float = 30.0, what: str = "")
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what or check}")
         time.sleep(0.05)
+
+
+def process_gone(pid: int) -> bool:
+    """True once no process has that id (or it is a zombie)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"
+
+
+def read_pid(path: Path) -> int:
+    """The pid a test function wrote, once it is there."""
+    wait_until(lambda: path.exists() and path.read_text() != "", what=f"{path}")
+    return int(path.read_text())
 
 
 @contextmanager

@@ -23,6 +23,8 @@ from tests.job_gateway import execution_functions as fn
 from tests.job_gateway.execution_factories import (
     RayWorld,
     allocated_job,
+    process_gone,
+    read_pid,
     running_executor,
     wait_for_phase,
     wait_until,
@@ -33,15 +35,6 @@ from tests.support.kubeapi import KubeAPI
 pytestmark = pytest.mark.kubeapi
 
 TERMINAL = {JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.CANCELLED, JobPhase.TIMED_OUT}
-
-
-def process_gone(pid: int) -> bool:
-    """True once no process has that id (or it is a zombie)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return True
-    return state == "Z"
 
 
 @pytest.fixture
@@ -55,12 +48,6 @@ def crd(kubeapi: KubeAPI, kube_namespace: str) -> Iterator[CrdClient]:
 def storage(tmp_path: Path) -> StorageConfig:
     """A local object store of the test's own."""
     return StorageConfig(root=str(tmp_path / "objects"))
-
-
-def read_pid(path: Path) -> int:
-    """The pid a test function wrote, once it is there."""
-    wait_until(lambda: path.exists() and path.read_text() != "", what=f"{path}")
-    return int(path.read_text())
 
 
 class TestPlacement:
