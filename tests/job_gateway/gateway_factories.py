@@ -22,7 +22,7 @@ from gridweave_controller._kube_store import KubeStore
 from gridweave_runtime.storage import LocalObjectStore
 from job_gateway.app import create_app
 from job_gateway.execution import ExecutionSettings
-from job_gateway.inventory import StaticFileSource
+from job_gateway.inventory import InventorySource, StaticFileSource
 from job_gateway.settings import GatewaySettings
 from tests.support.http_server import serve_in_thread
 from tests.support.kubeapi import KubeAPI, namespace_for_test
@@ -89,12 +89,18 @@ class GatewayServer:
 
 @contextmanager
 def running_gateway(
-    kubeapi: KubeAPI, workdir: Path, *, inventory_yaml: str = INVENTORY_YAML, **settings: Any
+    kubeapi: KubeAPI,
+    workdir: Path,
+    *,
+    inventory_yaml: str = INVENTORY_YAML,
+    inventory_source: InventorySource | None = None,
+    **settings: Any,
 ) -> Iterator[GatewayServer]:
     """The gateway app on a loopback port, direct to the real apiserver.
 
     In a new namespace, or in ``namespace=`` (a restart over another gateway's jobs). Jobs
-    are placed but not run unless ``execution=`` asks for execution on Ray.
+    are placed but not run unless ``execution=`` asks for execution on Ray. The inventory
+    is ``inventory_yaml`` in a file of the workdir, unless ``inventory_source`` is given.
     """
     namespace = settings.pop("namespace", None) or f"gw-gateway-{uuid.uuid4().hex[:8]}"
     # jobs run on Ray only when a test asks (execution=ExecutionSettings(...))
@@ -113,7 +119,7 @@ def running_gateway(
     }
     app = create_app(
         GatewaySettings(**values),
-        inventory_source=StaticFileSource(inventory_file),
+        inventory_source=inventory_source or StaticFileSource(inventory_file),
         store=LocalObjectStore(storage_dir),
         execution=execution,
     )
