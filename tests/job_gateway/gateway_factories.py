@@ -89,22 +89,18 @@ class GatewayServer:
 
 @contextmanager
 def running_gateway(
-    kubeapi: KubeAPI,
-    workdir: Path,
-    *,
-    inventory_yaml: str = INVENTORY_YAML,
-    inventory_source: InventorySource | None = None,
-    **settings: Any,
+    kubeapi: KubeAPI, workdir: Path, *, inventory_yaml: str = INVENTORY_YAML, **settings: Any
 ) -> Iterator[GatewayServer]:
     """The gateway app on a loopback port, direct to the real apiserver.
 
     In a new namespace, or in ``namespace=`` (a restart over another gateway's jobs). Jobs
     are placed but not run unless ``execution=`` asks for execution on Ray. The inventory
-    is ``inventory_yaml`` in a file of the workdir, unless ``inventory_source`` is given.
+    is ``inventory_yaml`` in a file of the workdir, unless ``inventory_source=`` gives one.
     """
     namespace = settings.pop("namespace", None) or f"gw-gateway-{uuid.uuid4().hex[:8]}"
     # jobs run on Ray only when a test asks (execution=ExecutionSettings(...))
     execution = settings.pop("execution", None) or ExecutionSettings(execute_jobs=False)
+    inventory_source: InventorySource | None = settings.pop("inventory_source", None)
     inventory_file = workdir / "inventory.yaml"
     inventory_file.write_text(inventory_yaml)
     storage_dir = workdir / "objects"
