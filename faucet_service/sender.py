@@ -11,14 +11,11 @@ otherwise it looks for due messages every ``FAUCET_SMTP_POLL_SECONDS``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from email.message import EmailMessage
 
-import anyio
-from anyio import CapacityLimiter, to_thread
 from fastapi import FastAPI
 
 from faucet_service.errors import EmailDeliveryFailed
@@ -26,40 +23,26 @@ from faucet_service.mailer import send_by_smtp
 from faucet_service.services.outbox import QueuedMessage, claim_due_message, record_attempt
 from faucet_service.settings import FaucetSettings
 from gridweave_runtime.database import Database
+from gridweave_runtime.outbox_worker import OutboxWorker, running_worker, wake_worker
 
 __all__ = ["MailSender", "sending_mail", "wake_mail_sender"]
 
+_ATTRIBUTE = "mail_sender"  # where the app keeps it
 _logger = logging.getLogger("gridweave")
 
 
-class MailSender:
+class MailSender(OutboxWorker):
     """Sends the queued outbox, one message at a time, on a thread of its own."""
 
+    label = "faucet: the mail sender"
+
     def __init__(self, database: Database, settings: FaucetSettings) -> None:
+        super().__init__(poll_seconds=settings.smtp_poll_seconds)
         self.database = database
         self.settings = settings
-        self._thread = CapacityLimiter(1)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._wake = asyncio.Event()
 
-    def wake(self) -> None:
-        """Look for due messages now (safe from any thread)."""
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._wake.set)
-
-    async def run(self) -> None:
-        """Send due messages until cancelled; wait for a wake-up or the poll interval."""
-        self._loop = asyncio.get_running_loop()
-        while True:
-            self._wake.clear()
-            try:
-                sent = await to_thread.run_sync(self.send_one, limiter=self._thread)
-            except Exception:  # the database away: log, wait, try again
-                _logger.warning("faucet: the mail sender failed a round", exc_info=True)
-                sent = False
-            if not sent:
-                with anyio.move_on_after(self.settings.smtp_poll_seconds):
-                    await self._wake.wait()
+    def deliver_round(self) -> bool:
+        return self.send_one()
 
     def send_one(self) -> bool:
         """Claim one due message and try it; False when none was due."""
@@ -95,24 +78,13 @@ class MailSender:
 
 def wake_mail_sender(app: FastAPI) -> None:
     """Tell the app's sender, if it has one, that a message was queued."""
-    sender: MailSender | None = getattr(app.state, "mail_sender", None)
-    if sender is not None:
-        sender.wake()
+    wake_worker(app, _ATTRIBUTE)
 
 
 @asynccontextmanager
 async def sending_mail(app: FastAPI) -> AsyncIterator[None]:
     """While the app serves: the sender, when an SMTP server is set (else nothing to send)."""
     settings: FaucetSettings = app.state.settings
-    if settings.smtp_host is None:
+    sender = None if settings.smtp_host is None else MailSender(app.state.database, settings)
+    async with running_worker(app, _ATTRIBUTE, sender):
         yield
-        return
-    sender = MailSender(app.state.database, settings)
-    app.state.mail_sender = sender
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(sender.run)
-        try:
-            yield
-        finally:
-            tasks.cancel_scope.cancel()
-            app.state.mail_sender = None

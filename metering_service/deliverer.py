@@ -10,13 +10,10 @@ settlement wakes it at once; otherwise it looks every ``METERING_RECEIPT_POLL_SE
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import anyio
-from anyio import CapacityLimiter, to_thread
 from fastapi import FastAPI
 from sqlalchemy.orm import Session
 
@@ -24,6 +21,7 @@ from gridweave_clients.chain import ChainClient
 from gridweave_clients.chain.models import RecordReceiptsRequest
 from gridweave_clients.errors import ServiceRefused, ServiceUnavailable
 from gridweave_runtime.database import Database
+from gridweave_runtime.outbox_worker import OutboxWorker, running_worker, wake_worker
 from metering_service.services.receipts import (
     ClaimedReceipt,
     claim_due_receipts,
@@ -34,38 +32,23 @@ from metering_service.settings import MeteringSettings
 
 __all__ = ["ReceiptDeliverer", "delivering_receipts", "wake_receipt_deliverer"]
 
+_ATTRIBUTE = "receipt_deliverer"  # where the app keeps it
 _logger = logging.getLogger("gridweave")
 
 
-class ReceiptDeliverer:
+class ReceiptDeliverer(OutboxWorker):
     """Delivers the queued receipts to chain_service on a thread of its own."""
 
+    label = "metering: the receipt deliverer"
+
     def __init__(self, database: Database, settings: MeteringSettings, chain: ChainClient) -> None:
+        super().__init__(poll_seconds=settings.receipt_poll_seconds)
         self.database = database
         self.settings = settings
         self.chain = chain
-        self._thread = CapacityLimiter(1)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._wake = asyncio.Event()
 
-    def wake(self) -> None:
-        """Look for due receipts now (safe from any thread)."""
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._wake.set)
-
-    async def run(self) -> None:
-        """Deliver due receipts until cancelled; wait for a wake-up or the poll interval."""
-        self._loop = asyncio.get_running_loop()
-        while True:
-            self._wake.clear()
-            try:
-                delivered = await to_thread.run_sync(self.deliver_due, limiter=self._thread)
-            except Exception:  # the database away: log, wait, try again
-                _logger.warning("metering: the receipt deliverer failed a round", exc_info=True)
-                delivered = 0
-            if delivered < self.settings.receipt_batch_size:
-                with anyio.move_on_after(self.settings.receipt_poll_seconds):
-                    await self._wake.wait()
+    def deliver_round(self) -> bool:
+        return self.deliver_due() >= self.settings.receipt_batch_size  # a full round: more due
 
     def deliver_due(self) -> int:
         """Claim and deliver one round of due receipts; how many were claimed.
@@ -128,24 +111,15 @@ class ReceiptDeliverer:
 
 def wake_receipt_deliverer(app: FastAPI) -> None:
     """Tell the app's deliverer, if it has one, that a receipt was queued."""
-    deliverer: ReceiptDeliverer | None = getattr(app.state, "receipt_deliverer", None)
-    if deliverer is not None:
-        deliverer.wake()
+    wake_worker(app, _ATTRIBUTE)
 
 
 @asynccontextmanager
 async def delivering_receipts(app: FastAPI) -> AsyncIterator[None]:
     """While the app serves: the deliverer, when chain_service is set (else receipts wait)."""
     chain: ChainClient | None = getattr(app.state, "chain_client", None)
-    if chain is None:
+    deliverer = (
+        None if chain is None else ReceiptDeliverer(app.state.database, app.state.settings, chain)
+    )
+    async with running_worker(app, _ATTRIBUTE, deliverer):
         yield
-        return
-    deliverer = ReceiptDeliverer(app.state.database, app.state.settings, chain)
-    app.state.receipt_deliverer = deliverer
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(deliverer.run)
-        try:
-            yield
-        finally:
-            tasks.cancel_scope.cancel()
-            app.state.receipt_deliverer = None

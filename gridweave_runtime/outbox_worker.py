@@ -1,0 +1,91 @@
+"""A worker that drains a service's outbox off the request path, on a thread of its own.
+
+The outbox is a PostgreSQL table: a request queues its work there in its own transaction
+and answers; the worker delivers it. Each round (one claim and its deliveries, on the
+worker's own thread, never one of the shared worker threads, so a hanging downstream stalls
+neither requests nor ``/healthz``) says whether more may be due at once; otherwise the
+worker waits for a wake-up (a request that queued work, from any thread) or the poll
+interval. A round that fails (the database away) is logged and tried again after the
+interval. The faucet's mail sender and metering's receipt deliverer are such workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import ClassVar
+
+import anyio
+from anyio import CapacityLimiter, to_thread
+from fastapi import FastAPI
+
+__all__ = ["OutboxWorker", "running_worker", "wake_worker"]
+
+_logger = logging.getLogger("gridweave")
+
+
+class OutboxWorker(ABC):
+    """Rounds of :meth:`deliver_round` until cancelled, woken early by :meth:`wake`."""
+
+    #: who failed a round, in the log: "faucet: the mail sender"
+    label: ClassVar[str]
+
+    def __init__(self, *, poll_seconds: float) -> None:
+        self.poll_seconds = poll_seconds
+        self._thread = CapacityLimiter(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake = asyncio.Event()
+
+    @abstractmethod
+    def deliver_round(self) -> bool:
+        """Claim and deliver one round of due work; True when more may be due at once."""
+
+    def wake(self) -> None:
+        """Look for due work now (safe from any thread)."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    async def run(self) -> None:
+        """Deliver until cancelled; between idle rounds wait for a wake-up or the interval."""
+        self._loop = asyncio.get_running_loop()
+        while True:
+            self._wake.clear()
+            try:
+                more = await to_thread.run_sync(self.deliver_round, limiter=self._thread)
+            except Exception:  # the database away: log, wait, try again
+                _logger.warning("%s failed a round", self.label, exc_info=True)
+                more = False
+            if not more:
+                with anyio.move_on_after(self.poll_seconds):
+                    await self._wake.wait()
+
+
+def wake_worker(app: FastAPI, attribute: str) -> None:
+    """Wake the app's worker kept at ``app.state.<attribute>``, if it runs."""
+    worker: OutboxWorker | None = getattr(app.state, attribute, None)
+    if worker is not None:
+        worker.wake()
+
+
+@asynccontextmanager
+async def running_worker(
+    app: FastAPI, attribute: str, worker: OutboxWorker | None
+) -> AsyncIterator[None]:
+    """While the app serves: ``worker`` running and kept at ``app.state.<attribute>``.
+
+    ``None`` (the service has nowhere to deliver to): nothing runs, the work waits queued.
+    """
+    if worker is None:
+        yield
+        return
+    setattr(app.state, attribute, worker)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(worker.run)
+        try:
+            yield
+        finally:
+            tasks.cancel_scope.cancel()
+            setattr(app.state, attribute, None)
