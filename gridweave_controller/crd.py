@@ -53,7 +53,13 @@ __all__ = [
 ]
 
 
-def _load_api_client(kubeconfig: str | os.PathLike[str] | None) -> k8s_client.ApiClient:
+def load_api_client(kubeconfig: str | os.PathLike[str] | None) -> k8s_client.ApiClient:
+    """The official client's ApiClient: in-cluster when ``kubeconfig`` is unset and the
+    process runs in a pod, else ``kubeconfig`` (or ``KUBECONFIG``, or ~/.kube/config).
+
+    No configuration found: :class:`TransportError`. Not in ``__all__`` (that lists the
+    operations): import it by name.
+    """
     if kubeconfig is None:
         try:
             configuration = k8s_client.Configuration()
@@ -73,7 +79,7 @@ def _load_api_client(kubeconfig: str | os.PathLike[str] | None) -> k8s_client.Ap
 
 
 def _new_client(kubeconfig: str | os.PathLike[str] | None, namespace: str | None) -> CrdClient:
-    return CrdClient(KubeStore(_load_api_client(kubeconfig)), resolve_namespace(namespace))
+    return CrdClient(KubeStore(load_api_client(kubeconfig)), resolve_namespace(namespace))
 
 
 def _close_replaced(previous: CrdClient) -> None:

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from kubernetes import client as k8s_client
 
 from gridweave_clients.nodes import NodeResponse
+from gridweave_controller.crd import load_api_client
 from gridweave_runtime.database import Database
 from kuberay_service.mesh import CommandRunner, MeshPeer, MeshSync, WireGuardDriver
 from kuberay_service.mesh.driver import run_command
-from kuberay_service.ray import RayClusterGroups, RayWorkerSync, load_api_client
+from kuberay_service.ray import RayClusterGroups, RayWorkerSync
 from kuberay_service.reconciler import Reconciler
 from kuberay_service.services.nodes import joined_nodes, mesh_peers
 from kuberay_service.settings import KubeRaySettings

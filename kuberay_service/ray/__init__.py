@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kuberay_service.ray.rayclusters import RayClusterGroups, RayWorkerSync, load_api_client
+from kuberay_service.ray.rayclusters import RayClusterGroups, RayWorkerSync
 from kuberay_service.ray.worker_groups import (
     GROUP_PREFIX,
     NODE_LABEL,
@@ -18,6 +18,5 @@ __all__ = [
     "RayWorkerSync",
     "desired_worker_groups",
     "group_name",
-    "load_api_client",
     "worker_group",
 ]

@@ -3,39 +3,20 @@ client: its worker groups follow the registry's joined nodes (:class:`RayWorkerS
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from gridweave_clients.nodes import NodeResponse
 from kuberay_service.ray.worker_groups import desired_worker_groups
 from kuberay_service.reconciler import Reconciler
 
-__all__ = ["RayClusterGroups", "RayWorkerSync", "load_api_client"]
+__all__ = ["RayClusterGroups", "RayWorkerSync"]
 
 GROUP, VERSION, PLURAL = "ray.io", "v1", "rayclusters"
 _CONFLICT_ATTEMPTS = 5
-
-
-def load_api_client(kubeconfig: str | os.PathLike[str] | None) -> k8s_client.ApiClient:
-    """In-cluster configuration when unset and available, else the kubeconfig (or its default)."""
-    if kubeconfig is None:
-        try:
-            configuration = k8s_client.Configuration()
-            k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
-                client_configuration=configuration
-            )
-            return k8s_client.ApiClient(configuration)
-        except k8s_config.ConfigException:
-            pass
-    loaded: k8s_client.ApiClient = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
-        config_file=None if kubeconfig is None else str(kubeconfig)
-    )
-    return loaded
 
 
 class RayClusterGroups:
