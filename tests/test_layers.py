@@ -106,6 +106,7 @@ class TestLayerContract:
                 "import fastapi",
                 "the clients import no server part",
             ),
+            ("gridweave/_function.py", "import ray", "the SDK imports no server part"),
             ("credit_service/errors.py", "import tests.support", "no package imports the tests"),
         ],
     )
@@ -135,13 +136,14 @@ class TestLayerContract:
         assert packages == set(_root_packages())
 
 
-def test_the_clients_import_without_any_server_package() -> None:
+def test_the_clients_and_the_sdk_import_without_any_server_package() -> None:
     code = (
         "import sys\n"
         "import gridweave_clients, gridweave_clients.credit, gridweave_clients.metering\n"
         "import gridweave_clients.faucet, gridweave_clients.kuberay, gridweave_clients.nodes\n"
         "import gridweave_clients.platform\n"
         "import gridweave_clients.chain\n"
+        "import gridweave\n"
         f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({SERVER_PACKAGES!r})))\n"
     )
     result = subprocess.run(

@@ -1,0 +1,270 @@
+"""``@gw.function``: a Python function that runs on a GPU slice of the platform."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
+
+import cloudpickle
+
+from gridweave._client import platform_client, platform_errors
+from gridweave._config import Config, current_config
+from gridweave._remote import remote_exception
+from gridweave._units import parse_duration, parse_size
+from gridweave.errors import (
+    ConfigurationError,
+    JobDidNotComplete,
+    JobNotFinished,
+    MapItemFailed,
+)
+from gridweave_clients import Conflict
+from gridweave_clients.platform.models import JobLogsResponse, JobResponse
+
+__all__ = ["DEFAULT_MAP_CONCURRENCY", "Function", "JobHandle", "function"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+Vendor = Literal["nvidia", "amd", "any"]
+
+#: At most this many of a ``.map``'s jobs are submitted and not yet finished at once.
+DEFAULT_MAP_CONCURRENCY = 16
+# Polling a result: start short (a warm job finishes in well under a second), back off.
+_FIRST_POLL_SECONDS = 0.05
+_MAX_POLL_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """What each call of a function asks for, parsed once at decoration."""
+
+    vram_mb: int
+    gpu_count: int
+    vendor: Vendor
+    timeout_seconds: int
+    max_retries: int
+
+
+class JobHandle(Generic[R]):
+    """One submitted call: its ``job_id``, status, result, logs; cancel it."""
+
+    def __init__(self, job: JobResponse, config: Config) -> None:
+        self.job_id = job.job_id
+        self._config = config
+        self._client = platform_client(config)
+
+    def __repr__(self) -> str:
+        return f"JobHandle({self.job_id!r})"
+
+    def status(self) -> JobResponse:
+        """The job as the platform sees it now (``phase``, ``finished``, ``node``, ...)."""
+        with platform_errors(self._config.url):
+            return self._client.get_job(self.job_id)
+
+    def logs(self) -> JobLogsResponse:
+        """What the job printed so far (stdout and stderr)."""
+        with platform_errors(self._config.url):
+            return self._client.get_job_logs(self.job_id)
+
+    def cancel(self) -> JobResponse:
+        """Cancel the job (again: answered as it is); a finished job's ``Conflict`` passes."""
+        with platform_errors(self._config.url):
+            return self._client.cancel_job(self.job_id)
+
+    def result(self, timeout: float | None = None) -> R:
+        """Wait for the job's value (``timeout`` seconds at most; None: as long as it takes).
+
+        Raises:
+            JobNotFinished: ``timeout`` ran out; the job goes on.
+            Exception: the function's own exception rebuilt (built-in types), else
+                ``RemoteError``; either carries ``remote_traceback``.
+            JobDidNotComplete: cancelled, timed out or lost without a traceback.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = _FIRST_POLL_SECONDS
+        while True:
+            try:
+                with platform_errors(self._config.url):
+                    payload = self._client.get_job_result(self.job_id)
+            except Conflict as exc:
+                if exc.code != "job_not_finished":
+                    raise self._failure(exc) from None
+                if deadline is not None and time.monotonic() + pause > deadline:
+                    raise JobNotFinished(self.job_id, str(exc.details.get("phase", ""))) from None
+                time.sleep(pause)
+                pause = min(pause * 2, _MAX_POLL_SECONDS)
+                continue
+            # The SDK unpickles only what the user's own function returned, on their machine.
+            return cast(R, cloudpickle.loads(payload))
+
+    def _failure(self, refusal: Conflict) -> Exception:
+        details = refusal.details
+        traceback = details.get("traceback")
+        if refusal.code == "job_did_not_complete" and isinstance(traceback, str) and traceback:
+            return remote_exception(self.job_id, traceback)
+        if refusal.code == "job_did_not_complete":
+            return JobDidNotComplete(
+                refusal.message,
+                job_id=self.job_id,
+                phase=str(details.get("phase", "")),
+                reason=details.get("reason") if isinstance(details.get("reason"), str) else None,
+            )
+        return refusal
+
+
+class Function(Generic[P, R]):
+    """A function made remote by ``@gw.function``; calling it directly still runs it here."""
+
+    def __init__(self, fn: Callable[P, R], resources: Resources) -> None:
+        self.fn = fn
+        self.resources = resources
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    def spawn(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
+        """Submit one call and return at once with its handle.
+
+        Raises:
+            InsufficientCredits: 402, the hold could not be placed.
+            NoGpuLargeEnough: 422, no GPU of the platform could ever hold the job.
+            PlatformUnreachable: no usable answer from the platform.
+        """
+        config = current_config()
+        function = cloudpickle.dumps(self.fn)
+        arguments = cloudpickle.dumps((args, kwargs)) if args or kwargs else None
+        resources = self.resources
+        client = platform_client(config)
+        with platform_errors(config.url):
+            # One key per call: the client's retry of a lost answer gets the same job back.
+            job = client.submit_job(
+                function,
+                arguments,
+                vram_mb=resources.vram_mb,
+                gpu_count=resources.gpu_count,
+                vendor=resources.vendor,
+                timeout_seconds=resources.timeout_seconds,
+                max_retries=resources.max_retries,
+                idempotency_key=f"sdk-{uuid.uuid4().hex}",
+            )
+        return JobHandle(job, config)
+
+    def remote(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run one call on the platform and wait for its value (or its exception)."""
+        return self.spawn(*args, **kwargs).result()
+
+    def map(self, items: Iterable[Any], *, concurrency: int = DEFAULT_MAP_CONCURRENCY) -> list[R]:
+        """Call the function once per item (one argument each); values in the items' order.
+
+        At most ``concurrency`` calls are in flight at once. When an item fails, the items
+        not yet submitted are dropped, those in flight are cancelled on the platform, and
+        ``MapItemFailed`` names the failed index (the lowest, if several), its error chained.
+        """
+        if isinstance(concurrency, bool) or concurrency < 1:
+            raise ConfigurationError(f"concurrency={concurrency!r}: must be at least 1")
+        spawn_one = cast(Callable[[Any], JobHandle[R]], self.spawn)
+        in_flight: dict[int, JobHandle[R]] = {}
+        lock = threading.Lock()
+        stopping = threading.Event()
+
+        def run(index: int, item: Any) -> R:
+            if stopping.is_set():
+                raise _Dropped
+            handle = spawn_one(item)
+            with lock:
+                in_flight[index] = handle
+            if stopping.is_set():
+                _cancel_quietly(handle)
+            return handle.result()
+
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="gw-map") as pool:
+            futures = [pool.submit(run, index, item) for index, item in enumerate(items)]
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = _first_failure(futures, done)
+            if failed is not None:
+                stopping.set()
+                for future in futures:
+                    future.cancel()
+                with lock:
+                    handles = list(in_flight.values())
+                for handle in handles:
+                    _cancel_quietly(handle)
+                index, error = failed
+                raise MapItemFailed(index, error) from error
+            return [future.result() for future in futures]
+
+
+class _Dropped(Exception):
+    """An item of a failed ``.map`` that was never submitted."""
+
+
+def _cancel_quietly(handle: JobHandle[Any]) -> None:
+    try:
+        handle.cancel()
+    except Exception:  # finished meanwhile, or the platform is gone: nothing left to stop
+        pass
+
+
+def _first_failure(
+    futures: list[Future[R]], done: Iterable[Future[R]]
+) -> tuple[int, BaseException] | None:
+    finished = set(done)
+    for index, future in enumerate(futures):
+        if future in finished and not future.cancelled():
+            error = future.exception()
+            if error is not None and not isinstance(error, _Dropped):
+                return index, error
+    return None
+
+
+def _vendor(value: str) -> Vendor:
+    if value not in ("nvidia", "amd", "any"):
+        raise ConfigurationError(f"vendor={value!r}: expected 'nvidia', 'amd' or 'any'")
+    return cast(Vendor, value)
+
+
+def _count(value: int, argument: str, *, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigurationError(f"{argument}={value!r}: expected an integer >= {least}")
+    return value
+
+
+def function(
+    *,
+    vram: str | int,
+    vendor: str = "any",
+    gpus: int = 1,
+    timeout: str | int | float = "10m",
+    retries: int = 0,
+) -> Callable[[Callable[P, R]], Function[P, R]]:
+    """Make a function remote: each call gets ``gpus`` GPUs of one node, ``vram`` on each.
+
+    Args:
+        vram: VRAM per GPU: "16GB", "512MiB", "16000MB" (an int: MiB).
+        vendor: "nvidia", "amd" or "any".
+        gpus: GPUs per call, all on one node.
+        timeout: the longest a call may run: "90s", "10m", "1h" (a number: seconds); the
+            credit hold is price x timeout x GPUs.
+        retries: how often the platform runs a call again after its node was lost.
+
+    Raises:
+        ConfigurationError: an argument is not understood; the message names it.
+    """
+    resources = Resources(
+        vram_mb=parse_size(vram, argument="vram"),
+        gpu_count=_count(gpus, "gpus", least=1),
+        vendor=_vendor(vendor),
+        timeout_seconds=parse_duration(timeout, argument="timeout"),
+        max_retries=_count(retries, "retries", least=0),
+    )
+
+    def decorate(fn: Callable[P, R]) -> Function[P, R]:
+        return Function(fn, resources)
+
+    return decorate

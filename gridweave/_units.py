@@ -1,0 +1,71 @@
+"""Sizes ("16GB", "512MiB") and durations ("10m", "90s") as the decorator takes them."""
+
+from __future__ import annotations
+
+import re
+
+from gridweave.errors import ConfigurationError
+
+__all__ = ["parse_duration", "parse_size"]
+
+# Decimal units count 1000s, binary ones 1024s; the platform counts VRAM in MiB.
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "tib": 1024**4,
+}
+_DURATION_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_NUMBER = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_MIB = 1024**2
+
+
+def parse_size(value: str | int, *, argument: str = "vram") -> int:
+    """A size in MiB (rounded up); an int is taken as MiB already.
+
+    Raises:
+        ConfigurationError: not a positive size with a known unit; names ``argument``.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value <= 0:
+            raise ConfigurationError(f"{argument}={value!r}: a size must be positive")
+        return value
+    match = _NUMBER.match(value) if isinstance(value, str) else None
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _SIZE_UNITS or not unit:
+        raise ConfigurationError(
+            f"{argument}={value!r}: expected a size such as '16GB', '512MiB' or '16000MB'"
+        )
+    size = float(match.group(1)) * _SIZE_UNITS[unit]
+    mib = -int(-size // _MIB)
+    if mib <= 0:
+        raise ConfigurationError(f"{argument}={value!r}: a size must be positive")
+    return mib
+
+
+def parse_duration(value: str | int | float, *, argument: str = "timeout") -> int:
+    """A duration in whole seconds (rounded up); a number is taken as seconds.
+
+    Raises:
+        ConfigurationError: not a positive duration with a known unit; names ``argument``.
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        match = _NUMBER.match(value) if isinstance(value, str) else None
+        unit = match.group(2).lower() if match else ""
+        if match is None or unit not in _DURATION_UNITS:
+            raise ConfigurationError(
+                f"{argument}={value!r}: expected a duration such as '90s', '10m' or '1h'"
+            )
+        seconds = float(match.group(1)) * _DURATION_UNITS[unit]
+    whole = -int(-seconds // 1)
+    if whole <= 0:
+        raise ConfigurationError(f"{argument}={value!r}: a duration must be positive")
+    return whole

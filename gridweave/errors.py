@@ -1,0 +1,113 @@
+"""The SDK's exceptions, one tree.
+
+Tree::
+
+    GridweaveError
+    ├── ConfigurationError       a bad decorator argument, or no platform URL / API key
+    ├── PlatformUnreachable      no usable answer from the platform (after the client's retries)
+    ├── InsufficientCredits      402: balance, held, available, needed (micro-credits)
+    ├── NoGpuLargeEnough         422: no GPU could ever hold the job; the largest there is
+    ├── JobNotFinished           ``result(timeout=)`` ran out first
+    ├── JobDidNotComplete        cancelled, timed out, or failed without a traceback
+    ├── RemoteError              the function raised remotely, and its type could not be rebuilt
+    └── MapItemFailed            one item of ``.map`` failed: ``index``, the cause chained
+
+An exception the function raised remotely is re-raised as its own type when that type is a
+built-in one; it carries ``remote_traceback`` (the text) and shows it as a note.
+Other refusals of the platform pass as ``gridweave_clients`` errors.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "GridweaveError",
+    "InsufficientCredits",
+    "JobDidNotComplete",
+    "JobNotFinished",
+    "MapItemFailed",
+    "NoGpuLargeEnough",
+    "PlatformUnreachable",
+    "RemoteError",
+]
+
+
+class GridweaveError(Exception):
+    """Base of every error the SDK raises itself."""
+
+
+class ConfigurationError(GridweaveError, ValueError):
+    """A bad argument (named in the message), or the platform's URL or key is missing."""
+
+
+class PlatformUnreachable(GridweaveError):
+    """The platform did not answer usably: not started, wrong URL, or down."""
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(f"{message} (platform at {url}; set GRIDWEAVE_URL?)")
+        self.url = url
+
+
+class InsufficientCredits(GridweaveError):
+    """The credit hold could not be placed; figures in micro-credits."""
+
+    def __init__(
+        self, message: str, *, balance: int, held: int, available: int, needed: int
+    ) -> None:
+        super().__init__(
+            f"{message} (balance {balance}, held {held}, available {available}, "
+            f"needed {needed} micro-credits)"
+        )
+        self.balance = balance
+        self.held = held
+        self.available = available
+        self.needed = needed
+
+
+class NoGpuLargeEnough(GridweaveError):
+    """No GPU of the inventory could ever hold the job (``field``: what to lower)."""
+
+    def __init__(self, message: str, *, field: str, largest_vram_mb: int | None) -> None:
+        super().__init__(message)
+        self.field = field
+        #: the largest GPU's VRAM in MiB, when the platform named one
+        self.largest_vram_mb = largest_vram_mb
+
+
+class JobNotFinished(GridweaveError):
+    """The wait for a result ran out; the job goes on (``job_id``)."""
+
+    def __init__(self, job_id: str, phase: str) -> None:
+        super().__init__(f"job {job_id} has not finished (phase {phase})")
+        self.job_id = job_id
+        self.phase = phase
+
+
+class JobDidNotComplete(GridweaveError):
+    """The job ended without a result and without an exception of its own (``phase``)."""
+
+    def __init__(self, message: str, *, job_id: str, phase: str, reason: str | None) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.phase = phase
+        self.reason = reason
+
+
+class RemoteError(GridweaveError):
+    """The function raised on the GPU node; ``remote_traceback`` is its traceback text."""
+
+    def __init__(
+        self, message: str, *, job_id: str, exception_type: str | None, remote_traceback: str
+    ) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.exception_type = exception_type
+        self.remote_traceback = remote_traceback
+
+
+class MapItemFailed(GridweaveError):
+    """Item ``index`` of a ``.map`` failed; its own error is ``__cause__``."""
+
+    def __init__(self, index: int, cause: BaseException) -> None:
+        super().__init__(f"map item {index} failed: {type(cause).__name__}: {cause}")
+        self.index = index
