@@ -14,6 +14,7 @@ pytest_plugins: list[str] = [
     "tests.support.postgres_fixtures",
     "tests.support.kuberay_fixtures",
     "tests.support.credit_server",
+    "tests.support.ray_fixtures",
 ]
 
 

@@ -1,4 +1,5 @@
-"""The job gateway tests' shared servers: one multi-node Ray for the session, metering."""
+"""The job gateway tests' shared servers: metering (the session's Ray: ``ray_world``, in
+``tests.support.ray_fixtures``)."""
 
 from __future__ import annotations
 
@@ -6,18 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.job_gateway.execution_factories import RayWorld, ray_test_cluster
 from tests.job_gateway.metering_factories import Metering
 from tests.metering_service.factories import metering_settings, running_metering
 from tests.support.credit_server import CreditServer
 from tests.support.postgres import PostgresTestServer
-
-
-@pytest.fixture(scope="session")
-def ray_world() -> Iterator[RayWorld]:
-    """Three Ray nodes on this machine (slow to start on 2 cores: one per session)."""
-    with ray_test_cluster() as world:
-        yield world
 
 
 @pytest.fixture(scope="module")

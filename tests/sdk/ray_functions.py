@@ -1,0 +1,18 @@
+"""Functions the SDK's Ray tests run; pickled by value, as a user's own module would be."""
+
+from __future__ import annotations
+
+import os
+
+
+def shout(word: str, times: int = 1) -> str:
+    print(f"shouting {word}")
+    return (word.upper() + "!") * times
+
+
+def visible_devices() -> str | None:
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def reciprocal(x: float) -> float:
+    return 1 / x

@@ -1,0 +1,82 @@
+"""The SDK's whole path with execution on Ray: ``.remote`` to the platform, the gateway
+placing the job and running it on the session's three-node Ray, the value back.
+
+The stack is the platform tests' (platform, credit, metering, faucet on PostgreSQL, the
+gateway on the real apiserver) with the gateway executing on the Ray of the execution tests
+(simulated GPUs: NVIDIA on node-a and node-c, AMD on node-b).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import ParamSpec, TypeVar
+
+import cloudpickle
+import httpx
+import pytest
+
+import gridweave as gw
+from job_gateway.execution import ExecutionSettings
+from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld
+from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
+from tests.platform_service.factories import PlatformServer
+from tests.sdk import ray_functions
+from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
+from tests.support.kubeapi import KubeAPI
+
+pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    ray_world: RayWorld,
+    kubeapi: KubeAPI,
+    metering: httpx.Client,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[GatewayServer]:
+    """The real gateway executing jobs on the session's Ray (the platform fixture uses it)."""
+    with running_gateway(
+        kubeapi,
+        tmp_path_factory.mktemp("gateway-ray"),
+        inventory_yaml=INVENTORY_YAML,
+        execution=ExecutionSettings(executor_poll_seconds=0.05),
+        internal_token=INTERNAL_TOKEN,
+        metering_service_url=str(metering.base_url),
+    ) as server:
+        yield server
+
+
+@pytest.fixture
+def funded(platform: PlatformServer, credit: CreditServer) -> Iterator[None]:
+    """A funded user as the SDK's user; the test functions pickled by value."""
+    user = platform.new_user()
+    credit.fund(user.user_id, 10**9)
+    gw.configure(url=platform.url, api_key=user.key)
+    cloudpickle.register_pickle_by_value(ray_functions)
+    try:
+        yield
+    finally:
+        cloudpickle.unregister_pickle_by_value(ray_functions)
+
+
+def _remote(fn: Callable[P, R]) -> gw.Function[P, R]:
+    return gw.function(vram="8GiB", vendor="nvidia", timeout="2m")(fn)
+
+
+@pytest.mark.usefixtures("funded")
+def test_remote_map_logs_and_a_remote_exception_on_ray() -> None:
+    shout = _remote(ray_functions.shout)
+    handle = shout.spawn("hi", times=2)
+    assert handle.result(timeout=120) == "HI!HI!"
+    assert handle.logs().stdout.startswith("shouting hi\n")
+    assert handle.status().node in ("node-a", "node-c")
+
+    assert _remote(ray_functions.visible_devices).remote() is not None
+    assert shout.map(["a", "b", "c"], concurrency=3) == ["A!", "B!", "C!"]
+
+    with pytest.raises(ZeroDivisionError) as raised:
+        _remote(ray_functions.reciprocal).remote(0)
+    assert "in reciprocal" in raised.value.remote_traceback  # type: ignore[attr-defined]
