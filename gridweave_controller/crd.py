@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import os
 
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
-
 from gridweave_controller._active import ActiveClient
 from gridweave_controller._kube_store import KubeStore
-from gridweave_controller._kubeconfig import kubeconfig_file, resolve_namespace
+from gridweave_controller._kubeconfig import resolve_namespace
 from gridweave_controller.client import CrdClient
-from gridweave_controller.errors import TransportError
+from gridweave_controller.kube_api import load_api_client
 
 __all__ = [
     "create_endpoint",
@@ -51,31 +48,6 @@ __all__ = [
     "watch_endpoints",
     "watch_jobs",
 ]
-
-
-def load_api_client(kubeconfig: str | os.PathLike[str] | None) -> k8s_client.ApiClient:
-    """The official client's ApiClient: in-cluster when ``kubeconfig`` is unset and the
-    process runs in a pod, else ``kubeconfig`` (or ``KUBECONFIG``, or ~/.kube/config).
-
-    No configuration found: :class:`TransportError`. Not in ``__all__`` (that lists the
-    operations): import it by name.
-    """
-    if kubeconfig is None:
-        try:
-            configuration = k8s_client.Configuration()
-            k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
-                client_configuration=configuration
-            )
-            return k8s_client.ApiClient(configuration)
-        except k8s_config.ConfigException:
-            pass
-    try:
-        loaded: k8s_client.ApiClient = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig_file(kubeconfig)
-        )
-    except (k8s_config.ConfigException, OSError) as exc:
-        raise TransportError(f"no Kubernetes configuration found: {exc}") from exc
-    return loaded
 
 
 def _new_client(kubeconfig: str | os.PathLike[str] | None, namespace: str | None) -> CrdClient:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from kubernetes import client as k8s_client
 
 from gridweave_clients.nodes import NodeResponse
-from gridweave_controller.crd import load_api_client
+from gridweave_controller.kube_api import load_api_client
 from gridweave_runtime.database import Database
 from kuberay_service.mesh import CommandRunner, MeshPeer, MeshSync, WireGuardDriver
 from kuberay_service.mesh.driver import run_command
