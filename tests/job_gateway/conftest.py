@@ -7,9 +7,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from gridweave_controller import CrdClient
+from tests.job_gateway.gateway_factories import blocking_crd
 from tests.job_gateway.metering_factories import Metering
 from tests.metering_service.factories import metering_settings, running_metering
 from tests.support.credit_server import CreditServer
+from tests.support.kubeapi import KubeAPI
 from tests.support.postgres import PostgresTestServer
 
 
@@ -27,3 +30,10 @@ def metering(
             yield Metering(http, settings, credit, database)
     finally:
         postgres.drop_database(database)
+
+
+@pytest.fixture
+def crd(kubeapi: KubeAPI, kube_namespace: str) -> Iterator[CrdClient]:
+    """The tests' own blocking client on the test's namespace."""
+    with blocking_crd(kubeapi.kubeconfig, kube_namespace) as client:
+        yield client

@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,7 +142,7 @@ def allocated_job(
 
 
 def wait_for_phase(
-    crd: CrdClient, job_id: str, phases: set[JobPhase], timeout: float = 60.0
+    crd: CrdClient, job_id: str, phases: AbstractSet[JobPhase], timeout: float = 60.0
 ) -> Job:
     """Poll until the job is in one of ``phases``."""
     return crd.wait_for_job(job_id, phases, timeout=timeout)

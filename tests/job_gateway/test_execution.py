@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import cloudpickle
 import pytest
 
 from gridweave_controller import CrdClient, JobPhase
+from gridweave_controller.phases import JOB_TERMINAL_PHASES
 from gridweave_runtime.storage import LocalObjectStore, StorageConfig, attempt_objects
 from job_gateway.execution import outcome_key
 from tests.job_gateway import execution_functions as fn
@@ -29,19 +29,11 @@ from tests.job_gateway.execution_factories import (
     wait_for_phase,
     wait_until,
 )
-from tests.job_gateway.gateway_factories import blocking_crd
 from tests.support.kubeapi import KubeAPI
 
 pytestmark = pytest.mark.kubeapi
 
-TERMINAL = {JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.CANCELLED, JobPhase.TIMED_OUT}
-
-
-@pytest.fixture
-def crd(kubeapi: KubeAPI, kube_namespace: str) -> Iterator[CrdClient]:
-    """The tests' own blocking client on the test's namespace."""
-    with blocking_crd(kubeapi.kubeconfig, kube_namespace) as client:
-        yield client
+TERMINAL = JOB_TERMINAL_PHASES
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import cloudpickle
 import pytest
 
 from gridweave_controller import JobPhase
+from gridweave_controller.phases import JOB_TERMINAL_PHASES
 from gridweave_runtime.storage import LocalObjectStore, input_objects
 from job_gateway.execution import ExecutionSettings
 from tests.job_gateway import execution_functions as fn
@@ -21,7 +22,7 @@ from tests.support.kubeapi import KubeAPI
 
 pytestmark = pytest.mark.kubeapi
 
-TERMINAL = {JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.CANCELLED, JobPhase.TIMED_OUT}
+TERMINAL = JOB_TERMINAL_PHASES
 
 
 class TestGatewayExecution:

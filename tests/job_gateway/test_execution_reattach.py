@@ -17,6 +17,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from gridweave_controller import CrdClient, JobPhase
+from gridweave_controller.phases import JOB_TERMINAL_PHASES
 from gridweave_runtime.storage import LocalObjectStore, StorageConfig, attempt_objects
 from gridweave_runtime.storage.store import S3ObjectStore
 from job_gateway.execution import AttemptSpec, Outcome, outcome_key
@@ -29,20 +30,12 @@ from tests.job_gateway.execution_factories import (
     wait_for_phase,
     wait_until,
 )
-from tests.job_gateway.gateway_factories import blocking_crd
 from tests.support.http_server import free_port
 from tests.support.kubeapi import KubeAPI
 
 pytestmark = pytest.mark.kubeapi
 
-TERMINAL = {JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.CANCELLED, JobPhase.TIMED_OUT}
-
-
-@pytest.fixture
-def crd(kubeapi: KubeAPI, kube_namespace: str) -> Iterator[CrdClient]:
-    """The tests' own blocking client on the test's namespace."""
-    with blocking_crd(kubeapi.kubeconfig, kube_namespace) as client:
-        yield client
+TERMINAL = JOB_TERMINAL_PHASES
 
 
 @pytest.fixture

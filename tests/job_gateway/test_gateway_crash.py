@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from gridweave_controller import CrdClient, Job, JobPhase
+from gridweave_controller.phases import JOB_TERMINAL_PHASES
 from gridweave_runtime.storage import LocalObjectStore, input_objects
 from job_gateway.scheduler import JOB_HOLDING_PHASES
 from tests.job_gateway import execution_functions as fn
@@ -41,7 +42,7 @@ pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 
 JOBS = 50
 RUN_SECONDS = 1.5
-TERMINAL = {JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.CANCELLED, JobPhase.TIMED_OUT}
+TERMINAL = JOB_TERMINAL_PHASES
 GpuKey = tuple[str, int]
 
 

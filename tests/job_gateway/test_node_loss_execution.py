@@ -14,6 +14,7 @@ import cloudpickle
 import pytest
 
 from gridweave_controller import JobPhase
+from gridweave_controller.phases import JOB_TERMINAL_PHASES
 from gridweave_runtime.storage import LocalObjectStore, attempt_objects, input_objects
 from job_gateway.execution import ExecutionSettings
 from tests.job_gateway import execution_functions as fn
@@ -29,7 +30,7 @@ from tests.support.kubeapi import KubeAPI
 
 pytestmark = pytest.mark.kubeapi
 
-TERMINAL = {JobPhase.COMPLETED, JobPhase.FAILED, JobPhase.CANCELLED, JobPhase.TIMED_OUT}
+TERMINAL = JOB_TERMINAL_PHASES
 _GPU = "{index: 0, vendor: nvidia, model: Simulated GPU, vram_mb: 24576, simulated: true}"
 #: node-a takes the work; node-c (a Ray node too) is cordoned until node-a is lost.
 BEFORE = f"""
