@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PY_SOURCES := gridweave_controller gridweave_runtime gridweave_clients kuberay_service job_gateway \
-	credit_service metering_service faucet_service platform_service chain_service gridweave tests bench
+	credit_service metering_service faucet_service platform_service chain_service gridweave gridweave_allinone gridweave_cli tests bench
 # Only the folders that exist: the layout grows issue by issue.
 CHECK_PATHS = $(wildcard $(PY_SOURCES))
 
