@@ -24,10 +24,10 @@ import cloudpickle
 import httpx
 
 from bench.report import machine_line, write_section
+from gridweave_runtime.local_ray import ray_temp_dir
 from gridweave_runtime.storage import LocalObjectStore, input_objects
 from job_gateway.app import create_app
 from job_gateway.execution import ExecutionSettings, connect_gateway_ray, stop_local_head
-from job_gateway.execution.ray_cluster import ray_temp_dir
 from job_gateway.inventory import InventorySettings, open_inventory_source
 from job_gateway.settings import GatewaySettings
 from tests.support.http_server import free_port, serve_in_thread

@@ -27,7 +27,13 @@ from gridweave_runtime.kubeapi.launcher import (
     free_port,
 )
 from gridweave_runtime.kubeapi.pki import ADMIN_GROUP, ADMIN_USER, Pki, ensure_pki
-from gridweave_runtime.kubeapi.resources import api_client_for, ensure_namespace, install_crds
+from gridweave_runtime.kubeapi.resources import (
+    api_client_for,
+    apply_manifests,
+    ensure_namespace,
+    install_crds,
+    service_account_kubeconfig,
+)
 
 __all__ = [
     "ADMIN_GROUP",
@@ -38,6 +44,7 @@ __all__ = [
     "KubeAPIServer",
     "Pki",
     "api_client_for",
+    "apply_manifests",
     "ensure_namespace",
     "ensure_pki",
     "find_binaries",
@@ -45,5 +52,6 @@ __all__ = [
     "install_crds",
     "kubeconfig_for_certificate",
     "kubeconfig_for_token",
+    "service_account_kubeconfig",
     "write_kubeconfig",
 ]

@@ -55,23 +55,29 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def find_binaries(build_script: Path = _BUILD_SCRIPT) -> Path:
+def find_binaries(build_script: Path = _BUILD_SCRIPT, *, show_progress: bool = False) -> Path:
     """The directory with etcd, kube-apiserver and kubectl: ``$GRIDWEAVE_KUBEAPI_BIN`` or built.
 
     Building runs ``tools/kubeapi/build.sh`` of a source checkout (cached: a warm run only
-    prints the directory).
+    prints the directory). ``show_progress`` lets the build's own output (Go's, on stderr)
+    through to this process's stderr, for a first build run from a terminal.
     """
     if override := os.environ.get(BIN_ENV):
         return Path(override)
     if not build_script.exists():
         raise KubeAPIError(f"no {build_script}: set {BIN_ENV} to a directory with the binaries")
     result = subprocess.run(
-        [str(build_script)], capture_output=True, text=True, check=False, timeout=3600
+        [str(build_script)],
+        stdout=subprocess.PIPE,
+        stderr=None if show_progress else subprocess.PIPE,
+        text=True,
+        check=False,
+        timeout=3600,
     )
     if result.returncode == 127:
         raise KubeAPIError("Go is not installed: cannot build the Kubernetes API server")
     if result.returncode != 0:
-        raise KubeAPIError(f"{build_script} failed:\n{result.stderr[-4000:]}")
+        raise KubeAPIError(f"{build_script} failed:\n{(result.stderr or '')[-4000:]}")
     return Path(result.stdout.strip().splitlines()[-1])
 
 

@@ -1,0 +1,105 @@
+"""The Kubernetes API of the all-in-one: the local etcd + kube-apiserver, or an existing cluster.
+
+Either way the namespace, the CRDs and ``k8s/rbac.yaml`` are put on it, and kuberay-service
+(the one service that talks to Kubernetes; the gateway reaches the CRDs through it) gets a
+kubeconfig of its own ServiceAccount, so it acts with exactly the rights the RBAC manifest
+gives it, as it would in a cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gridweave_allinone.secrets import secrets_dir
+from gridweave_allinone.settings import AllInOneSettings
+from gridweave_runtime.kubeapi import (
+    KubeAPIError,
+    KubeAPIServer,
+    api_client_for,
+    apply_manifests,
+    ensure_namespace,
+    find_binaries,
+    install_crds,
+    service_account_kubeconfig,
+    write_kubeconfig,
+)
+
+__all__ = ["KUBERAY_SERVICE_ACCOUNT", "MANIFESTS_DIR", "NAMESPACE", "KubeAccess", "start_kube"]
+
+MANIFESTS_DIR = Path(__file__).resolve().parents[1] / "k8s"
+KUBERAY_SERVICE_ACCOUNT = "kuberay-service"
+#: The namespace ``k8s/rbac.yaml`` grants kuberay-service its rights in.
+NAMESPACE = "gridweave"
+_TOKEN_SECONDS = 30 * 86_400  # a new token at every start
+
+
+@dataclass
+class KubeAccess:
+    """The cluster in use: the admin kubeconfig, kuberay-service's, and the local server."""
+
+    admin_kubeconfig: Path
+    service_kubeconfig: Path
+    server: KubeAPIServer | None
+
+    def stop(self) -> None:
+        """Stop the local API (an existing cluster is left alone)."""
+        if self.server is not None:
+            self.server.stop()
+
+
+def _crd_manifests() -> list[Path]:
+    manifests = sorted(MANIFESTS_DIR.glob("*-crd.yaml"))
+    if not manifests:
+        raise KubeAPIError(f"no CRD manifests in {MANIFESTS_DIR}: run from a source checkout")
+    return manifests
+
+
+def _go_missing_message() -> str:
+    return (
+        "the local Kubernetes API is built from Go modules and Go is not installed: "
+        "install Go 1.24 or newer (https://go.dev/dl/), or set GRIDWEAVE_KUBECONFIG to the "
+        "kubeconfig of an existing cluster (k3s, kind)"
+    )
+
+
+def start_kube(settings: AllInOneSettings, *, show_progress: bool) -> KubeAccess:
+    """Start (or reach) the cluster, put Gridweave's resources on it, mint kuberay's identity."""
+    server: KubeAPIServer | None = None
+    if settings.kubeconfig is not None:
+        admin = settings.kubeconfig
+        with api_client_for(admin) as api_client:
+            ensure_namespace(api_client, NAMESPACE)
+            install_crds(api_client, _crd_manifests())
+    else:
+        try:
+            binaries = find_binaries(show_progress=show_progress)
+        except KubeAPIError as exc:
+            if "Go is not installed" in str(exc):
+                raise KubeAPIError(_go_missing_message()) from exc
+            raise
+        server = KubeAPIServer(
+            settings.state_dir / "kubeapi",
+            binaries=binaries,
+            host=settings.host,
+            port=settings.port("kubeapi"),
+            namespaces=(NAMESPACE,),
+            crd_manifests=_crd_manifests(),
+        )
+        server.start()
+        admin = server.kubeconfig
+    try:
+        with api_client_for(admin) as api_client:
+            apply_manifests(api_client, [MANIFESTS_DIR / "rbac.yaml"])
+            config = service_account_kubeconfig(
+                api_client,
+                namespace=NAMESPACE,
+                service_account=KUBERAY_SERVICE_ACCOUNT,
+                expiration_seconds=_TOKEN_SECONDS,
+            )
+        service = write_kubeconfig(secrets_dir(settings.state_dir) / "kuberay.kubeconfig", config)
+    except BaseException:
+        if server is not None:
+            server.stop()
+        raise
+    return KubeAccess(admin, service, server)

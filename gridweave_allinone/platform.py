@@ -1,0 +1,209 @@
+"""The whole platform on one machine: start it, keep it running, stop every part of it.
+
+Order on start: the state directory (locked: one all-in-one per directory), the internal
+token, the embedded PostgreSQL, the Kubernetes API, then the services wave by wave
+(:mod:`gridweave_allinone.services`), and on the first start only, an admin API key. Stop
+runs the other way: services, the local Ray head the gateway started, the Kubernetes API,
+PostgreSQL. Every step reports a line through ``report``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from gridweave_allinone.kube import KubeAccess, start_kube
+from gridweave_allinone.mail import OutboxWatcher
+from gridweave_allinone.secrets import internal_token, secrets_dir
+from gridweave_allinone.services import Wiring, service_waves
+from gridweave_allinone.settings import AllInOneSettings
+from gridweave_allinone.supervisor import StartFailed, Supervisor
+from gridweave_clients.credit import CreditClient
+from gridweave_clients.platform import PlatformClient
+from gridweave_runtime.local_ray import ray_temp_dir, stop_local_head
+from gridweave_runtime.postgres import embedded_server_url, stop_embedded_server
+
+__all__ = ["ADMIN_EMAIL", "AllInOne", "AlreadyRunning", "Started"]
+
+ADMIN_EMAIL = "admin@gridweave.local"
+_ADMIN_ISSUED = "admin-key-issued"
+_ADMIN_GRANT_KEY = "all-in-one-first-admin-grant"
+Report = Callable[[str], None]
+
+
+class AlreadyRunning(RuntimeError):
+    """Another all-in-one holds this state directory."""
+
+
+@dataclass(frozen=True)
+class Started:
+    """What a user needs once the platform runs."""
+
+    state_dir: Path
+    urls: dict[str, str]
+    kubeconfig: Path
+    admin_api_key: str | None  # a new key on the first start only
+    log_dir: Path
+
+
+@dataclass
+class AllInOne:
+    """One all-in-one platform over ``settings.state_dir``."""
+
+    settings: AllInOneSettings
+    report: Report = print
+    show_progress: bool = False
+    _supervisor: Supervisor | None = None
+    _kube: KubeAccess | None = None
+    _postgres_started: bool = False
+    _lock: IO[str] | None = None
+    _mail: OutboxWatcher | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        return self.settings.state_dir.expanduser().resolve()
+
+    def start(self) -> Started:
+        """Start every part; on any failure, stop what was started and raise."""
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> Started:
+        state = self.state_dir
+        state.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock_state_dir(state)
+        token = internal_token(state)
+        self.report(f"state directory {state}")
+        self.report("starting PostgreSQL (embedded)")
+        postgres_url = embedded_server_url(state)
+        self._postgres_started = True
+        self.report(
+            "starting the Kubernetes API (etcd + kube-apiserver)"
+            if self.settings.kubeconfig is None
+            else f"using the cluster of {self.settings.kubeconfig}"
+        )
+        self._kube = start_kube(self.settings, show_progress=self.show_progress)
+        wiring = Wiring(
+            postgres_url=postgres_url,
+            common={"GRIDWEAVE_INTERNAL_TOKEN": token, "GRIDWEAVE_STATE_DIR": str(state)},
+        )
+        supervisor = self._supervisor = Supervisor(state / "logs")
+        urls: dict[str, str] = {}
+        for wave in service_waves(self.settings, service_kubeconfig=self._kube.service_kubeconfig):
+            children = [
+                supervisor.add(
+                    spec.name,
+                    spec.package,
+                    spec.environment(wiring, self.settings.host),
+                    health_url=f"{self.settings.url(spec.name)}/healthz",
+                )
+                for spec in wave
+            ]
+            self.report("starting " + ", ".join(child.name for child in children))
+            supervisor.start_wave(
+                children,
+                timeout_s=self.settings.start_timeout_seconds,
+                on_ready=lambda child: urls.update({child.name: self.settings.url(child.name)}),
+            )
+        platform = next(child for child in supervisor.children if child.name == "platform")
+        admin_key = self._first_admin_key(platform.env, token)
+        self._mail = OutboxWatcher(self.settings.url("faucet"), token)
+        return Started(
+            state_dir=state,
+            urls=urls,
+            kubeconfig=self._kube.admin_kubeconfig,
+            admin_api_key=admin_key,
+            log_dir=supervisor.log_dir,
+        )
+
+    def _first_admin_key(self, platform_env: dict[str, str], token: str) -> str | None:
+        """A new admin API key, with its grant, on the first start of this state directory.
+
+        Later starts answer ``None``: the key was shown once. The grant is minted under a
+        fixed idempotency key, so a first start cut short and run again grants once.
+        """
+        marker = secrets_dir(self.state_dir) / _ADMIN_ISSUED
+        if marker.exists():
+            return None
+        result = subprocess.run(
+            [sys.executable, "-m", "platform_service", "create-admin", "--email", ADMIN_EMAIL],
+            env=platform_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise StartFailed(f"creating the admin failed:\n{result.stderr[-3000:]}")
+        api_key = result.stdout.strip().splitlines()[-1]
+        grant = self.settings.admin_grant_micro_credits
+        if grant > 0:
+            with PlatformClient(self.settings.url("platform"), api_key) as platform:
+                admin = platform.get_me()
+            with CreditClient(self.settings.url("credit"), token, role="admin") as credit:
+                credit.mint(admin.user_id, amount=grant, idempotency_key=_ADMIN_GRANT_KEY)
+            self.report(f"granted the admin {grant / 1_000_000:g} credits")
+        marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ\n", time.gmtime()))
+        return api_key
+
+    def watch_once(self) -> None:
+        """Restart a service that died; show verification emails kept in the outbox."""
+        if self._supervisor is not None:
+            self._supervisor.watch(self.report)
+        if self._mail is not None:
+            for line in self._mail.new_messages():
+                self.report(line)
+
+    def stop(self) -> None:
+        """Stop everything this all-in-one started (idempotent)."""
+        if self._supervisor is not None:
+            self.report("stopping the services")
+            self._supervisor.stop_all()
+            self._supervisor = None
+        temp_dir = ray_temp_dir(self.state_dir)
+        if stop_local_head(temp_dir):
+            self.report("stopped the local Ray")
+        if self._kube is not None:
+            self.report("stopping the Kubernetes API")
+            self._kube.stop()
+            self._kube = None
+        if self._postgres_started:
+            self.report("stopping PostgreSQL")
+            stop_embedded_server(self.state_dir)
+            self._postgres_started = False
+        if self._mail is not None:
+            self._mail.close()
+            self._mail = None
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+
+def _lock_state_dir(state: Path) -> IO[str]:
+    """Hold ``<state>/up.lock`` for this process's life; refuse when another holds it."""
+    handle = (state / "up.lock").open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise AlreadyRunning(
+            f"{state} is in use by a running all-in-one ({holder}): stop it first, or set "
+            "GRIDWEAVE_STATE_DIR to another directory"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}\n")
+    handle.flush()
+    return handle

@@ -1,0 +1,93 @@
+"""Which processes the all-in-one runs, in which order, and the environment of each.
+
+Every service runs the way an operator runs it (``python -m <package>``), on its standard
+port (plus ``GRIDWEAVE_PORT_OFFSET``), with its database on the one embedded PostgreSQL,
+the one internal token and the one state directory (so the platform and the gateway share
+the local object store under ``<state_dir>/objects``). The waves start in order; a wave's
+services start together and the next wave waits until each answers ``/healthz``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gridweave_allinone.settings import AllInOneSettings
+from gridweave_runtime.postgres import to_sqlalchemy_url
+
+__all__ = ["ServiceSpec", "Wiring", "service_waves"]
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """One service process: its name, package, settings prefix, port and environment."""
+
+    name: str
+    package: str
+    prefix: str
+    port: int
+    database: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def environment(self, wiring: Wiring, host: str) -> dict[str, str]:
+        """The variables this service is started with (on top of the caller's)."""
+        values = {
+            **wiring.common,
+            f"{self.prefix}HOST": host,
+            f"{self.prefix}PORT": str(self.port),
+            **self.env,
+        }
+        if self.database is not None:
+            values[f"{self.prefix}DATABASE_URL"] = to_sqlalchemy_url(
+                wiring.postgres_url, self.database
+            )
+        return values
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What ties the services together: shared variables and the PostgreSQL server's URL."""
+
+    postgres_url: str
+    common: Mapping[str, str]
+
+
+def service_waves(
+    settings: AllInOneSettings, *, service_kubeconfig: Path
+) -> list[list[ServiceSpec]]:
+    """The services in start order: each wave needs only those of the waves before it."""
+    url = settings.url
+    shared_urls = {
+        "CREDIT_SERVICE_URL": url("credit"),
+        "METERING_SERVICE_URL": url("metering"),
+        "CHAIN_SERVICE_URL": url("chain"),
+        "FAUCET_SERVICE_URL": url("faucet"),
+        "GATEWAY_URL": url("gateway"),
+        "KUBERAY_URL": url("kuberay"),
+    }
+    chain_env = {"CHAIN_ENABLED": "true" if settings.chain_enabled else "false"}
+    gateway_env = {
+        **shared_urls,
+        "GATEWAY_CRD_TRANSPORT": "proxied",
+        "GATEWAY_RAY_PORT": str(settings.port("ray")),
+    }
+    kuberay_env = {"KUBERAY_KUBECONFIG": str(service_kubeconfig)}
+
+    def spec(name: str, prefix: str, database: str | None, env: Mapping[str, str]) -> ServiceSpec:
+        package = "job_gateway" if name == "gateway" else f"{name}_service"
+        return ServiceSpec(name, package, prefix, settings.port(name), database, env)
+
+    return [
+        [
+            spec("credit", "CREDITS_", "credits", {}),
+            spec("chain", "CHAIN_", "chain", chain_env),
+            spec("kuberay", "KUBERAY_", "kuberay", kuberay_env),
+        ],
+        [
+            spec("metering", "METERING_", "metering", shared_urls),
+            spec("faucet", "FAUCET_", "faucet", shared_urls),
+            spec("gateway", "GATEWAY_", None, gateway_env),
+        ],
+        [spec("platform", "PLATFORM_", "platform", shared_urls)],
+    ]

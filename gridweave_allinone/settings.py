@@ -1,0 +1,96 @@
+"""The all-in-one's settings (``GRIDWEAVE_*``): where its data lives, its ports, its Kubernetes.
+
+Each service started keeps reading its own variables (``PLATFORM_*``, ``GATEWAY_*``, ...)
+from the environment; the all-in-one sets only what ties them together (ports, URLs, the
+databases, the internal token, the state directory), so any other setting of a service can
+still be given the usual way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from gridweave_runtime.settings import default_state_dir
+
+__all__ = ["AllInOneSettings", "DEFAULT_PORTS"]
+
+#: The standard ports (docs/architecture.md, "Ports"), before GRIDWEAVE_PORT_OFFSET.
+DEFAULT_PORTS: dict[str, int] = {
+    "platform": 8100,
+    "gateway": 8200,
+    "metering": 8300,
+    "credit": 8400,
+    "faucet": 8500,
+    "chain": 8600,
+    "kuberay": 8800,
+    "kubeapi": 6443,
+    "ray": 6380,
+}
+
+
+class AllInOneSettings(BaseSettings):
+    """Settings of ``gridweave up`` (prefix ``GRIDWEAVE_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="GRIDWEAVE_", extra="ignore", frozen=True)
+
+    state_dir: Path = Field(
+        default_factory=default_state_dir,
+        description=(
+            "GRIDWEAVE_STATE_DIR: every byte of data (etcd, PostgreSQL, objects, Ray, logs, "
+            "secrets); a second start on the same directory keeps every job, key and balance."
+        ),
+    )
+    host: str = Field(
+        default="127.0.0.1",
+        description="GRIDWEAVE_HOST: the address every service binds to.",
+    )
+    port_offset: int = Field(
+        default=0,
+        ge=-6000,
+        le=50000,
+        description=(
+            "GRIDWEAVE_PORT_OFFSET: added to every standard port (8100 platform ... 8800 "
+            "kuberay-service, 6443 Kubernetes API, 6380 Ray), to run beside another copy."
+        ),
+    )
+    kubeconfig: Path | None = Field(
+        default=None,
+        description=(
+            "GRIDWEAVE_KUBECONFIG: an existing cluster (k3s, kind) to use instead of starting "
+            "the local Kubernetes API; its admin kubeconfig."
+        ),
+    )
+    chain_enabled: bool = Field(
+        default=False,
+        validation_alias=AliasChoices("CHAIN_ENABLED"),
+        description=(
+            "CHAIN_ENABLED: anchor the audit chain's batches in a local CometBFT node "
+            "(built from its Go module on first use)."
+        ),
+    )
+    admin_grant_micro_credits: int = Field(
+        default=100_000_000,
+        ge=0,
+        le=10**15,
+        description=(
+            "GRIDWEAVE_ADMIN_GRANT_MICRO_CREDITS: credits minted for the first admin on the "
+            "first start (100 credits by default), so its key runs jobs at once."
+        ),
+    )
+    start_timeout_seconds: float = Field(
+        default=180.0,
+        gt=0,
+        le=3600,
+        description="GRIDWEAVE_START_TIMEOUT_SECONDS: how long one service may take to answer.",
+    )
+
+    def port(self, name: str) -> int:
+        """The port of ``name`` (a key of :data:`DEFAULT_PORTS`) after the offset."""
+        return DEFAULT_PORTS[name] + self.port_offset
+
+    def url(self, name: str) -> str:
+        """``http://<host>:<port>`` of the service ``name``."""
+        return f"http://{self.host}:{self.port(name)}"
