@@ -16,7 +16,14 @@ file ``gridweave login`` writes (``gridweave._config``). Errors: ``gridweave.err
 
 from __future__ import annotations
 
-from gridweave._config import Config, config_path, configure, current_config
+from gridweave._config import (
+    DEFAULT_URL,
+    Config,
+    config_path,
+    configure,
+    current_config,
+    write_config,
+)
 from gridweave._function import DEFAULT_MAP_CONCURRENCY, Function, JobHandle, function
 from gridweave._units import parse_duration, parse_size
 from gridweave.errors import (
@@ -33,6 +40,7 @@ from gridweave.errors import (
 
 __all__ = [
     "DEFAULT_MAP_CONCURRENCY",
+    "DEFAULT_URL",
     "Config",
     "ConfigurationError",
     "Function",
@@ -51,4 +59,5 @@ __all__ = [
     "function",
     "parse_duration",
     "parse_size",
+    "write_config",
 ]

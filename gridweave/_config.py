@@ -12,6 +12,7 @@ Each value is looked up on its own, so the environment may set the URL and the f
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import tomllib
@@ -20,8 +21,9 @@ from pathlib import Path
 
 from gridweave.errors import ConfigurationError
 
-__all__ = ["Config", "config_path", "configure", "current_config"]
+__all__ = ["DEFAULT_URL", "Config", "config_path", "configure", "current_config", "write_config"]
 
+#: The platform of the all-in-one on this machine, when nothing names another.
 DEFAULT_URL = "http://127.0.0.1:8100"
 
 _lock = threading.Lock()
@@ -89,3 +91,31 @@ def current_config() -> Config:
             f"or run `gridweave login` (it writes {path})"
         )
     return Config(url=url.rstrip("/"), api_key=api_key)
+
+
+def _toml_string(value: str) -> str:
+    # A JSON string (control characters escaped, the rest as UTF-8) is a TOML basic string
+    # once DEL, a control character to TOML but not to JSON, is escaped too.
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def write_config(*, url: str, api_key: str) -> Path:
+    """Write the URL and key to the config file (mode 0600, its folder 0700); its path.
+
+    The file is replaced whole (written beside it, then renamed), so a reader never sees
+    half of it, and only its owner can read the key.
+    """
+    path = config_path()
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    text = f"url = {_toml_string(url.rstrip('/'))}\napi_key = {_toml_string(api_key)}\n"
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.chmod(partial, 0o600)  # O_CREAT's mode is only for a new file
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return path
