@@ -15,6 +15,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from gridweave_clients import RetryPolicy
+from gridweave_clients.chain import AsyncChainClient
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.faucet import FaucetClient
 from gridweave_clients.gateway import AsyncGatewayClient
@@ -23,7 +24,7 @@ from gridweave_runtime.app import create_service_app
 from gridweave_runtime.clients import install_client
 from gridweave_runtime.storage import ObjectStore, open_object_store
 from platform_service.auth import ApiKeyMiddleware
-from platform_service.routers import account, jobs, keys, nodes, signups, users
+from platform_service.routers import account, jobs, keys, nodes, receipts, signups, users
 from platform_service.services.jobs import JobServices
 from platform_service.services.keys import api_key_secret
 from platform_service.settings import DATABASE_NAME, PlatformSettings
@@ -38,6 +39,7 @@ ROUTERS = (
     jobs.router,
     account.router,
     nodes.router,
+    receipts.router,
 )
 #: The role the platform calls the internal services with (at credit_service, the
 #: namespace of its hold keys).
@@ -87,6 +89,8 @@ def create_app(
     install_client(app, "gateway_client", gateway)
     install_client(app, "metering_client", metering)
     install_client(app, "faucet_client", faucet)
+    chain = AsyncChainClient(settings.chain_service_url, token, role=ROLE, timeout=timeout)
+    install_client(app, "chain_client", chain)
     app.state.jobs = JobServices(
         credit=credit,
         gateway=gateway,

@@ -64,11 +64,16 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
         validation_alias=AliasChoices("FAUCET_SERVICE_URL"),
         description="FAUCET_SERVICE_URL: base URL of faucet_service (sign-up, refills).",
     )
+    chain_service_url: str = Field(
+        default="http://127.0.0.1:8600",
+        validation_alias=AliasChoices("CHAIN_SERVICE_URL"),
+        description="CHAIN_SERVICE_URL: base URL of chain_service (the jobs' receipts).",
+    )
     downstream_timeout_seconds: float = Field(
         default=10.0,
         gt=0,
         le=120,
-        description="Timeout of one call to the gateway, metering or the faucet.",
+        description="Timeout of one call to the gateway, metering, the faucet or chain_service.",
     )
     price_table: PriceTable = Field(
         default=DEFAULT_PRICE_TABLE,

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from pydantic import Field, validate_call
 
 from gridweave_clients._core import Call, Operation, model_operation
+from gridweave_clients.chain.models import ReceiptProofResponse
 from gridweave_clients.credit.models import IdempotencyKey
 from gridweave_clients.faucet.models import Code, Email, RefillResponse
 from gridweave_clients.fields import DatabaseId, UtcDatetime
@@ -59,6 +60,7 @@ __all__ = [
     "get_job_logs",
     "get_job_result",
     "get_me",
+    "get_receipt",
     "list_jobs",
     "list_keys",
     "list_nodes",
@@ -199,6 +201,13 @@ def get_job_logs(
     """stdout and stderr from the byte offsets given (pass back the ones answered)."""
     params = {"stdout_offset": str(stdout_offset), "stderr_offset": str(stderr_offset)}
     return model_operation("GET", f"/v1/jobs/{job_id}/logs", JobLogsResponse, params=params)
+
+
+@validate_call
+def get_receipt(job_id: JobId) -> Operation[ReceiptProofResponse]:
+    """The job's receipt with its chain position, Merkle path and, once anchored, the CometBFT
+    proof: what ``gridweave_clients.chain.verify_receipt`` checks (NotFound until settled)."""
+    return model_operation("GET", f"/v1/receipts/{job_id}", ReceiptProofResponse)
 
 
 # -- money, usage, nodes ----------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """The platform's own database and the real services it calls, one of each per test module.
 
 Each fixture starts only what a module asks for: credit_service (``credit``, from
-``tests.support.credit_server``), metering and the faucet on PostgreSQL, the gateway on the
-real apiserver. ``platform`` is the platform calling all of them; a module needing less
-defines its own.
+``tests.support.credit_server``), metering, the faucet and chain_service (``chain``, its
+batches sealed only when a test asks; metering delivers its receipts there) on PostgreSQL,
+the gateway on the real apiserver. ``platform`` is the platform calling all of them; a
+module needing less defines its own.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tests.chain_service.factories import chain_settings, running_chain
 from tests.faucet_service.factories import faucet_settings, running_faucet
 from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
 from tests.metering_service.factories import metering_settings, running_metering
@@ -54,12 +56,41 @@ def gateway(
 
 
 @pytest.fixture(scope="module")
+def chain_database(postgres: PostgresTestServer) -> Iterator[str]:
+    """An empty database for chain_service, shared by one test module."""
+    url = postgres.create_database("gwchain")
+    try:
+        yield url
+    finally:
+        postgres.drop_database(url)
+
+
+@pytest.fixture(scope="module")
+def chain(chain_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    """The real chain_service (a batch is sealed when a test posts ``/v1/batches``)."""
+    settings = chain_settings(chain_database, tmp_path_factory.mktemp("chain"))
+    with running_chain(settings) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
 def metering(
-    postgres: PostgresTestServer, credit: CreditServer, tmp_path_factory: pytest.TempPathFactory
+    postgres: PostgresTestServer,
+    credit: CreditServer,
+    chain: httpx.Client,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[httpx.Client]:
-    """The real metering_service, settling through the real credit_service."""
+    """The real metering_service, settling through the real credit_service and delivering
+    each settlement's receipt to the real chain_service."""
     url = postgres.create_database("gwmetering")
-    settings = metering_settings(url, credit.url, state_dir=tmp_path_factory.mktemp("metering"))
+    settings = metering_settings(
+        url,
+        credit.url,
+        state_dir=tmp_path_factory.mktemp("metering"),
+        chain_service_url=str(chain.base_url),
+        receipt_poll_seconds=0.05,
+        receipt_retry_seconds=0.05,
+    )
     try:
         with running_metering(settings) as client:
             yield client
@@ -88,6 +119,7 @@ def platform(
     gateway: GatewayServer,
     metering: httpx.Client,
     faucet: httpx.Client,
+    chain: httpx.Client,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[PlatformServer]:
     """The platform calling every real service, on the gateway's object store."""
@@ -98,6 +130,7 @@ def platform(
         gateway_url=gateway.url,
         metering_service_url=str(metering.base_url),
         faucet_service_url=str(faucet.base_url),
+        chain_service_url=str(chain.base_url),
         storage_dir=gateway.storage_dir,
         max_submission_bytes=MAX_SUBMISSION,
     )

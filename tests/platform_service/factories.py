@@ -41,6 +41,7 @@ def platform_settings(database_url: str, state_dir: Path, **overrides: Any) -> P
         "gateway_url": NOWHERE,
         "metering_service_url": NOWHERE,
         "faucet_service_url": NOWHERE,
+        "chain_service_url": NOWHERE,
         "credit_attempts": 1,
         "downstream_timeout_seconds": 20.0,
         **overrides,

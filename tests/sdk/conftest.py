@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.platform_service.conftest import (  # noqa: F401  (the whole stack, as fixtures)
+    chain,
+    chain_database,
     faucet,
     gateway,
     metering,
