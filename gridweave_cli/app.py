@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import typer
 
+from gridweave_cli import credits, jobs, login, nodes, run, up
+from gridweave_cli.exit_codes import EXIT_CODES_HELP
+
 __all__ = ["app", "main"]
 
 app = typer.Typer(
@@ -12,7 +15,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    epilog=EXIT_CODES_HELP,
 )
+for commands in (up, login, run, jobs, credits, nodes):
+    commands.register(app)
 
 
 def main() -> None:

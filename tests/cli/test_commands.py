@@ -1,0 +1,180 @@
+"""The CLI's parts that need no platform: help texts, argument parsing, the function loader,
+the config writer, and the tables drawn from given answers."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import cloudpickle
+import pytest
+import typer
+from rich.console import Console
+
+import gridweave as gw
+from gridweave_cli._output import age, credits_text, mib_text
+from gridweave_cli.exit_codes import EXIT_CODES_HELP, ExitCode
+from gridweave_cli.nodes import nodes_table, vram_bar
+from gridweave_cli.run import load_function, parse_arguments
+from gridweave_clients.gateway.models import InventoryResponse
+from tests.cli.helpers import Invoke
+
+MY_COMMANDS = ["login", "signup", "run", "jobs", "logs", "cancel", "credits", "usage", "nodes"]
+
+
+class TestHelp:
+    def test_the_epilog_lists_every_exit_code(self, gridweave: Invoke) -> None:
+        result = gridweave("--help")
+        assert result.exit_code == 0
+        flat = " ".join(result.stdout.replace("│", " ").split())
+        for code in ExitCode:
+            assert f"{int(code)} " in EXIT_CODES_HELP
+        assert " ".join(EXIT_CODES_HELP.split()) in flat
+        for command in MY_COMMANDS:
+            assert f" {command} " in flat
+
+    @pytest.mark.parametrize("command", MY_COMMANDS)
+    def test_every_command_has_help_with_examples(self, gridweave: Invoke, command: str) -> None:
+        result = gridweave(command, "--help")
+        assert result.exit_code == 0, result.output
+        assert "Examples:" in result.stdout and f"gridweave {command}" in result.stdout
+
+    @pytest.mark.parametrize(
+        "command", ["run", "jobs", "logs", "cancel", "credits", "usage", "nodes", "login"]
+    )
+    def test_every_command_that_prints_data_takes_json(
+        self, gridweave: Invoke, command: str
+    ) -> None:
+        assert "--json" in gridweave(command, "--help").stdout
+
+    def test_an_unknown_option_is_exit_2(self, gridweave: Invoke) -> None:
+        assert gridweave("jobs", "--nope").exit_code == int(ExitCode.USAGE) == 2
+
+
+class TestArguments:
+    def test_json_literals_else_strings_and_keywords(self) -> None:
+        args, kwargs = parse_arguments(
+            ["7", "2.5", "true", "null", '"quoted"', "[1, 2]", '{"a": 1}', "plain", "k=v", "n=3"]
+        )
+        assert args == [7, 2.5, True, None, "quoted", [1, 2], {"a": 1}, "plain"]
+        assert kwargs == {"k": "v", "n": 3}
+
+    def test_an_equals_sign_that_is_not_a_keyword_stays_positional(self) -> None:
+        assert parse_arguments(["a b=c", "=x", "x==1"]) == (["a b=c", "=x"], {"x": "=1"})
+
+
+class TestLoader:
+    def test_the_function_travels_by_value(self, tmp_path: Path) -> None:
+        source = tmp_path / "user_code.py"
+        source.write_text(
+            textwrap.dedent(
+                """
+                import gridweave as gw
+                FACTOR = 6
+
+                @gw.function(vram="1GiB")
+                def times(x):
+                    return x * FACTOR
+                """
+            )
+        )
+        found = load_function(f"{source}::times")
+        assert isinstance(found, gw.Function)
+        pickled = cloudpickle.dumps(found.fn)
+        # A fresh interpreter that cannot import the file still calls it.
+        script = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read())(7))"
+        ran = subprocess.run(
+            [sys.executable, "-c", script],
+            input=pickled,
+            capture_output=True,
+            cwd=os.sep,
+            check=False,
+        )
+        assert ran.returncode == 0, ran.stderr.decode()
+        assert ran.stdout.decode().strip() == "42"
+
+    def test_an_import_error_names_the_line(
+        self, tmp_path: Path, gridweave: Invoke, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        source = tmp_path / "broken.py"
+        source.write_text("x = 1\nraise RuntimeError('boom')\n")
+        monkeypatch.setenv("GRIDWEAVE_API_KEY", "gw_live_x_y")
+        result = gridweave("run", f"{source}::f")
+        assert result.exit_code == ExitCode.FAILED
+        assert "RuntimeError: boom" in result.stderr and f"{source}:2" in result.stderr
+        assert "Traceback" not in result.output
+
+    def test_a_missing_separator_is_a_usage_error(self) -> None:
+        with pytest.raises(typer.BadParameter):
+            load_function("just_a_file.py")
+
+
+class TestConfigWriter:
+    def test_round_trip_of_any_text_and_a_private_file(self, clean_configuration: Path) -> None:
+        clean_configuration.parent.mkdir(parents=True)
+        clean_configuration.write_text('url = "old"\n')
+        clean_configuration.chmod(0o644)
+        odd = 'gw_live_"quoted"\\back\u00e9\U0001f600\x7f\ttab\n'
+        assert gw.write_config(url="http://h:1/", api_key=odd) == clean_configuration
+        assert gw.current_config() == gw.Config(url="http://h:1", api_key=odd)
+        assert stat.S_IMODE(clean_configuration.stat().st_mode) == 0o600
+        assert [p.name for p in clean_configuration.parent.iterdir()] == ["config.toml"]
+
+
+class TestDrawing:
+    def test_nodes_mark_simulated_and_cordoned_gpus(self) -> None:
+        inventory = InventoryResponse.model_validate(
+            {
+                "nodes": [
+                    {
+                        "name": "box",
+                        "ready": True,
+                        "gpus": [
+                            _gpu(0, held=12288, simulated=True),
+                            _gpu(1, held=0, schedulable=False),
+                        ],
+                    },
+                    {"name": "gone", "ready": False, "gpus": []},
+                ]
+            }
+        )
+        console = Console(width=160, record=True, color_system=None)
+        console.print(nodes_table(inventory))
+        rows = console.export_text().splitlines()
+        assert "simulated" in rows[1] and "cordoned" not in rows[1]
+        assert "cordoned" in rows[2] and "simulated" not in rows[2]
+        assert "12 GiB / 16 GiB" in rows[1] and "4 GiB" in rows[1]
+        assert "gone (not ready)" in rows[3] and "no GPUs" in rows[3]
+
+    def test_bars(self) -> None:
+        assert vram_bar(12, 16, width=8).plain == "██████░░"
+        assert vram_bar(1, 80_000, width=8).plain == "█░░░░░░░"  # some held always shows
+        assert vram_bar(0, 16, width=4).plain == "░░░░"
+
+    def test_units(self) -> None:
+        assert credits_text(1_500_000) == "1.500000" and credits_text(90) == "0.000090"
+        assert credits_text(12_345_678_000_001) == "12,345,678.000001"
+        assert (mib_text(8192), mib_text(1536)) == ("8 GiB", "1536 MiB")
+        now = datetime(2026, 1, 2, tzinfo=UTC)
+        ages = [age(now - timedelta(seconds=s), now=now) for s in (5, 300, 7200, 200_000)]
+        assert ages == ["5s", "5m", "2h", "2d"] and age(None) == "-"
+
+
+def _gpu(
+    index: int, *, held: int, simulated: bool = False, schedulable: bool = True
+) -> dict[str, object]:
+    return {
+        "index": index,
+        "vendor": "nvidia",
+        "model": "Test GPU",
+        "vram_mb": 16384,
+        "held_mb": held,
+        "free_mb": 16384 - held,
+        "schedulable": schedulable,
+        "simulated": simulated,
+    }
