@@ -1,0 +1,152 @@
+"""The whole platform as a new user meets it: ``gridweave up`` in a temporary directory.
+
+Real processes on real ports (the Kubernetes API, PostgreSQL, every service, a local Ray):
+sign up with the code the console shows, run functions through the SDK, read results, logs
+and usage, check that the balance moved by exactly what was billed and that a cancelled job
+bills only the seconds it ran; then Ctrl-C (nothing left running), start again over the
+same directory, and find the same jobs, key and balance.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+import cloudpickle
+import pytest
+
+import gridweave as gw
+from gridweave_clients.platform import PlatformClient
+from tests.allinone import functions
+from tests.support.allinone import AllInOneProcess, leftover_processes
+
+pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres, pytest.mark.timeout(900)]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+EMAIL = "newcomer@example.com"
+MAP_SIZE = 20
+SLEEP_BEFORE_CANCEL_S = 3.0
+TIMEOUT_S = 300
+
+
+@pytest.fixture(autouse=True)
+def own_functions(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No configuration leaks in; the test's functions travel by value."""
+    monkeypatch.setattr("gridweave._config._overrides", {})
+    monkeypatch.delenv("GRIDWEAVE_URL", raising=False)
+    monkeypatch.delenv("GRIDWEAVE_API_KEY", raising=False)
+    cloudpickle.register_pickle_by_value(functions)
+    try:
+        yield
+    finally:
+        cloudpickle.unregister_pickle_by_value(functions)
+
+
+def _remote(fn: Callable[P, R]) -> gw.Function[P, R]:
+    return gw.function(vram="1GB", timeout=TIMEOUT_S)(fn)
+
+
+def _sign_up(platform: AllInOneProcess) -> str:
+    """The faucet's flow with the code the all-in-one prints; the new user's API key."""
+    with PlatformClient(platform.url("platform")) as anonymous:
+        assert anonymous.sign_up(EMAIL).delivery == "outbox"
+        code = platform.wait_for(
+            rf"mail to {EMAIL}: Your Gridweave verification code is (\d+)", timeout_s=30
+        ).group(1)
+        registered = anonymous.verify_sign_up(EMAIL, code)
+    assert registered.grant is not None and registered.grant > 0
+    return registered.api_key.api_key
+
+
+def _wait_settled(client: PlatformClient, records: int, *, timeout_s: float = 120) -> None:
+    """Until metering has ``records`` usage records and nothing is held any more."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        usage, credits = client.list_usage(limit=200), client.get_credits()
+        if usage.totals.records >= records and credits.held == 0:
+            return
+        assert time.monotonic() < deadline, f"not settled: {usage.totals}, {credits}"
+        time.sleep(0.5)
+
+
+def _cancel_while_running(sleeper: gw.Function[[float], float]) -> gw.JobHandle[float]:
+    """Spawned, cancelled SLEEP_BEFORE_CANCEL_S after it started running, then finished."""
+    handle = sleeper.spawn(600)
+    deadline = time.monotonic() + 120
+    while handle.status().phase != "Running":
+        assert time.monotonic() < deadline, handle.status()
+        time.sleep(0.2)
+    time.sleep(SLEEP_BEFORE_CANCEL_S)
+    handle.cancel()
+    while not handle.status().finished:
+        assert time.monotonic() < deadline, handle.status()
+        time.sleep(0.2)
+    return handle
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    """A directory of its own under /tmp, not pytest's: the embedded PostgreSQL runs as
+    another user when the tests run as root, and must reach its data through the parents."""
+    path = Path(tempfile.mkdtemp(prefix="gw-up-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_new_user_on_the_all_in_one(workdir: Path) -> None:
+    with AllInOneProcess(workdir) as platform:
+        assert "admin API key (shown once): gw_live_" in platform.output
+        assert platform.config_file.exists(), "the first admin's key is saved for the CLI"
+        api_key = _sign_up(platform)
+        gw.configure(url=platform.url("platform"), api_key=api_key)
+        client = PlatformClient(platform.url("platform"), api_key)
+        before = client.get_credits()
+        assert before.balance == before.available > 0
+
+        square = _remote(functions.square)
+        handle = square.spawn(7)
+        assert handle.result(timeout=180) == 49
+        assert handle.logs().stdout == "squaring 7\n"
+        with pytest.raises(ValueError, match="refused: on purpose") as raised:
+            _remote(functions.refuse).remote("on purpose")
+        assert "in refuse" in raised.value.remote_traceback  # type: ignore[attr-defined]
+        assert square.map(range(MAP_SIZE)) == [i * i for i in range(MAP_SIZE)]
+        cancelled = _cancel_while_running(_remote(functions.sleep_for))
+        assert cancelled.status().phase == "Cancelled"
+
+        jobs = 1 + 1 + MAP_SIZE + 1
+        _wait_settled(client, jobs)
+        usage = client.list_usage(limit=200)
+        after = client.get_credits()
+        assert usage.totals.records == jobs
+        assert sum(record.cost for record in usage.records) == usage.totals.cost
+        assert before.balance - after.balance == usage.totals.charged == usage.totals.cost > 0
+        for record in usage.records:
+            assert record.cost == record.billed_seconds * record.price_per_gpu_second
+        (cancel_record,) = [r for r in usage.records if r.job_id == cancelled.job_id]
+        # billed for the seconds it ran (rounded up, plus the worker's start), not its hold
+        assert SLEEP_BEFORE_CANCEL_S <= cancel_record.billed_seconds <= SLEEP_BEFORE_CANCEL_S + 30
+        assert cancel_record.cost < cancel_record.price_per_gpu_second * TIMEOUT_S  # its hold
+        job_ids = {job.job_id for job in client.list_jobs().jobs}
+        client.close()
+
+    assert platform.returncode == 0, platform.output
+    assert "nothing of Gridweave is left running" in platform.output
+    assert leftover_processes(platform.state_dir) == []
+
+    with AllInOneProcess(workdir, port_offset=platform.port_offset) as again:
+        assert "admin API key" not in again.output, "a key is shown on the first start only"
+        with PlatformClient(again.url("platform"), api_key) as client:
+            assert client.get_credits() == after
+            assert {job.job_id for job in client.list_jobs().jobs} == job_ids
+            assert client.list_usage(limit=200).totals == usage.totals
+            assert client.get_job_result(handle.job_id)  # the stored result is still there
+    assert leftover_processes(again.state_dir) == []
