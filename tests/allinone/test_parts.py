@@ -1,0 +1,99 @@
+"""The all-in-one's parts on their own: secrets, the state-directory lock, the supervisor,
+the message when Go is missing, the services' wiring."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gridweave_allinone.kube import start_kube
+from gridweave_allinone.platform import AlreadyRunning, _lock_state_dir
+from gridweave_allinone.secrets import internal_token
+from gridweave_allinone.services import Wiring, service_waves
+from gridweave_allinone.settings import DEFAULT_PORTS, AllInOneSettings
+from gridweave_allinone.supervisor import StartFailed, Supervisor
+from gridweave_runtime.kubeapi import BIN_ENV, KubeAPIError
+
+
+def test_the_internal_token_is_made_once_and_readable_by_its_owner_only(tmp_path: Path) -> None:
+    token = internal_token(tmp_path)
+    assert len(token) >= 40
+    assert internal_token(tmp_path) == token
+    path = tmp_path / "secrets" / "internal-token"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_a_second_all_in_one_on_the_same_directory_is_refused(tmp_path: Path) -> None:
+    held = _lock_state_dir(tmp_path)
+    try:
+        with pytest.raises(AlreadyRunning, match=f"pid {os.getpid()}"):
+            _lock_state_dir(tmp_path)
+    finally:
+        held.close()
+    _lock_state_dir(tmp_path).close()  # free again once the first one is gone
+
+
+def test_without_go_the_message_says_what_to_install_or_to_point_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(BIN_ENV, raising=False)
+    monkeypatch.setenv("GRIDWEAVE_KUBEAPI_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no Go on it
+    settings = AllInOneSettings(state_dir=tmp_path / "state")
+    with pytest.raises(KubeAPIError) as raised:
+        start_kube(settings, show_progress=False)
+    assert "install Go" in str(raised.value)
+    assert "GRIDWEAVE_KUBECONFIG" in str(raised.value)
+
+
+def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Path) -> None:
+    settings = AllInOneSettings(state_dir=tmp_path, port_offset=1000)
+    waves = service_waves(settings, service_kubeconfig=tmp_path / "kuberay.kubeconfig")
+    specs = {spec.name: spec for wave in waves for spec in wave}
+    assert [spec.name for spec in waves[-1]] == ["platform"]  # last: it calls all others
+    wiring = Wiring("postgresql://u@/postgres?host=/sock", {"GRIDWEAVE_INTERNAL_TOKEN": "t"})
+    platform = specs["platform"].environment(wiring, "127.0.0.1")
+    assert platform["PLATFORM_PORT"] == str(DEFAULT_PORTS["platform"] + 1000)
+    assert platform["PLATFORM_DATABASE_URL"].startswith("postgresql+psycopg://")
+    assert platform["PLATFORM_DATABASE_URL"].split("?")[0].endswith("/platform")
+    assert platform["GATEWAY_URL"] == f"http://127.0.0.1:{DEFAULT_PORTS['gateway'] + 1000}"
+    assert platform["GRIDWEAVE_INTERNAL_TOKEN"] == "t"
+    gateway = specs["gateway"].environment(wiring, "127.0.0.1")
+    assert "GATEWAY_DATABASE_URL" not in gateway
+    assert gateway["GATEWAY_RAY_PORT"] == str(DEFAULT_PORTS["ray"] + 1000)
+    assert specs["kuberay"].env["KUBERAY_KUBECONFIG"].endswith("kuberay.kubeconfig")
+
+
+def test_a_service_that_dies_is_started_again_and_all_are_stopped(tmp_path: Path) -> None:
+    supervisor = Supervisor(tmp_path / "logs")
+    # a service that never answers health checks is not asked (health_url None)
+    child = supervisor.add("sleeper", "http.server", {}, health_url=None)
+    child.command = [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "0"]
+    supervisor.start_wave([child], timeout_s=10)
+    first = child.process
+    assert first is not None and child.running()
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait(timeout=10)
+    reports: list[str] = []
+    supervisor.watch(reports.append)
+    assert reports == ["sleeper exited (-9); starting it again"]
+    assert child.running() and child.process is not first
+    supervisor.stop_all()
+    assert child.process is not None and child.process.poll() is not None
+
+
+def test_a_service_that_exits_while_starting_fails_the_start_naming_it(tmp_path: Path) -> None:
+    supervisor = Supervisor(tmp_path / "logs")
+    child = supervisor.add("broken", "no_such_module_here", {}, health_url="http://127.0.0.1:9/")
+    started = time.monotonic()
+    with pytest.raises(StartFailed, match="broken exited while starting"):
+        supervisor.start_wave([child], timeout_s=60)
+    assert time.monotonic() - started < 30
+    assert "No module named no_such_module_here" in child.log_tail()
