@@ -152,6 +152,7 @@ class Function(Generic[P, R]):
                 timeout_seconds=resources.timeout_seconds,
                 max_retries=resources.max_retries,
                 idempotency_key=f"sdk-{uuid.uuid4().hex}",
+                function_name=_function_name(self.fn),
             )
         return JobHandle(job, config)
 
@@ -221,6 +222,15 @@ def _first_failure(
             if error is not None and not isinstance(error, _Dropped):
                 return index, error
     return None
+
+
+def _function_name(fn: Callable[..., Any]) -> str | None:
+    """The name job lists show: the qualified name, control characters dropped, cut to fit."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if not isinstance(name, str):
+        return None
+    printable = "".join(char for char in name if char.isprintable())
+    return printable[:253] or None
 
 
 def _vendor(value: str) -> Vendor:

@@ -66,7 +66,7 @@ def jobs(
     ] = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """List your jobs, oldest first: id, phase, node and GPUs, GPUs x VRAM, age, cost.
+    """List your jobs, oldest first: id, function, phase, node and GPUs, GPUs x VRAM, age, cost.
 
     The cost is known once metering billed the job.
 
@@ -92,11 +92,12 @@ def jobs(
     if not listed:
         stdout().print("No jobs" + (f" in phase {wanted.value}." if wanted else "."))
         return
-    table = Table("job", "phase", "node [GPUs]", "GPUs x VRAM", "age", "cost", box=None)
+    table = Table("job", "function", "phase", "node [GPUs]", "GPUs x VRAM", "age", "cost", box=None)
     for job in listed:
         cost = costs.get(job.job_id)
         table.add_row(
             job.job_id,
+            escape(job.function_name or "-"),
             job.phase.value,
             escape(_placement(job)),
             f"{job.gpu_count} x {mib_text(job.vram_mb)}",

@@ -71,6 +71,7 @@ class JobOperations:
         labels: Mapping[str, str] | None = None,
         args_ref: str | None = None,
         priority: int = 0,
+        function_name: str | None = None,
     ) -> Flow[Job]:
         """Create a GridweaveJob in phase Pending."""
         check_name(job_id, field="job_id")
@@ -89,6 +90,8 @@ class JobOperations:
         }
         if args_ref is not None:
             spec["argsRef"] = check_text(args_ref, field="args_ref", max_length=2048)
+        if function_name is not None:
+            spec["functionName"] = check_text(function_name, field="function_name", max_length=253)
         body = new_object("GridweaveJob", job_id, user_id, labels, spec)
         return Job.from_raw((yield from Create(self.namespace, JOBS, body).result()))
 

@@ -81,6 +81,7 @@ class JobSpec(_WireModel):
     max_retries: int | None = None
     args_ref: str | None = None
     priority: int = 0
+    function_name: str | None = None
 
 
 class JobStatus(_WireModel):

@@ -15,6 +15,7 @@ from gridweave_controller.validation import MAX_PRIORITY, MIN_PRIORITY
 
 __all__ = [
     "MAX_VRAM_MB",
+    "FunctionName",
     "GpuCount",
     "MaxRetries",
     "TimeoutSeconds",
@@ -62,6 +63,16 @@ TimeoutSeconds = Annotated[
     int, Field(strict=True, ge=1, le=MAX_WALL_SECONDS, description="Longest run, seconds.")
 ]
 MaxRetries = Annotated[int, Field(strict=True, ge=0, le=100, description="Runs after the first.")]
+#: A label for people (the SDK sends the function's qualified name); never used to run it.
+FunctionName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[^\x00-\x1f\x7f]+$",
+        description="The function's name, for job lists (no control characters).",
+    ),
+]
 
 
 class SubmitJobRequest(RequestBody):
@@ -80,6 +91,7 @@ class SubmitJobRequest(RequestBody):
     timeout_seconds: TimeoutSeconds = DEFAULT_TIMEOUT_SECONDS
     max_retries: MaxRetries = DEFAULT_MAX_RETRIES
     priority: int = Field(default=0, strict=True, ge=MIN_PRIORITY, le=MAX_PRIORITY)
+    function_name: FunctionName | None = None
     hold_reference: PrintableId | None = Field(
         default=None,
         description="The reference of the job's credit hold: the job id (the default).",
@@ -94,6 +106,7 @@ class JobResponse(BaseModel):
     owner: str
     function_ref: str
     args_ref: str | None
+    function_name: str | None = None
     vram_mb: int
     gpu_count: int
     vendor: str

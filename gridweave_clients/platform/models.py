@@ -13,7 +13,14 @@ from pydantic import Base64Bytes, BaseModel, Field
 
 from gridweave_clients.faucet.models import Code, Email
 from gridweave_clients.fields import RequestBody
-from gridweave_clients.gateway.models import GpuCount, MaxRetries, TimeoutSeconds, Vendor, VramMb
+from gridweave_clients.gateway.models import (
+    FunctionName,
+    GpuCount,
+    MaxRetries,
+    TimeoutSeconds,
+    Vendor,
+    VramMb,
+)
 from gridweave_controller.operations import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
 from gridweave_controller.phases import JobPhase
 
@@ -148,12 +155,14 @@ class SubmitJobRequest(RequestBody):
     vendor: Vendor = "any"
     timeout_seconds: TimeoutSeconds = DEFAULT_TIMEOUT_SECONDS
     max_retries: MaxRetries = DEFAULT_MAX_RETRIES
+    function_name: FunctionName | None = None
 
 
 class JobResponse(BaseModel):
     """A job as its user sees it (no storage locations: results come from the API)."""
 
     job_id: str
+    function_name: str | None = None
     phase: JobPhase
     finished: bool
     vram_mb: int

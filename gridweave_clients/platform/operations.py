@@ -20,6 +20,7 @@ from gridweave_clients.credit.models import IdempotencyKey
 from gridweave_clients.faucet.models import Code, Email, RefillResponse
 from gridweave_clients.fields import DatabaseId, UtcDatetime
 from gridweave_clients.gateway.models import (
+    FunctionName,
     GpuCount,
     InventoryResponse,
     JobId,
@@ -144,6 +145,7 @@ def submit_job(
     timeout_seconds: TimeoutSeconds = DEFAULT_TIMEOUT_SECONDS,
     max_retries: MaxRetries = DEFAULT_MAX_RETRIES,
     idempotency_key: IdempotencyKey | None = None,
+    function_name: FunctionName | None = None,
 ) -> Operation[JobResponse]:
     """Run the pickled ``function`` with the pickled ``(args, kwargs)`` (402, 422, 413).
 
@@ -158,6 +160,7 @@ def submit_job(
         vendor=vendor,
         timeout_seconds=timeout_seconds,
         max_retries=max_retries,
+        function_name=function_name,
     )
     operation = model_operation(
         "POST", "/v1/jobs", JobResponse, body=body, idempotent=idempotency_key is not None

@@ -104,6 +104,7 @@ async def submit_job(
             max_retries=request.max_retries,
             args_ref=request.args_ref,
             priority=request.priority,
+            function_name=request.function_name,
         )
 
 
@@ -175,6 +176,7 @@ def job_response(job: Job) -> JobResponse:
         owner=job.billing_owner,
         function_ref=spec.function_ref,
         args_ref=spec.args_ref,
+        function_name=spec.function_name,
         vram_mb=spec.vram_mb,
         gpu_count=spec.gpu_count,
         vendor=spec.vendor,

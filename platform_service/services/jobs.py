@@ -111,6 +111,7 @@ def job_response(job: gw.JobResponse, *, hold: int | None = None) -> JobResponse
     """The user's view of a gateway job (storage locations left out)."""
     return JobResponse(
         job_id=job.job_id,
+        function_name=job.function_name,
         phase=job.phase,
         finished=job.phase in JOB_TERMINAL_PHASES,
         vram_mb=job.vram_mb,
@@ -237,6 +238,7 @@ async def submit_job(
         vendor=request.vendor,
         timeout_seconds=request.timeout_seconds,
         max_retries=request.max_retries,
+        function_name=request.function_name,
         hold_reference=job_id,
     )
     try:

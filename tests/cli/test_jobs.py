@@ -144,6 +144,8 @@ class TestJobs:
         listed = {job["job_id"]: job for job in json_of(gridweave("jobs", "--json"))["jobs"]}
         assert set(listed) == {done, waiting}
         assert (listed[done]["phase"], listed[waiting]["phase"]) == ("Completed", "Pending")
+        # the name the SDK sent went through the platform, the gateway and the CRD's schema
+        assert listed[done]["function_name"] == listed[waiting]["function_name"] == "add"
         assert listed[waiting]["cost"] is None
         cost = _wait_for_cost(gridweave, done)  # metering bills the 0.5 s run as 1 s
         assert cost == 90  # AMD up to 16 GiB: 90 per GPU-second
@@ -151,6 +153,7 @@ class TestJobs:
         header, *rows = gridweave("jobs").stdout.splitlines()
         assert header.split() == [
             "job",
+            "function",
             "phase",
             "node",
             "[GPUs]",
@@ -161,9 +164,9 @@ class TestJobs:
             "cost",
         ]
         by_id = {row.split()[0]: row.split() for row in rows}
-        assert by_id[done][1:4] == ["Completed", "gpu-b", "[0]"]
-        assert by_id[done][4:7] == ["1", "x", "8"] and by_id[done][-1] == "0.000090"
-        assert by_id[waiting][1:3] == ["Pending", "-"] and by_id[waiting][-1] == "-"
+        assert by_id[done][1:5] == ["add", "Completed", "gpu-b", "[0]"]
+        assert by_id[done][5:8] == ["1", "x", "8"] and by_id[done][-1] == "0.000090"
+        assert by_id[waiting][1:4] == ["add", "Pending", "-"] and by_id[waiting][-1] == "-"
 
         pending = json_of(gridweave("jobs", "--phase", "PENDING", "--json"))["jobs"]
         assert [job["job_id"] for job in pending] == [waiting]
