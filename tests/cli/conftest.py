@@ -1,13 +1,10 @@
 """The CLI's tests: ``gridweave`` commands run with typer's ``CliRunner`` against the whole
-platform stack of the platform tests, with a configuration of their own.
-
-Every test starts with no ``gw.configure()`` override, no ``GRIDWEAVE_*`` variable and a
-config file path of its own, so nothing of the developer's machine leaks in.
+platform stack, with the SDK tests' clean configuration (no override, no ``GRIDWEAVE_*``
+variable, a config file path of each test's own) and wide, plain tables.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,18 +21,14 @@ from tests.platform_service.conftest import (  # noqa: F401  (the whole stack, a
     platform,
     platform_database,
 )
+from tests.sdk.conftest import clean_configuration  # noqa: F401  (autouse)
 
 
 @pytest.fixture(autouse=True)
-def clean_configuration(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """No override, no environment; ``GRIDWEAVE_CONFIG`` points at a file not yet written."""
-    monkeypatch.setattr("gridweave._config._overrides", {})
-    for name in ("GRIDWEAVE_URL", "GRIDWEAVE_API_KEY", "GRIDWEAVE_DEBUG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("COLUMNS", "200")  # tables unwrapped, so their text can be read
-    path = tmp_path / "gridweave" / "config.toml"
-    monkeypatch.setenv("GRIDWEAVE_CONFIG", str(path))
-    return path
+def plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables unwrapped (so their text can be read) and no debug tracebacks."""
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("GRIDWEAVE_DEBUG", raising=False)
 
 
 @pytest.fixture
