@@ -8,7 +8,7 @@ PY_SOURCES := gridweave_controller gridweave_runtime gridweave_clients kuberay_s
 # Only the folders that exist: the layout grows issue by issue.
 CHECK_PATHS = $(wildcard $(PY_SOURCES))
 
-.PHONY: help install kubeapi cometbft lint typecheck layers shellcheck pytest test bench clean
+.PHONY: help install up kubeapi cometbft lint typecheck layers shellcheck pytest test bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -20,6 +20,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)  ## create .venv and install Gridweave with its server and dev extras
+
+up: install  ## the whole platform on this machine until Ctrl-C (data in GRIDWEAVE_STATE_DIR, default ~/.gridweave)
+	$(BIN)/gridweave up
 
 kubeapi:  ## build the Kubernetes API server + etcd used by the tests (cached outside the repo)
 	@tools/kubeapi/build.sh >/dev/null || { \

@@ -105,7 +105,8 @@ class AllInOne:
                     spec.name,
                     spec.package,
                     spec.environment(wiring, self.settings.host),
-                    health_url=f"{self.settings.url(spec.name)}/healthz",
+                    health_url=spec.health_url(self.settings.host),
+                    args=spec.args,
                 )
                 for spec in wave
             ]

@@ -29,6 +29,12 @@ class ServiceSpec:
     port: int
     database: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+    health_path: str = "/healthz"
+
+    def health_url(self, host: str) -> str:
+        """Where the service answers 200 once it serves."""
+        return f"http://{host}:{self.port}{self.health_path}"
 
     def environment(self, wiring: Wiring, host: str) -> dict[str, str]:
         """The variables this service is started with (on top of the caller's)."""
@@ -78,13 +84,31 @@ def service_waves(
         package = "job_gateway" if name == "gateway" else f"{name}_service"
         return ServiceSpec(name, package, prefix, settings.port(name), database, env)
 
+    first = [
+        spec("credit", "CREDITS_", "credits", {}),
+        spec("kuberay", "KUBERAY_", "kuberay", kuberay_env),
+    ]
+    if settings.chain_enabled:
+        rpc = settings.port("cometbft")
+        chain_env["CHAIN_COMETBFT_RPC_URL"] = f"http://{settings.host}:{rpc}"
+        node_args = (f"--rpc-port={rpc}", f"--p2p-port={rpc - 1}", f"--abci-port={rpc + 1}")
+        # the node makes chain_service's signing key on first use: it starts first
+        first.append(
+            ServiceSpec(
+                "cometbft",
+                "chain_service.node",
+                "CHAIN_",
+                rpc,
+                None,
+                chain_env,
+                node_args,
+                "/health",
+            )
+        )
     return [
+        first,
         [
-            spec("credit", "CREDITS_", "credits", {}),
             spec("chain", "CHAIN_", "chain", chain_env),
-            spec("kuberay", "KUBERAY_", "kuberay", kuberay_env),
-        ],
-        [
             spec("metering", "METERING_", "metering", shared_urls),
             spec("faucet", "FAUCET_", "faucet", shared_urls),
             spec("gateway", "GATEWAY_", None, gateway_env),

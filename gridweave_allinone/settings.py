@@ -28,6 +28,7 @@ DEFAULT_PORTS: dict[str, int] = {
     "kuberay": 8800,
     "kubeapi": 6443,
     "ray": 6380,
+    "cometbft": 26657,  # its RPC; P2P and the ABCI application on the two ports below it
 }
 
 

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,11 +95,18 @@ class Supervisor:
         self.children: list[ServiceProcess] = []
 
     def add(
-        self, name: str, package: str, env: Mapping[str, str], *, health_url: str | None
+        self,
+        name: str,
+        package: str,
+        env: Mapping[str, str],
+        *,
+        health_url: str | None,
+        args: Sequence[str] = (),
     ) -> ServiceProcess:
+        """A child running ``python -m <package> <args>`` (not started yet)."""
         child = ServiceProcess(
             name=name,
-            command=[sys.executable, "-m", package],
+            command=[sys.executable, "-m", package, *args],
             env={**self.base_env, **env},
             log=self.log_dir / f"{name}.log",
             health_url=health_url,
