@@ -11,9 +11,12 @@ import threading
 import time
 from pathlib import Path
 
+import cloudpickle
 import pytest
 
 from gridweave_cli.exit_codes import ExitCode
+from gridweave_clients.platform import PlatformClient
+from gridweave_controller import JobPhase
 from gridweave_runtime.storage import LocalObjectStore, attempt_objects
 from tests.cli.helpers import Invoke, as_user, json_of
 from tests.job_gateway.gateway_factories import GatewayServer
@@ -76,6 +79,36 @@ class TestRun:
         assert "Traceback (most recent call last)" in result.stderr
         assert "in fail" in result.stderr
         assert result.stderr.rstrip().endswith("raised ValueError: negative: -1")
+
+    def test_the_spinner_shows_the_phase_on_a_terminal(
+        self,
+        platform: PlatformServer,
+        gateway: GatewayServer,
+        alice: User,
+        gridweave: Invoke,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich draws as on a terminal
+        store = LocalObjectStore(gateway.storage_dir)
+
+        def run_slowly() -> None:
+            with PlatformClient(platform.url, alice.key) as client:
+                while not (pending := client.list_jobs(JobPhase.PENDING).jobs):
+                    time.sleep(0.05)
+            job_id = pending[0].job_id
+            gateway.crd.set_job_allocated(job_id, "gpu-b", [0])
+            gateway.crd.set_job_running(job_id)
+            time.sleep(1.5)
+            uri = store.put(attempt_objects(job_id, 0).result, cloudpickle.dumps(7))
+            gateway.crd.set_job_completed(job_id, 1.5, result_ref=uri)
+
+        worker = threading.Thread(target=run_slowly)
+        worker.start()
+        result = gridweave("run", target("add"), "1")
+        worker.join()
+        assert result.exit_code == 0, result.output
+        assert result.stdout == "7\n"  # the spinner never reaches stdout
+        assert ": Pending" in result.stderr and ": Running" in result.stderr
 
     def test_detach_prints_the_job_id_at_once(
         self, platform: PlatformServer, alice: User, gridweave: Invoke
