@@ -15,7 +15,7 @@ from gridweave_cli._help import add_commands
 from gridweave_cli._output import JsonFlag, age, credits_text, emit_json, mib_text, stdout
 from gridweave_cli._platform import platform_client
 from gridweave_cli.exit_codes import ExitCode
-from gridweave_clients import Conflict
+from gridweave_clients import Conflict, ServiceRefused, ServiceUnavailable
 from gridweave_clients.platform import PlatformClient
 from gridweave_clients.platform.models import JobLogsResponse, JobResponse
 from gridweave_controller.phases import JobPhase
@@ -41,8 +41,16 @@ def _phase(value: str | None) -> JobPhase | None:
 
 
 def job_costs(client: PlatformClient) -> dict[str, int]:
-    """The cost in micro-credits of the user's recently billed jobs, by job id."""
-    page = client.list_usage(limit=_USAGE_PAGE)
+    """The cost in micro-credits of the user's recently billed jobs, by job id.
+
+    The costs are extras: when usage cannot be read (metering down), the jobs are listed
+    without them, with a note.
+    """
+    try:
+        page = client.list_usage(limit=_USAGE_PAGE)
+    except (ServiceUnavailable, ServiceRefused) as exc:
+        warn(f"costs left out: usage could not be read ({exc.message})")
+        return {}
     return {record.job_id: record.cost for record in page.records if record.job_id}
 
 

@@ -20,7 +20,13 @@ from gridweave_controller import JobPhase
 from gridweave_runtime.storage import LocalObjectStore, attempt_objects
 from tests.cli.helpers import Invoke, as_user, json_of
 from tests.job_gateway.gateway_factories import GatewayServer
-from tests.platform_service.factories import PlatformServer, User
+from tests.platform_service.factories import (
+    MAX_SUBMISSION,
+    PlatformServer,
+    User,
+    platform_settings,
+    running_platform,
+)
 from tests.sdk.worker import run_job, running_worker
 from tests.support.credit_server import CreditServer
 
@@ -206,6 +212,35 @@ class TestJobs:
         refused = gridweave("jobs", "--phase", "Sleeping")
         assert refused.exit_code == ExitCode.USAGE and "Sleeping" in refused.stderr
         gridweave("cancel", waiting)
+
+    def test_without_costs_when_usage_cannot_be_read(
+        self,
+        platform_database: str,
+        credit: CreditServer,
+        gateway: GatewayServer,
+        alice: User,
+        gridweave: Invoke,
+        monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path,
+    ) -> None:
+        settings = platform_settings(
+            platform_database,
+            tmp_path,
+            credit_service_url=credit.url,
+            gateway_url=gateway.url,
+            metering_service_url="http://127.0.0.1:9",  # discard: no metering there
+            storage_dir=gateway.storage_dir,
+            max_submission_bytes=MAX_SUBMISSION,
+        )
+        with running_platform(settings) as without_metering:
+            monkeypatch.setenv("GRIDWEAVE_URL", without_metering.url)
+            job_id = gridweave("run", target("add"), "1", "--detach").stdout.strip()
+            assert gridweave("usage").exit_code == ExitCode.UNREACHABLE
+            listed = gridweave("jobs", "--json")
+            assert gridweave("cancel", job_id).exit_code == 0
+        jobs = json_of(listed)["jobs"]
+        assert [job["cost"] for job in jobs if job["job_id"] == job_id] == [None]
+        assert listed.stderr.startswith("note: costs left out: usage could not be read")
 
 
 class TestLogs:
