@@ -58,7 +58,7 @@ def _crd_manifests() -> list[Path]:
 def _go_missing_message() -> str:
     return (
         "the local Kubernetes API is built from Go modules and Go is not installed: "
-        "install Go 1.24 or newer (https://go.dev/dl/), or set GRIDWEAVE_KUBECONFIG to the "
+        "install Go 1.26 or newer (https://go.dev/dl/), or set GRIDWEAVE_KUBECONFIG to the "
         "kubeconfig of an existing cluster (k3s, kind)"
     )
 

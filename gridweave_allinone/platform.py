@@ -27,10 +27,15 @@ from gridweave_allinone.settings import AllInOneSettings
 from gridweave_allinone.supervisor import StartFailed, Supervisor
 from gridweave_clients.credit import CreditClient
 from gridweave_clients.platform import PlatformClient
+from gridweave_runtime.kubeapi import KubeAPIError
 from gridweave_runtime.local_ray import ray_temp_dir, stop_local_head
-from gridweave_runtime.postgres import embedded_server_url, stop_embedded_server
+from gridweave_runtime.postgres import (
+    EmbeddedPostgresError,
+    embedded_server_url,
+    stop_embedded_server,
+)
 
-__all__ = ["ADMIN_EMAIL", "AllInOne", "AlreadyRunning", "Started"]
+__all__ = ["ADMIN_EMAIL", "START_ERRORS", "AllInOne", "AlreadyRunning", "Started"]
 
 ADMIN_EMAIL = "admin@gridweave.local"
 _ADMIN_ISSUED = "admin-key-issued"
@@ -40,6 +45,10 @@ Report = Callable[[str], None]
 
 class AlreadyRunning(RuntimeError):
     """Another all-in-one holds this state directory."""
+
+
+#: What a start that cannot go on raises: each says what failed, for one line to the user.
+START_ERRORS = (AlreadyRunning, StartFailed, KubeAPIError, EmbeddedPostgresError)
 
 
 @dataclass(frozen=True)

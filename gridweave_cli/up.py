@@ -12,10 +12,12 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from gridweave import config_path, write_config
+from gridweave_cli._help import add_commands
 from gridweave_cli.exit_codes import ExitCode
 
 if TYPE_CHECKING:
@@ -56,12 +58,16 @@ def up() -> None:
     and balance. The first start prints an admin API key and saves it for the SDK and the
     CLI when no config file exists yet. Verification emails (no SMTP server set) are printed
     here.
+
+    Examples:
+
+        gridweave up
+        GRIDWEAVE_STATE_DIR=/data/gridweave CHAIN_ENABLED=true gridweave up
+        GRIDWEAVE_KUBECONFIG=/etc/rancher/k3s/k3s.yaml gridweave up
     """
     try:
-        from gridweave_allinone.platform import AllInOne, AlreadyRunning
+        from gridweave_allinone.platform import START_ERRORS, AllInOne
         from gridweave_allinone.settings import AllInOneSettings
-        from gridweave_allinone.supervisor import StartFailed
-        from gridweave_runtime.kubeapi import KubeAPIError
     except ImportError as exc:
         _console.print(
             f"[red]gridweave up needs the server extras ({exc.name} is missing):[/red] "
@@ -79,8 +85,17 @@ def up() -> None:
         stop_requested = True
         raise KeyboardInterrupt
 
+    try:
+        settings = AllInOneSettings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+            for error in exc.errors()
+        )
+        _console.print(f"[red]gridweave up: bad setting:[/red] {problems}")
+        raise typer.Exit(ExitCode.USAGE) from None
     signal.signal(signal.SIGTERM, request_stop)
-    platform = AllInOne(AllInOneSettings(), report=report, show_progress=True)
+    platform = AllInOne(settings, report=report, show_progress=True)
     try:
         with _console.status("starting Gridweave..."):
             started = platform.start()
@@ -94,7 +109,7 @@ def up() -> None:
             time.sleep(_WATCH_INTERVAL_S)
     except KeyboardInterrupt:
         _console.print("stopping...")
-    except (AlreadyRunning, StartFailed, KubeAPIError) as exc:
+    except START_ERRORS as exc:
         _console.print(f"[red]gridweave up failed:[/red] {exc}")
         raise typer.Exit(ExitCode.FAILED) from None
     finally:
@@ -109,4 +124,4 @@ def up() -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``up`` to the ``gridweave`` application."""
-    app.command("up")(up)
+    add_commands(app, up)

@@ -9,7 +9,10 @@ same directory, and find the same jobs, key and balance.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -101,10 +104,30 @@ def workdir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _readme_example(workdir: Path, platform: AllInOneProcess) -> str:
+    """The README's 30-second example, run as written with the saved admin key; its output."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    source = readme.split("cat > hello.py <<'PY'\n", 1)[1].split("\nPY\n", 1)[0]
+    (workdir / "hello.py").write_text(source)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("GRIDWEAVE_")}
+    result = subprocess.run(
+        [sys.executable, "hello.py"],
+        cwd=workdir,
+        env={**environment, "GRIDWEAVE_CONFIG": str(platform.config_file)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def test_a_new_user_on_the_all_in_one(workdir: Path) -> None:
     with AllInOneProcess(workdir) as platform:
         assert "admin API key (shown once): gw_live_" in platform.output
         assert platform.config_file.exists(), "the first admin's key is saved for the CLI"
+        assert _readme_example(workdir, platform) == "49\n[0, 1, 4, 9, 16, 25, 36, 49, 64, 81]\n"
         api_key = _sign_up(platform)
         gw.configure(url=platform.url("platform"), api_key=api_key)
         client = PlatformClient(platform.url("platform"), api_key)
