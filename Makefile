@@ -4,11 +4,11 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PY_SOURCES := gridweave_controller gridweave_runtime gridweave_clients kuberay_service job_gateway \
-	credit_service metering_service faucet_service platform_service chain_service gridweave gridweave_allinone gridweave_cli tests bench
+	credit_service metering_service faucet_service platform_service chain_service registry_service gridweave gridweave_allinone gridweave_cli tests bench
 # Only the folders that exist: the layout grows issue by issue.
 CHECK_PATHS = $(wildcard $(PY_SOURCES))
 
-.PHONY: help install up kubeapi cometbft lint typecheck layers shellcheck pytest test bench clean
+.PHONY: help install up kubeapi cometbft registry lint typecheck layers shellcheck pytest test bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -34,6 +34,11 @@ cometbft:  ## build CometBFT for the audit-chain tests (pinned in tools/cometbft
 		echo "*** CometBFT could not be built: the anchoring tests will skip"; \
 		[ "$$CI" != "true" ]; }
 
+registry:  ## build the image registry and the crane and oras clients its tests drive (pinned in tools/registry*, cached outside the repo)
+	@{ tools/registry/build.sh >/dev/null && tools/registry-clients/build.sh >/dev/null; } || { \
+		echo "*** the image registry or its clients could not be built: the registry tests will skip"; \
+		[ "$$CI" != "true" ]; }
+
 lint: install  ## ruff lint and format check
 	$(BIN)/ruff check $(CHECK_PATHS)
 	$(BIN)/ruff format --check $(CHECK_PATHS)
@@ -51,12 +56,12 @@ shellcheck:  ## shellcheck the deploy scripts (installs Debian's shellcheck when
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; }
 	shellcheck -x $(SHELL_SCRIPTS)
 
-pytest: install kubeapi cometbft  ## the test suite (real apiserver and PostgreSQL included)
+pytest: install kubeapi cometbft registry  ## the test suite (real apiserver and PostgreSQL included)
 	$(BIN)/pytest
 
 test: lint typecheck layers shellcheck pytest  ## everything CI runs
 
-bench: install kubeapi cometbft  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
+bench: install kubeapi cometbft registry  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python -m bench.$$(basename $$b .py) || exit 1; done
 
 clean:  ## remove the virtualenv and caches (not the apiserver build cache)
