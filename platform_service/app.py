@@ -24,9 +24,20 @@ from gridweave_runtime.app import create_service_app
 from gridweave_runtime.clients import install_client
 from gridweave_runtime.storage import ObjectStore, open_object_store
 from platform_service.auth import ApiKeyMiddleware
-from platform_service.routers import account, jobs, keys, nodes, receipts, signups, users
+from platform_service.routers import (
+    account,
+    jobs,
+    keys,
+    nodes,
+    receipts,
+    registry,
+    signups,
+    users,
+)
 from platform_service.services.jobs import JobServices
 from platform_service.services.keys import api_key_secret
+from platform_service.services.registry import MaintenanceWindow
+from platform_service.services.registry_tokens import load_token_signer
 from platform_service.settings import DATABASE_NAME, PlatformSettings
 
 __all__ = ["MIGRATIONS_DIR", "ROLE", "ROUTERS", "create_app"]
@@ -40,7 +51,10 @@ ROUTERS = (
     account.router,
     nodes.router,
     receipts.router,
+    registry.router,
 )
+#: The registry's reconciliation lists every blob of its storage in one body.
+REGISTRY_REPORT_BYTES = 256 * 2**20
 #: The role the platform calls the internal services with (at credit_service, the
 #: namespace of its hold keys).
 ROLE = "platform"
@@ -68,10 +82,15 @@ def create_app(
         routers=ROUTERS,
         database=DATABASE_NAME,
         migrations_dir=MIGRATIONS_DIR,
-        body_limits={"/v1/jobs": settings.max_submission_bytes},
+        body_limits={
+            "/v1/jobs": settings.max_submission_bytes,
+            "/v1/registry/usage/report": REGISTRY_REPORT_BYTES,
+        },
         auth=install_api_keys,
     )
     app.state.api_key_hmac = hmac_key
+    app.state.registry_signer = load_token_signer(settings)
+    app.state.registry_maintenance = MaintenanceWindow()
     assert settings.internal_token is not None  # create_service_app refused to start without
     token = settings.internal_token.get_secret_value()
     timeout = settings.downstream_timeout_seconds

@@ -24,9 +24,23 @@ from platform_service.services.keys import AuthenticatedUser, authenticate
 
 __all__ = ["PUBLIC_PATHS", "ApiKeyMiddleware", "require_admin", "require_user"]
 
-#: Served without a key: probes, scrapes, the API's documentation, and sign-up.
+#: Served without a key: probes, scrapes, the API's documentation, and sign-up; the
+#: registry's token endpoint and JWK Set, and the routes the registry calls with the internal
+#: token (each checks its own credential: ``routers/registry.py``).
 PUBLIC_PATHS = frozenset(
-    {"/healthz", "/metrics", "/docs", "/openapi.json", "/v1/signups", "/v1/signups/verify"}
+    {
+        "/healthz",
+        "/metrics",
+        "/docs",
+        "/openapi.json",
+        "/v1/signups",
+        "/v1/signups/verify",
+        "/v1/registry/token",
+        "/v1/registry/jwks",
+        "/v1/registry/events",
+        "/v1/registry/usage/report",
+        "/v1/registry/maintenance",
+    }
 )
 _USER = "gridweave.platform.user"
 

@@ -12,6 +12,9 @@ Tree::
         ├── IdempotencyConflict    409  (body: job_id, differing_fields)
         ├── JobNotFinished         409  (body: job_id, phase)
         ├── JobDidNotComplete      409  (body: job_id, phase, reason, message, traceback)
+        ├── RegistryScopeRefused   403  (body: refused; another user's repository)
+        ├── RegistryPushRefused    403  (body: usage_bytes, quota_bytes; over quota)
+        ├── RegistryReadOnly       503  (a push while the registry collects garbage)
         ├── DownstreamRefused      the refusing service's own 4xx, code and details, passed on
         ├── DownstreamFailed       502  (a service answered what it never should to us)
         └── DownstreamUnavailable  503  (body: service; nothing is known to be applied)
@@ -39,6 +42,10 @@ __all__ = [
     "NotAuthenticated",
     "NotFound",
     "PlatformError",
+    "RegistryPushRefused",
+    "RegistryReadOnly",
+    "RegistryRefusal",
+    "RegistryScopeRefused",
 ]
 
 
@@ -137,3 +144,37 @@ class DownstreamUnavailable(PlatformError):
     code = "service_unavailable"
     status_code = 503
     message = "an internal service is unavailable: try again"
+
+
+class RegistryRefusal(PlatformError):
+    """A registry token refused; ``registry_code`` is the code Docker's clients print."""
+
+    registry_code = "DENIED"
+
+
+class RegistryScopeRefused(RegistryRefusal):
+    """Nothing asked for may be granted: another user's repository."""
+
+    code = "registry_access_denied"
+    status_code = 403
+    message = "access to this repository is refused"
+
+
+class RegistryPushRefused(RegistryRefusal):
+    """A push into a namespace whose usage reached its quota."""
+
+    code = "registry_quota_exceeded"
+    status_code = 403
+    message = "registry quota exceeded"
+
+
+class RegistryReadOnly(RegistryRefusal):
+    """A push while the registry is read-only for a garbage collection."""
+
+    code = "registry_read_only"
+    status_code = 503
+    registry_code = "UNAVAILABLE"
+    message = (
+        "the registry is read-only while it collects garbage (pulls still work): "
+        "push again in a few minutes"
+    )

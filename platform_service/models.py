@@ -9,6 +9,11 @@ Invariants:
 - ``api_keys``: ``key_id`` is public (it is in the key's text and names the key in the API);
   only ``secret_hash`` = HMAC-SHA256(API key secret, the key's secret part) is stored, never
   the key. A key is revoked once (``revoked_at``) and never comes back.
+- ``registry_quotas``: a user's image-registry quota in bytes, set by an admin; a user
+  without a row has the default (``REGISTRY_QUOTA_GB``).
+- ``registry_blobs``: what a user's images take in the registry: one row per (user, blob
+  digest), so a blob in two of a user's images counts once for that user. Rows come from the
+  registry's push notifications and are replaced by each reconciliation from its storage.
 """
 
 from __future__ import annotations
@@ -22,12 +27,20 @@ from sqlalchemy import (
     ForeignKey,
     Identity,
     Index,
+    PrimaryKeyConstraint,
     String,
     func,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["ApiKeyModel", "PlatformBase", "Role", "UserModel"]
+__all__ = [
+    "ApiKeyModel",
+    "PlatformBase",
+    "RegistryBlobModel",
+    "RegistryQuotaModel",
+    "Role",
+    "UserModel",
+]
 
 
 class PlatformBase(DeclarativeBase):
@@ -67,3 +80,28 @@ class ApiKeyModel(PlatformBase):
     secret_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+
+
+class RegistryQuotaModel(PlatformBase):
+    """A user's registry quota, bytes, when an admin set one."""
+
+    __tablename__ = "registry_quotas"
+    __table_args__ = (CheckConstraint("quota_bytes >= 0", name="quota_not_negative"),)
+
+    user_id: Mapped[str] = mapped_column(String(128), ForeignKey("users.id"), primary_key=True)
+    quota_bytes: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class RegistryBlobModel(PlatformBase):
+    """One blob (layer, config or manifest) in a user's registry namespace, and its size."""
+
+    __tablename__ = "registry_blobs"
+    __table_args__ = (
+        PrimaryKeyConstraint("user_id", "digest"),
+        CheckConstraint("size_bytes >= 0", name="size_not_negative"),
+    )
+
+    user_id: Mapped[str] = mapped_column(String(128))
+    digest: Mapped[str] = mapped_column(String(160))
+    size_bytes: Mapped[int] = mapped_column(BigInteger)

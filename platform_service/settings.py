@@ -9,10 +9,13 @@ each field below is read from ``PLATFORM_<NAME>``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, PriceTable
+from gridweave_clients.platform.registry import DEFAULT_REGISTRY_SERVICE
 from gridweave_runtime.settings import CreditCallerSettings
 from gridweave_runtime.storage import ObjectStorageSettings
 
@@ -82,4 +85,33 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
             "METERING_PRICE_TABLE: the price table metering bills by (the same variable, so "
             "the hold and the bill agree); see gridweave_clients/metering/pricing.py."
         ),
+    )
+    registry_quota_gb: float = Field(
+        default=10.0,
+        ge=0,
+        le=1_000_000,
+        validation_alias=AliasChoices("REGISTRY_QUOTA_GB"),
+        description=(
+            "REGISTRY_QUOTA_GB: each user's image-registry quota, GB (10^9 bytes), unless an "
+            "admin set another (gridweave admin registry-quota); over it, pushes are refused."
+        ),
+    )
+    registry_service: str = Field(
+        default=DEFAULT_REGISTRY_SERVICE,
+        min_length=1,
+        validation_alias=AliasChoices("REGISTRY_SERVICE"),
+        description=(
+            "REGISTRY_SERVICE: the registry's name in its token challenge and the tokens' "
+            "audience; the registry (registry_service) must be given the same."
+        ),
+    )
+    registry_token_key_file: Path | None = Field(
+        default=None,
+        description=(
+            "PEM file of the ES256 key the registry tokens are signed with (created 0600 when "
+            "missing). Unset: <state_dir>/registry-token/key.pem."
+        ),
+    )
+    registry_token_seconds: int = Field(
+        default=300, ge=30, le=86_400, description="Lifetime of a registry token, seconds."
     )

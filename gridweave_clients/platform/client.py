@@ -53,6 +53,9 @@ class PlatformClient(InternalClient, _Anonymous):
     request_refill = blocking(ops.request_refill)
     list_usage = blocking(ops.list_usage)
     list_nodes = blocking(ops.list_nodes)
+    get_registry_usage = blocking(ops.get_registry_usage)
+    get_registry_quota = blocking(ops.get_registry_quota)
+    set_registry_quota = blocking(ops.set_registry_quota)
 
 
 class AsyncPlatformClient(AsyncInternalClient, _Anonymous):
@@ -83,3 +86,6 @@ class AsyncPlatformClient(AsyncInternalClient, _Anonymous):
     request_refill = awaiting(ops.request_refill)
     list_usage = awaiting(ops.list_usage)
     list_nodes = awaiting(ops.list_nodes)
+    get_registry_usage = awaiting(ops.get_registry_usage)
+    get_registry_quota = awaiting(ops.get_registry_quota)
+    set_registry_quota = awaiting(ops.set_registry_quota)

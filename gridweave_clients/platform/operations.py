@@ -49,6 +49,7 @@ from gridweave_clients.platform.models import (
     UserResponse,
     VerifySignUpRequest,
 )
+from gridweave_clients.platform.registry import RegistryUsageResponse, SetRegistryQuotaRequest
 from gridweave_controller.operations import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
 from gridweave_controller.phases import JobPhase
 
@@ -62,12 +63,15 @@ __all__ = [
     "get_job_result",
     "get_me",
     "get_receipt",
+    "get_registry_quota",
+    "get_registry_usage",
     "list_jobs",
     "list_keys",
     "list_nodes",
     "list_usage",
     "request_refill",
     "revoke_key",
+    "set_registry_quota",
     "sign_up",
     "submit_job",
     "verify_sign_up",
@@ -248,3 +252,30 @@ def list_usage(
 def list_nodes() -> Operation[InventoryResponse]:
     """Every node and GPU with its VRAM, held and free."""
     return model_operation("GET", "/v1/nodes", InventoryResponse)
+
+
+# -- the image registry -----------------------------------------------------------------------
+
+UserId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._-]+$")]
+
+
+def get_registry_usage() -> Operation[RegistryUsageResponse]:
+    """What the caller's images take in the registry, and its quota."""
+    return model_operation("GET", "/v1/registry/usage", RegistryUsageResponse)
+
+
+@validate_call
+def get_registry_quota(user_id: UserId) -> Operation[RegistryUsageResponse]:
+    """A user's registry usage and quota (admins only)."""
+    path = f"/v1/admin/users/{quote(user_id, safe='')}/registry-quota"
+    return model_operation("GET", path, RegistryUsageResponse)
+
+
+@validate_call
+def set_registry_quota(
+    user_id: UserId, quota_bytes: Annotated[int, Field(strict=True, ge=0, le=2**62)]
+) -> Operation[RegistryUsageResponse]:
+    """Set a user's registry quota, bytes, in force from its next push (admins only)."""
+    path = f"/v1/admin/users/{quote(user_id, safe='')}/registry-quota"
+    body = SetRegistryQuotaRequest(quota_bytes=quota_bytes)
+    return model_operation("PUT", path, RegistryUsageResponse, body=body, idempotent=True)

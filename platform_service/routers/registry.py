@@ -1,0 +1,209 @@
+"""The image registry's routes on the platform.
+
+- ``GET /v1/registry/token``: the registry's token endpoint (Docker's token authentication),
+  HTTP Basic with any user name and the user's API key as the password;
+- ``GET /v1/registry/jwks``: the public key the registry verifies tokens with;
+- ``GET /v1/registry/usage``: the caller's usage and quota;
+- ``GET|PUT /v1/admin/users/{user_id}/registry-quota``: a user's quota (admins);
+- ``POST /v1/registry/events``, ``PUT /v1/registry/usage``, ``PUT /v1/registry/maintenance``:
+  the registry's notifications, reconciliation and read-only window, with the internal token.
+
+The first two and the internal ones are in ``auth.PUBLIC_PATHS`` (no API key): each checks
+its own credential here.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse
+
+from gridweave_clients.platform.registry import (
+    RegistryEventsRequest,
+    RegistryMaintenanceRequest,
+    RegistryUsageReport,
+    RegistryUsageResponse,
+    SetRegistryQuotaRequest,
+)
+from gridweave_runtime.errors import InvalidRequest, error_body
+from platform_service.errors import NotAuthenticated, RegistryRefusal
+from platform_service.routers.common import (
+    AdminDep,
+    HmacKeyDep,
+    SessionDep,
+    SettingsDep,
+    UserDep,
+)
+from platform_service.services import registry
+from platform_service.services.keys import authenticate
+from platform_service.services.registry_tokens import TokenSigner
+from platform_service.settings import PlatformSettings
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["registry"])
+
+
+async def _signer(request: Request) -> TokenSigner:
+    signer: TokenSigner = request.app.state.registry_signer
+    return signer
+
+
+async def _maintenance(request: Request) -> registry.MaintenanceWindow:
+    window: registry.MaintenanceWindow = request.app.state.registry_maintenance
+    return window
+
+
+async def _internal_caller(request: Request) -> None:
+    settings: PlatformSettings = request.app.state.settings
+    assert settings.internal_token is not None  # the app does not start without it
+    scheme, _, presented = (request.headers.get("authorization") or "").partition(" ")
+    expected = settings.internal_token.get_secret_value().encode()
+    if scheme.lower() != "bearer" or not hmac.compare_digest(presented.strip().encode(), expected):
+        raise NotAuthenticated("this route takes the internal token")
+
+
+SignerDep = Annotated[TokenSigner, Depends(_signer)]
+MaintenanceDep = Annotated[registry.MaintenanceWindow, Depends(_maintenance)]
+InternalDep = Annotated[None, Depends(_internal_caller)]
+
+
+def _default_quota(settings: PlatformSettings) -> int:
+    return int(settings.registry_quota_gb * 10**9)
+
+
+def _refusal(error: RegistryRefusal | NotAuthenticated, **headers: str) -> JSONResponse:
+    """Gridweave's error body plus the ``errors`` list Docker's clients print."""
+    registry_code = error.registry_code if isinstance(error, RegistryRefusal) else "UNAUTHORIZED"
+    body = error_body(error.code, error.message, **error.details)
+    body["errors"] = [{"code": registry_code, "message": error.message}]
+    return JSONResponse(body, status_code=error.status_code, headers=headers or None)
+
+
+def _basic_password(request: Request) -> str | None:
+    scheme, _, value = (request.headers.get("authorization") or "").partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = base64.b64decode(value.strip(), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    _, colon, password = decoded.partition(":")
+    return password if colon else None
+
+
+@router.get("/v1/registry/token", response_model=None)
+def get_registry_token(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    hmac_key: HmacKeyDep,
+    signer: SignerDep,
+    maintenance: MaintenanceDep,
+    service: Annotated[str, Query(min_length=1, max_length=200)],
+    scope: Annotated[list[str] | None, Query(max_length=50)] = None,
+) -> JSONResponse | dict[str, object]:
+    """A registry token for the user whose API key is the Basic password."""
+    password = _basic_password(request)
+    user = (
+        None if password is None else authenticate(session, hmac_key=hmac_key, presented=password)
+    )
+    if user is None:
+        error = NotAuthenticated("the registry takes your API key as the password (Basic auth)")
+        return _refusal(error, **{"WWW-Authenticate": 'Basic realm="Gridweave registry"'})
+    if service != settings.registry_service:
+        raise InvalidRequest("service", f"this platform issues tokens for {signer.service!r}")
+    try:
+        access = registry.grant_access(
+            session,
+            user=user,
+            scopes=registry.parse_scopes(scope or []),
+            default_quota=_default_quota(settings),
+            read_only=maintenance.read_only,
+        )
+    except RegistryRefusal as error:
+        return _refusal(error)
+    token, issued_at, lifetime = signer.sign(subject=user.user_id, access=access)
+    return {
+        "token": token,
+        "access_token": token,
+        "expires_in": lifetime,
+        "issued_at": _rfc3339(issued_at),
+    }
+
+
+def _rfc3339(timestamp: int) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
+
+
+@router.get("/v1/registry/jwks")
+def get_registry_jwks(signer: SignerDep) -> dict[str, list[dict[str, str]]]:
+    """The JWK Set of the key registry tokens are signed with."""
+    return signer.jwks()
+
+
+@router.get("/v1/registry/usage")
+def get_my_registry_usage(
+    user: UserDep, session: SessionDep, settings: SettingsDep
+) -> RegistryUsageResponse:
+    """What the caller's images take in the registry, and its quota."""
+    return registry.get_registry_usage(
+        session, user_id=user.user_id, default_quota=_default_quota(settings)
+    )
+
+
+@router.get("/v1/admin/users/{user_id}/registry-quota")
+def get_registry_quota(
+    user_id: str, _admin: AdminDep, session: SessionDep, settings: SettingsDep
+) -> RegistryUsageResponse:
+    """A user's registry usage and quota (admins only)."""
+    return registry.get_registry_usage(
+        session, user_id=user_id, default_quota=_default_quota(settings)
+    )
+
+
+@router.put("/v1/admin/users/{user_id}/registry-quota")
+def set_registry_quota(
+    user_id: str,
+    body: SetRegistryQuotaRequest,
+    _admin: AdminDep,
+    session: SessionDep,
+    settings: SettingsDep,
+) -> RegistryUsageResponse:
+    """Set a user's registry quota, in force from its next push (admins only)."""
+    return registry.set_registry_quota(
+        session,
+        user_id=user_id,
+        quota_bytes=body.quota_bytes,
+        default_quota=_default_quota(settings),
+    )
+
+
+@router.post("/v1/registry/events")
+def post_registry_events(
+    body: RegistryEventsRequest, _internal: InternalDep, session: SessionDep
+) -> dict[str, int]:
+    """The registry's notifications: pushed blobs counted per namespace (internal token)."""
+    return {"counted": registry.record_registry_events(session, body.events)}
+
+
+@router.put("/v1/registry/usage/report")
+def put_registry_usage(
+    body: RegistryUsageReport, _internal: InternalDep, session: SessionDep
+) -> dict[str, int]:
+    """Replace the counted usage with the registry's storage (internal token)."""
+    return {"blobs": registry.replace_registry_usage(session, body)}
+
+
+@router.put("/v1/registry/maintenance")
+def put_registry_maintenance(
+    body: RegistryMaintenanceRequest, _internal: InternalDep, maintenance: MaintenanceDep
+) -> dict[str, bool]:
+    """The registry enters or leaves read-only for a collection (internal token)."""
+    maintenance.set(read_only=body.read_only, seconds=body.seconds)
+    return {"read_only": maintenance.read_only}
