@@ -1,0 +1,122 @@
+"""Garbage collection: the registry read-only meanwhile (a push refused with the reason, a
+pull served), read-write after; an interrupted collection runs again at the next start;
+the supervisor's /healthz, /metrics and POST /v1/collections."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+from registry_service.app import create_app
+from registry_service.supervisor import RegistrySupervisor
+from tests.platform_service.factories import PlatformServer
+from tests.registry_service.factories import (
+    Crane,
+    registry_binary,
+    registry_settings,
+    running_registry,
+)
+from tests.support.credit_server import INTERNAL_TOKEN
+from tests.support.http_server import serve_in_thread
+
+pytestmark = pytest.mark.postgres
+
+
+class PausingSupervisor(RegistrySupervisor):
+    """Stops inside each collection, read-only, until the test lets it go on."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.paused = threading.Event()
+        self.resume = threading.Event()
+
+    def _garbage_collect(self) -> None:
+        self.paused.set()
+        assert self.resume.wait(60)
+        super()._garbage_collect()
+
+
+def test_a_push_during_a_collection_fails_clearly_and_pulls_go_on(
+    platform: PlatformServer, registry_tools: None, tmp_path: Path
+) -> None:
+    settings = registry_settings(platform.url, tmp_path / "state")
+    with running_registry(settings, PausingSupervisor) as supervisor:
+        assert isinstance(supervisor, PausingSupervisor)
+        user = platform.new_user()
+        crane = Crane(f"localhost:{settings.port}", tmp_path / "crane")
+        crane.login(user.key)
+        crane.push_random(f"{user.user_id}/app", 10_000)
+        collection = threading.Thread(target=supervisor.collect)
+        collection.start()
+        try:
+            assert supervisor.paused.wait(30)
+            assert supervisor.read_only
+            refused = crane.push_random(f"{user.user_id}/app", 10_000, tag="v2", check=False)
+            assert refused.returncode != 0
+            assert "read-only while it collects garbage" in refused.stderr
+            assert crane.digest(f"{user.user_id}/app").stdout.startswith("sha256:")
+        finally:
+            supervisor.resume.set()
+            collection.join(60)
+        assert not supervisor.read_only
+        crane.push_random(f"{user.user_id}/app", 10_000, tag="v2")
+
+
+def test_an_interrupted_collection_runs_again_at_the_next_start(
+    platform: PlatformServer, registry_tools: None, tmp_path: Path
+) -> None:
+    settings = registry_settings(platform.url, tmp_path / "state")
+    user = platform.new_user()
+    crane = Crane(f"localhost:{settings.port}", tmp_path / "crane")
+    with running_registry(settings) as supervisor:
+        crane.login(user.key)
+        crane.push_random(f"{user.user_id}/app", 50_000)
+        digest = crane.digest(f"{user.user_id}/app").stdout.strip()
+        crane.run("delete", f"{crane.registry}/{user.user_id}/app@{digest}")
+        supervisor.marker_path.write_text("0\n")  # as a supervisor killed mid-collection
+    with running_registry(settings) as supervisor:
+        assert supervisor.interrupted_collection
+        assert not supervisor.read_only  # it starts read-write, and clean
+        stop = threading.Event()
+        loop = threading.Thread(target=supervisor.run, args=(stop,))
+        loop.start()
+        try:
+            for _ in range(300):
+                if not supervisor.interrupted_collection:
+                    break
+                stop.wait(0.1)
+        finally:
+            stop.set()
+            loop.join(60)
+        assert not supervisor.interrupted_collection
+        assert supervisor.healthy()
+        crane.push_random(f"{user.user_id}/app", 1000)
+
+
+def test_the_supervisors_health_metrics_and_collections(
+    platform: PlatformServer, registry_tools: None, tmp_path: Path
+) -> None:
+    settings = registry_settings(platform.url, tmp_path / "state")
+    app = create_app(settings, binary=registry_binary())
+    supervisor: RegistrySupervisor = app.state.supervisor
+    supervisor.start()
+    try:
+        with serve_in_thread(app, settings) as url:
+            assert httpx.get(f"{url}/healthz").status_code == 200
+            refused = httpx.post(f"{url}/v1/collections")
+            assert refused.status_code == 401
+            collected = httpx.post(
+                f"{url}/v1/collections", headers={"Authorization": f"Bearer {INTERNAL_TOKEN}"}
+            )
+            assert collected.status_code == 200, collected.text
+            assert collected.json()["reclaimed_bytes"] == 0
+            metrics = httpx.get(f"{url}/metrics").text
+            assert 'gridweave_registry_gc_runs_total{outcome="ok"} 1.0' in metrics
+            assert "gridweave_registry_gc_reclaimed_bytes_total 0.0" in metrics
+            supervisor.stop()
+            assert httpx.get(f"{url}/healthz").status_code == 503
+    finally:
+        supervisor.close()
