@@ -1,0 +1,77 @@
+"""``gridweave admin``: what admins do; for now a user's image-registry quota."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gridweave_cli._errors import handle_errors
+from gridweave_cli._help import command_help
+from gridweave_cli._output import JsonFlag, emit_json, stdout
+from gridweave_cli._platform import platform_client
+from gridweave_clients.platform.registry import RegistryUsageResponse, format_size, parse_size
+
+__all__ = ["register", "registry_quota"]
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="SIZE") from exc
+
+
+@handle_errors
+def registry_quota(
+    user: Annotated[str, typer.Argument(help="The user's id (usr-...).", show_default=False)],
+    size: Annotated[
+        str | None,
+        typer.Argument(
+            help="The new quota: 50GB, 500MB, 1.5GiB... (powers of 1000; KiB, MiB... of 1024).",
+            show_default=False,
+        ),
+    ] = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """Show a user's image-registry usage and quota, or set its quota (admins only).
+
+    The new quota is in force from the user's next push; a push is refused once the usage
+    reaches the quota. Without SIZE, the quota is shown unchanged.
+
+    Examples:
+
+        gridweave admin registry-quota usr-0123456789abcdef 50GB
+
+        gridweave admin registry-quota usr-0123456789abcdef --json
+    """
+    quota = None if size is None else _size(size)
+    with platform_client() as client:
+        if quota is None:
+            answer = client.get_registry_quota(user)
+        else:
+            answer = client.set_registry_quota(user, quota)
+    if json_output:
+        emit_json(answer.model_dump(mode="json"))
+        return
+    _print_usage(answer)
+
+
+def _print_usage(answer: RegistryUsageResponse) -> None:
+    table = Table(box=None, show_header=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_row("user", answer.user_id)
+    default = " (the default)" if answer.quota_is_default else ""
+    table.add_row("quota", f"{format_size(answer.quota_bytes)}{default}")
+    table.add_row("usage", format_size(answer.usage_bytes))
+    table.add_row("blobs", str(answer.blobs))
+    stdout().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``admin`` group to ``app``."""
+    admin = typer.Typer(name="admin", help="What admins do.", no_args_is_help=True)
+    admin.command("registry-quota", help=command_help(registry_quota))(registry_quota)
+    app.add_typer(admin)
