@@ -9,6 +9,7 @@ and 1 when the registry cannot start.
 from __future__ import annotations
 
 import logging
+import signal
 import subprocess
 import sys
 import threading
@@ -53,12 +54,24 @@ def main() -> int:
         print(f"registry_service: {exc}", file=sys.stderr)
         supervisor.close()
         return 1
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    # uvicorn in a thread of its own leaves the signals to this one (in the main thread it
+    # would re-raise SIGTERM once stopped, before the registry is stopped)
+    server = uvicorn.Server(server_config(app, settings, port=settings.health_port))
+    http = threading.Thread(target=server.run, name="registry-http")
     loop = threading.Thread(target=supervisor.run, args=(stop,), name="registry-maintenance")
+    http.start()
     loop.start()
     try:
-        uvicorn.Server(server_config(app, settings, port=settings.health_port)).run()
+        while not stop.wait(1.0):
+            if not http.is_alive():  # the port was taken: nothing to serve health on
+                print("registry_service: the HTTP server stopped", file=sys.stderr)
+                stop.set()
+                return 1
     finally:
-        stop.set()
+        server.should_exit = True
+        http.join()
         loop.join()
         supervisor.close()
     return 0
