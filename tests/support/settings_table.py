@@ -33,6 +33,7 @@ from job_gateway.settings import GatewaySettings
 from kuberay_service.settings import KubeRaySettings
 from metering_service.settings import MeteringSettings
 from platform_service.settings import PlatformSettings
+from registry_service.settings import RegistrySettings
 
 __all__ = ["START", "END", "render", "replace_table"]
 
@@ -49,6 +50,7 @@ READERS: list[tuple[str, list[type[BaseSettings]]]] = [
     ("faucet_service", [FaucetSettings]),
     ("chain_service", [ChainSettings]),
     ("kuberay_service", [KubeRaySettings]),
+    ("registry_service", [RegistrySettings]),
 ]
 
 #: Variables read without a settings class: (name, reader, default, meaning).
