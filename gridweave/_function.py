@@ -35,8 +35,8 @@ Vendor = Literal["nvidia", "amd", "any"]
 #: At most this many of a ``.map``'s jobs are submitted and not yet finished at once.
 DEFAULT_MAP_CONCURRENCY = 16
 # Polling a result: start short (a warm job finishes in well under a second), back off.
-_FIRST_POLL_SECONDS = 0.05
-_MAX_POLL_SECONDS = 1.0
+#: One long poll of a result (the platform's and the gateway's limit is 30 s).
+_LONG_POLL_SECONDS = 20.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,18 +86,18 @@ class JobHandle(Generic[R]):
             JobDidNotComplete: cancelled, timed out or lost without a traceback.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        pause = _FIRST_POLL_SECONDS
         while True:
+            left = _LONG_POLL_SECONDS if deadline is None else deadline - time.monotonic()
+            # a long poll: the platform answers as soon as the job finishes
+            wait = round(max(0.0, min(left, _LONG_POLL_SECONDS)), 3)
             try:
                 with platform_errors(self._config.url):
-                    payload = self._client.get_job_result(self.job_id)
+                    payload = self._client.get_job_result(self.job_id, wait=wait)
             except Conflict as exc:
                 if exc.code != "job_not_finished":
                     raise self._failure(exc) from None
-                if deadline is not None and time.monotonic() + pause > deadline:
+                if deadline is not None and time.monotonic() >= deadline:
                     raise JobNotFinished(self.job_id, str(exc.details.get("phase", ""))) from None
-                time.sleep(pause)
-                pause = min(pause * 2, _MAX_POLL_SECONDS)
                 continue
             # The SDK unpickles only what the user's own function returned, on their machine.
             return cast(R, cloudpickle.loads(payload))

@@ -61,6 +61,8 @@ class Call:
     params: Mapping[str, str] | None = None
     headers: Mapping[str, str] | None = None
     idempotent: bool = False
+    #: a long poll: the service may hold the answer this long, on top of the read timeout
+    wait_seconds: float = 0.0
 
     @property
     def replayable(self) -> bool:
@@ -266,6 +268,7 @@ def model_operation(
     body: BaseModel | None = None,
     params: Mapping[str, str] | None = None,
     idempotent: bool = False,
+    wait_seconds: float = 0.0,
 ) -> Operation[ModelT]:
     """An operation sending ``body`` (a request model) and reading a ``response_type``."""
     call = Call(
@@ -274,5 +277,6 @@ def model_operation(
         body=None if body is None else body.model_dump_json(exclude_none=True).encode(),
         params=params,
         idempotent=idempotent,
+        wait_seconds=wait_seconds,
     )
     return Operation(call, response_type.model_validate_json)

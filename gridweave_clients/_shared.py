@@ -82,13 +82,20 @@ class DriverBase:
         headers = self._headers if call.body is None else self._body_headers
         if call.headers:
             headers = {**headers, **call.headers}
+        extensions = self._extensions
+        if call.wait_seconds > 0:  # a long poll: the answer may come that much later
+            timeout = dict(extensions["timeout"])
+            read = timeout.get("read")
+            if read is not None:
+                timeout["read"] = read + call.wait_seconds
+            extensions = {"timeout": timeout}
         return httpx.Request(
             call.method,
             self.base_url + call.path,
             params=call.params,
             headers=headers,
             content=call.body,
-            extensions=self._extensions,
+            extensions=extensions,
         )
 
     def _failed(self, call: Call, attempt: int, exc: httpx.TransportError) -> float:

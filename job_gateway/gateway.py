@@ -24,6 +24,7 @@ from gridweave_controller.phases import JobPhase
 from gridweave_runtime.storage import ObjectStore
 from job_gateway.collector import collector_paused
 from job_gateway.execution import ExecutionSettings, Executor, connect_gateway_ray
+from job_gateway.finish_waiters import FinishWaiters
 from job_gateway.inventory import Gpu, Inventory, InventoryError, InventorySource
 from job_gateway.metrics import GatewayMetrics
 from job_gateway.node_loss import NodeLossWatch
@@ -97,6 +98,7 @@ class Gateway:
                 inventory=lambda: self.scheduler.inventory,
                 poll_seconds=self.execution.executor_poll_seconds,
                 start_timeout=self.execution.worker_start_timeout_seconds,
+                warm=self.execution.warm,
             )
         self.node_loss = NodeLossWatch(
             crd,
@@ -116,6 +118,7 @@ class Gateway:
             on_update=lambda _old, new: self._endpoint_changed(new),
             on_delete=self._endpoint_deleted,
         )
+        self.finish_waiters = FinishWaiters()
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -187,6 +190,7 @@ class Gateway:
             self.executor.job_changed(job)
         if self.usage is not None:
             self.usage.follow(job)
+        self.finish_waiters.job_changed(job)
 
     def _job_deleted(self, job: Job) -> None:
         if self.allocations.remove(("job", job.name)):
@@ -194,6 +198,7 @@ class Gateway:
         self.loop.forget(job.name)
         if self.executor is not None:
             self.executor.job_deleted(job)
+        self.finish_waiters.job_deleted(job)
 
     def _endpoint_changed(self, endpoint: Endpoint) -> None:
         if self.allocations.apply_endpoint(endpoint):

@@ -15,6 +15,8 @@ from gridweave_controller.validation import MAX_PRIORITY, MIN_PRIORITY
 
 __all__ = [
     "MAX_VRAM_MB",
+    "MAX_WAIT_SECONDS",
+    "WaitSeconds",
     "FunctionName",
     "GpuCount",
     "MaxRetries",
@@ -34,6 +36,9 @@ __all__ = [
 
 #: The largest VRAM one GPU may declare (the inventory's bound): 16 TiB.
 MAX_VRAM_MB = 16 * 2**20
+#: The longest long poll of a job (``GET /v1/jobs/{id}?wait=``), seconds.
+MAX_WAIT_SECONDS = 30
+WaitSeconds = Annotated[float, Field(ge=0, le=MAX_WAIT_SECONDS)]
 
 JobId = Annotated[
     str,

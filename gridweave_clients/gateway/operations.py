@@ -17,6 +17,7 @@ from gridweave_clients.gateway.models import (
     JobResponse,
     JobResultResponse,
     SubmitJobRequest,
+    WaitSeconds,
 )
 from gridweave_controller.phases import JobPhase
 
@@ -30,9 +31,13 @@ def submit_job(request: SubmitJobRequest) -> Operation[JobResponse]:
 
 
 @validate_call
-def get_job(job_id: JobId) -> Operation[JobResponse]:
-    """One job."""
-    return model_operation("GET", f"/v1/jobs/{job_id}", JobResponse)
+def get_job(job_id: JobId, *, wait: WaitSeconds = 0) -> Operation[JobResponse]:
+    """One job; ``wait`` > 0: answered once it has finished, or when the wait runs out."""
+    if not wait:
+        return model_operation("GET", f"/v1/jobs/{job_id}", JobResponse)
+    return model_operation(
+        "GET", f"/v1/jobs/{job_id}", JobResponse, params={"wait": str(wait)}, wait_seconds=wait
+    )
 
 
 @validate_call

@@ -28,6 +28,7 @@ from gridweave_clients.gateway.models import (
     TimeoutSeconds,
     Vendor,
     VramMb,
+    WaitSeconds,
 )
 from gridweave_clients.metering.models import UsagePageResponse
 from gridweave_clients.platform.models import (
@@ -195,10 +196,13 @@ def cancel_job(job_id: JobId) -> Operation[JobResponse]:
 
 
 @validate_call
-def get_job_result(job_id: JobId) -> Operation[bytes]:
+def get_job_result(job_id: JobId, *, wait: WaitSeconds = 0) -> Operation[bytes]:
     """The pickled return value; Conflict ``job_not_finished`` or ``job_did_not_complete``
-    (its details carry ``phase``, ``reason`` and the remote ``traceback``)."""
-    return Operation(Call("GET", f"/v1/jobs/{quote(job_id)}/result"), bytes)
+    (its details carry ``phase``, ``reason`` and the remote ``traceback``). ``wait`` > 0:
+    the platform answers as soon as the job finishes, or after ``wait`` seconds."""
+    params = {"wait": str(wait)} if wait else None
+    call = Call("GET", f"/v1/jobs/{quote(job_id)}/result", params=params, wait_seconds=wait)
+    return Operation(call, bytes)
 
 
 @validate_call

@@ -28,6 +28,7 @@ __all__ = [
     "kill_actor",
     "kill_by_name",
     "launch_attempt",
+    "remote_worker",
 ]
 
 #: The Ray namespace of every worker actor (names are unique within it).
@@ -61,26 +62,31 @@ class RunningAttempt:
     existed: bool = False
 
 
-def _remote_worker() -> Any:
+def remote_worker() -> Any:
+    """The Ray actor class of :class:`JobWorker` (made once)."""
     global _worker_class
     if _worker_class is None:
         _worker_class = ray.remote(JobWorker)
     return _worker_class
 
 
-def launch_attempt(spec: AttemptSpec, node: str) -> RunningAttempt:
+def launch_attempt(
+    spec: AttemptSpec, node: str, idle_exit_seconds: float | None = None
+) -> RunningAttempt:
     """Create (or find, if it exists) the attempt's actor on ``node`` and call ``run``.
 
     ``num_gpus=0``: Ray cannot schedule by VRAM, the gateway already chose the GPUs; the
     label selector pins the actor to the Ray node(s) labelled with the Gridweave node (a
     hard constraint: with no such Ray node the actor waits, it never lands elsewhere). A
     name that is taken returns the existing actor (``get_if_exists``), and ``run`` runs only
-    once per actor, so a repeated launch never runs the attempt twice.
+    once per actor, so a repeated launch never runs the attempt twice. With
+    ``idle_exit_seconds`` the worker may be kept warm once the attempt ended, and exits
+    after that long without one.
     """
     name = actor_name(spec.job_id, spec.attempt)
     existed = _exists(name)
     actor = (
-        _remote_worker()
+        remote_worker()
         .options(
             name=name,
             namespace=NAMESPACE,
@@ -92,7 +98,7 @@ def launch_attempt(spec: AttemptSpec, node: str) -> RunningAttempt:
             max_restarts=0,
             max_task_retries=0,
         )
-        .remote(spec)
+        .remote(spec, idle_exit_seconds=idle_exit_seconds)
     )
     # readiness first: an actor's calls run in order
     ready: ray.ObjectRef[None] = actor.__ray_ready__.remote()
@@ -108,7 +114,11 @@ def _exists(name: str) -> bool:
 
 
 def adopt_attempt(name: str) -> RunningAttempt | None:
-    """Follow a live actor again (after a gateway restart); None when there is none."""
+    """Follow a live actor again (after a gateway restart); None when there is none.
+
+    ``run`` is called again without an attempt: it returns once the first call has
+    (a spare whose first call never came returns at once, and the attempt is found lost).
+    """
     try:
         actor = ray.get_actor(name, namespace=NAMESPACE)
     except ValueError:

@@ -48,7 +48,6 @@ from gridweave_runtime.storage import (
 from job_gateway.execution.actors import (
     RunningAttempt,
     actor_death,
-    actor_name,
     adopt_attempt,
     finished_attempts,
     kill_actor,
@@ -57,6 +56,8 @@ from job_gateway.execution.actors import (
 )
 from job_gateway.execution.devices import visible_devices
 from job_gateway.execution.outcome import Outcome, outcome_key, parse_outcome
+from job_gateway.execution.settings import WarmSettings
+from job_gateway.execution.spares import WarmPool, worker_name
 from job_gateway.execution.worker import AttemptSpec
 from job_gateway.inventory import Inventory
 from job_gateway.node_loss import NODE_LOST
@@ -66,6 +67,8 @@ __all__ = ["Executor"]
 
 _log = logging.getLogger(__name__)
 _ACTIVE = frozenset({JobPhase.ALLOCATED, JobPhase.RUNNING})
+#: How often the warm workers are counted and the spares topped up.
+_REFILL_INTERVAL_S = 0.5
 #: The job moved on meanwhile (cancelled, deleted, finished by another writer).
 _MOVED_ON = (InvalidTransition, NotFound, Conflict)
 
@@ -84,6 +87,7 @@ class _Attempt:
     adopted: bool = False
     ready_at: float | None = field(default=None)
     node_lost: str | None = None  # why its node is lost: requeue it (NodeLost)
+    kept_warm: bool = False  # its worker went back to the warm pool: never kill it here
 
     @property
     def name(self) -> str:
@@ -109,6 +113,7 @@ class Executor:
         inventory: Callable[[], Inventory],
         poll_seconds: float = 0.2,
         start_timeout: float = 300.0,
+        warm: WarmSettings | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.crd = crd
@@ -123,6 +128,14 @@ class Executor:
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
         self._loop_task: asyncio.Task[None] | None = None
+        self._warm = (
+            None
+            if warm is None or warm.max_idle == 0
+            else WarmPool(self.store, warm.spares, warm.max_idle, warm.idle_seconds)
+        )
+        self._idle_exit = None if warm is None else warm.idle_seconds
+        self._refilling = False
+        self._next_refill = 0.0
 
     # -- what the informer delivers -------------------------------------------------------
 
@@ -149,7 +162,7 @@ class Executor:
         elif self._loop_task is None and job.phase is JobPhase.CANCELLED and job.status.node:
             # the first list (before start): cancelled while no gateway followed it, its
             # actor may still run
-            self._spawn(self._kill_named(actor_name(job.name, job.status.attempts)))
+            self._spawn(self._kill_named(job.name, job.status.attempts))
 
     def job_deleted(self, job: Job) -> None:
         """A deleted job: its worker is killed."""
@@ -179,12 +192,15 @@ class Executor:
             self._loop_task = asyncio.create_task(self._run(), name="executor")
 
     async def stop(self) -> None:
-        """Stop following; the workers keep running (a next gateway adopts them)."""
+        """Stop following; the workers keep running (a next gateway adopts them), the idle
+        workers are stopped."""
         tasks = [t for t in (self._loop_task, *self._tasks) if t is not None]
         self._loop_task = None
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._warm is not None:
+            await asyncio.to_thread(self._warm.stop_idle)
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -217,6 +233,22 @@ class Executor:
             if step is not None:
                 attempt.busy = True
                 self._spawn(self._guarded(attempt, step))
+        if self._warm is not None and not self._refilling and now >= self._next_refill:
+            self._refilling = True
+            self._next_refill = now + _REFILL_INTERVAL_S
+            self._spawn(self._refill(self._warm))
+
+    async def _refill(self, warm: WarmPool) -> None:
+        """Keep the spares of every ready node with a schedulable GPU."""
+        try:
+            nodes = [
+                node.name
+                for node in self._inventory().nodes
+                if node.ready and any(gpu.schedulable for gpu in node.gpus)
+            ]
+            await asyncio.to_thread(warm.refill, nodes)
+        finally:
+            self._refilling = False
 
     def _next_step(
         self, attempt: _Attempt, ready: set[ray.ObjectRef[Any]], now: float
@@ -264,11 +296,17 @@ class Executor:
             function_ref=job.spec.function_ref,
             args_ref=job.spec.args_ref,
             storage=self.storage,
-            environment=visible_devices(
-                self._inventory(), node, job.status.gpu_indices, job.spec.vendor
-            ),
+            environment=self._environment(job),
         )
-        run = await asyncio.to_thread(launch_attempt, spec, node)
+        warm = self._warm
+        idle = None
+        if warm is not None:
+            idle = await asyncio.to_thread(warm.take, node, job.spec.user_id, spec.environment)
+        if warm is not None and idle is not None:
+            self._next_refill = 0.0  # a spare taken: its replacement starts at the next tick
+            run = await asyncio.to_thread(warm.hand_over, idle, spec)
+        else:
+            run = await asyncio.to_thread(launch_attempt, spec, node, self._idle_exit)
         attempt.run = run
         # an actor a previous gateway launched may have run already: bill by its record
         attempt.adopted = run.existed
@@ -285,7 +323,8 @@ class Executor:
         self._wake.set()
 
     async def _adopt(self, attempt: _Attempt) -> None:
-        run = await asyncio.to_thread(adopt_attempt, actor_name(attempt.name, attempt.attempt))
+        name = await asyncio.to_thread(worker_name, self.store, attempt.name, attempt.attempt)
+        run = await asyncio.to_thread(adopt_attempt, name)
         if run is not None:
             attempt.run = run
             self._wake.set()
@@ -305,8 +344,31 @@ class Executor:
                 attempt, "WorkerLost", f"the worker of attempt {attempt.attempt} died ({death})"
             )
             return
-        await asyncio.to_thread(kill_actor, attempt.run.actor)
+        await self._release(attempt)
         await self._write_outcome(attempt, outcome, attempt.ready_at)
+
+    async def _release(self, attempt: _Attempt) -> None:
+        """Keep the ended attempt's worker warm for its user's next attempt, else kill it."""
+        assert attempt.run is not None
+        if attempt.kept_warm:  # a settle retried after its outcome write failed
+            return
+        job = attempt.job
+        kept = False
+        if self._warm is not None and job.status.node is not None:
+            environment = self._environment(job)
+            kept = await asyncio.to_thread(
+                self._warm.release, attempt.run, job.status.node, job.spec.user_id, environment
+            )
+        attempt.kept_warm = kept
+        if not kept:
+            await asyncio.to_thread(kill_actor, attempt.run.actor)
+
+    def _environment(self, job: Job) -> dict[str, str]:
+        """The GPU visibility variables of the job's slice."""
+        assert job.status.node is not None
+        return visible_devices(
+            self._inventory(), job.status.node, job.status.gpu_indices, job.spec.vendor
+        )
 
     async def _write_outcome(self, attempt: _Attempt, outcome: Outcome, observed: float) -> None:
         wall = self._wall_seconds(attempt, outcome, observed)
@@ -322,7 +384,7 @@ class Executor:
         if attempt.run is not None:
             await asyncio.to_thread(kill_actor, attempt.run.actor)
         elif attempt.node_lost is not None:  # a previous gateway's actor may still run
-            await asyncio.to_thread(kill_by_name, actor_name(attempt.name, attempt.attempt))
+            await self._kill_named(attempt.name, attempt.attempt)
         await requeue_or_fail(self.crd, attempt.job, reason, message)
         self._finished(attempt)
 
@@ -372,12 +434,14 @@ class Executor:
         attempt.dropped = True
         if self._followed.get(attempt.name) is attempt:
             del self._followed[attempt.name]
-        if attempt.run is not None:
+        if attempt.run is not None and not attempt.kept_warm:
             self._spawn(asyncio.to_thread(kill_actor, attempt.run.actor))
 
-    async def _kill_named(self, name: str) -> None:
+    async def _kill_named(self, job_id: str, attempt: int) -> None:
+        """Kill the worker of an attempt this executor does not follow, if it runs."""
+        name = await asyncio.to_thread(worker_name, self.store, job_id, attempt)
         if await asyncio.to_thread(kill_by_name, name):
-            _log.info("killed %s, whose job was cancelled while no gateway followed it", name)
+            _log.info("killed %s, the worker of attempt %d of %s", name, attempt, job_id)
 
     def _spawn(self, work: Awaitable[object]) -> None:
         async def run() -> None:

@@ -7,14 +7,37 @@ set, the gateway connects to that Ray; unset, it starts (or finds) a local head 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["ExecutionSettings"]
+__all__ = ["ExecutionSettings", "WarmSettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class WarmSettings:
+    """Idle workers per node: ``spares`` started ahead, ``max_idle`` in all, and how long
+    one waits for an attempt before it exits."""
+
+    spares: int
+    max_idle: int
+    idle_seconds: float
 
 
 class ExecutionSettings(BaseSettings):
-    """``GATEWAY_EXECUTE_JOBS``, ``GATEWAY_RAY_*``, ``GATEWAY_WORKER_*``, ``GATEWAY_EXECUTOR_*``."""
+    """``GATEWAY_EXECUTE_JOBS``, ``GATEWAY_RAY_*``, ``GATEWAY_WORKER_*``,
+    ``GATEWAY_WARM_SPARES_PER_NODE``, ``GATEWAY_MAX_IDLE_WORKERS_PER_NODE``,
+    ``GATEWAY_EXECUTOR_*``."""
+
+    @property
+    def warm(self) -> WarmSettings:
+        """The warm workers' settings as the executor takes them."""
+        return WarmSettings(
+            spares=self.warm_spares_per_node,
+            max_idle=self.max_idle_workers_per_node,
+            idle_seconds=self.worker_idle_seconds,
+        )
 
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", frozen=True)
 
@@ -56,8 +79,33 @@ class ExecutionSettings(BaseSettings):
             "requeued (WorkerNotStarted): no Ray node serves its Gridweave node, or Ray is full."
         ),
     )
+    warm_spares_per_node: int = Field(
+        default=2,
+        ge=0,
+        le=64,
+        description=(
+            "Workers kept started ahead on each ready node, so a job starts without waiting "
+            "for a Ray worker process (most of a second). A spare serves one user only."
+        ),
+    )
+    max_idle_workers_per_node: int = Field(
+        default=16,
+        ge=0,
+        le=1024,
+        description=(
+            "Idle workers kept per node in all: spares, and workers whose attempt ended, "
+            "kept for the same user's next attempt on the same GPUs. 0: no warm workers, "
+            "a worker is started for each attempt and stopped after it."
+        ),
+    )
+    worker_idle_seconds: float = Field(
+        default=60.0,
+        ge=10,
+        le=86400,
+        description="An idle worker exits after this long without an attempt.",
+    )
     executor_poll_seconds: float = Field(
-        default=0.2,
+        default=0.05,
         gt=0,
         le=60,
         description="How often the executor asks Ray which runs ended and checks timeouts.",

@@ -16,6 +16,7 @@ import os
 import socket
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Iterator
@@ -47,23 +48,53 @@ class AttemptSpec:
 
 
 class JobWorker:
-    """The actor's body: ``run`` runs the attempt once; a repeated call returns at once.
+    """The actor's body: ``run`` runs an attempt once; a repeated call returns at once.
 
-    A gateway that adopts a running actor calls ``run`` again and waits (``ray.wait``) on
-    that call: Ray runs an actor's calls one at a time, so the second one returns right
-    after the first, and the attempt never runs twice.
+    The attempt comes with the actor (``gw-job-<id>-<attempt>``) or with ``run`` (a warm
+    worker, :mod:`job_gateway.execution.spares`, which may run several attempts of one
+    user, one after the other). A gateway that adopts a running actor calls ``run`` again
+    without an attempt and waits (``ray.wait``) on that call: Ray runs an actor's calls one
+    at a time, so it returns right after the attempt under way, which never runs twice.
+
+    With ``idle_exit_seconds``, a watchdog thread ends the process once no attempt has run
+    for that long, so idle workers never outlive the gateway that kept them by much.
     """
 
-    def __init__(self, spec: AttemptSpec) -> None:
+    def __init__(
+        self, spec: AttemptSpec | None = None, *, idle_exit_seconds: float | None = None
+    ) -> None:
         self.spec = spec
-        self._ran = False
+        self._done: set[tuple[str, int]] = set()
+        self._lock = threading.Lock()
+        self._busy = False
+        self._idle_since = time.monotonic()
+        if idle_exit_seconds is not None:
+            watchdog = threading.Thread(
+                target=self._exit_when_idle, args=(idle_exit_seconds,), daemon=True
+            )
+            watchdog.start()
 
-    def run(self) -> None:
-        """Run the attempt (the first call only)."""
-        if self._ran:
+    def run(self, spec: AttemptSpec | None = None) -> None:
+        """Run the attempt given (or the actor's own) unless it ran here already."""
+        attempt = spec or self.spec
+        if attempt is None or (attempt.job_id, attempt.attempt) in self._done:
             return
-        self._ran = True
-        run_attempt(self.spec)
+        self._done.add((attempt.job_id, attempt.attempt))
+        with self._lock:
+            self._busy = True
+        try:
+            run_attempt(attempt)
+        finally:
+            with self._lock:
+                self._busy = False
+                self._idle_since = time.monotonic()
+
+    def _exit_when_idle(self, idle_exit_seconds: float) -> None:
+        while True:
+            time.sleep(min(1.0, idle_exit_seconds / 4))
+            with self._lock:
+                if not self._busy and time.monotonic() - self._idle_since >= idle_exit_seconds:
+                    os._exit(0)
 
 
 def run_attempt(spec: AttemptSpec) -> Outcome:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query
 
 from gridweave_clients.fields import UserId
 from gridweave_clients.gateway.models import (
+    MAX_WAIT_SECONDS,
     JobId,
     JobListResponse,
     JobResponse,
@@ -45,9 +46,23 @@ async def list_jobs(
 
 
 @router.get("/{job_id}")
-async def get_job(job_id: JobId, gateway: CurrentGateway) -> JobResponse:
-    """One job."""
-    return jobs.job_response(await jobs.get_job(crd=gateway.crd, job_id=job_id))
+async def get_job(
+    job_id: JobId,
+    gateway: CurrentGateway,
+    wait: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_WAIT_SECONDS,
+            description="Seconds to wait for the job to finish before answering (long poll).",
+        ),
+    ] = 0,
+) -> JobResponse:
+    """One job; with ``wait``, answered as soon as it finishes (or when the wait runs out)."""
+    job = await jobs.wait_for_job(
+        crd=gateway.crd, waiters=gateway.finish_waiters, job_id=job_id, wait_s=wait
+    )
+    return jobs.job_response(job)
 
 
 @router.post("/{job_id}/cancel")

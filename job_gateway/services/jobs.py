@@ -7,6 +7,7 @@ lag a write this gateway just made).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -28,6 +29,7 @@ from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase
 from gridweave_runtime.errors import InvalidRequest
 from gridweave_runtime.storage import ObjectStore, attempt_objects
 from job_gateway.errors import ClusterUnavailable, JobAlreadyExists, JobFinished, JobNotFound
+from job_gateway.finish_waiters import FinishWaiters
 from job_gateway.scheduler import Impossible, PlacementRequest, Scheduler
 
 __all__ = [
@@ -112,6 +114,22 @@ async def get_job(*, crd: AsyncClientBase, job_id: str) -> Job:
     """One job, read from the store."""
     with crd_errors(job_id):
         return await crd.get_job(job_id)
+
+
+async def wait_for_job(
+    *, crd: AsyncClientBase, waiters: FinishWaiters, job_id: str, wait_s: float
+) -> Job:
+    """The job once it has finished, or as it is when ``wait_s`` runs out (0: at once)."""
+    with waiters.waiting(job_id) as finished:
+        job = await get_job(crd=crd, job_id=job_id)
+        if wait_s <= 0 or job.phase in JOB_TERMINAL_PHASES:
+            return job
+        try:
+            async with asyncio.timeout(wait_s):
+                await finished.wait()
+        except TimeoutError:
+            return job
+    return await get_job(crd=crd, job_id=job_id)
 
 
 async def list_jobs(

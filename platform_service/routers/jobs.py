@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Response
 
 from gridweave_clients.credit.models import IdempotencyKey
-from gridweave_clients.gateway.models import JobId
+from gridweave_clients.gateway.models import MAX_WAIT_SECONDS, JobId
 from gridweave_clients.platform.models import (
     IDEMPOTENCY_HEADER,
     JobListResponse,
@@ -79,10 +79,22 @@ async def cancel_job(job_id: JobId, user: UserDep, services: JobServicesDep) -> 
     response_class=Response,
     responses={200: {"content": {PICKLE_MEDIA_TYPE: {}}, "description": "The pickled value."}},
 )
-async def get_job_result(job_id: JobId, user: UserDep, services: JobServicesDep) -> Response:
+async def get_job_result(
+    job_id: JobId,
+    user: UserDep,
+    services: JobServicesDep,
+    wait: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_WAIT_SECONDS,
+            description="Seconds to wait for the job to finish before answering (long poll).",
+        ),
+    ] = 0,
+) -> Response:
     """The pickled return value (409 ``job_not_finished``, or ``job_did_not_complete`` with
-    the remote traceback)."""
-    data = await outcomes.job_result(services, user_id=user.user_id, job_id=job_id)
+    the remote traceback); with ``wait``, answered as soon as the job finishes."""
+    data = await outcomes.job_result(services, user_id=user.user_id, job_id=job_id, wait_s=wait)
     return Response(data, media_type=PICKLE_MEDIA_TYPE)
 
 

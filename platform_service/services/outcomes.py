@@ -29,9 +29,15 @@ __all__ = ["MAX_TRACEBACK_BYTES", "job_logs", "job_result"]
 MAX_TRACEBACK_BYTES = 64 * 1024
 
 
-async def _outcome(services: JobServices, *, user_id: str, job_id: str) -> gw.JobResultResponse:
+async def _outcome(
+    services: JobServices, *, user_id: str, job_id: str, wait_s: float = 0.0
+) -> gw.JobResultResponse:
+    """Where the user's job's outcome is; with ``wait_s``, once it has finished (or the wait
+    ran out: the gateway holds the call until its informer sees the job end)."""
     await get_own_job(services, user_id=user_id, job_id=job_id)
     with downstream_errors("job_gateway", passed=()):
+        if wait_s > 0:
+            await services.gateway.run(as_user(gw_ops.get_job(job_id, wait=wait_s), user_id))
         return await services.gateway.run(as_user(gw_ops.get_job_result(job_id), user_id))
 
 
@@ -49,9 +55,12 @@ async def _read(store: ObjectStore, uri: str | None) -> bytes:
         ) from exc
 
 
-async def job_result(services: JobServices, *, user_id: str, job_id: str) -> bytes:
-    """The pickled return value of a Completed job; 409 while running or when it did not."""
-    outcome = await _outcome(services, user_id=user_id, job_id=job_id)
+async def job_result(
+    services: JobServices, *, user_id: str, job_id: str, wait_s: float = 0.0
+) -> bytes:
+    """The pickled return value of a Completed job; 409 while running (after waiting up to
+    ``wait_s`` for it to finish) or when it did not complete."""
+    outcome = await _outcome(services, user_id=user_id, job_id=job_id, wait_s=wait_s)
     if outcome.phase not in JOB_TERMINAL_PHASES:
         raise JobNotFinished(job_id=job_id, phase=outcome.phase.value)
     if outcome.phase is not JobPhase.COMPLETED:

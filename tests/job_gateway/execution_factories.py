@@ -29,6 +29,7 @@ from gridweave_controller.aio import connect
 from gridweave_controller.informer import AsyncInformer
 from gridweave_runtime.storage import ObjectStore, StorageConfig, input_objects
 from job_gateway.execution import NODE_LABEL, Executor
+from job_gateway.execution.settings import WarmSettings
 from job_gateway.inventory import Inventory, InventoryFile
 from tests.job_gateway import execution_functions
 from tests.support.kubeapi import KubeAPI
@@ -119,6 +120,7 @@ def allocated_job(
     vendor: str = "any",
     timeout_seconds: int = 120,
     max_retries: int = 0,
+    user: str = "alice",
     **kwargs: Any,
 ) -> str:
     """Store the function and its arguments (cloudpickle), create the job, allocate it."""
@@ -128,7 +130,7 @@ def allocated_job(
     args_ref = store.put(inputs.args, cloudpickle.dumps((args, kwargs)))
     crd.create_job(
         job_id,
-        "alice",
+        user,
         function_ref,
         vram_mb=1024,
         gpu_count=len(gpus),
@@ -174,7 +176,12 @@ def read_pid(path: Path) -> int:
 
 @contextmanager
 def running_executor(
-    kubeapi: KubeAPI, namespace: str, storage: StorageConfig, *, poll_seconds: float = 0.05
+    kubeapi: KubeAPI,
+    namespace: str,
+    storage: StorageConfig,
+    *,
+    poll_seconds: float = 0.05,
+    warm: WarmSettings | None = None,
 ) -> Iterator[Executor]:
     """An executor fed by a job informer, on an event loop in a thread (the gateway's wiring)."""
     loop = asyncio.new_event_loop()
@@ -184,7 +191,9 @@ def running_executor(
 
     async def start() -> tuple[Any, Executor, AsyncInformer[Job]]:
         crd = await connect(kubeconfig=kubeapi.kubeconfig, namespace=namespace)
-        executor = Executor(crd, storage, inventory=lambda: inventory, poll_seconds=poll_seconds)
+        executor = Executor(
+            crd, storage, inventory=lambda: inventory, poll_seconds=poll_seconds, warm=warm
+        )
         informer: AsyncInformer[Job] = AsyncInformer(
             lambda known: crd.watch_jobs(known=known),
             on_add=executor.job_changed,
