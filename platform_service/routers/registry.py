@@ -20,7 +20,7 @@ import hmac
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from gridweave_clients.platform.registry import (
@@ -68,6 +68,7 @@ async def _internal_caller(request: Request) -> None:
         raise NotAuthenticated("this route takes the internal token")
 
 
+UserIdPath = Annotated[str, Path(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._-]+$")]
 SignerDep = Annotated[TokenSigner, Depends(_signer)]
 MaintenanceDep = Annotated[registry.MaintenanceWindow, Depends(_maintenance)]
 InternalDep = Annotated[None, Depends(_internal_caller)]
@@ -159,7 +160,7 @@ def get_my_registry_usage(
 
 @router.get("/v1/admin/users/{user_id}/registry-quota")
 def get_registry_quota(
-    user_id: str, _admin: AdminDep, session: SessionDep, settings: SettingsDep
+    user_id: UserIdPath, _admin: AdminDep, session: SessionDep, settings: SettingsDep
 ) -> RegistryUsageResponse:
     """A user's registry usage and quota (admins only)."""
     return registry.get_registry_usage(
@@ -169,7 +170,7 @@ def get_registry_quota(
 
 @router.put("/v1/admin/users/{user_id}/registry-quota")
 def set_registry_quota(
-    user_id: str,
+    user_id: UserIdPath,
     body: SetRegistryQuotaRequest,
     _admin: AdminDep,
     session: SessionDep,
