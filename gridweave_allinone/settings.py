@@ -51,7 +51,7 @@ class AllInOneSettings(BaseSettings):
     port_offset: int = Field(
         default=0,
         ge=-6000,
-        le=50000,
+        le=65535 - max(DEFAULT_PORTS.values()),
         description=(
             "GRIDWEAVE_PORT_OFFSET: added to every standard port (8100 platform ... 8800 "
             "kuberay-service, 6443 Kubernetes API, 6380 Ray), to run beside another copy."

@@ -314,6 +314,9 @@ class Executor:
             await asyncio.to_thread(kill_actor, run.actor)
             return
         attempt.needs_running = True  # once the actor's process has started
+        if idle is not None:  # a warm worker's process runs already: Running now
+            await self._mark_running(attempt)
+            return
         self._wake.set()
 
     async def _mark_running(self, attempt: _Attempt) -> None:

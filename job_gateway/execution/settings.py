@@ -105,7 +105,7 @@ class ExecutionSettings(BaseSettings):
         description="An idle worker exits after this long without an attempt.",
     )
     executor_poll_seconds: float = Field(
-        default=0.05,
+        default=0.02,
         gt=0,
         le=60,
         description="How often the executor asks Ray which runs ended and checks timeouts.",
