@@ -8,6 +8,8 @@ and write their outcome into the store where a worker writes it.
 from __future__ import annotations
 
 import base64
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -294,6 +296,36 @@ class TestOutcomes:
         assert later["stdout"] == "step 2\n"
         job = platform.http.get(f"/v1/jobs/{job_id}", headers=alice.headers).json()
         assert (job["phase"], job["billed_seconds"], job["node"]) == ("Completed", 3, "gpu-b")
+
+    def test_a_result_waited_for_comes_when_the_job_completes(
+        self, platform: PlatformServer, gateway: GatewayServer, alice: User
+    ) -> None:
+        job_id = _submitted(platform, alice)
+        waited = platform.http.get(
+            f"/v1/jobs/{job_id}/result", params={"wait": 1}, headers=alice.headers
+        )
+        assert waited.status_code == 409  # the wait ran out: as without one
+        assert waited.json()["error"]["code"] == "job_not_finished"
+        store = self._run(gateway, job_id, b"")
+        result_uri = store.put(attempt_objects(job_id, 0).result, b"value")
+
+        def complete_soon() -> None:
+            time.sleep(1.0)
+            gateway.crd.set_job_completed(job_id, 1.0, result_ref=result_uri)
+
+        completer = threading.Thread(target=complete_soon)
+        completer.start()
+        started = time.monotonic()
+        result = platform.http.get(
+            f"/v1/jobs/{job_id}/result", params={"wait": 20}, headers=alice.headers
+        )
+        completer.join()
+        assert result.status_code == 200 and result.content == b"value"
+        assert time.monotonic() - started < 10  # answered at the completion, not at 20 s
+        too_long = platform.http.get(
+            f"/v1/jobs/{job_id}/result", params={"wait": 31}, headers=alice.headers
+        )
+        assert too_long.status_code == 422 and "wait" in too_long.text
 
     def test_a_failed_job_answers_its_remote_traceback(
         self, platform: PlatformServer, gateway: GatewayServer, alice: User
