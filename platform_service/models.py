@@ -14,6 +14,8 @@ Invariants:
 - ``registry_blobs``: what a user's images take in the registry: one row per (user, blob
   digest), so a blob in two of a user's images counts once for that user. Rows come from the
   registry's push notifications and are replaced by each reconciliation from its storage.
+- ``registry_shares``: a repository (its full name, ``<owner id>/<name>``) another user may
+  pull; written by the repository's owner (or an admin), one row per (repository, user).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "PlatformBase",
     "RegistryBlobModel",
     "RegistryQuotaModel",
+    "RegistryShareModel",
     "Role",
     "UserModel",
 ]
@@ -105,3 +108,17 @@ class RegistryBlobModel(PlatformBase):
     user_id: Mapped[str] = mapped_column(String(128))
     digest: Mapped[str] = mapped_column(String(160))
     size_bytes: Mapped[int] = mapped_column(BigInteger)
+
+
+class RegistryShareModel(PlatformBase):
+    """A repository another user may pull."""
+
+    __tablename__ = "registry_shares"
+    __table_args__ = (
+        PrimaryKeyConstraint("repository", "user_id"),
+        Index("ix_registry_shares_user_id", "user_id"),
+    )
+
+    repository: Mapped[str] = mapped_column(String(255))
+    user_id: Mapped[str] = mapped_column(String(128), ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -8,6 +8,7 @@ Sizes are bytes. A quota written for people (``50GB``, ``500MiB``) is read by
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated
 
 from pydantic import BaseModel, Field
@@ -16,15 +17,19 @@ from gridweave_clients.fields import RequestBody
 
 __all__ = [
     "DEFAULT_REGISTRY_SERVICE",
+    "REPOSITORY_PATTERN",
     "TOKEN_ISSUER",
     "RegistryBlob",
     "RegistryEvent",
     "RegistryEventTarget",
     "RegistryEventsRequest",
     "RegistryMaintenanceRequest",
+    "RegistryShareListResponse",
+    "RegistryShareResponse",
     "RegistryUsageReport",
     "RegistryUsageResponse",
     "SetRegistryQuotaRequest",
+    "ShareRepositoryRequest",
     "format_size",
     "parse_size",
 ]
@@ -36,6 +41,12 @@ TOKEN_ISSUER = "gridweave-platform"
 
 Bytes = Annotated[int, Field(strict=True, ge=0, le=2**62)]
 Digest = Annotated[str, Field(pattern=r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,128}$")]
+
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+#: A repository's full name as the registry takes it: ``<namespace>/<name>[/...]``.
+REPOSITORY_PATTERN = rf"^{_COMPONENT}(?:/{_COMPONENT})+$"
+Repository = Annotated[str, Field(min_length=3, max_length=255, pattern=REPOSITORY_PATTERN)]
+UserId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._-]+$")]
 
 _UNITS = {
     "": 1,
@@ -128,3 +139,25 @@ class RegistryMaintenanceRequest(RequestBody):
 
     read_only: bool
     seconds: int = Field(default=3600, ge=1, le=86_400)
+
+
+class ShareRepositoryRequest(RequestBody):
+    """Let another user pull one of the caller's repositories."""
+
+    repository: Repository
+    user_id: UserId
+
+
+class RegistryShareResponse(BaseModel):
+    """A repository another user may pull."""
+
+    repository: str
+    user_id: str
+    created_at: datetime
+
+
+class RegistryShareListResponse(BaseModel):
+    """The caller's shares: those it granted, and those granted to it."""
+
+    granted: list[RegistryShareResponse]
+    received: list[RegistryShareResponse]

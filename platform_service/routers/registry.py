@@ -4,6 +4,7 @@
   HTTP Basic with any user name and the user's API key as the password;
 - ``GET /v1/registry/jwks``: the public key the registry verifies tokens with;
 - ``GET /v1/registry/usage``: the caller's usage and quota;
+- ``GET|POST|DELETE /v1/registry/shares``: repositories shared with other users (pull);
 - ``GET|PUT /v1/admin/users/{user_id}/registry-quota``: a user's quota (admins);
 - ``POST /v1/registry/events``, ``PUT /v1/registry/usage``, ``PUT /v1/registry/maintenance``:
   the registry's notifications, reconciliation and read-only window, with the internal token.
@@ -24,11 +25,15 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from gridweave_clients.platform.registry import (
+    REPOSITORY_PATTERN,
     RegistryEventsRequest,
     RegistryMaintenanceRequest,
+    RegistryShareListResponse,
+    RegistryShareResponse,
     RegistryUsageReport,
     RegistryUsageResponse,
     SetRegistryQuotaRequest,
+    ShareRepositoryRequest,
 )
 from gridweave_runtime.errors import InvalidRequest, error_body
 from platform_service.errors import NotAuthenticated, RegistryRefusal
@@ -39,7 +44,7 @@ from platform_service.routers.common import (
     SettingsDep,
     UserDep,
 )
-from platform_service.services import registry
+from platform_service.services import registry, registry_shares
 from platform_service.services.keys import authenticate
 from platform_service.services.registry_tokens import TokenSigner
 from platform_service.settings import PlatformSettings
@@ -155,6 +160,35 @@ def get_my_registry_usage(
     """What the caller's images take in the registry, and its quota."""
     return registry.get_registry_usage(
         session, user_id=user.user_id, default_quota=_default_quota(settings)
+    )
+
+
+@router.get("/v1/registry/shares")
+def list_registry_shares(user: UserDep, session: SessionDep) -> RegistryShareListResponse:
+    """The caller's repositories shared with others, and others' shared with the caller."""
+    return registry_shares.list_shares(session, user_id=user.user_id)
+
+
+@router.post("/v1/registry/shares")
+def share_registry_repository(
+    body: ShareRepositoryRequest, user: UserDep, session: SessionDep
+) -> RegistryShareResponse:
+    """Let another user pull one of the caller's repositories (again: answered as it is)."""
+    return registry_shares.share_repository(
+        session, caller=user, repository=body.repository, user_id=body.user_id
+    )
+
+
+@router.delete("/v1/registry/shares")
+def unshare_registry_repository(
+    user: UserDep,
+    session: SessionDep,
+    repository: Annotated[str, Query(min_length=3, max_length=255, pattern=REPOSITORY_PATTERN)],
+    user_id: Annotated[str, Query(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._-]+$")],
+) -> RegistryShareResponse:
+    """Stop sharing a repository with a user (404 when it was not shared)."""
+    return registry_shares.unshare_repository(
+        session, caller=user, repository=repository, user_id=user_id
     )
 
 

@@ -1,7 +1,8 @@
 """The image registry's rules: who may pull and push what, quotas, and the usage counted.
 
 Namespaces: a repository ``<user id>/<name>`` belongs to that user. A user is granted
-``pull``, ``push`` and ``delete`` on its own repositories, admins everything; another user's
+``pull``, ``push`` and ``delete`` on its own repositories, ``pull`` on those shared with it
+(:mod:`platform_service.services.registry_shares`), admins everything; another user's
 repository is refused. Usage is the sum of the sizes of the distinct blobs (layers,
 configs, manifests) in a user's namespace, so a layer in two of its images counts once. It
 is counted from the registry's push notifications and replaced by each reconciliation from
@@ -34,6 +35,7 @@ from gridweave_runtime.errors import InvalidRequest
 from platform_service.errors import RegistryPushRefused, RegistryReadOnly, RegistryScopeRefused
 from platform_service.models import RegistryBlobModel, RegistryQuotaModel, Role
 from platform_service.services.keys import AuthenticatedUser
+from platform_service.services.registry_shares import is_shared_with
 from platform_service.services.users import get_user
 
 __all__ = [
@@ -197,7 +199,8 @@ def grant_access(
     """The ``access`` claim for ``scopes``: what of each the user may do.
 
     Raises:
-        RegistryScopeRefused: nothing asked for may be granted (another user's repository).
+        RegistryScopeRefused: nothing asked for may be granted (another user's repository),
+            or more than pull on a repository shared with the user.
         RegistryPushRefused: a push into a namespace over its quota.
         RegistryReadOnly: a push while a garbage collection runs.
     """
@@ -212,6 +215,12 @@ def grant_access(
         elif namespace_of(scope.name) == user.user_id:
             wanted = _OWNER_ACTIONS if "*" in scope.actions else scope.actions
             actions = wanted & _OWNER_ACTIONS
+        elif is_shared_with(session, repository=scope.name, user_id=user.user_id):
+            if scope.actions - {"pull"}:  # a push into it: say why rather than a bare 401
+                raise RegistryScopeRefused(
+                    f"{scope.name} is shared with you for pull only", refused=[scope.name]
+                )
+            actions = scope.actions
         else:
             actions = frozenset()
         if scope.type == "repository" and actions & {"push", "*"}:
@@ -225,7 +234,8 @@ def grant_access(
     if refused and not access:
         raise RegistryScopeRefused(
             f"access to {', '.join(refused)} is refused: a user may use only the "
-            f"repositories under its own namespace {user.user_id}/",
+            f"repositories under its own namespace {user.user_id}/ and pull those shared "
+            "with it",
             refused=refused,
         )
     return access
