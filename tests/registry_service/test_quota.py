@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from registry_service.storage import usage_report
 from registry_service.supervisor import RegistrySupervisor
 from tests.platform_service.factories import PlatformServer, User
 from tests.registry_service.factories import Crane
@@ -36,6 +37,24 @@ def wait_for_usage(platform: PlatformServer, user: User, at_least: int) -> dict[
     return body
 
 
+def stored_bytes(registry: RegistrySupervisor, user: User) -> int:
+    """The bytes of the user's namespace as its storage holds them (read directly)."""
+    report = usage_report(registry.storage_dir)
+    return sum(blob.size_bytes for blob in report.blobs if blob.namespace == user.user_id)
+
+
+def wait_for_notifications(
+    platform: PlatformServer, registry: RegistrySupervisor, user: User
+) -> int:
+    """The usage once the notifications counted every blob the storage holds."""
+    deadline = time.monotonic() + 20
+    expected = stored_bytes(registry, user)
+    while (counted := int(usage(platform, user)["usage_bytes"])) != expected:
+        assert time.monotonic() < deadline, f"counted {counted}, stored {expected}"
+        time.sleep(0.1)
+    return counted
+
+
 def set_quota(platform: PlatformServer, user: User, quota_bytes: int) -> None:
     response = platform.http.put(
         f"/v1/admin/users/{user.user_id}/registry-quota",
@@ -58,17 +77,22 @@ def user_crane(
 
 class TestUsage:
     def test_a_blob_in_two_images_counts_once(
-        self, platform: PlatformServer, user_crane: tuple[User, Crane]
+        self,
+        platform: PlatformServer,
+        registry: RegistrySupervisor,
+        user_crane: tuple[User, Crane],
     ) -> None:
         user, crane = user_crane
         crane.push_random(f"{user.user_id}/first", LAYER)
-        first = wait_for_usage(platform, user, LAYER)
+        first = wait_for_notifications(platform, registry, user)
+        assert first > LAYER
         # the same image under a second name: every blob is mounted, none counted again
         crane.run("copy", crane.ref(f"{user.user_id}/first"), crane.ref(f"{user.user_id}/second"))
         time.sleep(1.0)  # the registry's notifications of the copy
-        assert usage(platform, user)["usage_bytes"] == first["usage_bytes"]
-        assert first["quota_is_default"] is True
-        assert first["quota_bytes"] == 10 * 10**9
+        body = usage(platform, user)
+        assert body["usage_bytes"] == first == stored_bytes(registry, user)
+        assert body["quota_is_default"] is True
+        assert body["quota_bytes"] == 10 * 10**9
 
     def test_reconciliation_counts_what_storage_holds(
         self,
@@ -78,9 +102,9 @@ class TestUsage:
     ) -> None:
         user, crane = user_crane
         crane.push_random(f"{user.user_id}/app", LAYER)
-        counted = wait_for_usage(platform, user, LAYER)
+        counted = wait_for_notifications(platform, registry, user)
         registry.reconcile()
-        assert usage(platform, user)["usage_bytes"] == counted["usage_bytes"]
+        assert usage(platform, user)["usage_bytes"] == counted
 
 
 class TestQuota:
