@@ -105,6 +105,16 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
             "audience; the registry (registry_service) must be given the same."
         ),
     )
+    registry_public_namespace: str = Field(
+        default="gridweave",
+        pattern=r"^([a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)?$",
+        validation_alias=AliasChoices("REGISTRY_PUBLIC_NAMESPACE"),
+        description=(
+            "REGISTRY_PUBLIC_NAMESPACE: the registry namespace anyone may pull from, without "
+            "credentials (Gridweave's own images: gridweave/ray-worker, which join-node.sh "
+            "pulls); only admins push there. Empty: none."
+        ),
+    )
     registry_token_key_file: Path | None = Field(
         default=None,
         description=(

@@ -114,27 +114,42 @@ def get_registry_token(
     service: Annotated[str, Query(min_length=1, max_length=200)],
     scope: Annotated[list[str] | None, Query(max_length=50)] = None,
 ) -> JSONResponse | dict[str, object]:
-    """A registry token for the user whose API key is the Basic password."""
+    """A registry token for the user whose API key is the Basic password (or, without
+    credentials, pull in the public namespace)."""
+    if service != settings.registry_service:
+        raise InvalidRequest("service", f"this platform issues tokens for {signer.service!r}")
+    scopes = registry.parse_scopes(scope or [])
     password = _basic_password(request)
     user = (
         None if password is None else authenticate(session, hmac_key=hmac_key, presented=password)
     )
-    if user is None:
+    public = settings.registry_public_namespace
+    anonymous = (
+        None if password is not None else registry.anonymous_access(scopes, public_namespace=public)
+    )
+    if user is None and anonymous is None:
         error = NotAuthenticated("the registry takes your API key as the password (Basic auth)")
         return _refusal(error, **{"WWW-Authenticate": 'Basic realm="Gridweave registry"'})
-    if service != settings.registry_service:
-        raise InvalidRequest("service", f"this platform issues tokens for {signer.service!r}")
+    if user is None:
+        assert anonymous is not None
+        token, issued_at, lifetime = signer.sign(subject="anonymous", access=anonymous)
+        return _token_body(token, issued_at, lifetime)
     try:
         access = registry.grant_access(
             session,
             user=user,
-            scopes=registry.parse_scopes(scope or []),
+            scopes=scopes,
             default_quota=_default_quota(settings),
             read_only=maintenance.read_only,
+            public_namespace=public,
         )
     except RegistryRefusal as error:
         return _refusal(error)
     token, issued_at, lifetime = signer.sign(subject=user.user_id, access=access)
+    return _token_body(token, issued_at, lifetime)
+
+
+def _token_body(token: str, issued_at: int, lifetime: int) -> dict[str, object]:
     return {
         "token": token,
         "access_token": token,

@@ -3,7 +3,9 @@
 Namespaces: a repository ``<user id>/<name>`` belongs to that user. A user is granted
 ``pull``, ``push`` and ``delete`` on its own repositories, ``pull`` on those shared with it
 (:mod:`platform_service.services.registry_shares`), admins everything; another user's
-repository is refused. Usage is the sum of the sizes of the distinct blobs (layers,
+repository is refused. The public namespace (``REGISTRY_PUBLIC_NAMESPACE``, ``gridweave``:
+Gridweave's own images) may be pulled by anyone, without credentials too; only admins push
+there. Usage is the sum of the sizes of the distinct blobs (layers,
 configs, manifests) in a user's namespace, so a layer in two of its images counts once. It
 is counted from the registry's push notifications and replaced by each reconciliation from
 the registry's storage (which also gives back what a garbage collection freed).
@@ -41,6 +43,7 @@ from platform_service.services.users import get_user
 __all__ = [
     "MaintenanceWindow",
     "Scope",
+    "anonymous_access",
     "get_registry_usage",
     "grant_access",
     "parse_scopes",
@@ -195,6 +198,7 @@ def grant_access(
     scopes: Sequence[Scope],
     default_quota: int,
     read_only: bool,
+    public_namespace: str = "",
 ) -> list[dict[str, Any]]:
     """The ``access`` claim for ``scopes``: what of each the user may do.
 
@@ -215,10 +219,12 @@ def grant_access(
         elif namespace_of(scope.name) == user.user_id:
             wanted = _OWNER_ACTIONS if "*" in scope.actions else scope.actions
             actions = wanted & _OWNER_ACTIONS
-        elif is_shared_with(session, repository=scope.name, user_id=user.user_id):
+        elif namespace_of(scope.name) == public_namespace or is_shared_with(
+            session, repository=scope.name, user_id=user.user_id
+        ):
             if scope.actions - {"pull"}:  # a push into it: say why rather than a bare 401
                 raise RegistryScopeRefused(
-                    f"{scope.name} is shared with you for pull only", refused=[scope.name]
+                    f"{scope.name} is open to you for pull only", refused=[scope.name]
                 )
             actions = scope.actions
         else:
@@ -239,6 +245,22 @@ def grant_access(
             refused=refused,
         )
     return access
+
+
+def anonymous_access(
+    scopes: Sequence[Scope], *, public_namespace: str
+) -> list[dict[str, Any]] | None:
+    """The ``access`` claim of a client without credentials: pull in the public namespace.
+
+    None when anything else is asked (the client must log in), or nothing at all.
+    """
+    if not scopes or not public_namespace:
+        return None
+    for scope in scopes:
+        public = scope.type == "repository" and namespace_of(scope.name) == public_namespace
+        if not public or scope.actions != {"pull"}:
+            return None
+    return [{"type": s.type, "name": s.name, "actions": ["pull"]} for s in scopes]
 
 
 def record_registry_events(session: Session, events: Sequence[RegistryEvent]) -> int:

@@ -1,4 +1,5 @@
-"""Repositories shared with other users: pull only, by the owner's choice, revoked at once."""
+"""Repositories shared with other users (pull only, by the owner's choice, revoked at once) and
+the public namespace (pulled by anyone, pushed by admins)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def test_a_shared_repository_is_pulled_not_pushed_until_unshared(
     assert bob_crane.digest(repository).stdout == alice_crane.digest(repository).stdout
     pushed = bob_crane.push_random(repository, 2048, tag="bob", check=False)
     assert pushed.returncode != 0
-    assert "shared with you for pull only" in pushed.stderr
+    assert "open to you for pull only" in pushed.stderr
     listed = platform.http.get("/v1/registry/shares", headers=bob.headers).json()
     assert [share["repository"] for share in listed["received"]] == [repository]
     assert platform.http.get("/v1/registry/shares", headers=alice.headers).json()["granted"]
@@ -87,3 +88,24 @@ class TestShareRefusals:
             headers=alice.headers,
         )
         assert response.status_code == 404
+
+
+def test_the_public_namespace_is_pulled_by_anyone_and_pushed_by_admins(
+    platform: PlatformServer, registry: RegistrySupervisor, tmp_path: Path
+) -> None:
+    admin = Crane(f"localhost:{registry.settings.port}", tmp_path / "admin")
+    admin.login(platform.admin.key)
+    admin.push_random("gridweave/ray-worker", 2048)
+    anonymous = Crane(f"localhost:{registry.settings.port}", tmp_path / "anonymous")
+    assert (
+        anonymous.digest("gridweave/ray-worker").stdout
+        == admin.digest("gridweave/ray-worker").stdout
+    )
+    assert anonymous.push_random("gridweave/ray-worker", 2048, tag="x", check=False).returncode != 0
+    user = platform.new_user()
+    user_crane = Crane(f"localhost:{registry.settings.port}", tmp_path / "user")
+    user_crane.login(user.key)
+    assert user_crane.digest("gridweave/ray-worker").stdout.startswith("sha256:")
+    pushed = user_crane.push_random("gridweave/ray-worker", 2048, tag="x", check=False)
+    assert pushed.returncode != 0
+    assert "open to you for pull only" in pushed.stderr
