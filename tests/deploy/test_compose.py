@@ -100,6 +100,20 @@ class TestCompose:
         for name in ("credit", "metering", "faucet", "chain", "platform"):
             assert "pg-secret@postgres:5432/" in str(services[name]["environment"]), name
 
+    def test_the_registry_is_registry_service_with_the_platforms_tokens(
+        self, compose_check: Path, tmp_path: Path
+    ) -> None:
+        services = _services(_load(compose_check, _env_file(tmp_path, **SECRETS)))
+        registry = services["registry"]
+        assert registry["command"] == ["python", "-m", "registry_service"]
+        environment = registry["environment"]
+        assert environment["PLATFORM_URL"] == "http://platform:8100"
+        assert environment["REGISTRY_TOKEN_REALM"] == "http://10.88.0.1:8100/v1/registry/token"
+        assert environment["REGISTRY_STORAGE_DIR"].startswith("/var/lib/registry/")
+        assert [port["target"] for port in registry["ports"]] == [30500]
+        assert services["platform"]["environment"]["REGISTRY_QUOTA_GB"] == "200"
+        assert any(v["target"] == "/var/lib/gridweave" for v in services["platform"]["volumes"])
+
     def test_an_outside_s3_leaves_minio_out(self, compose_check: Path, tmp_path: Path) -> None:
         env = _env_file(tmp_path, **SECRETS, S3_ENDPOINT="https://s3.example.com")
         services = _services(_load(compose_check, env))
