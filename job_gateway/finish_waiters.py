@@ -13,42 +13,52 @@ from contextlib import contextmanager
 from gridweave_controller import Job
 from gridweave_controller.phases import JOB_TERMINAL_PHASES
 
-__all__ = ["FinishWaiters"]
+__all__ = ["FinishWaiters", "Waiter"]
+
+
+class Waiter:
+    """One waiting caller: ``done`` is set once its job finished (``job``, the informer's
+    terminal copy) or was deleted (``job`` None: read it again)."""
+
+    def __init__(self) -> None:
+        self.done = asyncio.Event()
+        self.job: Job | None = None
 
 
 class FinishWaiters:
-    """One event per waiting caller, set when its job finishes; owned by the gateway's loop."""
+    """The callers waiting for each job, woken by the informer; owned by the gateway's loop."""
 
     def __init__(self) -> None:
-        self._waiting: defaultdict[str, set[asyncio.Event]] = defaultdict(set)
+        self._waiting: defaultdict[str, set[Waiter]] = defaultdict(set)
 
     @contextmanager
-    def waiting(self, job_id: str) -> Iterator[asyncio.Event]:
-        """An event set once ``job_id`` finishes; register it before reading the job, so a
+    def waiting(self, job_id: str) -> Iterator[Waiter]:
+        """A waiter woken once ``job_id`` finishes; register it before reading the job, so a
         finish between the read and the wait is not missed."""
-        event = asyncio.Event()
-        self._waiting[job_id].add(event)
+        waiter = Waiter()
+        self._waiting[job_id].add(waiter)
         try:
-            yield event
+            yield waiter
         finally:
-            events = self._waiting.get(job_id)
-            if events is not None:
-                events.discard(event)
-                if not events:
+            waiters = self._waiting.get(job_id)
+            if waiters is not None:
+                waiters.discard(waiter)
+                if not waiters:
                     del self._waiting[job_id]
 
     def job_changed(self, job: Job) -> None:
         """The informer's added or updated job: wake its waiters once it has finished."""
         if job.phase in JOB_TERMINAL_PHASES:
-            self._wake(job.name)
+            self._wake(job.name, job)
 
     def job_deleted(self, job: Job) -> None:
         """A deleted job: its waiters read it again (and answer 404)."""
-        self._wake(job.name)
+        self._wake(job.name, None)
 
-    def _wake(self, job_id: str) -> None:
-        for event in self._waiting.get(job_id, ()):
-            event.set()
+    def _wake(self, job_id: str, job: Job | None) -> None:
+        for waiter in self._waiting.get(job_id, ()):
+            waiter.job = job
+            waiter.done.set()
 
     def __len__(self) -> int:
-        return sum(len(events) for events in self._waiting.values())
+        return sum(len(waiters) for waiters in self._waiting.values())

@@ -33,11 +33,9 @@ def submit_job(request: SubmitJobRequest) -> Operation[JobResponse]:
 @validate_call
 def get_job(job_id: JobId, *, wait: WaitSeconds = 0) -> Operation[JobResponse]:
     """One job; ``wait`` > 0: answered once it has finished, or when the wait runs out."""
-    if not wait:
-        return model_operation("GET", f"/v1/jobs/{job_id}", JobResponse)
-    return model_operation(
-        "GET", f"/v1/jobs/{job_id}", JobResponse, params={"wait": str(wait)}, wait_seconds=wait
-    )
+    params = {"wait": str(wait)} if wait else None
+    path = f"/v1/jobs/{job_id}"
+    return model_operation("GET", path, JobResponse, params=params, wait_seconds=wait)
 
 
 @validate_call
@@ -60,9 +58,12 @@ def cancel_job(job_id: JobId) -> Operation[JobResponse]:
 
 
 @validate_call
-def get_job_result(job_id: JobId) -> Operation[JobResultResponse]:
-    """Where the job's result, traceback and logs are."""
-    return model_operation("GET", f"/v1/jobs/{job_id}/result", JobResultResponse)
+def get_job_result(job_id: JobId, *, wait: WaitSeconds = 0) -> Operation[JobResultResponse]:
+    """Where the job's result, traceback and logs are; ``wait`` > 0: once it has finished,
+    or when the wait runs out."""
+    params = {"wait": str(wait)} if wait else None
+    path = f"/v1/jobs/{job_id}/result"
+    return model_operation("GET", path, JobResultResponse, params=params, wait_seconds=wait)
 
 
 def get_inventory() -> Operation[InventoryResponse]:

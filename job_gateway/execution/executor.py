@@ -347,17 +347,18 @@ class Executor:
                 attempt, "WorkerLost", f"the worker of attempt {attempt.attempt} died ({death})"
             )
             return
-        await self._release(attempt)
+        await self._release(attempt, outcome)
         await self._write_outcome(attempt, outcome, attempt.ready_at)
 
-    async def _release(self, attempt: _Attempt) -> None:
-        """Keep the ended attempt's worker warm for its user's next attempt, else kill it."""
+    async def _release(self, attempt: _Attempt, outcome: Outcome) -> None:
+        """Keep the ended attempt's worker warm for its user's next attempt when it was left
+        clean (the outcome says so), else kill it."""
         assert attempt.run is not None
         if attempt.kept_warm:  # a settle retried after its outcome write failed
             return
         job = attempt.job
         kept = False
-        if self._warm is not None and job.status.node is not None:
+        if self._warm is not None and outcome.reusable and job.status.node is not None:
             environment = self._environment(job)
             kept = await asyncio.to_thread(
                 self._warm.release, attempt.run, job.status.node, job.spec.user_id, environment

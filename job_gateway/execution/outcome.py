@@ -37,6 +37,13 @@ class Outcome(BaseModel):
     hostname: str = Field(default="", max_length=253)
     ray_node_id: str = Field(default="", max_length=128)
     pid: int = 0
+    reusable: bool = Field(
+        default=False,
+        description=(
+            "The worker's process is as clean as it started: no thread or child process left "
+            "by the function, no GPU memory held (NVML). Only then is it kept warm."
+        ),
+    )
 
 
 def parse_outcome(data: bytes) -> Outcome:

@@ -12,6 +12,7 @@ docs/architecture.md, "Execution on Ray").
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import sys
@@ -22,6 +23,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 import cloudpickle
@@ -104,6 +106,7 @@ def run_attempt(spec: AttemptSpec) -> Outcome:
     os.environ.update(spec.environment)  # before any user code is loaded
     store = open_object_store(spec.storage)
     objects = attempt_objects(spec.job_id, spec.attempt)
+    threads_before = _thread_ids()
     started = time.time()
     clock = time.perf_counter()
     error: BaseException | None = None
@@ -136,8 +139,57 @@ def run_attempt(spec: AttemptSpec) -> Outcome:
         ray_node_id=_ray_node_id(),
         pid=os.getpid(),
     )
+    outcome = outcome.model_copy(update={"reusable": _left_clean(threads_before)})
     store.put(outcome_key(spec.job_id, spec.attempt), outcome.model_dump_json().encode())
     return outcome
+
+
+def _thread_ids() -> set[int]:
+    """The process's threads, native ones included (``/proc/self/task``)."""
+    try:
+        return {int(name) for name in os.listdir("/proc/self/task")}
+    except OSError:
+        return set()
+
+
+def _left_clean(threads_before: set[int]) -> bool:
+    """Whether the function left nothing running in or under this process: no new thread,
+    no child process, no GPU memory held. A hygiene check for keeping a worker warm (an
+    honest job's GPU memory is not held while idle); the process is the user's, so it is
+    not a boundary against the user's own code."""
+    if not _thread_ids() <= threads_before:
+        return False
+    pid = str(os.getpid())
+    try:
+        for task in os.listdir("/proc/self/task"):
+            if Path(f"/proc/self/task/{task}/children").read_text().split():
+                return False
+    except OSError:
+        return False
+    return not _holds_gpu_memory(int(pid))
+
+
+def _holds_gpu_memory(pid: int) -> bool:
+    """Whether NVML lists this process on any GPU (no NVML, or no NVIDIA GPU: False)."""
+    try:
+        pynvml: Any = importlib.import_module("pynvml")
+    except ImportError:
+        return False
+    try:
+        pynvml.nvmlInit()
+    except (pynvml.NVMLError, OSError):
+        return False
+    try:
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            running = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+            if any(process.pid == pid for process in running):
+                return True
+        return False
+    except pynvml.NVMLError:
+        return True  # cannot tell: not kept warm
+    finally:
+        pynvml.nvmlShutdown()
 
 
 def _arguments(data: bytes | None) -> tuple[tuple[Any, ...], dict[str, Any]]:

@@ -25,6 +25,14 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 CurrentGateway = Annotated[Gateway, Depends(state_dependency("gateway", Gateway))]
+WaitQuery = Annotated[
+    float,
+    Query(
+        ge=0,
+        le=MAX_WAIT_SECONDS,
+        description="Seconds to wait for the job to finish before answering (long poll).",
+    ),
+]
 
 
 @router.post("", status_code=201)
@@ -46,18 +54,7 @@ async def list_jobs(
 
 
 @router.get("/{job_id}")
-async def get_job(
-    job_id: JobId,
-    gateway: CurrentGateway,
-    wait: Annotated[
-        float,
-        Query(
-            ge=0,
-            le=MAX_WAIT_SECONDS,
-            description="Seconds to wait for the job to finish before answering (long poll).",
-        ),
-    ] = 0,
-) -> JobResponse:
+async def get_job(job_id: JobId, gateway: CurrentGateway, wait: WaitQuery = 0) -> JobResponse:
     """One job; with ``wait``, answered as soon as it finishes (or when the wait runs out)."""
     job = await jobs.wait_for_job(
         crd=gateway.crd, waiters=gateway.finish_waiters, job_id=job_id, wait_s=wait
@@ -73,7 +70,12 @@ async def cancel_job(job_id: JobId, gateway: CurrentGateway) -> JobResponse:
 
 
 @router.get("/{job_id}/result")
-async def get_job_result(job_id: JobId, gateway: CurrentGateway) -> JobResultResponse:
-    """Where the job's result, traceback and output are (object storage URIs)."""
-    job = await jobs.get_job(crd=gateway.crd, job_id=job_id)
+async def get_job_result(
+    job_id: JobId, gateway: CurrentGateway, wait: WaitQuery = 0
+) -> JobResultResponse:
+    """Where the job's result, traceback and output are (object storage URIs); with
+    ``wait``, answered as soon as the job finishes."""
+    job = await jobs.wait_for_job(
+        crd=gateway.crd, waiters=gateway.finish_waiters, job_id=job_id, wait_s=wait
+    )
     return jobs.job_result(job, gateway.store)

@@ -119,17 +119,21 @@ async def get_job(*, crd: AsyncClientBase, job_id: str) -> Job:
 async def wait_for_job(
     *, crd: AsyncClientBase, waiters: FinishWaiters, job_id: str, wait_s: float
 ) -> Job:
-    """The job once it has finished, or as it is when ``wait_s`` runs out (0: at once)."""
-    with waiters.waiting(job_id) as finished:
+    """The job once it has finished, or as it is when ``wait_s`` runs out (0: at once).
+
+    A finish seen by the informer answers with the informer's copy (no second read); a
+    deletion reads the job again, which answers 404.
+    """
+    with waiters.waiting(job_id) as waiter:
         job = await get_job(crd=crd, job_id=job_id)
         if wait_s <= 0 or job.phase in JOB_TERMINAL_PHASES:
             return job
         try:
             async with asyncio.timeout(wait_s):
-                await finished.wait()
+                await waiter.done.wait()
         except TimeoutError:
             return job
-    return await get_job(crd=crd, job_id=job_id)
+    return waiter.job or await get_job(crd=crd, job_id=job_id)
 
 
 async def list_jobs(

@@ -36,9 +36,9 @@ async def _outcome(
     ran out: the gateway holds the call until its informer sees the job end)."""
     await get_own_job(services, user_id=user_id, job_id=job_id)
     with downstream_errors("job_gateway", passed=()):
-        if wait_s > 0:
-            await services.gateway.run(as_user(gw_ops.get_job(job_id, wait=wait_s), user_id))
-        return await services.gateway.run(as_user(gw_ops.get_job_result(job_id), user_id))
+        return await services.gateway.run(
+            as_user(gw_ops.get_job_result(job_id, wait=wait_s), user_id)
+        )
 
 
 async def _read(store: ObjectStore, uri: str | None) -> bytes:

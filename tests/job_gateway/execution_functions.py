@@ -66,3 +66,12 @@ def record_run(runs_dir: str, job_id: str, seconds: float) -> str:
     with path.open("a") as handle:
         handle.write(f"{time.time()}\n")
     return job_id
+
+
+def leave_a_thread(seconds: float) -> str:
+    """Return at once, leaving a thread running (a worker not to keep warm)."""
+    import threading
+    import time
+
+    threading.Thread(target=time.sleep, args=(seconds,), daemon=True).start()
+    return "left"

@@ -76,6 +76,12 @@ def test_warm_workers_serve_one_user_and_exit_when_idle(
         assert other_pid != first_pid, "another user never shares a process"
         _, elsewhere_pid = run("alice", [1])
         assert elsewhere_pid != first_pid, "other GPUs: another process"
+        leaving = allocated_job(crd, store, fn.leave_a_thread, 30, node="node-a", gpus=[1])
+        assert wait_for_phase(crd, leaving, JOB_TERMINAL_PHASES).phase is JobPhase.COMPLETED
+        _, left_pid = _ran_in(store, leaving)
+        assert left_pid == elsewhere_pid, "the warm worker ran it"
+        wait_until(lambda: process_gone(left_pid), what="a worker left unclean stopped")
+        assert run("alice", [1])[1] != left_pid
         # idle: each worker ends itself after IDLE_S (the pool drops it a margin before)
         wait_until(lambda: process_gone(first_pid), timeout=IDLE_S + 20, what="the idle exit")
         assert run("alice", [0])[1] != first_pid
