@@ -13,7 +13,7 @@ from gridweave_cli._output import JsonFlag, emit_json, stdout
 from gridweave_cli._platform import platform_client
 from gridweave_clients.platform.registry import RegistryUsageResponse, format_size, parse_size
 
-__all__ = ["register", "registry_quota"]
+__all__ = ["print_usage", "register", "registry_quota"]
 
 
 def _size(text: str) -> int:
@@ -55,10 +55,11 @@ def registry_quota(
     if json_output:
         emit_json(answer.model_dump(mode="json"))
         return
-    _print_usage(answer)
+    print_usage(answer)
 
 
-def _print_usage(answer: RegistryUsageResponse) -> None:
+def print_usage(answer: RegistryUsageResponse) -> None:
+    """A user's quota, usage and blob count as a small table."""
     table = Table(box=None, show_header=False)
     table.add_column(style="bold")
     table.add_column(justify="right")

@@ -56,6 +56,9 @@ class PlatformClient(InternalClient, _Anonymous):
     get_registry_usage = blocking(ops.get_registry_usage)
     get_registry_quota = blocking(ops.get_registry_quota)
     set_registry_quota = blocking(ops.set_registry_quota)
+    list_registry_shares = blocking(ops.list_registry_shares)
+    share_repository = blocking(ops.share_repository)
+    unshare_repository = blocking(ops.unshare_repository)
 
 
 class AsyncPlatformClient(AsyncInternalClient, _Anonymous):
@@ -89,3 +92,6 @@ class AsyncPlatformClient(AsyncInternalClient, _Anonymous):
     get_registry_usage = awaiting(ops.get_registry_usage)
     get_registry_quota = awaiting(ops.get_registry_quota)
     set_registry_quota = awaiting(ops.set_registry_quota)
+    list_registry_shares = awaiting(ops.list_registry_shares)
+    share_repository = awaiting(ops.share_repository)
+    unshare_repository = awaiting(ops.unshare_repository)

@@ -50,7 +50,15 @@ from gridweave_clients.platform.models import (
     UserResponse,
     VerifySignUpRequest,
 )
-from gridweave_clients.platform.registry import RegistryUsageResponse, SetRegistryQuotaRequest
+from gridweave_clients.platform.registry import (
+    RegistryShareListResponse,
+    RegistryShareResponse,
+    RegistryUsageResponse,
+    Repository,
+    SetRegistryQuotaRequest,
+    ShareRepositoryRequest,
+    UserId,
+)
 from gridweave_controller.operations import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
 from gridweave_controller.phases import JobPhase
 
@@ -66,6 +74,7 @@ __all__ = [
     "get_receipt",
     "get_registry_quota",
     "get_registry_usage",
+    "list_registry_shares",
     "list_jobs",
     "list_keys",
     "list_nodes",
@@ -73,8 +82,10 @@ __all__ = [
     "request_refill",
     "revoke_key",
     "set_registry_quota",
+    "share_repository",
     "sign_up",
     "submit_job",
+    "unshare_repository",
     "verify_sign_up",
 ]
 
@@ -260,8 +271,6 @@ def list_nodes() -> Operation[InventoryResponse]:
 
 # -- the image registry -----------------------------------------------------------------------
 
-UserId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._-]+$")]
-
 
 def get_registry_usage() -> Operation[RegistryUsageResponse]:
     """What the caller's images take in the registry, and its quota."""
@@ -283,3 +292,24 @@ def set_registry_quota(
     path = f"/v1/admin/users/{quote(user_id, safe='')}/registry-quota"
     body = SetRegistryQuotaRequest(quota_bytes=quota_bytes)
     return model_operation("PUT", path, RegistryUsageResponse, body=body, idempotent=True)
+
+
+def list_registry_shares() -> Operation[RegistryShareListResponse]:
+    """The caller's repositories shared with others, and others' shared with the caller."""
+    return model_operation("GET", "/v1/registry/shares", RegistryShareListResponse)
+
+
+@validate_call
+def share_repository(repository: Repository, user_id: UserId) -> Operation[RegistryShareResponse]:
+    """Let ``user_id`` pull one of the caller's repositories."""
+    body = ShareRepositoryRequest(repository=repository, user_id=user_id)
+    return model_operation(
+        "POST", "/v1/registry/shares", RegistryShareResponse, body=body, idempotent=True
+    )
+
+
+@validate_call
+def unshare_repository(repository: Repository, user_id: UserId) -> Operation[RegistryShareResponse]:
+    """Stop sharing a repository with a user."""
+    params = {"repository": repository, "user_id": user_id}
+    return model_operation("DELETE", "/v1/registry/shares", RegistryShareResponse, params=params)

@@ -18,6 +18,7 @@ from gridweave_clients.fields import RequestBody
 __all__ = [
     "DEFAULT_REGISTRY_SERVICE",
     "REPOSITORY_PATTERN",
+    "Repository",
     "TOKEN_ISSUER",
     "RegistryBlob",
     "RegistryEvent",
@@ -29,6 +30,7 @@ __all__ = [
     "RegistryUsageReport",
     "RegistryUsageResponse",
     "SetRegistryQuotaRequest",
+    "UserId",
     "ShareRepositoryRequest",
     "format_size",
     "parse_size",

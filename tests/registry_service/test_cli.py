@@ -59,3 +59,49 @@ def test_a_user_is_refused(platform: PlatformServer, as_user: AsUser) -> None:
     code, _, err = gridweave("admin", "registry-quota", user.user_id, "1TB")
     assert code != 0
     assert "admins" in err
+
+
+def test_a_user_shares_lists_and_unshares_a_repository(
+    platform: PlatformServer, as_user: AsUser
+) -> None:
+    alice, bob = platform.new_user(), platform.new_user()
+    repository = f"{alice.user_id}/model"
+    as_user(alice)
+    code, out, _ = gridweave("registry", "share", repository, bob.user_id)
+    assert code == 0 and f"{bob.user_id} may pull {repository}" in out
+    code, out, _ = gridweave("registry", "shares", "--json")
+    assert code == 0 and json.loads(out)["granted"][0]["user_id"] == bob.user_id
+    as_user(bob)
+    code, out, _ = gridweave("registry", "shares")
+    assert code == 0 and repository in out and "(received)" in out
+    code, _, err = gridweave("registry", "unshare", repository, bob.user_id)
+    assert code == ExitCode.INVALID_REQUEST and "namespace" in err
+    as_user(alice)
+    code, out, _ = gridweave("registry", "unshare", repository, bob.user_id)
+    assert code == 0 and "no longer" in out
+    code, _, err = gridweave("registry", "unshare", repository, bob.user_id)
+    assert code == ExitCode.NOT_FOUND
+
+
+def test_a_user_sees_its_usage(platform: PlatformServer, as_user: AsUser) -> None:
+    as_user(platform.new_user())
+    code, out, _ = gridweave("registry", "usage", "--json")
+    assert code == 0
+    body = json.loads(out)
+    assert body["usage_bytes"] == 0 and body["quota_is_default"] is True
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("admin", "registry-quota"),
+        ("registry", "usage"),
+        ("registry", "share"),
+        ("registry", "unshare"),
+        ("registry", "shares"),
+    ],
+)
+def test_each_command_has_help_with_examples_and_json(command: tuple[str, str]) -> None:
+    code, out, _ = gridweave(*command, "--help")
+    assert code == 0
+    assert "Examples:" in out and f"gridweave {' '.join(command)}" in out and "--json" in out
