@@ -182,6 +182,23 @@ class RegistrySupervisor:
             self._spawn(read_only=False)
             return True
 
+    def refresh_jwks(self) -> bool:
+        """Read the platform's JWK Set again; restart the registry when it changed (a new
+        signing key). True when it did."""
+        if not self.settings.auth:
+            return False
+        response = self._platform.get("/v1/registry/jwks")
+        response.raise_for_status()
+        with self._lock:
+            known = self.jwks_path.read_bytes() if self.jwks_path.exists() else b""
+            if response.content == known:
+                return False
+            _logger.warning("registry: the platform's signing key changed; restarting")
+            self.jwks_path.write_bytes(response.content)
+            if not self._collecting:
+                self._spawn(read_only=False)
+            return True
+
     def _fetch_jwks(self) -> None:
         deadline = time.monotonic() + self.settings.start_timeout_seconds
         while True:
@@ -305,7 +322,8 @@ class RegistrySupervisor:
     # -- the loop ------------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        """Until ``stop``: keep the registry up, reconcile and collect on their intervals."""
+        """Until ``stop``: keep the registry up, reconcile (and read the platform's JWK Set
+        again) and collect on their intervals."""
         now = time.monotonic()
         next_collection = now if self.interrupted_collection else now + self._gc_seconds()
         next_reconcile = now
@@ -319,6 +337,7 @@ class RegistrySupervisor:
                     next_reconcile = time.monotonic() + self.settings.reconcile_seconds
                 elif now >= next_reconcile:
                     next_reconcile = now + self.settings.reconcile_seconds
+                    self.refresh_jwks()
                     self.reconcile()
             except Exception:  # logged; the loop goes on and tries again at the next interval
                 _logger.exception("registry: maintenance failed")

@@ -120,3 +120,24 @@ def test_the_supervisors_health_metrics_and_collections(
             assert httpx.get(f"{url}/healthz").status_code == 503
     finally:
         supervisor.close()
+
+
+def test_a_new_signing_key_is_picked_up_at_the_next_refresh(
+    platform: PlatformServer, registry_tools: None, tmp_path: Path
+) -> None:
+    settings = registry_settings(platform.url, tmp_path / "state")
+    with running_registry(settings) as supervisor:
+        user = platform.new_user()
+        crane = Crane(f"localhost:{settings.port}", tmp_path / "crane")
+        crane.login(user.key)
+        # the registry trusting another key, as after the platform's key was replaced
+        real = supervisor.jwks_path.read_text()
+        other = real.replace(real.split('"kid":"')[1].split('"')[0], "another-key")
+        supervisor.jwks_path.write_text(other)
+        supervisor.stop()
+        assert supervisor.restart_if_dead()
+        refused = crane.push_random(f"{user.user_id}/app", 1000, check=False)
+        assert refused.returncode != 0
+        assert supervisor.refresh_jwks() is True
+        assert supervisor.refresh_jwks() is False  # unchanged now
+        crane.push_random(f"{user.user_id}/app", 1000)
