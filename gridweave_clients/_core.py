@@ -25,6 +25,7 @@ from gridweave_clients.errors import (
 )
 
 __all__ = [
+    "REPLAYED_HEADER",
     "SAFE_METHODS",
     "Answer",
     "Call",
@@ -44,6 +45,9 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 #: Methods that change nothing (or, like PUT and DELETE, end in the same state when
 #: repeated): always safe to send again.
+#: Says whether an answer repeats an earlier call's with the same idempotency key (the
+#: services set it: ``gridweave_runtime.responses.REPLAYED_HEADER``, the same name).
+REPLAYED_HEADER = "Idempotent-Replayed"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 
 
@@ -90,10 +94,12 @@ class Answer:
 
 @dataclass(frozen=True, slots=True)
 class Operation(Generic[T]):
-    """A typed call: what to send and how to read a 2xx answer's body."""
+    """A typed call: what to send and how to read a 2xx answer's body (``read``, when set,
+    reads the whole answer instead: its headers too)."""
 
     call: Call
     parse: Callable[[bytes], T]
+    read: Callable[[Answer], T] | None = None
 
 
 class Failure(Enum):

@@ -115,6 +115,8 @@ class DriverBase:
 
     def _parsed(self, operation: Operation[T], answer: Answer) -> T:
         try:
+            if operation.read is not None:
+                return operation.read(answer)
             return operation.parse(answer.content)
         except ValueError as exc:  # pydantic's ValidationError and json's errors are ValueErrors
             raise self.decoder.unavailable(

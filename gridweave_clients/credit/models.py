@@ -21,6 +21,7 @@ __all__ = [
     "CaptureHoldRequest",
     "DeductRequest",
     "HoldResponse",
+    "PlacedHold",
     "IdempotencyKey",
     "LedgerEntryResponse",
     "LedgerPageResponse",
@@ -192,3 +193,11 @@ class HoldResponse(BaseModel):
     status: str
     reference: str | None
     account: AccountResponse
+
+
+class PlacedHold(HoldResponse):
+    """A placement's answer as the client reads it: the hold, and ``replayed`` from the
+    ``Idempotent-Replayed`` header (the answer repeats an earlier call's with the same key;
+    the hold may have moved since). Not a wire model: services answer ``HoldResponse``."""
+
+    replayed: bool = False

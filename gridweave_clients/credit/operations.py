@@ -8,12 +8,13 @@ key or, for a settlement, the reference it settles exactly once.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 from urllib.parse import quote
 
 from pydantic import Field, validate_call
 
-from gridweave_clients._core import Operation, model_operation
+from gridweave_clients._core import REPLAYED_HEADER, Answer, Operation, model_operation
 from gridweave_clients.credit.models import (
     AccountResponse,
     Amount,
@@ -25,6 +26,7 @@ from gridweave_clients.credit.models import (
     LedgerPageResponse,
     MintRequest,
     MovementResponse,
+    PlacedHold,
     PlaceHoldRequest,
     Reference,
     ReleaseHoldRequest,
@@ -132,12 +134,19 @@ def place_hold(
     amount: Amount,
     idempotency_key: IdempotencyKey,
     reference: Reference | None = None,
-) -> Operation[HoldResponse]:
+) -> Operation[PlacedHold]:
     """Set ``amount`` aside; PaymentRequired (with the balance and the need) if unavailable."""
     body = PlaceHoldRequest(
         user_id=user_id, amount=amount, idempotency_key=idempotency_key, reference=reference
     )
-    return model_operation("POST", "/v1/holds", HoldResponse, body=body, idempotent=True)
+    operation = model_operation("POST", "/v1/holds", PlacedHold, body=body, idempotent=True)
+    return replace(operation, read=_placed_hold)
+
+
+def _placed_hold(answer: Answer) -> PlacedHold:
+    """The hold, marked ``replayed`` when credit_service says the answer is a replay."""
+    hold = PlacedHold.model_validate_json(answer.content)
+    return hold.model_copy(update={"replayed": answer.headers.get(REPLAYED_HEADER) == "true"})
 
 
 @validate_call

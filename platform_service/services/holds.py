@@ -12,8 +12,8 @@ import logging
 
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.credit import operations as ops
-from gridweave_clients.credit.models import HoldResponse
-from gridweave_clients.errors import NotFound, PaymentRequired
+from gridweave_clients.credit.models import PlacedHold
+from gridweave_clients.errors import Conflict, NotFound, PaymentRequired
 from gridweave_clients.metering.pricing import (
     PriceTable,
     UnknownVendor,
@@ -25,6 +25,7 @@ from platform_service.errors import InsufficientCredits, PlatformError
 from platform_service.services.downstream import as_user, downstream_errors
 
 __all__ = [
+    "HoldKeyReused",
     "hold_amount",
     "hold_is_open",
     "place_job_hold",
@@ -57,7 +58,7 @@ def hold_amount(
 
 async def place_job_hold(
     credit: AsyncCreditClient, *, user_id: str, job_id: str, amount: int
-) -> HoldResponse:
+) -> PlacedHold:
     """Hold ``amount`` for ``job_id``; 402 naming balance, held, available and needed."""
     operation = ops.place_hold(
         user_id, amount=amount, idempotency_key=f"job-hold:{job_id}", reference=job_id
@@ -67,6 +68,10 @@ async def place_job_hold(
             return await credit.run(as_user(operation, user_id))
         except PaymentRequired as exc:
             raise _insufficient(exc, amount) from exc
+        except Conflict as exc:
+            if exc.code == "idempotency_conflict":  # the key held another amount before
+                raise HoldKeyReused(job_id) from exc
+            raise
         except NotFound:  # no account yet: nothing to hold from
             raise InsufficientCredits(
                 f"not enough credits: this job holds {amount} micro-credits, 0 are available",
@@ -75,6 +80,14 @@ async def place_job_hold(
                 available=0,
                 needed=amount,
             ) from None
+
+
+class HoldKeyReused(Exception):
+    """The job's hold key was used before for another amount (a retry that changed fields)."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(job_id)
+        self.job_id = job_id
 
 
 def _insufficient(exc: PaymentRequired, amount: int) -> InsufficientCredits:

@@ -52,6 +52,7 @@ from platform_service.errors import (
 )
 from platform_service.services.downstream import as_user, downstream_errors, platform_error
 from platform_service.services.holds import (
+    HoldKeyReused,
     hold_amount,
     hold_is_open,
     place_job_hold,
@@ -204,21 +205,26 @@ async def submit_job(
         timeout_seconds=request.timeout_seconds,
     )
     job_id = new_job_id(services.id_secret, user_id=user_id, idempotency_key=idempotency_key)
-    if idempotency_key is not None:
+    try:
+        hold = await place_job_hold(services.credit, user_id=user_id, job_id=job_id, amount=amount)
+    except HoldKeyReused:
+        # a retry asking for another hold: the earlier job names the fields that differ
         earlier = await _replay(services, user_id=user_id, job_id=job_id, request=request)
         if earlier is not None:
             return earlier
-    hold = await place_job_hold(services.credit, user_id=user_id, job_id=job_id, amount=amount)
-    if idempotency_key is not None and not await hold_is_open(
-        services.credit, user_id=user_id, hold_id=hold.hold_id
-    ):
-        # credit_service replayed the hold of an earlier submission with this key, which was
-        # refused and released: a job must never run on a closed hold
-        raise IdempotencyConflict(
-            "a submission with this idempotency key was refused earlier: send a new key",
-            job_id=job_id,
-            differing_fields=[],
-        )
+        raise IdempotencyConflict(job_id=job_id, differing_fields=[]) from None
+    if hold.replayed:
+        # the job's id was submitted before (an idempotency key sent again): its job, else
+        # its hold must still be open (a refused submission released it)
+        earlier = await _replay(services, user_id=user_id, job_id=job_id, request=request)
+        if earlier is not None:
+            return earlier
+        if not await hold_is_open(services.credit, user_id=user_id, hold_id=hold.hold_id):
+            raise IdempotencyConflict(
+                "a submission with this idempotency key was refused earlier: send a new key",
+                job_id=job_id,
+                differing_fields=[],
+            )
     try:
         function_ref, args_ref = await to_thread.run_sync(
             _store_inputs, services.store, job_id, request

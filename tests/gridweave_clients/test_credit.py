@@ -65,6 +65,10 @@ class TestBlockingCreditClient:
             client.capture_hold(captured.hold_id, amount=400, idempotency_key=f"c:{user}")
             released = client.place_hold(user, amount=2_000, idempotency_key=f"h2:{user}")
             client.release_hold(released.hold_id, idempotency_key=f"r:{user}")
+            replayed = client.place_hold(user, amount=2_000, idempotency_key=f"h2:{user}")
+            # the header says it: the answer repeats the placement's, though it was released
+            assert (released.replayed, replayed.replayed) == (False, True)
+            assert replayed.hold_id == released.hold_id and replayed.status == "open"
             job = client.place_hold(
                 user, amount=500, idempotency_key=f"h3:{user}", reference=f"job-{user}"
             )
