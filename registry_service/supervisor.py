@@ -12,7 +12,9 @@ and collects again at once, so the registry always restarts clean.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
+import signal
 import subprocess
 import threading
 import time
@@ -85,6 +87,15 @@ class _Metrics:
         )
 
 
+def _alive(pid: int) -> bool:
+    """The process exists and has not exited (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
 class RegistrySupervisor:
     """Runs the registry, collects its garbage, reports its usage to the platform."""
 
@@ -105,6 +116,7 @@ class RegistrySupervisor:
         self.jwks_path = self.work_dir / "jwks.json"
         self.log_path = self.work_dir / "registry.log"
         self.marker_path = self.work_dir / "collecting"
+        self.pid_path = self.work_dir / "registry.pid"
         self.read_only = False
         self._metrics = _Metrics(metrics)
         self._process: subprocess.Popen[bytes] | None = None
@@ -131,8 +143,13 @@ class RegistrySupervisor:
     # -- the process ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Fetch the platform's JWK Set, write the configuration and start the registry."""
+        """Fetch the platform's JWK Set, write the configuration and start the registry.
+
+        A registry left running by a supervisor that was killed (its pid in
+        ``registry.pid``, its command line naming this configuration) is stopped first.
+        """
         with self._lock:
+            self._stop_orphan()
             self.work_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             # garbage-collect fails on a registry that has never held an image
             for folder in ("repositories", "blobs"):
@@ -162,6 +179,22 @@ class RegistrySupervisor:
         """Stop the registry and close the platform client."""
         self.stop()
         self._platform.close()
+
+    def _stop_orphan(self) -> None:
+        try:
+            pid = int(self.pid_path.read_text())
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            return
+        if str(self.config_path).encode() not in command or b"serve" not in command:
+            return  # another process has the pid now
+        _logger.warning("registry: stopping the registry a previous supervisor left (%d)", pid)
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + _STOP_SECONDS
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
 
     def running(self) -> bool:
         """True while the registry process lives."""
@@ -231,6 +264,7 @@ class RegistrySupervisor:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
+        self.pid_path.write_text(f"{self._process.pid}\n")
         self.read_only = read_only
         self._metrics.read_only.set(1 if read_only else 0)
         self._wait_ready()

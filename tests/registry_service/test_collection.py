@@ -141,3 +141,22 @@ def test_a_new_signing_key_is_picked_up_at_the_next_refresh(
         assert supervisor.refresh_jwks() is True
         assert supervisor.refresh_jwks() is False  # unchanged now
         crane.push_random(f"{user.user_id}/app", 1000)
+
+
+def test_a_registry_left_by_a_killed_supervisor_is_stopped_at_the_next_start(
+    platform: PlatformServer, registry_tools: None, tmp_path: Path
+) -> None:
+    settings = registry_settings(platform.url, tmp_path / "state")
+    killed = RegistrySupervisor(settings, binary=registry_binary())
+    killed.start()  # and never stopped: as when its process is killed
+    assert killed._process is not None
+    left = killed._process
+    try:
+        with running_registry(settings) as supervisor:
+            assert left.wait(30) is not None  # the orphan was stopped
+            assert supervisor.healthy()
+    finally:
+        if left.poll() is None:
+            left.kill()
+            left.wait()
+        killed.close()
