@@ -107,6 +107,12 @@ class TestLayerContract:
                 "the clients import no server part",
             ),
             ("gridweave/_function.py", "import ray", "the SDK imports no server part"),
+            ("gridweave_cli/jobs.py", "import gridweave_runtime", "the CLI imports no server"),
+            (
+                "gridweave_allinone/services.py",
+                "import platform_service",
+                "runtime and controller, then clients, then independent services",
+            ),
             ("credit_service/errors.py", "import tests.support", "no package imports the tests"),
         ],
     )
