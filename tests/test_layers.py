@@ -129,7 +129,7 @@ class TestLayerContract:
 
         assert result.returncode == 1, result.stdout + result.stderr
         # "BROKEN", or "BROKEN (n ignored imports)" for a contract with ignore_imports
-    broken = [line for line in result.stdout.splitlines() if " BROKEN" in line]
+        broken = [line for line in result.stdout.splitlines() if " BROKEN" in line]
         # one import may break more than its own contract (the clients import the controller)
         assert any(line.startswith(contract) for line in broken), result.stdout
 
