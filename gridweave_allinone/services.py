@@ -31,10 +31,11 @@ class ServiceSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     args: tuple[str, ...] = ()
     health_path: str = "/healthz"
+    health_port: int | None = None  # another port than the service's own
 
     def health_url(self, host: str) -> str:
         """Where the service answers 200 once it serves."""
-        return f"http://{host}:{self.port}{self.health_path}"
+        return f"http://{host}:{self.health_port or self.port}{self.health_path}"
 
     def environment(self, wiring: Wiring, host: str) -> dict[str, str]:
         """The variables this service is started with (on top of the caller's)."""
@@ -114,4 +115,19 @@ def service_waves(
             spec("gateway", "GATEWAY_", None, gateway_env),
         ],
         [spec("platform", "PLATFORM_", "platform", shared_urls)],
+        # the registry asks the platform for its token key at start; crane refuses a token
+        # realm on a loopback IP address, hence localhost
+        [
+            ServiceSpec(
+                "registry",
+                "registry_service",
+                "REGISTRY_",
+                settings.port("registry"),
+                env={
+                    "REGISTRY_HEALTH_PORT": str(settings.port("registry_health")),
+                    "REGISTRY_PLATFORM_URL": f"http://localhost:{settings.port('platform')}",
+                },
+                health_port=settings.port("registry_health"),
+            )
+        ],
     ]

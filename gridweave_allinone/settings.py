@@ -29,6 +29,8 @@ DEFAULT_PORTS: dict[str, int] = {
     "kubeapi": 6443,
     "ray": 6380,
     "cometbft": 26657,  # its RPC; P2P and the ABCI application on the two ports below it
+    "registry": 30500,
+    "registry_health": 30501,
 }
 
 
@@ -54,7 +56,8 @@ class AllInOneSettings(BaseSettings):
         le=65535 - max(DEFAULT_PORTS.values()),
         description=(
             "GRIDWEAVE_PORT_OFFSET: added to every standard port (8100 platform ... 8800 "
-            "kuberay-service, 6443 Kubernetes API, 6380 Ray), to run beside another copy."
+            "kuberay-service, 6443 Kubernetes API, 6380 Ray, 30500 registry), to run beside "
+            "another copy."
         ),
     )
     kubeconfig: Path | None = Field(

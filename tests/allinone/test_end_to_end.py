@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import cloudpickle
+import httpx
 import pytest
 
 import gridweave as gw
@@ -128,6 +129,12 @@ def test_a_new_user_on_the_all_in_one(workdir: Path) -> None:
         assert "admin API key (shown once): gw_live_" in platform.output
         assert platform.config_file.exists(), "the first admin's key is saved for the CLI"
         assert _readme_example(workdir, platform) == "49\n[0, 1, 4, 9, 16, 25, 36, 49, 64, 81]\n"
+        registry = httpx.get(f"{platform.url('registry')}/v2/", timeout=10)
+        assert registry.status_code == 401  # token auth, the realm on the platform
+        assert (
+            f"localhost:{platform.port_offset + 8100}/v1/registry/token"
+            in (registry.headers["www-authenticate"])
+        )
         api_key = _sign_up(platform)
         gw.configure(url=platform.url("platform"), api_key=api_key)
         client = PlatformClient(platform.url("platform"), api_key)

@@ -57,7 +57,14 @@ def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Pat
     settings = AllInOneSettings(state_dir=tmp_path, port_offset=1000)
     waves = service_waves(settings, service_kubeconfig=tmp_path / "kuberay.kubeconfig")
     specs = {spec.name: spec for wave in waves for spec in wave}
-    assert [spec.name for spec in waves[-1]] == ["platform"]  # last: it calls all others
+    order = [spec.name for wave in waves for spec in wave]
+    # the platform calls all the others; the registry asks the platform for its token key
+    assert order[-2:] == ["platform", "registry"]
+    assert (
+        specs["registry"]
+        .health_url("127.0.0.1")
+        .endswith(f":{DEFAULT_PORTS['registry_health'] + 1000}/healthz")
+    )
     wiring = Wiring("postgresql://u@/postgres?host=/sock", {"GRIDWEAVE_INTERNAL_TOKEN": "t"})
     platform = specs["platform"].environment(wiring, "127.0.0.1")
     assert platform["PLATFORM_PORT"] == str(DEFAULT_PORTS["platform"] + 1000)

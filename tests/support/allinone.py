@@ -41,7 +41,7 @@ def _free(port: int) -> bool:
 def free_port_offset() -> int:
     """An offset under which every standard port of the all-in-one is free now."""
     for _ in range(200):
-        offset = random.randrange(20_000, 38_000, 10)
+        offset = random.randrange(20_000, 35_000, 10)
         if all(_free(port + offset) for port in DEFAULT_PORTS.values()):
             return offset
     raise RuntimeError("no free block of ports for the all-in-one")
