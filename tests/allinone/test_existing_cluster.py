@@ -1,0 +1,41 @@
+"""``GRIDWEAVE_KUBECONFIG``: the all-in-one on an existing cluster (here the tests' API)
+installs what it needs and gives kuberay-service its ServiceAccount's rights, no more."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from gridweave_allinone.kube import KUBERAY_SERVICE_ACCOUNT, NAMESPACE, start_kube
+from gridweave_allinone.settings import AllInOneSettings
+from gridweave_controller.store import GROUP, JOBS, VERSION
+from gridweave_runtime.kubeapi import api_client_for
+from tests.support.kubeapi import KubeAPI
+
+pytestmark = pytest.mark.kubeapi
+
+
+def test_an_existing_cluster_gets_the_resources_and_kuberays_identity(
+    kubeapi: KubeAPI, tmp_path: Path
+) -> None:
+    settings = AllInOneSettings(state_dir=tmp_path, kubeconfig=kubeapi.kubeconfig)
+    access = start_kube(settings, show_progress=False)
+    assert access.server is None and access.admin_kubeconfig == kubeapi.kubeconfig
+    assert access.service_kubeconfig.stat().st_mode & 0o077 == 0  # a credential: 0600
+    with api_client_for(access.service_kubeconfig) as api_client:
+        jobs: dict[str, object] = client.CustomObjectsApi(api_client).list_namespaced_custom_object(
+            GROUP, VERSION, NAMESPACE, JOBS
+        )
+        assert jobs["kind"] == "GridweaveJobList"
+        with pytest.raises(ApiException) as refused:
+            client.CoreV1Api(api_client).list_namespace()
+        assert refused.value.status == 403
+    user = access.service_kubeconfig.read_text()
+    assert KUBERAY_SERVICE_ACCOUNT in user
+    access.stop()  # an existing cluster is left running
+    with api_client_for(kubeapi.kubeconfig) as admin:
+        metadata = client.CoreV1Api(admin).read_namespace(NAMESPACE).metadata
+        assert metadata is not None and metadata.name == NAMESPACE
