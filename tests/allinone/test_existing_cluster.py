@@ -26,10 +26,10 @@ def test_an_existing_cluster_gets_the_resources_and_kuberays_identity(
     assert access.server is None and access.admin_kubeconfig == kubeapi.kubeconfig
     assert access.service_kubeconfig.stat().st_mode & 0o077 == 0  # a credential: 0600
     with api_client_for(access.service_kubeconfig) as api_client:
-        jobs: dict[str, object] = client.CustomObjectsApi(api_client).list_namespaced_custom_object(
+        jobs = client.CustomObjectsApi(api_client).list_namespaced_custom_object(
             GROUP, VERSION, NAMESPACE, JOBS
         )
-        assert jobs["kind"] == "GridweaveJobList"
+        assert isinstance(jobs, dict) and jobs["kind"] == "GridweaveJobList"
         with pytest.raises(ApiException) as refused:
             client.CoreV1Api(api_client).list_namespace()
         assert refused.value.status == 403
