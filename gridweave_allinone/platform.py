@@ -175,7 +175,10 @@ class AllInOne:
                 self.report(line)
 
     def stop(self) -> None:
-        """Stop everything this all-in-one started (idempotent)."""
+        """Stop everything this all-in-one started (idempotent). Nothing when it never held
+        the state directory: what runs there then is another all-in-one's."""
+        if self._lock is None:
+            return
         if self._supervisor is not None:
             self.report("stopping the services")
             self._supervisor.stop_all()

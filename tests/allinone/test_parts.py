@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gridweave_allinone.kube import start_kube
-from gridweave_allinone.platform import AlreadyRunning, _lock_state_dir
+from gridweave_allinone.platform import AllInOne, AlreadyRunning, _lock_state_dir
 from gridweave_allinone.secrets import internal_token
 from gridweave_allinone.services import Wiring, service_waves
 from gridweave_allinone.settings import DEFAULT_PORTS, AllInOneSettings
@@ -104,3 +104,24 @@ def test_a_service_that_exits_while_starting_fails_the_start_naming_it(tmp_path:
         supervisor.start_wave([child], timeout_s=60)
     assert time.monotonic() - started < 30
     assert "No module named no_such_module_here" in child.log_tail()
+
+
+def test_a_refused_start_stops_nothing_of_the_running_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stopped: list[Path] = []
+
+    def stop_local_head(temp_dir: Path) -> list[int]:
+        stopped.append(temp_dir)
+        return []
+
+    monkeypatch.setattr("gridweave_allinone.platform.stop_local_head", stop_local_head)
+    held = _lock_state_dir(tmp_path)  # the all-in-one already running there
+    try:
+        second = AllInOne(AllInOneSettings(state_dir=tmp_path), report=lambda _: None)
+        with pytest.raises(AlreadyRunning):
+            second.start()
+        second.stop()
+    finally:
+        held.close()
+    assert stopped == [], "the running all-in-one's Ray was left alone"
