@@ -30,14 +30,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import ray
 
 from gridweave_controller.errors import Conflict, InvalidTransition, NotFound
 from gridweave_controller.models import Job
-from gridweave_controller.operations import DEFAULT_TIMEOUT_SECONDS, AsyncClientBase
+from gridweave_controller.operations import AsyncClientBase
 from gridweave_controller.phases import JobPhase
 from gridweave_runtime.storage import (
     ObjectNotFound,
@@ -46,7 +45,6 @@ from gridweave_runtime.storage import (
     open_object_store,
 )
 from job_gateway.execution.actors import (
-    RunningAttempt,
     actor_death,
     adopt_attempt,
     finished_attempts,
@@ -54,6 +52,7 @@ from job_gateway.execution.actors import (
     kill_by_name,
     launch_attempt,
 )
+from job_gateway.execution.attempts import Attempt, started_timestamp
 from job_gateway.execution.devices import visible_devices
 from job_gateway.execution.outcome import Outcome, outcome_key, parse_outcome
 from job_gateway.execution.settings import WarmSettings
@@ -71,35 +70,6 @@ _ACTIVE = frozenset({JobPhase.ALLOCATED, JobPhase.RUNNING})
 _REFILL_INTERVAL_S = 0.5
 #: The job moved on meanwhile (cancelled, deleted, finished by another writer).
 _MOVED_ON = (InvalidTransition, NotFound, Conflict)
-
-
-@dataclass(eq=False)
-class _Attempt:
-    """One followed attempt of a job; ``busy`` while a step runs."""
-
-    job: Job
-    launch: bool  # Allocated when first seen: launch (or find) the actor
-    run: RunningAttempt | None = None
-    needs_running: bool = False
-    started_at: float | None = None
-    busy: bool = False
-    dropped: bool = False
-    adopted: bool = False
-    ready_at: float | None = field(default=None)
-    node_lost: str | None = None  # why its node is lost: requeue it (NodeLost)
-    kept_warm: bool = False  # its worker went back to the warm pool: never kill it here
-
-    @property
-    def name(self) -> str:
-        return self.job.name
-
-    @property
-    def attempt(self) -> int:
-        return self.job.status.attempts
-
-    @property
-    def timeout_s(self) -> int:
-        return self.job.spec.timeout_seconds or DEFAULT_TIMEOUT_SECONDS
 
 
 class Executor:
@@ -123,7 +93,7 @@ class Executor:
         self._poll = poll_seconds
         self._start_timeout = start_timeout
         self._clock = clock
-        self._followed: dict[str, _Attempt] = {}
+        self._followed: dict[str, Attempt] = {}
         self._settled: dict[str, int] = {}  # job -> the attempt this executor finished
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
@@ -149,10 +119,10 @@ class Executor:
                 return  # an event older than the outcome this executor wrote
             if current is not None:
                 self._drop(current)
-            attempt = _Attempt(job, launch=job.phase is JobPhase.ALLOCATED)
+            attempt = Attempt(job, launch=job.phase is JobPhase.ALLOCATED)
             if job.phase is JobPhase.RUNNING:
                 attempt.adopted = True
-                attempt.started_at = _timestamp(job)
+                attempt.started_at = started_timestamp(job)
             self._followed[job.name] = attempt
             self._wake.set()
             return
@@ -251,7 +221,7 @@ class Executor:
             self._refilling = False
 
     def _next_step(
-        self, attempt: _Attempt, ready: set[ray.ObjectRef[Any]], now: float
+        self, attempt: Attempt, ready: set[ray.ObjectRef[Any]], now: float
     ) -> Awaitable[None] | None:
         if attempt.node_lost is not None:
             return self._lost(attempt, NODE_LOST, attempt.node_lost)
@@ -273,7 +243,7 @@ class Executor:
             return self._time_out(attempt, now)
         return None
 
-    async def _guarded(self, attempt: _Attempt, step: Awaitable[None]) -> None:
+    async def _guarded(self, attempt: Attempt, step: Awaitable[None]) -> None:
         try:
             await step
         except _MOVED_ON as error:
@@ -286,7 +256,7 @@ class Executor:
 
     # -- the steps --------------------------------------------------------------------------
 
-    async def _launch(self, attempt: _Attempt) -> None:
+    async def _launch(self, attempt: Attempt) -> None:
         job = attempt.job
         node = job.status.node
         assert node is not None  # Allocated and Running jobs have one
@@ -319,13 +289,13 @@ class Executor:
             return
         self._wake.set()
 
-    async def _mark_running(self, attempt: _Attempt) -> None:
+    async def _mark_running(self, attempt: Attempt) -> None:
         job = await self.crd.set_job_running(attempt.name)
         attempt.needs_running = False
-        attempt.started_at = _timestamp(job)
+        attempt.started_at = started_timestamp(job)
         self._wake.set()
 
-    async def _adopt(self, attempt: _Attempt) -> None:
+    async def _adopt(self, attempt: Attempt) -> None:
         name = await asyncio.to_thread(worker_name, self.store, attempt.name, attempt.attempt)
         run = await asyncio.to_thread(adopt_attempt, name)
         if run is not None:
@@ -338,7 +308,7 @@ class Executor:
             return
         await self._lost(attempt, "Lost", f"no worker and no outcome for attempt {attempt.attempt}")
 
-    async def _settle(self, attempt: _Attempt) -> None:
+    async def _settle(self, attempt: Attempt) -> None:
         assert attempt.run is not None and attempt.ready_at is not None
         outcome = await self._read_outcome(attempt)
         if outcome is None:
@@ -350,7 +320,7 @@ class Executor:
         await self._release(attempt, outcome)
         await self._write_outcome(attempt, outcome, attempt.ready_at)
 
-    async def _release(self, attempt: _Attempt, outcome: Outcome) -> None:
+    async def _release(self, attempt: Attempt, outcome: Outcome) -> None:
         """Keep the ended attempt's worker warm for its user's next attempt when it was left
         clean (the outcome says so), else kill it."""
         assert attempt.run is not None
@@ -374,7 +344,7 @@ class Executor:
             self._inventory(), job.status.node, job.status.gpu_indices, job.spec.vendor
         )
 
-    async def _write_outcome(self, attempt: _Attempt, outcome: Outcome, observed: float) -> None:
+    async def _write_outcome(self, attempt: Attempt, outcome: Outcome, observed: float) -> None:
         wall = self._wall_seconds(attempt, outcome, observed)
         if outcome.status == "ok":
             result = self.store.uri(attempt_objects(attempt.name, attempt.attempt).result)
@@ -384,7 +354,7 @@ class Executor:
             await self.crd.set_job_failed(attempt.name, "Exception", message, wall_seconds=wall)
         self._finished(attempt)
 
-    async def _lost(self, attempt: _Attempt, reason: str, message: str) -> None:
+    async def _lost(self, attempt: Attempt, reason: str, message: str) -> None:
         if attempt.run is not None:
             await asyncio.to_thread(kill_actor, attempt.run.actor)
         elif attempt.node_lost is not None:  # a previous gateway's actor may still run
@@ -392,7 +362,7 @@ class Executor:
         await requeue_or_fail(self.crd, attempt.job, reason, message)
         self._finished(attempt)
 
-    async def _time_out(self, attempt: _Attempt, now: float) -> None:
+    async def _time_out(self, attempt: Attempt, now: float) -> None:
         assert attempt.run is not None and attempt.started_at is not None
         await asyncio.to_thread(kill_actor, attempt.run.actor)
         await self.crd.set_job_timed_out(
@@ -404,7 +374,7 @@ class Executor:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    async def _read_outcome(self, attempt: _Attempt) -> Outcome | None:
+    async def _read_outcome(self, attempt: Attempt) -> Outcome | None:
         uri = self.store.uri(outcome_key(attempt.name, attempt.attempt))
         try:
             data = await asyncio.to_thread(self.store.get, uri)
@@ -416,7 +386,7 @@ class Executor:
             _log.warning("job %s: unreadable outcome at %s", attempt.name, uri)
             return None
 
-    def _wall_seconds(self, attempt: _Attempt, outcome: Outcome, observed: float) -> float:
+    def _wall_seconds(self, attempt: Attempt, outcome: Outcome, observed: float) -> float:
         """Running time: by the gateway's clock when it saw the run end.
 
         An adopted attempt may have ended while no gateway ran: then the worker's finish
@@ -429,12 +399,12 @@ class Executor:
             return seen
         return min(seen, max(0.0, outcome.finished_at - attempt.started_at))
 
-    def _finished(self, attempt: _Attempt) -> None:
+    def _finished(self, attempt: Attempt) -> None:
         self._settled[attempt.name] = attempt.attempt
         if self._followed.get(attempt.name) is attempt:
             del self._followed[attempt.name]
 
-    def _drop(self, attempt: _Attempt) -> None:
+    def _drop(self, attempt: Attempt) -> None:
         attempt.dropped = True
         if self._followed.get(attempt.name) is attempt:
             del self._followed[attempt.name]
@@ -457,8 +427,3 @@ class Executor:
         task = asyncio.create_task(run())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-
-def _timestamp(job: Job) -> float | None:
-    started = job.status.started_at
-    return None if started is None else started.timestamp()
