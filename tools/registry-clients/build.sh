@@ -6,22 +6,8 @@
 # builds nothing. GRIDWEAVE_REGISTRY_CLIENTS_CACHE moves the cache root.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-key=$(sha256sum "$here/go.sum" "$here/go.mod" | sha256sum | cut -c1-16)
-cache_root=${GRIDWEAVE_REGISTRY_CLIENTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gridweave/registry-clients}
-out="$cache_root/$key"
-if [ -x "$out/crane" ] && [ -x "$out/oras" ]; then
-  echo "$out"
-  exit 0
-fi
-command -v go >/dev/null 2>&1 || { echo "build.sh: go is not on PATH" >&2; exit 127; }
-rm -rf "$out.tmp"
-mkdir -p "$out.tmp"
-cd "$here"
-export CGO_ENABLED=0 GOFLAGS=-mod=readonly
-echo "building crane and oras into $out (first run only)..." >&2
-build() { go build -trimpath -ldflags="-s -w" -o "$out.tmp/$1" "$2" >&2; }
-build crane github.com/google/go-containerregistry/cmd/crane
-build oras oras.land/oras/cmd/oras
-rm -rf "$out"
-mv "$out.tmp" "$out"
-echo "$out"
+# shellcheck source-path=SCRIPTDIR source=../lib/go-build.sh
+source "$here/../lib/go-build.sh"
+go_build_cached "$here" "${GRIDWEAVE_REGISTRY_CLIENTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gridweave/registry-clients}" \
+  crane=github.com/google/go-containerregistry/cmd/crane \
+  oras=oras.land/oras/cmd/oras
