@@ -59,6 +59,3 @@ class FinishWaiters:
         for waiter in self._waiting.get(job_id, ()):
             waiter.job = job
             waiter.done.set()
-
-    def __len__(self) -> int:
-        return sum(len(waiters) for waiters in self._waiting.values())
