@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -26,6 +27,7 @@ from gridweave_runtime.storage import ObjectStore, open_object_store
 from platform_service.auth import ApiKeyMiddleware
 from platform_service.routers import (
     account,
+    endpoints,
     jobs,
     keys,
     nodes,
@@ -34,6 +36,8 @@ from platform_service.routers import (
     signups,
     users,
 )
+from platform_service.services.endpoint_proxy import EndpointProxy
+from platform_service.services.endpoints import EndpointServices
 from platform_service.services.jobs import JobServices
 from platform_service.services.keys import api_key_secret
 from platform_service.services.registry import MaintenanceWindow
@@ -48,6 +52,7 @@ ROUTERS = (
     users.router,
     keys.router,
     jobs.router,
+    endpoints.router,
     account.router,
     nodes.router,
     receipts.router,
@@ -84,6 +89,7 @@ def create_app(
         migrations_dir=MIGRATIONS_DIR,
         body_limits={
             "/v1/jobs": settings.max_submission_bytes,
+            "/v1/endpoints": settings.max_submission_bytes,
             "/v1/registry/usage/report": REGISTRY_REPORT_BYTES,
         },
         auth=install_api_keys,
@@ -117,6 +123,21 @@ def create_app(
         prices=settings.price_table,
         id_secret=hmac_key,
     )
+    app.state.endpoints = EndpointServices(
+        credit=credit,
+        gateway=gateway,
+        store=app.state.jobs.store,
+        prices=settings.price_table,
+        id_secret=hmac_key,
+        billing_seconds=settings.endpoint_billing_seconds,
+        wake_seconds=settings.endpoint_wake_seconds,
+    )
+    upstream = httpx.AsyncClient(
+        timeout=httpx.Timeout(10.0, read=settings.endpoint_read_timeout_seconds),
+        limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
+        trust_env=False,
+    )
+    install_client(app, "endpoint_proxy", EndpointProxy(app.state.endpoints, upstream))
     _install_docs(app)
     return app
 

@@ -15,6 +15,8 @@ Tree::
         ├── RegistryScopeRefused   403  (body: refused; another user's repository)
         ├── RegistryPushRefused    403  (body: usage_bytes, quota_bytes; over quota)
         ├── RegistryReadOnly       503  (a push while the registry collects garbage)
+        ├── EndpointNotServing     402, 409 or 503 (body: endpoint, phase, reason; its code says)
+        ├── EndpointUnreachable    502  (body: endpoint; a running endpoint did not answer)
         ├── DownstreamRefused      the refusing service's own 4xx, code and details, passed on
         ├── DownstreamFailed       502  (a service answered what it never should to us)
         └── DownstreamUnavailable  503  (body: service; nothing is known to be applied)
@@ -35,6 +37,8 @@ __all__ = [
     "DownstreamFailed",
     "DownstreamRefused",
     "DownstreamUnavailable",
+    "EndpointNotServing",
+    "EndpointUnreachable",
     "IdempotencyConflict",
     "InsufficientCredits",
     "JobDidNotComplete",
@@ -119,6 +123,28 @@ class JobDidNotComplete(PlatformError):
     code = "job_did_not_complete"
     status_code = 409
     message = "the job finished without a result"
+
+
+class EndpointNotServing(PlatformError):
+    """An endpoint that cannot take calls now: out of credits (402), stopped (409), failed or
+    still starting (503); the code says which."""
+
+    code = "endpoint_not_serving"
+    status_code = 503
+    message = "the endpoint is not serving"
+
+    def __init__(self, message: str, *, status_code: int, code: str, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.status_code = status_code
+        self.code = code
+
+
+class EndpointUnreachable(PlatformError):
+    """A running endpoint's server did not answer the proxied call."""
+
+    code = "endpoint_unreachable"
+    status_code = 502
+    message = "the endpoint did not answer"
 
 
 class DownstreamRefused(PlatformError):

@@ -86,6 +86,28 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
             "the hold and the bill agree); see gridweave_clients/metering/pricing.py."
         ),
     )
+    endpoint_billing_seconds: int = Field(
+        default=60,
+        ge=1,
+        le=86_400,
+        validation_alias=AliasChoices("ENDPOINT_BILLING_SECONDS"),
+        description=(
+            "ENDPOINT_BILLING_SECONDS: an endpoint's billing period (the gateway's, the same "
+            "variable); a deployment needs the credits of one period."
+        ),
+    )
+    endpoint_wake_seconds: float = Field(
+        default=180.0,
+        gt=0,
+        le=600,
+        description="Longest a call waits for a scaled-to-zero endpoint to start, seconds.",
+    )
+    endpoint_read_timeout_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        le=3600,
+        description="Longest an endpoint may go silent while answering a call, seconds.",
+    )
     registry_quota_gb: float = Field(
         default=10.0,
         ge=0,

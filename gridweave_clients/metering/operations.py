@@ -11,7 +11,7 @@ from typing import Annotated
 from pydantic import Field, validate_call
 
 from gridweave_clients._core import Operation, model_operation
-from gridweave_clients.fields import DatabaseId, UserId, UtcDatetime
+from gridweave_clients.fields import DatabaseId, PrintableId, UserId, UtcDatetime
 from gridweave_clients.metering.models import (
     RecordUsageRequest,
     UsagePageResponse,
@@ -38,8 +38,10 @@ def list_usage(
     period_to: UtcDatetime | None = None,
     limit: PageLimit = 100,
     before_id: UsageId | None = None,
+    hold_reference: PrintableId | None = None,
 ) -> Operation[UsagePageResponse]:
-    """``user_id``'s usage that finished in [from, to), newest first, with the totals."""
+    """``user_id``'s usage that finished in [from, to), newest first, with the totals;
+    ``hold_reference``: only the record of that hold."""
     params = {"user_id": user_id, "limit": str(limit)}
     if period_from is not None:
         params["from"] = period_from.isoformat()
@@ -47,6 +49,8 @@ def list_usage(
         params["to"] = period_to.isoformat()
     if before_id is not None:
         params["before_id"] = str(before_id)
+    if hold_reference is not None:
+        params["hold_reference"] = hold_reference
     return model_operation("GET", "/v1/usage", UsagePageResponse, params=params)
 
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
-from gridweave_clients.fields import DatabaseId, UserId, UtcDatetime
+from gridweave_clients.fields import DatabaseId, PrintableId, UserId, UtcDatetime
 from gridweave_clients.metering.models import (
     RecordUsageRequest,
     UsagePageResponse,
@@ -54,8 +54,10 @@ def list_usage(
     period_to: Annotated[UtcDatetime | None, Query(alias="to")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     before_id: Annotated[DatabaseId | None, Query()] = None,
+    hold_reference: Annotated[PrintableId | None, Query()] = None,
 ) -> UsagePageResponse:
-    """A user's usage that finished in [from, to), newest first, with the period's totals."""
+    """A user's usage that finished in [from, to), newest first, with the period's totals;
+    ``hold_reference``: only the record of that hold (an endpoint's billing period)."""
     return usage.list_user_usage(
         session,
         user_id=user_id,
@@ -63,6 +65,7 @@ def list_usage(
         period_to=period_to,
         limit=limit,
         before_id=before_id,
+        hold_reference=hold_reference,
     )
 
 

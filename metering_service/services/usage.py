@@ -234,6 +234,7 @@ def list_user_usage(
     period_to: datetime | None,
     limit: int,
     before_id: int | None,
+    hold_reference: str | None = None,
 ) -> UsagePageResponse:
     """The records ``user_id`` ran that finished in [from, to), newest first, with totals.
 
@@ -247,6 +248,8 @@ def list_user_usage(
         conditions.append(UsageRecordModel.finished_at >= period_from)
     if period_to is not None:
         conditions.append(UsageRecordModel.finished_at < period_to)
+    if hold_reference is not None:
+        conditions.append(UsageRecordModel.hold_reference == hold_reference)
     totals = session.execute(
         select(
             func.count(),

@@ -1,0 +1,201 @@
+"""job_gateway's endpoint API: its wire models and typed operations, each declared once.
+
+An endpoint is a model (or a user's class) served by Ray Serve on the GPUs the gateway
+placed it on. Creating is not replayed once sent (a lost answer is read back with
+:func:`get_endpoint`: a second create of the same id is a 409); reads, stop and wake are.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field, validate_call
+
+from gridweave_clients._core import Operation, model_operation
+from gridweave_clients.fields import RequestBody, UserId
+from gridweave_clients.gateway.models import GpuCount, ObjectRef, Vendor, VramMb
+from gridweave_controller.phases import EndpointPhase
+
+__all__ = [
+    "MAX_REPLICAS",
+    "MAX_WAKE_SECONDS",
+    "CreateEndpointRequest",
+    "EndpointId",
+    "EndpointListResponse",
+    "EndpointMode",
+    "EndpointResponse",
+    "IdleSeconds",
+    "ModelName",
+    "Replicas",
+    "StopEndpointRequest",
+    "create_endpoint",
+    "delete_endpoint",
+    "get_endpoint",
+    "list_endpoints",
+    "stop_endpoint",
+    "wake_endpoint",
+]
+
+#: The most replicas one endpoint scales to.
+MAX_REPLICAS = 64
+#: The longest a wake may long-poll for the endpoint to run, seconds.
+MAX_WAKE_SECONDS = 600
+
+EndpointId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        description="A DNS-1123 label: the GridweaveEndpoint's name.",
+    ),
+]
+EndpointMode = Literal["vllm", "transformers", "custom"]
+Replicas = Annotated[int, Field(strict=True, ge=0, le=MAX_REPLICAS)]
+IdleSeconds = Annotated[
+    int,
+    Field(
+        strict=True, ge=0, le=7 * 24 * 3600, description="Idle seconds to scale to zero (0 never)."
+    ),
+]
+ModelName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=512,
+        pattern=r"^[\x21-\x7e]+$",
+        description="The model's id or name (printable ASCII, no spaces).",
+    ),
+]
+StopReason = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z][A-Za-z0-9]*$")]
+
+
+class CreateEndpointRequest(RequestBody):
+    """Serve ``mode`` on ``gpu_count`` GPUs of one node with ``vram_mb`` free on each."""
+
+    endpoint_id: EndpointId
+    user_id: UserId
+    owner: UserId | None = Field(default=None, description="The account billed; the user's.")
+    mode: EndpointMode
+    model: ModelName | None = None
+    model_ref: ObjectRef | None = Field(
+        default=None, description="The model directory: an object-storage URI or a local path."
+    )
+    function_ref: ObjectRef | None = Field(
+        default=None, description="The pickled class (cloudpickle), custom mode."
+    )
+    vram_mb: VramMb
+    gpu_count: GpuCount = 1
+    vendor: Vendor = "any"
+    min_replicas: Replicas = 0
+    max_replicas: Annotated[int, Field(strict=True, ge=1, le=MAX_REPLICAS)] = 1
+    idle_seconds: IdleSeconds = 300
+
+
+class StopEndpointRequest(RequestBody):
+    """Stop an endpoint with a reason (``OutOfCredits`` from billing)."""
+
+    reason: StopReason
+    message: str = Field(default="", max_length=1024)
+
+
+class EndpointResponse(BaseModel):
+    """An endpoint: what was asked, where it is served, in which phase, how healthy."""
+
+    id: str
+    user_id: str
+    owner: str | None = None
+    mode: str
+    model: str | None = None
+    phase: EndpointPhase
+    reason: str | None = None
+    message: str | None = None
+    url: str | None = None
+    node: str | None = None
+    gpu_indices: list[int] = Field(default_factory=list)
+    ready_replicas: int = 0
+    health: str = "Unknown"
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    stopped_at: datetime | None = None
+    billed_seconds: int = 0
+    vram_mb: int
+    gpu_count: int = 1
+    vendor: str = "any"
+    min_replicas: int = 0
+    max_replicas: int = 1
+    idle_seconds: int = 0
+
+    @property
+    def billing_owner(self) -> str:
+        """The account billed."""
+        return self.owner or self.user_id
+
+
+class EndpointListResponse(BaseModel):
+    """Endpoints, oldest first."""
+
+    endpoints: list[EndpointResponse]
+
+
+@validate_call
+def create_endpoint(request: CreateEndpointRequest) -> Operation[EndpointResponse]:
+    """Create the endpoint (Pending); 422 naming the field, 409 for a taken id."""
+    return model_operation("POST", "/v1/endpoints", EndpointResponse, body=request)
+
+
+@validate_call
+def get_endpoint(endpoint_id: EndpointId) -> Operation[EndpointResponse]:
+    """One endpoint."""
+    return model_operation("GET", f"/v1/endpoints/{endpoint_id}", EndpointResponse)
+
+
+@validate_call
+def list_endpoints(
+    user_id: UserId | None = None, *, phase: EndpointPhase | None = None
+) -> Operation[EndpointListResponse]:
+    """The endpoints of a user (or every user's), optionally in one phase."""
+    params: dict[str, str] = {}
+    if user_id is not None:
+        params["user_id"] = user_id
+    if phase is not None:
+        params["phase"] = phase.value
+    return model_operation("GET", "/v1/endpoints", EndpointListResponse, params=params)
+
+
+@validate_call
+def delete_endpoint(endpoint_id: EndpointId) -> Operation[EndpointResponse]:
+    """Stop the endpoint (Stopped, VRAM freed); idempotent."""
+    return model_operation("DELETE", f"/v1/endpoints/{endpoint_id}", EndpointResponse)
+
+
+@validate_call
+def wake_endpoint(
+    endpoint_id: EndpointId,
+    *,
+    wait: Annotated[float, Field(ge=0, le=MAX_WAKE_SECONDS)] = 0,
+) -> Operation[EndpointResponse]:
+    """Deploy a scaled-to-zero endpoint again and wait (bounded) until it runs.
+
+    The answer is the endpoint as it is when it runs or the wait ends: check its phase.
+    """
+    params = {"wait": str(wait)} if wait else None
+    return model_operation(
+        "POST",
+        f"/v1/endpoints/{endpoint_id}/wake",
+        EndpointResponse,
+        params=params,
+        idempotent=True,
+        wait_seconds=wait,
+    )
+
+
+@validate_call
+def stop_endpoint(
+    endpoint_id: EndpointId, request: StopEndpointRequest
+) -> Operation[EndpointResponse]:
+    """Stop the endpoint with ``request.reason`` (Stopped; repeated: no change)."""
+    return model_operation(
+        "POST", f"/v1/endpoints/{endpoint_id}/stop", EndpointResponse, body=request, idempotent=True
+    )

@@ -1,0 +1,169 @@
+"""The platform's endpoint routes: their wire models and typed operations (sans-IO).
+
+A user names an endpoint (``name``, a DNS-1123 label); the platform serves it at
+``/v1/endpoints/{name}/...`` with the user's API key. A custom endpoint's class travels as
+base64 of the SDK's pickled bytes; the platform stores it as opaque bytes and never
+unpickles it. Money is integer micro-credits.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import Base64Bytes, BaseModel, Field, model_validator, validate_call
+
+from gridweave_clients._core import Operation, model_operation
+from gridweave_clients.fields import RequestBody
+from gridweave_clients.gateway.endpoints import (
+    MAX_REPLICAS,
+    EndpointMode,
+    IdleSeconds,
+    ModelName,
+    Replicas,
+)
+from gridweave_clients.gateway.models import GpuCount, ObjectRef, Vendor, VramMb
+from gridweave_controller.phases import EndpointPhase
+
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "DeployEndpointRequest",
+    "EndpointListResponse",
+    "EndpointName",
+    "EndpointResponse",
+    "deploy_endpoint",
+    "get_endpoint",
+    "list_endpoints",
+    "stop_endpoint",
+]
+
+#: The longest endpoint name: the platform appends ``-`` and 10 hex digits to make the id.
+MAX_NAME_LENGTH = 50
+EndpointName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_NAME_LENGTH,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        description="The endpoint's name: lowercase letters, digits and '-', 50 at most.",
+    ),
+]
+
+
+class DeployEndpointRequest(RequestBody):
+    """Serve a model (``vllm``, ``transformers``) or a pickled class (``custom``)."""
+
+    name: EndpointName
+    mode: EndpointMode
+    model: ModelName | None = Field(default=None, description="The model's id or name.")
+    model_ref: ObjectRef | None = Field(
+        default=None, description="The model directory: an object-storage URI or a local path."
+    )
+    function: Base64Bytes | None = Field(
+        default=None, description="base64 of the pickled class (cloudpickle), custom mode."
+    )
+    vram_mb: VramMb
+    gpu_count: GpuCount = 1
+    vendor: Vendor = "any"
+    min_replicas: Replicas = 0
+    max_replicas: Annotated[int, Field(strict=True, ge=1, le=MAX_REPLICAS)] = 1
+    idle_seconds: IdleSeconds = 300
+
+    @model_validator(mode="after")
+    def _what_to_serve(self) -> DeployEndpointRequest:
+        if self.mode == "custom":
+            if not self.function:
+                raise ValueError("function: a custom endpoint needs its pickled class")
+        elif self.model is None and self.model_ref is None:
+            raise ValueError(f"model: a {self.mode} endpoint needs model or model_ref")
+        elif self.function is not None:
+            raise ValueError(f"function: only a custom endpoint takes a class, not {self.mode}")
+        if self.min_replicas > self.max_replicas:
+            raise ValueError("min_replicas: must not be above max_replicas")
+        return self
+
+
+class EndpointResponse(BaseModel):
+    """An endpoint as its user sees it; ``path`` is where the platform serves it."""
+
+    name: str
+    endpoint_id: str
+    path: str = Field(description="The platform path that serves it: /v1/endpoints/{name}.")
+    mode: str
+    model: str | None
+    phase: EndpointPhase
+    reason: str | None
+    message: str | None
+    node: str | None
+    gpu_indices: list[int]
+    ready_replicas: int
+    health: str
+    vram_mb: int
+    gpu_count: int
+    vendor: str
+    min_replicas: int
+    max_replicas: int
+    idle_seconds: int
+    created_at: datetime | None
+    started_at: datetime | None
+    stopped_at: datetime | None
+    billed_seconds: int
+    price_per_second: int | None = Field(
+        default=None, description="Micro-credits per second per replica at the dearest vendor."
+    )
+
+
+class EndpointListResponse(BaseModel):
+    """The caller's endpoints, oldest first."""
+
+    endpoints: list[EndpointResponse]
+
+
+@validate_call
+def deploy_endpoint(
+    name: EndpointName,
+    *,
+    mode: EndpointMode,
+    vram_mb: VramMb,
+    model: ModelName | None = None,
+    model_ref: ObjectRef | None = None,
+    function: bytes | None = None,
+    gpu_count: GpuCount = 1,
+    vendor: Vendor = "any",
+    min_replicas: Replicas = 0,
+    max_replicas: Annotated[int, Field(strict=True, ge=1, le=MAX_REPLICAS)] = 1,
+    idle_seconds: IdleSeconds = 300,
+) -> Operation[EndpointResponse]:
+    """Deploy an endpoint (402 without the credits for one billing period; 409 a taken name)."""
+    body = DeployEndpointRequest(
+        name=name,
+        mode=mode,
+        model=model,
+        model_ref=model_ref,
+        function=None if function is None else base64.b64encode(function),
+        vram_mb=vram_mb,
+        gpu_count=gpu_count,
+        vendor=vendor,
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        idle_seconds=idle_seconds,
+    )
+    return model_operation("POST", "/v1/endpoints", EndpointResponse, body=body)
+
+
+def list_endpoints() -> Operation[EndpointListResponse]:
+    """The caller's endpoints."""
+    return model_operation("GET", "/v1/endpoints", EndpointListResponse)
+
+
+@validate_call
+def get_endpoint(name: EndpointName) -> Operation[EndpointResponse]:
+    """One of the caller's endpoints (another user's is 404)."""
+    return model_operation("GET", f"/v1/endpoints/{name}", EndpointResponse)
+
+
+@validate_call
+def stop_endpoint(name: EndpointName) -> Operation[EndpointResponse]:
+    """Stop the endpoint: its GPUs freed, its usage settled (repeated: no change)."""
+    return model_operation("DELETE", f"/v1/endpoints/{name}", EndpointResponse)

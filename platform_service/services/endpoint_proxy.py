@@ -1,0 +1,213 @@
+"""Calls to a user's endpoint, proxied to its Ray Serve route; a scaled-to-zero one woken.
+
+``/v1/endpoints/{name}/{path}`` goes to ``{status.url}/{path}`` with the query, the body
+and the headers, less the hop-by-hop ones and the caller's credentials (the API key, the
+dashboard's cookie, identity headers): the model never sees them. The answer is streamed
+back chunk by chunk as it arrives (server-sent events pass token by token).
+
+An endpoint that is not running:
+
+- Stopped with reason ``Idle`` (scaled to zero), Pending or Deploying: the gateway is asked
+  to wake it and the call waits for it (``wake_seconds`` at most; concurrent calls share one
+  deployment at the gateway), then goes through. Still not running: 503
+  ``endpoint_starting``.
+- Stopped for credits: 402 ``endpoint_out_of_credits``; stopped otherwise: 409
+  ``endpoint_stopped``; Failed: 503 ``endpoint_failed``; each with the reason and message.
+
+The upstream URL of a running endpoint is remembered for ``CACHE_SECONDS`` (a warm call
+costs no gateway round trip). A route Ray Serve no longer has (the endpoint scaled to zero
+since) answers Serve's own 404: that answer is not passed on, the endpoint is looked up
+again and woken, and the call sent once more.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import httpx
+from starlette.background import BackgroundTask
+from starlette.responses import Response, StreamingResponse
+
+from gridweave_clients.gateway import endpoints as gw
+from gridweave_controller.phases import EndpointPhase
+from platform_service.errors import EndpointNotServing, EndpointUnreachable
+from platform_service.services.downstream import as_user, downstream_errors
+from platform_service.services.endpoints import EndpointServices, get_own_endpoint
+
+__all__ = ["CACHE_SECONDS", "HOP_BY_HOP", "EndpointProxy", "forwarded_headers"]
+
+#: How long a running endpoint's upstream URL is used without asking the gateway again.
+CACHE_SECONDS = 2.0
+#: Headers that describe one connection, never forwarded (RFC 9110 7.6.1).
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+# The caller's credentials and identity, and what the client recomputes.
+_NOT_FORWARDED = HOP_BY_HOP | {
+    "host",
+    "content-length",
+    "authorization",
+    "cookie",
+    "x-csrf-token",
+    "x-gridweave-user",
+    "x-gridweave-role",
+}
+_STARTING = frozenset({EndpointPhase.PENDING, EndpointPhase.DEPLOYING})
+IDLE_REASON = "Idle"
+OUT_OF_CREDITS_REASON = "OutOfCredits"
+
+
+def forwarded_headers(headers: Mapping[str, str], *, request: bool) -> dict[str, str]:
+    """``headers`` less the hop-by-hop ones (and those ``Connection`` names); a request's
+    also less the caller's credentials and identity."""
+    dropped = _NOT_FORWARDED if request else HOP_BY_HOP
+    named = {token.strip().lower() for token in (headers.get("connection") or "").split(",")}
+    return {
+        name: value
+        for name, value in headers.items()
+        if name.lower() not in dropped and name.lower() not in named
+    }
+
+
+def _is_serve_route_missing(response: httpx.Response, body: bytes) -> bool:
+    """Ray Serve's own 404 for a route it does not have (the app was deleted)."""
+    return response.status_code == 404 and body.startswith(b"Path '") and b"not found" in body
+
+
+@dataclass
+class EndpointProxy:
+    """Forwards calls to running endpoints, waking scaled-to-zero ones."""
+
+    services: EndpointServices
+    http: httpx.AsyncClient
+    _urls: dict[str, tuple[str, float]] = field(default_factory=dict)
+
+    async def aclose(self) -> None:
+        """Close the upstream connections."""
+        await self.http.aclose()
+
+    async def forward(
+        self,
+        *,
+        user_id: str,
+        name: str,
+        method: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> Response:
+        """The endpoint's answer to the call, streamed; see the module's rules."""
+        cache_key = f"{user_id}\x00{name}"
+        cached = self._urls.get(cache_key)
+        if cached is not None and cached[1] >= time.monotonic():
+            url = cached[0]
+        else:
+            url = await self._serving_url(user_id=user_id, name=name)
+        self._urls[cache_key] = (url, time.monotonic() + CACHE_SECONDS)
+        outgoing = forwarded_headers(headers, request=True)
+        for attempt in (1, 2):
+            upstream = self.http.build_request(
+                method,
+                f"{url.rstrip('/')}/{path}",
+                params=httpx.QueryParams(query),
+                headers=outgoing,
+                content=body,
+            )
+            try:
+                response = await self.http.send(upstream, stream=True)
+            except httpx.TransportError as exc:
+                self._urls.pop(cache_key, None)
+                if attempt == 2:
+                    raise EndpointUnreachable(
+                        f"endpoint {name} did not answer: {type(exc).__name__}", endpoint=name
+                    ) from exc
+            else:
+                if response.status_code != 404:
+                    return _streamed(response)
+                content = await response.aread()
+                await response.aclose()
+                if attempt == 2 or not _is_serve_route_missing(response, content):
+                    return Response(
+                        content,
+                        status_code=response.status_code,
+                        headers=forwarded_headers(response.headers, request=False),
+                    )
+                self._urls.pop(cache_key, None)
+            # scaled to zero (or moved) since it was looked up: look again, wake it
+            url = await self._serving_url(user_id=user_id, name=name)
+            self._urls[cache_key] = (url, time.monotonic() + CACHE_SECONDS)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _serving_url(self, *, user_id: str, name: str) -> str:
+        """The running endpoint's upstream URL, after a (bounded) wake if it needs one."""
+        endpoint = await get_own_endpoint(self.services, user_id=user_id, name=name)
+        if _wakes(endpoint):
+            wake = gw.wake_endpoint(endpoint.id, wait=self.services.wake_seconds)
+            with downstream_errors("job_gateway"):
+                endpoint = await self.services.gateway.run(as_user(wake, user_id))
+        if endpoint.phase is EndpointPhase.RUNNING and endpoint.url:
+            return endpoint.url
+        raise _not_serving(name, endpoint, self.services.wake_seconds)
+
+
+def _wakes(endpoint: gw.EndpointResponse) -> bool:
+    if endpoint.phase in _STARTING:
+        return True
+    return endpoint.phase is EndpointPhase.STOPPED and endpoint.reason == IDLE_REASON
+
+
+def _not_serving(
+    name: str, endpoint: gw.EndpointResponse, wake_seconds: float
+) -> EndpointNotServing:
+    details = {"endpoint": name, "phase": endpoint.phase.value, "reason": endpoint.reason}
+    if endpoint.phase in _STARTING or _wakes(endpoint):
+        return EndpointNotServing(
+            f"endpoint {name} did not start within {wake_seconds:g} s: try again",
+            status_code=503,
+            code="endpoint_starting",
+            **details,
+        )
+    if endpoint.phase is EndpointPhase.FAILED:
+        return EndpointNotServing(
+            f"endpoint {name} failed ({endpoint.reason}): {endpoint.message or 'no message'}",
+            status_code=503,
+            code="endpoint_failed",
+            **details,
+        )
+    if endpoint.reason == OUT_OF_CREDITS_REASON:
+        return EndpointNotServing(
+            f"endpoint {name} was stopped: its owner ran out of credits",
+            status_code=402,
+            code="endpoint_out_of_credits",
+            **details,
+        )
+    return EndpointNotServing(
+        f"endpoint {name} is {endpoint.phase.value} ({endpoint.reason or 'no reason'}): "
+        "deploy it again",
+        status_code=409,
+        code="endpoint_stopped",
+        **details,
+    )
+
+
+def _streamed(response: httpx.Response) -> StreamingResponse:
+    """The upstream answer passed on as its bytes arrive; the connection closed after."""
+    return StreamingResponse(
+        response.aiter_raw(),
+        status_code=response.status_code,
+        headers=forwarded_headers(response.headers, request=False),
+        background=BackgroundTask(response.aclose),
+    )

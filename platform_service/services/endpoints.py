@@ -1,0 +1,237 @@
+"""A user's endpoints: deployed (class stored, gateway told), read, listed, stopped.
+
+A user names an endpoint; its id (the GridweaveEndpoint's name) is the name and ten hex
+digits of an HMAC of the user and the name, so two users' endpoints of one name are two
+endpoints, and a name finds its endpoint without a table. Another user's endpoint is
+answered exactly like a missing one (404).
+
+A deployment is refused with 402 when the owner's available credits do not cover one
+billing period of the replicas it starts with (at least one): the endpoint's usage is then
+held and settled period by period (``job_gateway/endpoint_billing.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from dataclasses import dataclass
+
+from anyio import to_thread
+
+from gridweave_clients.credit import AsyncCreditClient
+from gridweave_clients.credit import operations as credit_ops
+from gridweave_clients.errors import NotFound as ServiceNotFound
+from gridweave_clients.errors import ServiceRefused
+from gridweave_clients.gateway import AsyncGatewayClient
+from gridweave_clients.gateway import endpoints as gw
+from gridweave_clients.metering.pricing import PriceTable
+from gridweave_clients.platform.endpoints import (
+    DeployEndpointRequest,
+    EndpointListResponse,
+    EndpointResponse,
+)
+from gridweave_runtime.storage import ObjectStore, ObjectStoreError
+from platform_service.errors import DownstreamUnavailable, InsufficientCredits, NotFound
+from platform_service.services.downstream import as_user, downstream_errors, platform_error
+from platform_service.services.holds import hold_amount
+
+__all__ = [
+    "EndpointServices",
+    "deploy_endpoint",
+    "endpoint_id_for",
+    "endpoint_name",
+    "endpoint_response",
+    "get_own_endpoint",
+    "list_endpoints",
+    "stop_endpoint",
+]
+
+_log = logging.getLogger(__name__)
+_ID_DIGITS = 10
+
+
+@dataclass(frozen=True)
+class EndpointServices:
+    """What the endpoint routes call; ``billing_seconds`` is one billing period's length."""
+
+    credit: AsyncCreditClient
+    gateway: AsyncGatewayClient
+    store: ObjectStore
+    prices: PriceTable
+    id_secret: bytes
+    billing_seconds: int
+    wake_seconds: float
+
+
+def endpoint_id_for(secret: bytes, *, user_id: str, name: str) -> str:
+    """The endpoint id of ``user_id``'s endpoint ``name``: ``{name}-{10 hex}``."""
+    digest = hmac.new(secret, f"endpoint\x00{user_id}\x00{name}".encode(), hashlib.sha256)
+    return f"{name}-{digest.hexdigest()[:_ID_DIGITS]}"
+
+
+def endpoint_name(endpoint_id: str) -> str:
+    """The user's name of an endpoint id made by :func:`endpoint_id_for`."""
+    return endpoint_id[: -(_ID_DIGITS + 1)] or endpoint_id
+
+
+def _price_per_second(services: EndpointServices, endpoint: gw.EndpointResponse) -> int | None:
+    try:
+        return hold_amount(
+            services.prices,
+            vendor=endpoint.vendor,
+            vram_mb=endpoint.vram_mb,
+            gpu_count=endpoint.gpu_count,
+            timeout_seconds=1,
+        )
+    except Exception:  # a vendor or VRAM the table does not price: shown as unknown
+        return None
+
+
+def endpoint_response(
+    services: EndpointServices, endpoint: gw.EndpointResponse
+) -> EndpointResponse:
+    """The user's view of a gateway endpoint (its upstream URL left out)."""
+    name = endpoint_name(endpoint.id)
+    return EndpointResponse(
+        name=name,
+        endpoint_id=endpoint.id,
+        path=f"/v1/endpoints/{name}",
+        mode=endpoint.mode,
+        model=endpoint.model,
+        phase=endpoint.phase,
+        reason=endpoint.reason,
+        message=endpoint.message,
+        node=endpoint.node,
+        gpu_indices=endpoint.gpu_indices,
+        ready_replicas=endpoint.ready_replicas,
+        health=endpoint.health,
+        vram_mb=endpoint.vram_mb,
+        gpu_count=endpoint.gpu_count,
+        vendor=endpoint.vendor,
+        min_replicas=endpoint.min_replicas,
+        max_replicas=endpoint.max_replicas,
+        idle_seconds=endpoint.idle_seconds,
+        created_at=endpoint.created_at,
+        started_at=endpoint.started_at,
+        stopped_at=endpoint.stopped_at,
+        billed_seconds=endpoint.billed_seconds,
+        price_per_second=_price_per_second(services, endpoint),
+    )
+
+
+async def _check_credits(
+    services: EndpointServices, *, user_id: str, request: DeployEndpointRequest
+) -> None:
+    """402 unless the user's available credits cover one period of the first replicas."""
+    needed = hold_amount(
+        services.prices,
+        vendor=request.vendor,
+        vram_mb=request.vram_mb,
+        gpu_count=request.gpu_count,
+        timeout_seconds=services.billing_seconds,
+    ) * max(1, request.min_replicas)
+    with downstream_errors("credit_service", passed=()):
+        try:
+            account = await services.credit.run(as_user(credit_ops.get_account(user_id), user_id))
+            available = account.available
+            figures = {"balance": account.balance, "held": account.held}
+        except ServiceNotFound:
+            available, figures = 0, {"balance": 0, "held": 0}
+    if available < needed:
+        raise InsufficientCredits(
+            f"not enough credits: one billing period ({services.billing_seconds} s) of this "
+            f"endpoint costs {needed} micro-credits, {available} are available",
+            **figures,
+            available=available,
+            needed=needed,
+        )
+
+
+def _class_key(endpoint_id: str) -> str:
+    return f"endpoints/{endpoint_id}/class.pkl"
+
+
+async def deploy_endpoint(
+    services: EndpointServices, *, user_id: str, request: DeployEndpointRequest
+) -> EndpointResponse:
+    """Check the credits, store the class (custom), create the endpoint at the gateway."""
+    endpoint_id = endpoint_id_for(services.id_secret, user_id=user_id, name=request.name)
+    await _check_credits(services, user_id=user_id, request=request)
+    function_ref = None
+    if request.function is not None:
+        try:
+            function_ref = await to_thread.run_sync(
+                services.store.put, _class_key(endpoint_id), request.function
+            )
+        except ObjectStoreError as exc:
+            raise DownstreamUnavailable(
+                "object storage is unavailable: try again", service="storage"
+            ) from exc
+    creation = gw.CreateEndpointRequest(
+        endpoint_id=endpoint_id,
+        user_id=user_id,
+        mode=request.mode,
+        model=request.model,
+        model_ref=request.model_ref,
+        function_ref=function_ref,
+        vram_mb=request.vram_mb,
+        gpu_count=request.gpu_count,
+        vendor=request.vendor,
+        min_replicas=request.min_replicas,
+        max_replicas=request.max_replicas,
+        idle_seconds=request.idle_seconds,
+    )
+    try:
+        endpoint = await services.gateway.run(as_user(gw.create_endpoint(creation), user_id))
+    except ServiceRefused as exc:
+        raise platform_error("job_gateway", exc) from exc
+    except Exception as exc:
+        # the answer may be lost: the endpoint may exist; its name finds it
+        with downstream_errors("job_gateway", passed=()):
+            try:
+                endpoint = await services.gateway.run(
+                    as_user(gw.get_endpoint(endpoint_id), user_id)
+                )
+            except ServiceNotFound:
+                raise DownstreamUnavailable(
+                    "job_gateway is unavailable: nothing was deployed, try again",
+                    service="job_gateway",
+                ) from exc
+    return endpoint_response(services, endpoint)
+
+
+async def get_own_endpoint(
+    services: EndpointServices, *, user_id: str, name: str
+) -> gw.EndpointResponse:
+    """The user's endpoint ``name``; another user's, or none, is 404 alike."""
+    endpoint_id = endpoint_id_for(services.id_secret, user_id=user_id, name=name)
+    with downstream_errors("job_gateway", passed=()):
+        try:
+            endpoint = await services.gateway.run(as_user(gw.get_endpoint(endpoint_id), user_id))
+        except ServiceNotFound:
+            endpoint = None
+    if endpoint is None or endpoint.user_id != user_id:
+        raise NotFound("no such endpoint", resource="endpoint", id=name)
+    return endpoint
+
+
+async def list_endpoints(services: EndpointServices, *, user_id: str) -> EndpointListResponse:
+    """The user's endpoints, oldest first."""
+    with downstream_errors("job_gateway", passed=()):
+        listed = await services.gateway.run(as_user(gw.list_endpoints(user_id), user_id))
+    return EndpointListResponse(
+        endpoints=[
+            endpoint_response(services, endpoint)
+            for endpoint in listed.endpoints
+            if endpoint.user_id == user_id
+        ]
+    )
+
+
+async def stop_endpoint(services: EndpointServices, *, user_id: str, name: str) -> EndpointResponse:
+    """Stop the user's endpoint (Stopped, GPUs freed; its usage settled by billing)."""
+    endpoint = await get_own_endpoint(services, user_id=user_id, name=name)
+    with downstream_errors("job_gateway"):
+        stopped = await services.gateway.run(as_user(gw.delete_endpoint(endpoint.id), user_id))
+    return endpoint_response(services, stopped)

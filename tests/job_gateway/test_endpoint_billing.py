@@ -1,0 +1,234 @@
+"""Endpoint billing against the real credit_service and metering_service: holds that renew,
+periods settled exactly once (across a restart too), out of credits -> stopped.
+
+The endpoints are the gateway's views (what its informer hands billing); time is the
+billing's clock, set by each test; money is read from credit_service's ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import pytest
+
+from gridweave_clients.credit import AsyncCreditClient
+from gridweave_clients.gateway.endpoints import EndpointResponse
+from gridweave_clients.metering import AsyncMeteringClient
+from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, price_per_gpu_second
+from gridweave_controller.phases import EndpointPhase
+from job_gateway.endpoint_billing import OUT_OF_CREDITS, EndpointBilling, period_key
+from tests.job_gateway.metering_factories import Metering
+from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
+
+pytestmark = [pytest.mark.postgres]
+
+T = TypeVar("T")
+PERIOD = 60
+VRAM = 16_384
+PRICE = price_per_gpu_second(DEFAULT_PRICE_TABLE, vendor="nvidia", vram_mb=VRAM)
+STARTED = datetime(2026, 1, 5, 12, 0, 0, 250_000, tzinfo=UTC)
+
+
+def endpoint_view(owner: str, **overrides: Any) -> EndpointResponse:
+    """A running endpoint on one NVIDIA GPU, one replica (its max)."""
+    values: dict[str, Any] = {
+        "id": f"ep-{uuid.uuid4().hex[:10]}",
+        "user_id": owner,
+        "owner": owner,
+        "mode": "transformers",
+        "phase": EndpointPhase.RUNNING,
+        "url": "http://127.0.0.1:1/gw/x",
+        "node": "node-a",
+        "gpu_indices": [0],
+        "ready_replicas": 1,
+        "started_at": STARTED,
+        "vram_mb": VRAM,
+        "gpu_count": 1,
+        "vendor": "nvidia",
+        "max_replicas": 1,
+        **overrides,
+    }
+    return EndpointResponse(**values)
+
+
+def stopped(view: EndpointResponse, after_seconds: float, reason: str = "Deleted") -> Any:
+    assert view.started_at is not None
+    return view.model_copy(
+        update={
+            "phase": EndpointPhase.STOPPED,
+            "reason": reason,
+            "ready_replicas": 0,
+            "stopped_at": view.started_at + timedelta(seconds=after_seconds),
+        }
+    )
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = STARTED.timestamp()
+
+    def at(self, seconds: float) -> None:
+        self.now = STARTED.timestamp() + seconds
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class World:
+    """Billing instances (a new one is a restarted gateway) on the real services."""
+
+    def __init__(self, credit: CreditServer, metering: Metering) -> None:
+        self.credit = credit
+        self.metering = metering
+        self.clock = Clock()
+        self.stops: list[tuple[str, str, str]] = []
+
+    def billing(self) -> Callable[[Callable[[EndpointBilling], Awaitable[T]]], T]:
+        async def stop(endpoint_id: str, reason: str, message: str) -> None:
+            self.stops.append((endpoint_id, reason, message))
+
+        def run(scenario: Callable[[EndpointBilling], Awaitable[T]]) -> T:
+            async def main() -> T:
+                async with (
+                    AsyncCreditClient(self.credit.url, INTERNAL_TOKEN, role="job_gateway") as c,
+                    AsyncMeteringClient(self.metering.url, INTERNAL_TOKEN, role="job_gateway") as m,
+                ):
+                    billing = EndpointBilling(
+                        c,
+                        m,
+                        prices=DEFAULT_PRICE_TABLE,
+                        stop=stop,
+                        period_seconds=PERIOD,
+                        clock=self.clock,
+                    )
+                    return await scenario(billing)
+
+            return asyncio.run(main())
+
+        return run
+
+    def settle(self, *views: EndpointResponse, at: float, billing: Any = None) -> None:
+        """One pass of a fresh billing (a restarted gateway) seeing ``views`` at ``at`` s."""
+        self.clock.at(at)
+
+        async def scenario(billing: EndpointBilling) -> None:
+            for view in views:
+                billing.observe(view)
+            await billing.settle()
+
+        self.billing()(scenario)
+
+    def charged(self, user_id: str) -> int:
+        """Micro-credits taken from the account (captures are the negative entries)."""
+        return -sum(amount for amount in self.credit.ledger_amounts(user_id) if amount < 0)
+
+    def held(self, user_id: str) -> int:
+        return int(self.credit.account(user_id)["held"])
+
+
+@pytest.fixture
+def world(credit: CreditServer, metering: Metering) -> World:
+    return World(credit, metering)
+
+
+def funded(world: World, amount: int = 10_000_000) -> str:
+    owner = f"owner-{uuid.uuid4().hex[:8]}"
+    world.credit.fund(owner, amount)
+    return owner
+
+
+class TestRunningEndpoint:
+    def test_holds_the_running_period_and_the_next(self, world: World) -> None:
+        owner = funded(world)
+        world.settle(endpoint_view(owner), at=10)
+        assert world.held(owner) == 2 * PERIOD * PRICE
+        assert world.charged(owner) == 0
+
+    def test_each_ended_period_is_charged_and_the_hold_renews(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner)
+        world.settle(view, at=10)
+        world.settle(view, at=130)  # periods 0 and 1 ended; 2 running
+        assert world.charged(owner) == 2 * PERIOD * PRICE
+        assert world.held(owner) == 2 * PERIOD * PRICE  # periods 2 and 3
+        records = world.metering.records(owner)
+        assert sorted(r["hold_reference"] for r in records) == [
+            period_key(view.id, STARTED, 0),
+            period_key(view.id, STARTED, 1),
+        ]
+        assert {r["endpoint_id"] for r in records} == {view.id}
+
+    def test_replicas_multiply_the_charge(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner, ready_replicas=2, max_replicas=3)
+        world.settle(view, at=70)
+        assert world.charged(owner) == 2 * PERIOD * PRICE
+        assert world.held(owner) == 2 * 3 * PERIOD * PRICE  # holds cover max_replicas
+
+
+class TestExactlyOnce:
+    def test_a_restart_mid_period_charges_each_period_once(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner)
+        world.settle(view, at=130)
+        for at in (131, 150, 179):  # restarted gateways, same period
+            world.settle(view, at=at)
+        assert world.charged(owner) == 2 * PERIOD * PRICE
+        world.settle(view, at=245)  # restarted again after two more periods ended
+        assert world.charged(owner) == 4 * PERIOD * PRICE
+        assert len(world.metering.records(owner)) == 4
+
+    def test_passes_of_one_billing_repeat_nothing(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner)
+
+        async def scenario(billing: EndpointBilling) -> None:
+            billing.observe(view)
+            for at in (61, 62, 121, 121, 122):
+                world.clock.at(at)
+                await billing.settle()
+
+        world.billing()(scenario)
+        assert world.charged(owner) == 2 * PERIOD * PRICE
+
+    def test_a_stop_settles_the_partial_period_once_and_frees_every_hold(
+        self, world: World
+    ) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner)
+        world.settle(view, at=130)
+        ended = stopped(view, 150.2)
+        world.settle(ended, at=151)
+        world.settle(ended, at=400)  # restarted: nothing more
+        assert world.charged(owner) == 151 * PRICE  # 150.2 s rounded up
+        assert world.held(owner) == 0
+        assert len(world.metering.records(owner)) == 3
+
+    def test_a_stop_seen_only_after_a_restart_is_settled_whole(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner)
+        world.settle(view, at=5)
+        world.settle(stopped(view, 95), at=500)
+        assert world.charged(owner) == 95 * PRICE
+        assert world.held(owner) == 0
+
+
+class TestOutOfCredits:
+    def test_an_owner_short_of_the_next_period_is_stopped(self, world: World) -> None:
+        owner = funded(world, amount=PERIOD * PRICE + 5)  # one period, not two
+        view = endpoint_view(owner)
+        world.settle(view, at=3)
+        assert world.stops == [(view.id, OUT_OF_CREDITS, world.stops[0][2])]
+        assert "cannot pay" in world.stops[0][2]
+        world.settle(stopped(view, 4, reason=OUT_OF_CREDITS), at=5)
+        assert world.charged(owner) == 4 * PRICE  # the seconds it ran, from its one hold
+        assert world.held(owner) == 0
+
+    def test_an_owner_without_an_account_is_stopped(self, world: World) -> None:
+        view = endpoint_view(f"nobody-{uuid.uuid4().hex[:8]}")
+        world.settle(view, at=1)
+        assert [stop[:2] for stop in world.stops] == [(view.id, OUT_OF_CREDITS)]
