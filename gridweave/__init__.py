@@ -10,6 +10,17 @@
     square.map(range(10))     # in order, at most 16 in flight
     job = square.spawn(3); job.status(); job.logs(); job.result(timeout=60)
 
+Endpoints (``gridweave._endpoint``)::
+
+    ep = gw.deploy("chat", model_ref="/models/gpt2", vram="4GB")   # an OpenAI API
+    ep.url, ep.openai_base_url, ep.status(), ep.stop()
+
+    @gw.endpoint(vram="8GB", gpus=1)
+    class Embedder:
+        def embed(self, text: str) -> list[float]: ...
+
+    Embedder.deploy("embedder").embed("hello")
+
 Configuration: ``gw.configure()``, else ``GRIDWEAVE_URL`` / ``GRIDWEAVE_API_KEY``, else the
 file ``gridweave login`` writes (``gridweave._config``). Errors: ``gridweave.errors``.
 """
@@ -24,10 +35,20 @@ from gridweave._config import (
     current_config,
     write_config,
 )
+from gridweave._endpoint import (
+    CustomEndpoint,
+    Endpoint,
+    EndpointClass,
+    deploy,
+    endpoint,
+    get_endpoint,
+)
 from gridweave._function import DEFAULT_MAP_CONCURRENCY, Function, JobHandle, function
 from gridweave._units import parse_duration, parse_size
 from gridweave.errors import (
     ConfigurationError,
+    EndpointCallFailed,
+    EndpointNotRunning,
     GridweaveError,
     InsufficientCredits,
     JobDidNotComplete,
@@ -43,6 +64,11 @@ __all__ = [
     "DEFAULT_URL",
     "Config",
     "ConfigurationError",
+    "CustomEndpoint",
+    "Endpoint",
+    "EndpointCallFailed",
+    "EndpointClass",
+    "EndpointNotRunning",
     "Function",
     "GridweaveError",
     "InsufficientCredits",
@@ -56,7 +82,10 @@ __all__ = [
     "config_path",
     "configure",
     "current_config",
+    "deploy",
+    "endpoint",
     "function",
+    "get_endpoint",
     "parse_duration",
     "parse_size",
     "write_config",

@@ -10,7 +10,9 @@ Tree::
     ├── JobNotFinished           ``result(timeout=)`` ran out first
     ├── JobDidNotComplete        cancelled, timed out, or failed without a traceback
     ├── RemoteError              the function raised remotely, and its type could not be rebuilt
-    └── MapItemFailed            one item of ``.map`` failed: ``index``, the cause chained
+    ├── MapItemFailed            one item of ``.map`` failed: ``index``, the cause chained
+    ├── EndpointNotRunning       an endpoint failed or stopped, or did not run in time
+    └── EndpointCallFailed       a call to an endpoint answered an error: status and body
 
 An exception the function raised remotely is re-raised as its own type when that type is a
 built-in one; it carries ``remote_traceback`` (the text) and shows it as a note.
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigurationError",
+    "EndpointCallFailed",
+    "EndpointNotRunning",
     "GridweaveError",
     "InsufficientCredits",
     "JobDidNotComplete",
@@ -111,3 +115,24 @@ class MapItemFailed(GridweaveError):
     def __init__(self, index: int, cause: BaseException) -> None:
         super().__init__(f"map item {index} failed: {type(cause).__name__}: {cause}")
         self.index = index
+
+
+class EndpointNotRunning(GridweaveError):
+    """An endpoint that failed or stopped, or did not run within the wait."""
+
+    def __init__(self, name: str, phase: str, reason: str | None, message: str | None) -> None:
+        super().__init__(f"endpoint {name} is {phase} ({reason or 'no reason'}): {message or ''}")
+        self.name = name
+        self.phase = phase
+        self.reason = reason
+
+
+class EndpointCallFailed(GridweaveError):
+    """A call to an endpoint answered an error: ``status_code`` and the ``body`` text."""
+
+    def __init__(self, name: str, method: str, status_code: int, body: str) -> None:
+        super().__init__(f"endpoint {name}: {method} answered HTTP {status_code}: {body[:500]}")
+        self.name = name
+        self.method = method
+        self.status_code = status_code
+        self.body = body

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import typer
 
-from gridweave_cli import admin, credits, jobs, login, nodes, receipt, registry, run, up
+from gridweave_cli import (
+    admin,
+    credits,
+    endpoints,
+    jobs,
+    login,
+    nodes,
+    receipt,
+    registry,
+    run,
+    up,
+)
 from gridweave_cli.exit_codes import EXIT_CODES_HELP
 
 __all__ = ["app", "main"]
@@ -17,7 +28,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     epilog=EXIT_CODES_HELP,
 )
-for commands in (up, login, run, jobs, credits, nodes, receipt, registry, admin):
+for commands in (up, login, run, jobs, endpoints, credits, nodes, receipt, registry, admin):
     commands.register(app)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gridweave_clients.base import AsyncInternalClient, InternalClient, awaiting, blocking
+from gridweave_clients.platform import endpoints as endpoint_ops
 from gridweave_clients.platform import operations as ops
 
 __all__ = ["AsyncPlatformClient", "PlatformClient"]
@@ -48,6 +49,10 @@ class PlatformClient(InternalClient, _Anonymous):
     cancel_job = blocking(ops.cancel_job)
     get_job_result = blocking(ops.get_job_result)
     get_job_logs = blocking(ops.get_job_logs)
+    deploy_endpoint = blocking(endpoint_ops.deploy_endpoint)
+    list_endpoints = blocking(endpoint_ops.list_endpoints)
+    get_endpoint = blocking(endpoint_ops.get_endpoint)
+    stop_endpoint = blocking(endpoint_ops.stop_endpoint)
     get_receipt = blocking(ops.get_receipt)
     get_credits = blocking(ops.get_credits)
     request_refill = blocking(ops.request_refill)
@@ -84,6 +89,10 @@ class AsyncPlatformClient(AsyncInternalClient, _Anonymous):
     cancel_job = awaiting(ops.cancel_job)
     get_job_result = awaiting(ops.get_job_result)
     get_job_logs = awaiting(ops.get_job_logs)
+    deploy_endpoint = awaiting(endpoint_ops.deploy_endpoint)
+    list_endpoints = awaiting(endpoint_ops.list_endpoints)
+    get_endpoint = awaiting(endpoint_ops.get_endpoint)
+    stop_endpoint = awaiting(endpoint_ops.stop_endpoint)
     get_receipt = awaiting(ops.get_receipt)
     get_credits = awaiting(ops.get_credits)
     request_refill = awaiting(ops.request_refill)

@@ -1,0 +1,302 @@
+"""Endpoints: a model or a class of your own served on GPUs, at a URL of the platform.
+
+    ep = gw.deploy("chat", mode="transformers", model_ref="/models/gpt2", vram="4GB")
+    client = openai.OpenAI(base_url=ep.openai_base_url, api_key=api_key)
+
+    @gw.endpoint(vram="8GB", gpus=1)
+    class Embedder:
+        def embed(self, text: str) -> list[float]: ...
+
+    ep = Embedder.deploy("embedder")
+    ep.embed("hello")          # POST /v1/endpoints/embedder/embed, answered with JSON
+    ep.stop()
+
+A custom endpoint's class is pickled here (cloudpickle) and unpickled only by the endpoint's
+replicas. Each public method is a route: ``POST /{method}`` whose JSON body is the
+arguments (an array positional ones, an object keyword ones) and whose answer is the value.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+import cloudpickle
+import httpx
+
+from gridweave._client import platform_client, platform_errors
+from gridweave._config import Config, current_config
+from gridweave._units import parse_duration, parse_size
+from gridweave.errors import ConfigurationError, EndpointCallFailed, EndpointNotRunning
+from gridweave_clients.platform.endpoints import EndpointResponse
+
+__all__ = [
+    "CustomEndpoint",
+    "Endpoint",
+    "EndpointClass",
+    "deploy",
+    "endpoint",
+    "get_endpoint",
+]
+
+T = TypeVar("T")
+Vendor = Literal["nvidia", "amd", "any"]
+Mode = Literal["vllm", "transformers", "custom"]
+_CALL_TIMEOUT = httpx.Timeout(30.0, read=600.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Scaling:
+    """What an endpoint asks for, parsed once."""
+
+    vram_mb: int
+    gpu_count: int
+    vendor: Vendor
+    min_replicas: int
+    max_replicas: int
+    idle_seconds: int
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        vram: str | int,
+        gpus: int,
+        vendor: Vendor,
+        min_replicas: int,
+        max_replicas: int,
+        idle: str | int | float,
+    ) -> Scaling:
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+            raise ConfigurationError(f"gpus={gpus!r}: must be a positive integer")
+        if vendor not in ("nvidia", "amd", "any"):
+            raise ConfigurationError(f"vendor={vendor!r}: must be nvidia, amd or any")
+        if not 0 <= min_replicas <= max_replicas or max_replicas < 1:
+            raise ConfigurationError(
+                f"min_replicas={min_replicas!r}, max_replicas={max_replicas!r}: need "
+                "0 <= min_replicas <= max_replicas and max_replicas >= 1"
+            )
+        return cls(
+            vram_mb=parse_size(vram),
+            gpu_count=gpus,
+            vendor=vendor,
+            min_replicas=min_replicas,
+            max_replicas=max_replicas,
+            idle_seconds=parse_duration(idle, argument="idle"),
+        )
+
+
+class Endpoint:
+    """A deployed endpoint of yours, by name: its URL, its status; call it, stop it."""
+
+    def __init__(self, name: str, config: Config | None = None) -> None:
+        self.name = name
+        self._config = config or current_config()
+        self._client = platform_client(self._config)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    @property
+    def url(self) -> str:
+        """Where the platform serves it (send the API key as ``Authorization: Bearer``)."""
+        return f"{self._config.url}/v1/endpoints/{self.name}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """The ``base_url`` of an OpenAI client for a vllm or transformers endpoint."""
+        return f"{self.url}/v1"
+
+    def status(self) -> EndpointResponse:
+        """The endpoint now: ``phase``, ``reason``, ``ready_replicas``, ``health``, ..."""
+        with platform_errors(self._config.url):
+            return self._client.get_endpoint(self.name)
+
+    def stop(self) -> EndpointResponse:
+        """Stop it: its GPUs freed, its usage settled (again: answered as it is)."""
+        with platform_errors(self._config.url):
+            return self._client.stop_endpoint(self.name)
+
+    def wait_until_running(self, timeout: float = 600.0) -> EndpointResponse:
+        """Poll until it runs (``timeout`` seconds at most).
+
+        Raises:
+            EndpointNotRunning: it failed or stopped, or ``timeout`` ran out.
+        """
+        deadline = time.monotonic() + timeout
+        delay = 0.1
+        while True:
+            status = self.status()
+            if status.phase == "Running":
+                return status
+            if status.phase in ("Failed", "Stopped") and status.reason != "Idle":
+                raise EndpointNotRunning(self.name, status.phase, status.reason, status.message)
+            if time.monotonic() >= deadline:
+                raise EndpointNotRunning(self.name, status.phase, status.reason, "timed out")
+            time.sleep(delay)
+            delay = min(2.0, delay * 1.5)
+
+    def request(self, method: str, path: str, **options: Any) -> httpx.Response:
+        """One HTTP call to the endpoint (``path`` below its URL); httpx's ``options``."""
+        headers = {**options.pop("headers", {}), "Authorization": f"Bearer {self._config.api_key}"}
+        with httpx.Client(timeout=options.pop("timeout", _CALL_TIMEOUT)) as http:
+            return http.request(
+                method, f"{self.url}/{path.lstrip('/')}", headers=headers, **options
+            )
+
+
+class CustomEndpoint(Endpoint, Generic[T]):
+    """A deployed class: its public methods called by name (``ep.predict(x)``)."""
+
+    def __init__(self, name: str, methods: frozenset[str], config: Config | None = None) -> None:
+        super().__init__(name, config)
+        self.methods = methods
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call ``method`` remotely with JSON arguments; its JSON value.
+
+        Raises:
+            ConfigurationError: both positional and keyword arguments (the body is one).
+            EndpointCallFailed: the endpoint or the platform answered an error.
+        """
+        if args and kwargs:
+            raise ConfigurationError(
+                f"{method}: pass positional or keyword arguments, not both (one JSON body)"
+            )
+        body: Any = kwargs if kwargs else list(args)
+        response = self.request("POST", method, json=body)
+        if response.status_code >= 400:
+            raise EndpointCallFailed(self.name, method, response.status_code, response.text)
+        return response.json()
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_") or name not in self.__dict__.get("methods", ()):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self.call(name, *args, **kwargs)
+
+
+def _deploy(
+    name: str,
+    scaling: Scaling,
+    *,
+    mode: Mode,
+    model: str | None = None,
+    model_ref: str | None = None,
+    function: bytes | None = None,
+) -> Config:
+    config = current_config()
+    with platform_errors(config.url):
+        platform_client(config).deploy_endpoint(
+            name,
+            mode=mode,
+            model=model,
+            model_ref=model_ref,
+            function=function,
+            vram_mb=scaling.vram_mb,
+            gpu_count=scaling.gpu_count,
+            vendor=scaling.vendor,
+            min_replicas=scaling.min_replicas,
+            max_replicas=scaling.max_replicas,
+            idle_seconds=scaling.idle_seconds,
+        )
+    return config
+
+
+def deploy(
+    name: str,
+    *,
+    model: str | None = None,
+    model_ref: str | None = None,
+    mode: Literal["vllm", "transformers"] = "transformers",
+    vram: str | int = "8GB",
+    gpus: int = 1,
+    vendor: Vendor = "any",
+    min_replicas: int = 0,
+    max_replicas: int = 1,
+    idle: str | int | float = "5m",
+) -> Endpoint:
+    """Serve a model (``model`` a name, ``model_ref`` its directory) with an OpenAI API.
+
+    Raises:
+        InsufficientCredits: 402, not one billing period's credits.
+        NoGpuLargeEnough: 422, no GPU of the platform could ever hold it.
+    """
+    if model is None and model_ref is None:
+        raise ConfigurationError("deploy: give model or model_ref")
+    scaling = Scaling.parse(
+        vram=vram,
+        gpus=gpus,
+        vendor=vendor,
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        idle=idle,
+    )
+    config = _deploy(name, scaling, mode=mode, model=model, model_ref=model_ref)
+    return Endpoint(name, config)
+
+
+def get_endpoint(name: str) -> Endpoint:
+    """An endpoint of yours deployed earlier, by name."""
+    return Endpoint(name)
+
+
+def _public_methods(cls: type[Any]) -> frozenset[str]:
+    return frozenset(
+        name for name in dir(cls) if not name.startswith("_") and callable(getattr(cls, name))
+    )
+
+
+class EndpointClass(Generic[T]):
+    """A class made deployable by ``@gw.endpoint``; calling it still makes a local instance."""
+
+    def __init__(self, cls: type[T], scaling: Scaling) -> None:
+        self.cls = cls
+        self.scaling = scaling
+        self.methods = _public_methods(cls)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> T:
+        return self.cls(*args, **kwargs)
+
+    def deploy(self, name: str | None = None) -> CustomEndpoint[T]:
+        """Pickle the class and serve it as ``name`` (default: the class's name, kebab-case)."""
+        name = name or _kebab(self.cls.__name__)
+        config = _deploy(name, self.scaling, mode="custom", function=cloudpickle.dumps(self.cls))
+        return CustomEndpoint(name, self.methods, config)
+
+    def connect(self, name: str | None = None) -> CustomEndpoint[T]:
+        """The endpoint this class was deployed as (no new deployment)."""
+        return CustomEndpoint(name or _kebab(self.cls.__name__), self.methods)
+
+
+def endpoint(
+    *,
+    vram: str | int,
+    gpus: int = 1,
+    vendor: Vendor = "any",
+    min_replicas: int = 0,
+    max_replicas: int = 1,
+    idle: str | int | float = "5m",
+) -> Callable[[type[T]], EndpointClass[T]]:
+    """Make a class deployable as an endpoint whose public methods are its routes."""
+    scaling = Scaling.parse(
+        vram=vram,
+        gpus=gpus,
+        vendor=vendor,
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        idle=idle,
+    )
+
+    def decorate(cls: type[T]) -> EndpointClass[T]:
+        if not isinstance(cls, type):
+            raise ConfigurationError("@gw.endpoint decorates a class")
+        return EndpointClass(cls, scaling)
+
+    return decorate
+
+
+def _kebab(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()).strip("-")

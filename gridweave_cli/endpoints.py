@@ -1,0 +1,219 @@
+"""``gridweave endpoints``, ``gridweave deploy NAME`` and ``gridweave stop NAME``."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+from typing import Annotated, Any, Literal, cast
+
+import cloudpickle
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+import gridweave as gw
+from gridweave._endpoint import Scaling
+from gridweave_cli._errors import handle_errors
+from gridweave_cli._help import add_commands
+from gridweave_cli._output import JsonFlag, age, credits_text, emit_json, mib_text, stdout
+from gridweave_cli._platform import configured_url, platform_client
+from gridweave_clients.platform.endpoints import EndpointResponse
+
+__all__ = ["deploy", "endpoints", "register", "stop"]
+
+NameArgument = Annotated[
+    str, typer.Argument(help="The endpoint's name (lowercase letters, digits and '-').")
+]
+
+
+def _state(endpoint: EndpointResponse) -> str:
+    """The phase, with the reason when it is not running (``Stopped (OutOfCredits)``)."""
+    if endpoint.reason and endpoint.phase.value != "Running":
+        return f"{endpoint.phase.value} ({endpoint.reason})"
+    return endpoint.phase.value
+
+
+def _endpoint_json(endpoint: EndpointResponse, base_url: str) -> dict[str, Any]:
+    return {**endpoint.model_dump(mode="json"), "url": f"{base_url}{endpoint.path}"}
+
+
+@handle_errors
+def endpoints(json_output: JsonFlag = False) -> None:
+    """List your endpoints: name, mode, phase (and why it stopped), replicas, GPUs x VRAM,
+    price, age, URL.
+
+    An endpoint stopped because your credits ran out shows ``Stopped (OutOfCredits)``; one
+    scaled to zero shows ``Stopped (Idle)`` and wakes on its next call.
+
+    Examples:
+
+        gridweave endpoints
+
+        gridweave endpoints --json
+    """
+    base_url = configured_url()
+    with platform_client() as client:
+        listed = client.list_endpoints().endpoints
+    if json_output:
+        emit_json({"endpoints": [_endpoint_json(item, base_url) for item in listed]})
+        return
+    if not listed:
+        stdout().print("No endpoints.")
+        return
+    table = Table(
+        "name", "mode", "phase", "replicas", "GPUs x VRAM", "price/s", "age", "URL", box=None
+    )
+    for item in listed:
+        price = "-" if item.price_per_second is None else credits_text(item.price_per_second)
+        table.add_row(
+            item.name,
+            item.mode,
+            escape(_state(item)),
+            f"{item.ready_replicas}/{item.max_replicas}",
+            f"{item.gpu_count} x {mib_text(item.vram_mb)}",
+            price,
+            age(item.created_at or item.started_at),
+            f"{base_url}{item.path}",
+        )
+    stdout().print(table)
+
+
+def _custom_class(spec: str) -> bytes:
+    """``FILE.py:Class`` pickled (the file runs here, as ``gridweave run`` runs one)."""
+    path_text, _, class_name = spec.rpartition(":")
+    path = Path(path_text)
+    if not path_text or not class_name or not path.is_file():
+        raise typer.BadParameter(f"{spec!r}: expected FILE.py:Class", param_hint="--class")
+    namespace = runpy.run_path(str(path), run_name="__gridweave_endpoint__")
+    target = namespace.get(class_name)
+    if isinstance(target, gw.EndpointClass):
+        target = target.cls
+    if not isinstance(target, type):
+        raise typer.BadParameter(f"{path} has no class {class_name}", param_hint="--class")
+    return cast(bytes, cloudpickle.dumps(target))
+
+
+@handle_errors
+def deploy(
+    name: NameArgument,
+    model: Annotated[
+        str | None, typer.Option("--model", help="The model's id or name.", show_default=False)
+    ] = None,
+    model_ref: Annotated[
+        str | None,
+        typer.Option(
+            "--model-ref",
+            help="The model's directory: a path on the GPU node or an object-storage URI.",
+            show_default=False,
+        ),
+    ] = None,
+    class_spec: Annotated[
+        str | None,
+        typer.Option(
+            "--class",
+            help="FILE.py:Class to serve (custom mode): its public methods become routes.",
+            show_default=False,
+        ),
+    ] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            help="vllm, transformers or custom (default: custom with --class, else transformers).",
+            show_default=False,
+        ),
+    ] = None,
+    vram: Annotated[str, typer.Option("--vram", help="VRAM per GPU (e.g. 8GB).")] = "8GB",
+    gpus: Annotated[int, typer.Option("--gpus", help="GPUs per replica.", min=1)] = 1,
+    vendor: Annotated[str, typer.Option("--vendor", help="nvidia, amd or any.")] = "any",
+    min_replicas: Annotated[int, typer.Option("--min-replicas", min=0)] = 0,
+    max_replicas: Annotated[int, typer.Option("--max-replicas", min=1)] = 1,
+    idle: Annotated[
+        str, typer.Option("--idle", help="Idle time before scaling to zero (0: never).")
+    ] = "5m",
+    json_output: JsonFlag = False,
+) -> None:
+    """Deploy a model (OpenAI-compatible routes) or a class of yours as an endpoint.
+
+    It is served at <platform>/v1/endpoints/NAME/ with your API key; an OpenAI client's
+    base_url is <platform>/v1/endpoints/NAME/v1. You pay per second while it runs, per
+    replica; it scales to zero after --idle without calls and wakes on the next one.
+
+    Examples:
+
+        gridweave deploy chat --model-ref /models/gpt2 --vram 4GB
+
+        gridweave deploy llama --mode vllm --model-ref s3://models/llama-3-8b --vram 24GB
+
+        gridweave deploy embedder --class serve.py:Embedder --vram 2GB --idle 10m --json
+    """
+    chosen = mode or ("custom" if class_spec else "transformers")
+    if chosen not in ("vllm", "transformers", "custom"):
+        raise typer.BadParameter(
+            f"{chosen!r}: expected vllm, transformers or custom", param_hint="--mode"
+        )
+    if vendor not in ("nvidia", "amd", "any"):
+        raise typer.BadParameter(f"{vendor!r}: expected nvidia, amd or any", param_hint="--vendor")
+    if chosen == "custom" and class_spec is None:
+        raise typer.BadParameter(
+            "a custom endpoint needs --class FILE.py:Class", param_hint="--class"
+        )
+    if chosen != "custom" and model is None and model_ref is None:
+        raise typer.BadParameter(
+            f"a {chosen} endpoint needs --model or --model-ref", param_hint="--model"
+        )
+    scaling = Scaling.parse(
+        vram=vram,
+        gpus=gpus,
+        vendor=cast(Literal["nvidia", "amd", "any"], vendor),
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        idle=idle,
+    )
+    function = _custom_class(class_spec) if class_spec else None
+    base_url = configured_url()
+    with platform_client() as client:
+        created = client.deploy_endpoint(
+            name,
+            mode=cast(Literal["vllm", "transformers", "custom"], chosen),
+            model=model,
+            model_ref=model_ref,
+            function=function,
+            vram_mb=scaling.vram_mb,
+            gpu_count=scaling.gpu_count,
+            vendor=scaling.vendor,
+            min_replicas=scaling.min_replicas,
+            max_replicas=scaling.max_replicas,
+            idle_seconds=scaling.idle_seconds,
+        )
+    if json_output:
+        emit_json(_endpoint_json(created, base_url))
+        return
+    stdout().print(f"{created.name}: {_state(created)} at {base_url}{created.path}")
+
+
+@handle_errors
+def stop(name: NameArgument, json_output: JsonFlag = False) -> None:
+    """Stop an endpoint: its GPUs are freed and its usage settled.
+
+    Stopping a stopped endpoint again answers as it is. Another user's endpoint, or none,
+    is not found (exit code 3).
+
+    Examples:
+
+        gridweave stop chat
+
+        gridweave stop chat --json
+    """
+    base_url = configured_url()
+    with platform_client() as client:
+        stopped = client.stop_endpoint(name)
+    if json_output:
+        emit_json(_endpoint_json(stopped, base_url))
+        return
+    stdout().print(f"{stopped.name}: {_state(stopped)}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``endpoints``, ``deploy`` and ``stop`` to ``app``."""
+    add_commands(app, endpoints, deploy, stop)
