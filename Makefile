@@ -8,7 +8,7 @@ PY_SOURCES := gridweave_controller gridweave_runtime gridweave_clients kuberay_s
 # Only the folders that exist: the layout grows issue by issue.
 CHECK_PATHS = $(wildcard $(PY_SOURCES))
 
-.PHONY: help install up kubeapi cometbft registry lint typecheck layers shellcheck pytest test bench clean
+.PHONY: help install up kubeapi cometbft registry lint typecheck layers shellcheck chromium web-deps web-schema web-schema-check web pytest test bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -56,13 +56,44 @@ shellcheck:  ## shellcheck the deploy scripts (installs Debian's shellcheck when
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; }
 	shellcheck -x $(SHELL_SCRIPTS)
 
+# The dashboard (web/): its TypeScript types come from the platform's OpenAPI document.
+OPENAPI_DUMP = $(BIN)/python -c 'from platform_service.openapi import main; main()'
+web/node_modules/.installed-stamp: web/package.json web/package-lock.json
+	cd web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+web-deps: web/node_modules/.installed-stamp  ## npm ci in web/ (never downloads a browser)
+
+web-schema: install web-deps  ## regenerate web/src/api/schema.d.ts from the platform's routes
+	@tmp=$$(mktemp -d) && $(OPENAPI_DUMP) > $$tmp/openapi.json && \
+		web/node_modules/.bin/openapi-typescript $$tmp/openapi.json -o web/src/api/schema.d.ts --silent; \
+		status=$$?; rm -rf $$tmp; exit $$status
+
+web-schema-check: install web-deps  ## fail when web/src/api/schema.d.ts is not what the routes generate
+	@tmp=$$(mktemp -d) && $(OPENAPI_DUMP) > $$tmp/openapi.json && \
+		web/node_modules/.bin/openapi-typescript $$tmp/openapi.json -o $$tmp/schema.d.ts --silent && \
+		{ cmp -s $$tmp/schema.d.ts web/src/api/schema.d.ts || { \
+			diff -u web/src/api/schema.d.ts $$tmp/schema.d.ts | head -40; rm -rf $$tmp; \
+			echo "*** web/src/api/schema.d.ts is stale: run make web-schema and commit it"; exit 1; }; }; \
+		rm -rf $$tmp
+
+chromium:  ## Debian's Chromium for the browser tests (installed when missing; Playwright never downloads one)
+	@command -v chromium >/dev/null || { \
+		[ "$$(id -u)" = 0 ] || { echo "*** install chromium (apt-get install chromium)"; exit 1; }; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+web: web-deps web-schema-check chromium  ## the dashboard: typecheck, component tests, build (the browser tests run in pytest)
+	cd web && node_modules/.bin/tsc -b
+	cd web && node_modules/.bin/vitest run
+	cd web && node_modules/.bin/vite build --logLevel warn
+
 pytest: install kubeapi cometbft registry  ## the test suite (real apiserver and PostgreSQL included)
 	$(BIN)/pytest
 
-test: lint typecheck layers shellcheck pytest  ## everything CI runs
+test: lint typecheck layers shellcheck web-schema-check pytest  ## everything CI runs
 
 bench: install kubeapi cometbft registry  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python -m bench.$$(basename $$b .py) || exit 1; done
 
 clean:  ## remove the virtualenv and caches (not the apiserver build cache)
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache web/node_modules web/dist

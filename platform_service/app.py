@@ -25,6 +25,7 @@ from gridweave_runtime.app import create_service_app
 from gridweave_runtime.clients import install_client
 from gridweave_runtime.storage import ObjectStore, open_object_store
 from platform_service.auth import ApiKeyMiddleware
+from platform_service.openapi import apply_operation_ids, document_for
 from platform_service.routers import (
     account,
     endpoints,
@@ -33,6 +34,7 @@ from platform_service.routers import (
     nodes,
     receipts,
     registry,
+    sessions,
     signups,
     users,
 )
@@ -49,6 +51,7 @@ __all__ = ["MIGRATIONS_DIR", "ROLE", "ROUTERS", "create_app"]
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 ROUTERS = (
     signups.router,
+    sessions.router,
     users.router,
     keys.router,
     jobs.router,
@@ -81,6 +84,7 @@ def create_app(
         # create_service_app opened the database before it installs the auth
         app.add_middleware(ApiKeyMiddleware, database=app.state.database, hmac_key=hmac_key)
 
+    apply_operation_ids(ROUTERS)
     app = create_service_app(
         service="platform_service",
         settings=settings,
@@ -147,15 +151,7 @@ def _install_docs(app: FastAPI) -> None:
 
     @app.get("/openapi.json", include_in_schema=False)
     async def openapi_document() -> JSONResponse:
-        document = app.openapi()  # built once and cached by FastAPI; this edit is idempotent
-        components = document.setdefault("components", {})
-        components.setdefault("securitySchemes", {})["apiKey"] = {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "An API key: gw_live_<key id>_<secret>.",
-        }
-        document["security"] = [{"apiKey": []}]
-        return JSONResponse(document)
+        return JSONResponse(document_for(app))
 
     @app.get("/docs", include_in_schema=False)
     async def swagger_ui() -> HTMLResponse:

@@ -1,10 +1,13 @@
-"""API-key auth on every route but the public ones: deny by default.
+"""API-key (or dashboard session) auth on every route but the public ones: deny by default.
 
 A pure ASGI middleware checks ``Authorization: Bearer gw_live_...`` on every HTTP request
 (and refuses every websocket without one) before any route code runs, so a route can
-never be left open by forgetting a dependency. The key's row is read on a worker thread
-(one indexed lookup); the user it names is put in the request's scope, where
-:func:`require_user` finds it. Internal services are never called with the key: the
+never be left open by forgetting a dependency. Without that header, the dashboard's
+session cookie (``gw_session``, ``services.sessions``) stands for the key; a write made
+with the cookie (any method but GET, HEAD, OPTIONS) also needs the session's CSRF token in
+``X-CSRF-Token``, else 403. A key in the header wins over the cookie. The key's row is read
+on a worker thread (one indexed lookup); the user it names is put in the request's scope,
+where :func:`require_user` finds it. Internal services are never called with the key: the
 platform calls them with the internal token and the user's id (``services.downstream``).
 """
 
@@ -16,11 +19,13 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gridweave_clients.platform.sessions import CSRF_HEADER, SESSION_COOKIE
 from gridweave_runtime.database import Database
 from gridweave_runtime.errors import error_body
-from platform_service.errors import AdminOnly, NotAuthenticated
+from platform_service.errors import AdminOnly, CsrfRejected, NotAuthenticated, PlatformError
 from platform_service.models import Role
-from platform_service.services.keys import AuthenticatedUser, authenticate
+from platform_service.services.keys import AuthenticatedUser, authenticate, mark_key_used
+from platform_service.services.sessions import find_session_user
 
 __all__ = ["PUBLIC_PATHS", "ApiKeyMiddleware", "require_admin", "require_user"]
 
@@ -35,6 +40,7 @@ PUBLIC_PATHS = frozenset(
         "/openapi.json",
         "/v1/signups",
         "/v1/signups/verify",
+        "/v1/sessions",
         "/v1/registry/token",
         "/v1/registry/jwks",
         "/v1/registry/events",
@@ -43,11 +49,22 @@ PUBLIC_PATHS = frozenset(
     }
 )
 _USER = "gridweave.platform.user"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def _bearer(headers: Headers) -> str | None:
     scheme, _, value = (headers.get("authorization") or "").partition(" ")
     return value.strip() or None if scheme.lower() == "bearer" else None
+
+
+def _cookie(headers: Headers, name: str) -> str | None:
+    """The value of cookie ``name`` in the request's ``Cookie`` headers."""
+    for header in headers.getlist("cookie"):
+        for part in header.split(";"):
+            key, _, value = part.strip().partition("=")
+            if key == name and value:
+                return value
+    return None
 
 
 class ApiKeyMiddleware:
@@ -62,19 +79,25 @@ class ApiKeyMiddleware:
         if scope["type"] not in ("http", "websocket") or scope["path"] in PUBLIC_PATHS:
             await self.app(scope, receive, send)  # lifespan, probes, docs, sign-up
             return
-        presented = _bearer(Headers(scope=scope))
-        user = (
-            None if presented is None else await to_thread.run_sync(self._authenticate, presented)
-        )
-        if user is None:
+        headers = Headers(scope=scope)
+        presented = _bearer(headers)
+        cookie = None if presented is not None else _cookie(headers, SESSION_COOKIE)
+        user: AuthenticatedUser | PlatformError | None = None
+        if presented is not None:
+            user = await to_thread.run_sync(self._authenticate, presented)
+        elif cookie is not None and scope["type"] == "http":
+            write = scope["method"] not in _SAFE_METHODS
+            csrf = headers.get(CSRF_HEADER)
+            user = await to_thread.run_sync(self._authenticate_session, cookie, write, csrf)
+        if not isinstance(user, AuthenticatedUser):
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
                 return
-            error = NotAuthenticated()
+            error = user or NotAuthenticated()
             response = JSONResponse(
                 error_body(error.code, error.message),
                 status_code=error.status_code,
-                headers={"WWW-Authenticate": "Bearer"},
+                headers={"WWW-Authenticate": "Bearer"} if error.status_code == 401 else None,
             )
             await response(scope, receive, send)
             return
@@ -83,7 +106,23 @@ class ApiKeyMiddleware:
 
     def _authenticate(self, presented: str) -> AuthenticatedUser | None:
         with self.database.session() as session:
-            return authenticate(session, hmac_key=self.hmac_key, presented=presented)
+            user = authenticate(session, hmac_key=self.hmac_key, presented=presented)
+            if user is not None:
+                mark_key_used(session, key_id=user.key_id)
+            return user
+
+    def _authenticate_session(
+        self, token: str, write: bool, csrf: str | None
+    ) -> AuthenticatedUser | PlatformError | None:
+        """The session's user; CsrfRejected for a write without the session's CSRF token."""
+        with self.database.session() as session:
+            found = find_session_user(session, hmac_key=self.hmac_key, token=token)
+            if found is None:
+                return None
+            if write and not found.csrf_matches(self.hmac_key, csrf):
+                return CsrfRejected()
+            mark_key_used(session, key_id=found.user.key_id)
+            return found.user
 
 
 async def require_user(request: Request) -> AuthenticatedUser:

@@ -6,6 +6,7 @@ Tree::
     └── PlatformError
         ├── NotAuthenticated       401  (no API key, a malformed, unknown or revoked one)
         ├── AdminOnly              403
+        ├── CsrfRejected           403  (a write with the session cookie but no CSRF token)
         ├── InsufficientCredits    402  (body: balance, held, available, needed)
         ├── NotFound               404  (body: resource, id; also another user's job or key)
         ├── AlreadyRegistered      409  (body: field)
@@ -34,6 +35,7 @@ from gridweave_runtime.errors import GridweaveError
 __all__ = [
     "AdminOnly",
     "AlreadyRegistered",
+    "CsrfRejected",
     "DownstreamFailed",
     "DownstreamRefused",
     "DownstreamUnavailable",
@@ -75,6 +77,14 @@ class AdminOnly(PlatformError):
     code = "forbidden"
     status_code = 403
     message = "this route is for admins"
+
+
+class CsrfRejected(PlatformError):
+    """A write authenticated by the session cookie without its CSRF token."""
+
+    code = "csrf_rejected"
+    status_code = 403
+    message = "a write with the session cookie needs the session's X-CSRF-Token header"
 
 
 class InsufficientCredits(PlatformError):

@@ -9,6 +9,11 @@ Invariants:
 - ``api_keys``: ``key_id`` is public (it is in the key's text and names the key in the API);
   only ``secret_hash`` = HMAC-SHA256(API key secret, the key's secret part) is stored, never
   the key. A key is revoked once (``revoked_at``) and never comes back.
+- ``api_keys.last_used_at``: when the key last authenticated a request, written at most
+  once a minute per key (a read per request must not become a write per request).
+- ``web_sessions``: the dashboard's sign-ins. Only HMAC-SHA256(API key secret, token) of
+  the session cookie and of its CSRF token are stored. A session ends at ``expires_at``, at
+  sign-out (``ended_at``), or when the key it was started with is revoked.
 - ``registry_quotas``: a user's image-registry quota in bytes, set by an admin; a user
   without a row has the default (``REGISTRY_QUOTA_GB``).
 - ``registry_blobs``: what a user's images take in the registry: one row per (user, blob
@@ -43,6 +48,7 @@ __all__ = [
     "RegistryShareModel",
     "Role",
     "UserModel",
+    "WebSessionModel",
 ]
 
 
@@ -83,6 +89,23 @@ class ApiKeyModel(PlatformBase):
     secret_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+
+
+class WebSessionModel(PlatformBase):
+    """A dashboard sign-in: the hashes of its cookie and CSRF token, and when it ends."""
+
+    __tablename__ = "web_sessions"
+    __table_args__ = (Index("ix_web_sessions_user_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    csrf_hash: Mapped[str] = mapped_column(String(64))
+    user_id: Mapped[str] = mapped_column(String(128), ForeignKey("users.id"))
+    key_id: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
 
 
 class RegistryQuotaModel(PlatformBase):

@@ -52,6 +52,18 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
         le=64 * 2**20,
         description="Most bytes of stdout and of stderr one logs answer carries (the tail).",
     )
+    session_hours: float = Field(
+        default=12,
+        gt=0,
+        le=24 * 30,
+        description="How long a dashboard sign-in lasts (the session cookie), hours.",
+    )
+    log_poll_seconds: float = Field(
+        default=0.5,
+        gt=0,
+        le=10,
+        description="How often a live log stream (server-sent events) reads the job's output.",
+    )
     gateway_url: str = Field(
         default="http://127.0.0.1:8200",
         validation_alias=AliasChoices("GATEWAY_URL"),

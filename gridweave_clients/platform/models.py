@@ -75,6 +75,7 @@ class ApiKeyResponse(BaseModel):
     name: str
     created_at: datetime
     revoked_at: datetime | None
+    last_used_at: datetime | None = None
 
 
 class ApiKeyListResponse(BaseModel):
@@ -187,9 +188,12 @@ class JobResponse(BaseModel):
 
 
 class JobListResponse(BaseModel):
-    """The user's jobs, oldest first."""
+    """The user's jobs: all, oldest first; or, when a ``limit`` was asked, one page, newest
+    first, with the count matching the filters and the next page's cursor (None: the last)."""
 
     jobs: list[JobResponse]
+    total: int | None = None
+    next_cursor: str | None = None
 
 
 class JobLogsResponse(BaseModel):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import StreamingResponse
 
 from gridweave_clients.credit.models import IdempotencyKey
+from gridweave_clients.fields import UtcDatetime
 from gridweave_clients.gateway.models import MAX_WAIT_SECONDS, JobId
 from gridweave_clients.platform.models import (
     IDEMPOTENCY_HEADER,
@@ -18,7 +20,7 @@ from gridweave_clients.platform.models import (
 from gridweave_controller.phases import JobPhase
 from gridweave_runtime.responses import mark_replayed
 from platform_service.routers.common import JobServicesDep, SettingsDep, UserDep
-from platform_service.services import jobs, outcomes
+from platform_service.services import job_pages, jobs, outcomes
 
 __all__ = ["PICKLE_MEDIA_TYPE", "router"]
 
@@ -56,10 +58,41 @@ async def submit_job(
 async def list_jobs(
     user: UserDep,
     services: JobServicesDep,
-    phase: Annotated[JobPhase | None, Query()] = None,
+    phase: Annotated[
+        list[JobPhase] | None, Query(max_length=8, description="Only jobs in these phases.")
+    ] = None,
+    created_after: Annotated[
+        UtcDatetime | None, Query(description="Only jobs created at or after this time.")
+    ] = None,
+    created_before: Annotated[
+        UtcDatetime | None, Query(description="Only jobs created before this time.")
+    ] = None,
+    limit: Annotated[
+        int | None,
+        Query(ge=1, le=500, description="One page of this many jobs, newest first."),
+    ] = None,
+    cursor: Annotated[
+        str | None,
+        Query(max_length=400, description="The next page: the cursor the last page answered."),
+    ] = None,
 ) -> JobListResponse:
-    """The caller's jobs, oldest first, optionally in one phase."""
-    return await jobs.list_jobs(services, user_id=user.user_id, phase=phase)
+    """The caller's jobs: all, oldest first; or with ``limit``, one page, newest first (its
+    ``next_cursor`` asks for the next one); filtered by phase and creation time."""
+    phases = phase or []
+    if limit is None and cursor is None and created_after is None and created_before is None:
+        if len(phases) <= 1:
+            return await jobs.list_jobs(
+                services, user_id=user.user_id, phase=phases[0] if phases else None
+            )
+    return await job_pages.list_job_page(
+        services,
+        user_id=user.user_id,
+        phases=phases,
+        created_after=created_after,
+        created_before=created_before,
+        limit=limit or 500,
+        cursor=cursor,
+    )
 
 
 @router.get("/{job_id}")
@@ -116,4 +149,66 @@ async def get_job_logs(
         stdout_offset=stdout_offset,
         stderr_offset=stderr_offset,
         limit=settings.max_log_bytes,
+    )
+
+
+@router.get(
+    "/{job_id}/logs/stream",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "Server-sent events."}},
+)
+async def stream_job_logs(
+    job_id: JobId,
+    user: UserDep,
+    services: JobServicesDep,
+    settings: SettingsDep,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            alias="Last-Event-ID",
+            description="Resume after this event (the browser sends it when it reconnects).",
+        ),
+    ] = None,
+    stdout_offset: Offset = 0,
+    stderr_offset: Offset = 0,
+) -> StreamingResponse:
+    """Live logs as server-sent events (``stdout``, ``stderr``, then ``end``), one line per
+    event; each event's id is the position after it, so a reconnection resumes there."""
+    start = (stdout_offset, stderr_offset)
+    if last_event_id:
+        start = outcomes.parse_log_position(last_event_id, field="Last-Event-ID")
+    await jobs.get_own_job(services, user_id=user.user_id, job_id=job_id)  # 404 before 200
+    events = outcomes.stream_job_logs(
+        services,
+        user_id=user.user_id,
+        job_id=job_id,
+        start=start,
+        poll_seconds=settings.log_poll_seconds,
+    )
+    return StreamingResponse(
+        events,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.get(
+    "/{job_id}/logs/download",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {}}, "description": "The whole stream."}},
+)
+async def download_job_log(
+    job_id: JobId,
+    user: UserDep,
+    services: JobServicesDep,
+    stream: Annotated[Literal["stdout", "stderr"], Query()] = "stdout",
+) -> Response:
+    """The whole of one output stream of the job's latest attempt, as a text file."""
+    data = await outcomes.job_log_bytes(
+        services, user_id=user.user_id, job_id=job_id, stream=stream
+    )
+    return Response(
+        data,
+        media_type="text/plain; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{job_id}.{stream}.txt"'},
     )

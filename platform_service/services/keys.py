@@ -21,9 +21,9 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from gridweave_clients.platform.models import (
@@ -42,9 +42,12 @@ __all__ = [
     "authenticate",
     "issue_api_key",
     "list_api_keys",
+    "mark_key_used",
     "revoke_api_key",
 ]
 
+#: ``last_used_at`` is written at most this often per key.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
 _KEY_ID_BYTES = 6  # 12 hex digits: a collision is retried by the UNIQUE constraint's caller
 _SECRET_BYTES = 32
 _KEY_PATTERN = re.compile(
@@ -81,6 +84,7 @@ def _key_response(key: ApiKeyModel) -> ApiKeyResponse:
         name=key.name,
         created_at=key.created_at,
         revoked_at=key.revoked_at,
+        last_used_at=key.last_used_at,
     )
 
 
@@ -118,6 +122,24 @@ def authenticate(session: Session, *, hmac_key: bytes, presented: str) -> Authen
     if revoked_at is not None:
         return None
     return AuthenticatedUser(user_id=user_id, role=role, key_id=match["key_id"])
+
+
+def mark_key_used(session: Session, *, key_id: str) -> None:
+    """Record that ``key_id`` authenticated a request now (committed; skipped when it was
+    recorded less than :data:`LAST_USED_RESOLUTION` ago)."""
+    now = datetime.now(UTC)
+    session.execute(
+        update(ApiKeyModel)
+        .where(
+            ApiKeyModel.key_id == key_id,
+            or_(
+                ApiKeyModel.last_used_at.is_(None),
+                ApiKeyModel.last_used_at < now - LAST_USED_RESOLUTION,
+            ),
+        )
+        .values(last_used_at=now)
+    )
+    session.commit()
 
 
 def list_api_keys(session: Session, *, user_id: str) -> ApiKeyListResponse:

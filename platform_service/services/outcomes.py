@@ -7,12 +7,17 @@ It never unpickles a result: only the SDK does, on the user's machine.
 
 from __future__ import annotations
 
+import time
+from collections.abc import AsyncIterator
+
+import anyio
 from anyio import to_thread
 
 from gridweave_clients.gateway import models as gw
 from gridweave_clients.gateway import operations as gw_ops
 from gridweave_clients.platform.models import JobLogsResponse
 from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase
+from gridweave_runtime.errors import InvalidRequest
 from gridweave_runtime.storage import ObjectNotFound, ObjectStore, ObjectStoreError
 from platform_service.errors import (
     DownstreamFailed,
@@ -23,10 +28,24 @@ from platform_service.errors import (
 from platform_service.services.downstream import as_user, downstream_errors
 from platform_service.services.jobs import JobServices, get_own_job
 
-__all__ = ["MAX_TRACEBACK_BYTES", "job_logs", "job_result"]
+__all__ = [
+    "LOG_STREAMS",
+    "MAX_LINE_BYTES",
+    "MAX_TRACEBACK_BYTES",
+    "job_log_bytes",
+    "job_logs",
+    "job_result",
+    "parse_log_position",
+    "stream_job_logs",
+]
 
 #: The most of a remote traceback a refusal carries (its tail: the raise is at the end).
 MAX_TRACEBACK_BYTES = 64 * 1024
+#: A line longer than this is sent in pieces rather than held back until its newline.
+MAX_LINE_BYTES = 64 * 1024
+LOG_STREAMS = ("stdout", "stderr")
+#: A comment line this often keeps proxies from closing a quiet stream.
+_HEARTBEAT_SECONDS = 15.0
 
 
 async def _outcome(
@@ -123,3 +142,69 @@ async def job_logs(
         stdout_truncated=stdout_cut,
         stderr_truncated=stderr_cut,
     )
+
+
+async def job_log_bytes(services: JobServices, *, user_id: str, job_id: str, stream: str) -> bytes:
+    """All of one stream (``stdout`` or ``stderr``) of the job's latest attempt."""
+    outcome = await _outcome(services, user_id=user_id, job_id=job_id)
+    ref = outcome.stdout_ref if stream == "stdout" else outcome.stderr_ref
+    return await _read(services.store, ref)
+
+
+def parse_log_position(value: str, *, field: str) -> tuple[int, int]:
+    """An event id of :func:`stream_job_logs` (``<stdout offset>.<stderr offset>``)."""
+    stdout, dot, stderr = value.strip().partition(".")
+    if not (dot and stdout.isdigit() and stderr.isdigit() and len(value) <= 40):
+        raise InvalidRequest(field, "not a log position this API sent (<stdout>.<stderr>)")
+    return int(stdout), int(stderr)
+
+
+def _complete_lines(data: bytes, offset: int, *, finished: bool) -> list[bytes]:
+    """The whole lines of ``data`` from ``offset`` (the rest too once the job finished, or
+    when it has grown past :data:`MAX_LINE_BYTES`)."""
+    chunk = data[min(offset, len(data)) :]
+    end = len(chunk) if finished else chunk.rfind(b"\n") + 1
+    if end == 0 and len(chunk) >= MAX_LINE_BYTES:
+        end = MAX_LINE_BYTES
+    return chunk[:end].splitlines(keepends=True)
+
+
+def _event(name: str, line: bytes, position: tuple[int, int]) -> str:
+    text = line.rstrip(b"\r\n").decode("utf-8", errors="replace")
+    data = "".join(f"data: {part}\n" for part in text.split("\n")) or "data: \n"
+    return f"id: {position[0]}.{position[1]}\nevent: {name}\n{data}\n"
+
+
+async def stream_job_logs(
+    services: JobServices,
+    *,
+    user_id: str,
+    job_id: str,
+    start: tuple[int, int],
+    poll_seconds: float,
+) -> AsyncIterator[str]:
+    """Server-sent events: each line the job prints (``stdout`` or ``stderr``), its id the
+    byte offsets after it, so a client that reconnects with ``Last-Event-ID`` misses and
+    repeats nothing; ``end`` once the job finished and every line was sent.
+
+    The job's ownership is checked by the caller before the stream starts (a 404 is an
+    answer, not an event).
+    """
+    offsets = list(start)
+    quiet_since = time.monotonic()
+    while True:
+        outcome = await _outcome(services, user_id=user_id, job_id=job_id)
+        refs = (outcome.stdout_ref, outcome.stderr_ref)
+        for index, name in enumerate(LOG_STREAMS):
+            data = await _read(services.store, refs[index])
+            for line in _complete_lines(data, offsets[index], finished=outcome.finished):
+                offsets[index] += len(line)
+                quiet_since = time.monotonic()
+                yield _event(name, line, (offsets[0], offsets[1]))
+        if outcome.finished:
+            yield f"id: {offsets[0]}.{offsets[1]}\nevent: end\ndata: {outcome.phase.value}\n\n"
+            return
+        if time.monotonic() - quiet_since >= _HEARTBEAT_SECONDS:
+            quiet_since = time.monotonic()
+            yield ": still running\n\n"
+        await anyio.sleep(poll_seconds)
