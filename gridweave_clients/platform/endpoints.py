@@ -12,7 +12,7 @@ import base64
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Base64Bytes, BaseModel, Field, model_validator, validate_call
+from pydantic import Base64Bytes, BaseModel, Field, validate_call
 
 from gridweave_clients._core import Operation, model_operation
 from gridweave_clients.fields import RequestBody
@@ -52,7 +52,8 @@ EndpointName = Annotated[
 
 
 class DeployEndpointRequest(RequestBody):
-    """Serve a model (``vllm``, ``transformers``) or a pickled class (``custom``)."""
+    """Serve a model (``vllm``, ``transformers``: ``model`` or ``model_ref``) or a pickled
+    class (``custom``: ``function``); ``min_replicas`` <= ``max_replicas``."""
 
     name: EndpointName
     mode: EndpointMode
@@ -69,19 +70,6 @@ class DeployEndpointRequest(RequestBody):
     min_replicas: Replicas = 0
     max_replicas: Annotated[int, Field(strict=True, ge=1, le=MAX_REPLICAS)] = 1
     idle_seconds: IdleSeconds = 300
-
-    @model_validator(mode="after")
-    def _what_to_serve(self) -> DeployEndpointRequest:
-        if self.mode == "custom":
-            if not self.function:
-                raise ValueError("function: a custom endpoint needs its pickled class")
-        elif self.model is None and self.model_ref is None:
-            raise ValueError(f"model: a {self.mode} endpoint needs model or model_ref")
-        elif self.function is not None:
-            raise ValueError(f"function: only a custom endpoint takes a class, not {self.mode}")
-        if self.min_replicas > self.max_replicas:
-            raise ValueError("min_replicas: must not be above max_replicas")
-        return self
 
 
 class EndpointResponse(BaseModel):

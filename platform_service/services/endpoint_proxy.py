@@ -73,7 +73,8 @@ def forwarded_headers(headers: Mapping[str, str], *, request: bool) -> dict[str,
     """``headers`` less the hop-by-hop ones (and those ``Connection`` names); a request's
     also less the caller's credentials and identity."""
     dropped = _NOT_FORWARDED if request else HOP_BY_HOP
-    named = {token.strip().lower() for token in (headers.get("connection") or "").split(",")}
+    connection = ",".join(value for name, value in headers.items() if name.lower() == "connection")
+    named = {token.strip().lower() for token in connection.split(",")}
     return {
         name: value
         for name, value in headers.items()

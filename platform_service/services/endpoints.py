@@ -31,6 +31,7 @@ from gridweave_clients.platform.endpoints import (
     EndpointListResponse,
     EndpointResponse,
 )
+from gridweave_runtime.errors import InvalidRequest
 from gridweave_runtime.storage import ObjectStore, ObjectStoreError
 from platform_service.errors import DownstreamUnavailable, InsufficientCredits, NotFound
 from platform_service.services.downstream import as_user, downstream_errors, platform_error
@@ -38,6 +39,7 @@ from platform_service.services.holds import hold_amount
 
 __all__ = [
     "EndpointServices",
+    "check_deployment",
     "deploy_endpoint",
     "endpoint_id_for",
     "endpoint_name",
@@ -84,7 +86,7 @@ def _price_per_second(services: EndpointServices, endpoint: gw.EndpointResponse)
             gpu_count=endpoint.gpu_count,
             timeout_seconds=1,
         )
-    except Exception:  # a vendor or VRAM the table does not price: shown as unknown
+    except InvalidRequest:  # a vendor or VRAM the table does not price: shown as unknown
         return None
 
 
@@ -152,10 +154,25 @@ def _class_key(endpoint_id: str) -> str:
     return f"endpoints/{endpoint_id}/class.pkl"
 
 
+def check_deployment(request: DeployEndpointRequest) -> None:
+    """The rules across fields the schema cannot say; raises InvalidRequest naming one."""
+    if request.mode == "custom":
+        if not request.function:
+            raise InvalidRequest("function", "a custom endpoint needs its pickled class")
+    elif request.function is not None:
+        raise InvalidRequest("function", f"a {request.mode} endpoint serves a model, not a class")
+    elif request.model is None and request.model_ref is None:
+        raise InvalidRequest("model", f"a {request.mode} endpoint needs model or model_ref")
+    if request.min_replicas > request.max_replicas:
+        raise InvalidRequest("min_replicas", "must not be above max_replicas")
+
+
 async def deploy_endpoint(
     services: EndpointServices, *, user_id: str, request: DeployEndpointRequest
 ) -> EndpointResponse:
-    """Check the credits, store the class (custom), create the endpoint at the gateway."""
+    """Check the request and the credits, store the class (custom), create the endpoint at
+    the gateway."""
+    check_deployment(request)
     endpoint_id = endpoint_id_for(services.id_secret, user_id=user_id, name=request.name)
     await _check_credits(services, user_id=user_id, request=request)
     function_ref = None

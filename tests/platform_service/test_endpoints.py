@@ -1,0 +1,133 @@
+"""Endpoints through the platform over real HTTP: the real gateway on the real apiserver,
+the real credit_service on PostgreSQL.
+
+What the platform decides itself (names, ids, refusals before the gateway, the headers a
+call forwards) is tested here; serving (Ray Serve) is tests/platform_service/
+test_endpoints_served.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from platform_service.services.endpoint_proxy import forwarded_headers
+from platform_service.services.endpoints import endpoint_id_for, endpoint_name
+from tests.platform_service.factories import PlatformServer, User, pickled
+from tests.support.credit_server import CreditServer
+
+FUNDS = 10**9
+
+
+def deploy_body(**overrides: Any) -> dict[str, Any]:
+    """A transformers endpoint of a local model directory on a 4 GiB NVIDIA slice."""
+    return {
+        "name": "chat",
+        "mode": "transformers",
+        "model_ref": "/models/tiny-gpt2",
+        "vram_mb": 4096,
+        "vendor": "nvidia",
+        **overrides,
+    }
+
+
+class TestIds:
+    def test_one_name_is_another_endpoint_for_another_user(self) -> None:
+        first = endpoint_id_for(b"k", user_id="alice", name="chat")
+        second = endpoint_id_for(b"k", user_id="bob", name="chat")
+        assert first != second
+        assert first.startswith("chat-") and len(first) == len("chat-") + 10
+        assert endpoint_name(first) == endpoint_name(second) == "chat"
+
+    def test_the_longest_name_makes_a_dns_label(self) -> None:
+        endpoint_id = endpoint_id_for(b"k", user_id="alice", name="a" * 50)
+        assert len(endpoint_id) <= 63
+        assert endpoint_name(endpoint_id) == "a" * 50
+
+
+class TestForwardedHeaders:
+    def test_credentials_identity_and_hop_by_hop_headers_stay_behind(self) -> None:
+        sent = forwarded_headers(
+            {
+                "Authorization": "Bearer gw_live_x_y",
+                "Cookie": "gw_session=s",
+                "X-CSRF-Token": "t",
+                "X-Gridweave-User": "mallory",
+                "Host": "platform",
+                "Connection": "keep-alive, X-Private",
+                "X-Private": "p",
+                "Keep-Alive": "timeout=5",
+                "Transfer-Encoding": "chunked",
+                "Content-Type": "application/json",
+                "Accept": "text/event-stream",
+            },
+            request=True,
+        )
+        assert sent == {"Content-Type": "application/json", "Accept": "text/event-stream"}
+
+    def test_an_answer_keeps_its_own_headers_but_hop_by_hop_ones(self) -> None:
+        kept = forwarded_headers(
+            {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked", "X-Id": "1"},
+            request=False,
+        )
+        assert kept == {"Content-Type": "text/event-stream", "X-Id": "1"}
+
+
+@pytest.mark.kubeapi
+@pytest.mark.postgres
+class TestDeployRefusals:
+    @pytest.fixture
+    def alice(self, platform: PlatformServer, credit: CreditServer) -> User:
+        user = platform.new_user()
+        credit.fund(user.user_id, FUNDS)
+        return user
+
+    @pytest.mark.parametrize(
+        ("overrides", "field"),
+        [
+            ({"name": "Chat"}, "name"),
+            ({"name": "x" * 51}, "name"),
+            ({"mode": "onnx"}, "mode"),
+            ({"model_ref": None}, "model"),
+            ({"mode": "custom", "model_ref": None}, "function"),
+            ({"function": pickled("cls")}, "function"),
+            ({"min_replicas": 3, "max_replicas": 2}, "min_replicas"),
+            ({"idle_seconds": -1}, "idle_seconds"),
+            ({"vram_mb": 0}, "vram_mb"),
+        ],
+    )
+    def test_bad_fields_are_named(
+        self, platform: PlatformServer, alice: User, overrides: dict[str, Any], field: str
+    ) -> None:
+        body = {k: v for k, v in deploy_body(**overrides).items() if v is not None}
+        response = platform.http.post("/v1/endpoints", json=body, headers=alice.headers)
+        assert response.status_code == 422, response.text
+        assert response.json()["error"]["fields"][0]["field"] == field
+
+    def test_without_the_credits_of_one_period_is_402_with_the_figures(
+        self, platform: PlatformServer
+    ) -> None:
+        broke = platform.new_user()
+        response = platform.http.post("/v1/endpoints", json=deploy_body(), headers=broke.headers)
+        assert response.status_code == 402, response.text
+        error = response.json()["error"]
+        assert error["code"] == "insufficient_credits"
+        assert error["available"] == 0
+        assert error["needed"] > 0
+
+    def test_calls_need_an_api_key(self, platform: PlatformServer) -> None:
+        response = platform.http.post("/v1/endpoints/chat/v1/chat/completions", json={})
+        assert response.status_code == 401
+
+    def test_a_missing_endpoint_is_404_to_its_calls_too(
+        self, platform: PlatformServer, alice: User
+    ) -> None:
+        for method, path in (
+            ("GET", "/v1/endpoints/nothing-here"),
+            ("DELETE", "/v1/endpoints/nothing-here"),
+            ("POST", "/v1/endpoints/nothing-here/v1/completions"),
+        ):
+            response = platform.http.request(method, path, headers=alice.headers)
+            assert response.status_code == 404, (method, path, response.text)
+            assert response.json()["error"]["resource"] == "endpoint"
