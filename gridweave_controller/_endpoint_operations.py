@@ -6,16 +6,18 @@ See :mod:`gridweave_controller._job_operations` for how the clients and routes a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from gridweave_controller import _endpoint_moves
 from gridweave_controller._flow import Create, Delete, Flow, FlowContext, Get, List, Move
 from gridweave_controller._objects import new_object, user_field_selector
 from gridweave_controller._operation import delete, get, operation, post
 from gridweave_controller.errors import Invalid
-from gridweave_controller.models import Endpoint, Vendor
+from gridweave_controller.models import Endpoint, EndpointMode, Vendor
 from gridweave_controller.store import ENDPOINTS
 from gridweave_controller.validation import (
+    MAX_IDLE_SECONDS,
+    check_endpoint_source,
     check_int,
     check_message,
     check_name,
@@ -45,28 +47,49 @@ class EndpointOperations:
         vram_mb: int,
         model: str | None = None,
         image: str | None = None,
-        mode: Literal["vllm", "custom"] | None = None,
+        mode: EndpointMode | None = None,
+        model_ref: str | None = None,
+        function_ref: str | None = None,
+        owner: str | None = None,
         gpu_count: int = 1,
         vendor: Vendor = "any",
         replicas: int = 1,
+        min_replicas: int = 0,
+        max_replicas: int = 1,
+        idle_seconds: int = 0,
         micro_credits_per_second: int = 0,
         micro_credits_per_request: int = 0,
         labels: Mapping[str, str] | None = None,
     ) -> Flow[Endpoint]:
-        """Create a GridweaveEndpoint in phase Pending (``mode`` defaults from model/image)."""
+        """Create a GridweaveEndpoint in phase Pending.
+
+        ``mode`` defaults to ``vllm`` with a model (``model`` or ``model_ref``), else
+        ``custom``; ``owner`` (the account billed) defaults to the user.
+        """
         check_name(endpoint_id, field="endpoint_id")
-        if model is None and image is None:
-            raise Invalid("one of model or image is required", field="model")
-        resolved_mode = mode or ("vllm" if model is not None else "custom")
-        if resolved_mode not in ("vllm", "custom"):
-            raise Invalid(f"mode must be vllm or custom, not {mode!r}", field="mode")
+        resolved_mode = check_endpoint_source(
+            mode, model=model, image=image, model_ref=model_ref, function_ref=function_ref
+        )
+        minimum = check_int(min_replicas, field="min_replicas", minimum=0, maximum=64)
+        maximum = check_int(max_replicas, field="max_replicas", minimum=1, maximum=64)
+        if minimum > maximum:
+            raise Invalid(
+                f"min_replicas ({minimum}) must not exceed max_replicas ({maximum})",
+                field="min_replicas",
+            )
         spec: dict[str, Any] = {
             "userId": check_text(user_id, field="user_id", max_length=253),
+            "owner": check_text(owner or user_id, field="owner", max_length=253),
             "mode": resolved_mode,
             "vramMb": check_int(vram_mb, field="vram_mb", minimum=1),
             "gpuCount": check_int(gpu_count, field="gpu_count", minimum=1, maximum=64),
             "vendor": check_vendor(vendor),
             "replicas": check_int(replicas, field="replicas", minimum=0, maximum=64),
+            "minReplicas": minimum,
+            "maxReplicas": maximum,
+            "idleSeconds": check_int(
+                idle_seconds, field="idle_seconds", minimum=0, maximum=MAX_IDLE_SECONDS
+            ),
             "pricing": {
                 "microCreditsPerSecond": check_int(
                     micro_credits_per_second, field="micro_credits_per_second", minimum=0
@@ -76,10 +99,14 @@ class EndpointOperations:
                 ),
             },
         }
-        if model is not None:
-            spec["model"] = check_text(model, field="model", max_length=512)
-        if image is not None:
-            spec["image"] = check_text(image, field="image", max_length=1024)
+        for key, value, field, max_length in (
+            ("model", model, "model", 512),
+            ("image", image, "image", 1024),
+            ("modelRef", model_ref, "model_ref", 2048),
+            ("functionRef", function_ref, "function_ref", 2048),
+        ):
+            if value is not None:
+                spec[key] = check_text(value, field=field, max_length=max_length)
         body = new_object("GridweaveEndpoint", endpoint_id, user_id, labels, spec)
         return Endpoint.from_raw((yield from Create(self.namespace, ENDPOINTS, body).result()))
 

@@ -18,11 +18,13 @@ from pydantic.alias_generators import to_camel
 
 from gridweave_controller.conditions import ConditionStatus
 from gridweave_controller.phases import EndpointPhase, JobPhase
+from gridweave_controller.validation import EndpointMode
 from gridweave_controller.vendors import Vendor
 
 __all__ = [
     "Condition",
     "Endpoint",
+    "EndpointMode",
     "EndpointPricing",
     "EndpointSpec",
     "EndpointStatus",
@@ -176,13 +178,21 @@ class EndpointSpec(_WireModel):
     """``GridweaveEndpoint.spec``: what to serve and on how much GPU."""
 
     user_id: str
-    mode: Literal["vllm", "custom"]
+    mode: EndpointMode
     vram_mb: int
+    owner: str = ""
     model: str | None = None
+    model_ref: str | None = None
+    function_ref: str | None = None
     image: str | None = None
     gpu_count: int = 1
     vendor: Vendor = "any"
     replicas: int = 1
+    #: Replicas kept while Running; Ray Serve autoscales between these on queue length.
+    min_replicas: int = 0
+    max_replicas: int = 1
+    #: Stopped (reason ``Idle``) after this many seconds without a request; 0 never.
+    idle_seconds: int = 0
     pricing: EndpointPricing = Field(default_factory=EndpointPricing)
 
 
@@ -228,6 +238,11 @@ class Endpoint(_Resource):
     def phase(self) -> EndpointPhase:
         """The current phase."""
         return self.status.phase
+
+    @property
+    def billing_owner(self) -> str:
+        """The account billed: ``spec.owner``, else the user."""
+        return self.spec.owner or self.spec.user_id
 
     @classmethod
     def from_raw(cls, raw: dict[str, Any]) -> Endpoint:

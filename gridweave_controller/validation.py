@@ -17,17 +17,22 @@ import hashlib
 import math
 import re
 from collections.abc import Mapping, Sequence
+from typing import Literal, get_args
 
 from gridweave_controller.errors import Invalid
 from gridweave_controller.vendors import VENDORS
 
 __all__ = [
+    "ENDPOINT_MODES",
+    "EndpointMode",
+    "MAX_IDLE_SECONDS",
     "MAX_PRIORITY",
     "MIN_PRIORITY",
     "MAX_MESSAGE_LENGTH",
     "MAX_REASON_LENGTH",
     "REASON_PATTERN",
     "USER_LABEL",
+    "check_endpoint_source",
     "check_gpu_indices",
     "check_int",
     "check_labels",
@@ -45,6 +50,12 @@ __all__ = [
 
 #: ``spec.priority`` bounds (the CRD's): a higher class is always placed first.
 MIN_PRIORITY, MAX_PRIORITY = -1000, 1000
+
+#: How an endpoint serves: vLLM's server, Hugging Face transformers, or a user's class.
+EndpointMode = Literal["vllm", "transformers", "custom"]
+#: An endpoint's ``spec.mode`` values; ``spec.idleSeconds`` at most 30 days (the CRD's).
+ENDPOINT_MODES: tuple[EndpointMode, ...] = get_args(EndpointMode)
+MAX_IDLE_SECONDS = 2_592_000
 
 #: The label every Gridweave object carries: the sanitized user id (see the module doc).
 USER_LABEL = "gridweave.io/user"
@@ -188,6 +199,37 @@ def check_int(value: int, *, field: str, minimum: int, maximum: int | None = Non
         raise Invalid(f"{field} must be an integer >= {minimum}, not {value!r}", field=field)
     if maximum is not None and value > maximum:
         raise Invalid(f"{field} must be at most {maximum}, not {value}", field=field)
+    return value
+
+
+def check_endpoint_source(
+    mode: str | None,
+    *,
+    model: str | None,
+    image: str | None,
+    model_ref: str | None,
+    function_ref: str | None,
+) -> EndpointMode:
+    """The endpoint's mode (given, else ``vllm`` with a model, else ``custom``), checked
+    against what it serves: a custom endpoint needs ``function_ref`` or ``image``, the
+    others ``model`` or ``model_ref``."""
+    if mode is None:
+        mode = "vllm" if (model or model_ref) is not None else "custom"
+    for value in ENDPOINT_MODES:
+        if mode == value:
+            break
+    else:
+        raise Invalid(
+            f"mode must be one of {', '.join(ENDPOINT_MODES)}, not {mode!r}", field="mode"
+        )
+    if all(v is None for v in (model, image, model_ref, function_ref)):
+        raise Invalid("one of model, image, model_ref or function_ref is required", field="model")
+    if value == "custom" and function_ref is None and image is None:
+        raise Invalid(
+            "a custom endpoint needs function_ref (a pickled class)", field="function_ref"
+        )
+    if value != "custom" and model is None and model_ref is None:
+        raise Invalid(f"a {value} endpoint needs model or model_ref", field="model")
     return value
 
 

@@ -51,6 +51,62 @@ class TestCreateEndpoint:
         assert caught.value.field == "model"
         assert sum(requests.values()) == 0
 
+    def test_serving_fields_and_defaults(self, transport: Transport) -> None:
+        plain = make_endpoint(transport)
+        assert plain.spec.owner == "alice@example.com" == plain.billing_owner
+        assert (plain.spec.min_replicas, plain.spec.max_replicas, plain.spec.idle_seconds) == (
+            0,
+            1,
+            0,
+        )
+        endpoint = make_endpoint(
+            transport,
+            model="tiny-gpt2",
+            mode="transformers",
+            model_ref="s3://gridweave/models/tiny-gpt2",
+            owner="team-a",
+            min_replicas=1,
+            max_replicas=3,
+            idle_seconds=300,
+        )
+        spec = endpoint.spec
+        assert (spec.mode, spec.model_ref, spec.owner) == (
+            "transformers",
+            "s3://gridweave/models/tiny-gpt2",
+            "team-a",
+        )
+        assert (spec.min_replicas, spec.max_replicas, spec.idle_seconds) == (1, 3, 300)
+        assert transport.api.get_endpoint(endpoint.name).spec == spec
+
+    def test_a_class_means_custom_mode(self, transport: Transport) -> None:
+        endpoint = make_endpoint(transport, model=None, function_ref="s3://gridweave/ep/c.pkl")
+        assert (endpoint.spec.mode, endpoint.spec.function_ref) == (
+            "custom",
+            "s3://gridweave/ep/c.pkl",
+        )
+
+    @pytest.mark.parametrize(
+        ("overrides", "field"),
+        [
+            ({"mode": "custom"}, "function_ref"),
+            ({"mode": "transformers", "model": None, "function_ref": "s3://b/c.pkl"}, "model"),
+            ({"mode": "tgi"}, "mode"),
+            ({"min_replicas": 3, "max_replicas": 2}, "min_replicas"),
+            ({"max_replicas": 0}, "max_replicas"),
+            ({"idle_seconds": -1}, "idle_seconds"),
+            ({"owner": "o" * 254}, "owner"),
+            ({"model_ref": "x" * 2049}, "model_ref"),
+        ],
+        ids=["custom-without-class", "no-model", "mode", "min-max", "max", "idle", "owner", "ref"],
+    )
+    def test_bad_serving_fields_are_refused_before_any_request(
+        self, transport: Transport, overrides: dict[str, object], field: str
+    ) -> None:
+        with transport.count_requests() as requests, pytest.raises(Invalid) as caught:
+            make_endpoint(transport, **overrides)
+        assert caught.value.field == field
+        assert sum(requests.values()) == 0
+
     def test_list_get_delete(self, transport: Transport) -> None:
         mine = make_endpoint(transport, user_id="carol", labels={"app": "chat"})
         make_endpoint(transport, user_id="dave")

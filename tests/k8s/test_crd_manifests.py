@@ -65,6 +65,11 @@ ENDPOINT_SPEC = {
     "gpuCount": 1,
     "vendor": "amd",
     "replicas": 2,
+    "owner": "team-a",
+    "modelRef": "s3://gridweave/models/qwen",
+    "minReplicas": 1,
+    "maxReplicas": 2,
+    "idleSeconds": 600,
     "pricing": {"microCreditsPerSecond": 250, "microCreditsPerRequest": 10},
 }
 ENDPOINT_STATUS = {
@@ -179,11 +184,38 @@ class TestRefusedWith422:
         assert "spec.functionRef" in str(info.value.body)
 
     def test_endpoint_needs_model_or_image(self, api, kube_namespace):
-        spec = {k: v for k, v in ENDPOINT_SPEC.items() if k not in ("model", "image")}
+        spec = {k: v for k, v in ENDPOINT_SPEC.items() if k not in ("model", "image", "modelRef")}
         with pytest.raises(ApiException) as info:
             _create(api, kube_namespace, ENDPOINTS, _body("GridweaveEndpoint", "no-model", spec))
         assert info.value.status == 422
-        assert "model or image" in str(info.value.body)
+        assert "one of model, image, modelRef or functionRef" in str(info.value.body)
+
+    @pytest.mark.parametrize(
+        ("change", "message"),
+        [
+            ({"mode": "custom", "image": None}, "needs functionRef"),
+            ({"minReplicas": 3, "maxReplicas": 2}, "minReplicas must not exceed maxReplicas"),
+        ],
+        ids=["custom-without-class", "min-over-max"],
+    )
+    def test_endpoint_rules(self, api, kube_namespace, change, message):
+        spec = {k: v for k, v in (ENDPOINT_SPEC | change).items() if v is not None}
+        with pytest.raises(ApiException) as info:
+            _create(api, kube_namespace, ENDPOINTS, _body("GridweaveEndpoint", "rule", spec))
+        assert info.value.status == 422
+        assert message in str(info.value.body)
+
+    def test_endpoint_serving_fields_are_kept(self, api, kube_namespace):
+        spec = ENDPOINT_SPEC | {
+            "mode": "transformers",
+            "modelRef": "s3://gridweave/models/tiny",
+            "owner": "team-a",
+            "minReplicas": 1,
+            "maxReplicas": 3,
+            "idleSeconds": 300,
+        }
+        made = _create(api, kube_namespace, ENDPOINTS, _body("GridweaveEndpoint", "kept", spec))
+        assert {k: made["spec"][k] for k in spec} == spec
 
     def test_bad_endpoint_mode(self, api, kube_namespace):
         body = _body("GridweaveEndpoint", "bad-mode", ENDPOINT_SPEC | {"mode": "tgi"})

@@ -195,22 +195,33 @@ def _go_pattern(pattern: str) -> str:
     return pattern
 
 
-_HAS_EITHER = re.compile(r"^has\(self\.(\w+)\) \|\| has\(self\.(\w+)\)$")
 _NAME_MATCHES = re.compile(r"^self\.metadata\.name\.matches\('([^']*)'\)$")
+_HAS = re.compile(r"^(!?)has\(self\.(\w+)\)$")
+_COMPARE_TEXT = re.compile(r"^self\.(\w+) (==|!=) '([^']*)'$")
+_AT_MOST = re.compile(r"^self\.(\w+) <= self\.(\w+)$")
 
 
 def _holds(rule: str, value: dict[str, Any]) -> bool:
     """Evaluate the CEL rules the manifests use.
 
-    Only two forms: ``has(self.a) || has(self.b)`` and
     ``self.metadata.name.matches('<RE2>')`` (CEL's ``matches`` finds the pattern anywhere,
-    like ``re.search``).
+    like ``re.search``), or a disjunction (`` || ``) of ``has(self.a)``, ``!has(self.a)``,
+    ``self.a == 'text'``, ``self.a != 'text'`` and ``self.a <= self.b``.
     """
-    if match := _HAS_EITHER.match(rule):
-        return match.group(1) in value or match.group(2) in value
     if match := _NAME_MATCHES.match(rule):
         name = (value.get("metadata") or {}).get("name")
         return isinstance(name, str) and re.search(_go_pattern(match.group(1)), name) is not None
+    return any(_term_holds(term.strip(), value, rule) for term in rule.split("||"))
+
+
+def _term_holds(term: str, value: dict[str, Any], rule: str) -> bool:
+    if match := _HAS.match(term):
+        return (match.group(2) in value) != bool(match.group(1))
+    if match := _COMPARE_TEXT.match(term):
+        equal = value.get(match.group(1)) == match.group(3)
+        return equal if match.group(2) == "==" else not equal
+    if match := _AT_MOST.match(term):
+        return bool(value[match.group(1)] <= value[match.group(2)])
     raise NotImplementedError(f"the in-memory store cannot evaluate the CEL rule {rule!r}")
 
 
