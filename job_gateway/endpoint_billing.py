@@ -46,7 +46,9 @@ from gridweave_clients.errors import (
     PaymentRequired,
     ServiceError,
 )
-from gridweave_clients.gateway.endpoints import EndpointResponse
+from gridweave_clients.gateway import AsyncGatewayClient
+from gridweave_clients.gateway import endpoints as gateway_ops
+from gridweave_clients.gateway.endpoints import EndpointResponse, StopEndpointRequest
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering import operations as metering_ops
 from gridweave_clients.metering.models import RecordUsageRequest
@@ -63,7 +65,9 @@ from gridweave_controller.vendors import GpuVendor
 __all__ = [
     "OUT_OF_CREDITS",
     "EndpointBilling",
+    "ListEndpoints",
     "StopEndpoint",
+    "over_gateway_api",
     "period_key",
 ]
 
@@ -78,6 +82,19 @@ VendorOf = Callable[[EndpointResponse], str | None]
 #: The current endpoints (the gateway's informer cache, or its API).
 ListEndpoints = Callable[[], Awaitable[Iterable[EndpointResponse]]]
 _ENDED = frozenset({EndpointPhase.STOPPED, EndpointPhase.FAILED})
+
+
+def over_gateway_api(gateway: AsyncGatewayClient) -> tuple[ListEndpoints, StopEndpoint]:
+    """Listing and stopping through the gateway's HTTP API (billing outside the gateway)."""
+
+    async def list_endpoints() -> Iterable[EndpointResponse]:
+        return (await gateway.run(gateway_ops.list_endpoints())).endpoints
+
+    async def stop(endpoint_id: str, reason: str, message: str) -> EndpointResponse:
+        request = StopEndpointRequest(reason=reason, message=message[:1024])
+        return await gateway.run(gateway_ops.stop_endpoint(endpoint_id, request))
+
+    return list_endpoints, stop
 
 
 def period_key(endpoint_id: str, started_at: datetime, index: int) -> str:
