@@ -16,10 +16,10 @@ help:  ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[server,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[server,models,dev]'
 	touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install Gridweave with its server and dev extras
+install: $(STAMP)  ## create .venv and install Gridweave with its server, models and dev extras
 
 up: install  ## the whole platform on this machine until Ctrl-C (data in GRIDWEAVE_STATE_DIR, default ~/.gridweave)
 	$(BIN)/gridweave up

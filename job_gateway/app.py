@@ -17,17 +17,18 @@ from gridweave_controller.aio import AsyncCrdClient
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_runtime.app import create_service_app
 from gridweave_runtime.storage import ObjectStore, open_object_store
+from job_gateway.endpoints import EndpointSettings
 from job_gateway.execution import ExecutionSettings
 from job_gateway.gateway import Gateway
 from job_gateway.inventory import InventorySettings, InventorySource, open_inventory_source
 from job_gateway.metrics import GatewayMetrics
-from job_gateway.routers import inventory, jobs
+from job_gateway.routers import endpoints, inventory, jobs
 from job_gateway.settings import GatewaySettings
 
 __all__ = ["ROUTERS", "create_app"]
 
 #: Every route of the service.
-ROUTERS = (jobs.router, inventory.router)
+ROUTERS = (jobs.router, endpoints.router, inventory.router)
 
 
 async def connect_crd(settings: GatewaySettings) -> AsyncCrdClient | AsyncProxiedClient:
@@ -77,12 +78,14 @@ def create_app(
     inventory_source: InventorySource | None = None,
     store: ObjectStore | None = None,
     execution: ExecutionSettings | None = None,
+    endpoint_settings: EndpointSettings | None = None,
 ) -> FastAPI:
     """The job_gateway app; its moving parts start when it starts serving.
 
     ``crd_client``, ``inventory_source`` and ``store`` replace what the settings name (a
     given client is not closed by the app); ``execution`` replaces ``GATEWAY_EXECUTE_JOBS``
-    and the Ray settings read from the environment.
+    and the Ray settings read from the environment; ``endpoint_settings`` the
+    ``GATEWAY_SERVE_*`` / ``GATEWAY_ENDPOINT_*`` ones.
     """
     settings = settings or GatewaySettings()
 
@@ -107,6 +110,7 @@ def create_app(
                 execution=execution or ExecutionSettings(),
                 metering=metering,
                 metrics=app.state.gateway_metrics,
+                endpoint_settings=endpoint_settings,
             )
             await gateway.start()
             stack.push_async_callback(gateway.stop)

@@ -7,6 +7,9 @@ Tree::
         ├── JobNotFound        404
         ├── JobAlreadyExists   409  (the job id is taken; nothing was created)
         ├── JobFinished        409  (cancel of a job in another terminal phase)
+        ├── EndpointNotFound   404
+        ├── EndpointAlreadyExists 409 (the endpoint id is taken; nothing was created)
+        ├── EndpointFailed     409  (a wake of a Failed endpoint: deploy it again instead)
         └── ClusterUnavailable 503  (the CRD store could not be reached)
 
 A request that passes the schema but breaks a rule (an impossible VRAM request, a hold
@@ -18,7 +21,16 @@ from __future__ import annotations
 
 from gridweave_runtime.errors import GridweaveError
 
-__all__ = ["ClusterUnavailable", "GatewayError", "JobAlreadyExists", "JobFinished", "JobNotFound"]
+__all__ = [
+    "ClusterUnavailable",
+    "EndpointAlreadyExists",
+    "EndpointFailed",
+    "EndpointNotFound",
+    "GatewayError",
+    "JobAlreadyExists",
+    "JobFinished",
+    "JobNotFound",
+]
 
 
 class GatewayError(GridweaveError):
@@ -51,6 +63,30 @@ class JobFinished(GatewayError):
     code = "job_finished"
     status_code = 409
     message = "the job has finished; its phase cannot change"
+
+
+class EndpointNotFound(GatewayError):
+    """No such endpoint."""
+
+    code = "endpoint_not_found"
+    status_code = 404
+    message = "no such endpoint"
+
+
+class EndpointAlreadyExists(GatewayError):
+    """An endpoint with this id exists already."""
+
+    code = "endpoint_already_exists"
+    status_code = 409
+    message = "an endpoint with this id exists already"
+
+
+class EndpointFailed(GatewayError):
+    """The endpoint failed; a wake does not deploy it again."""
+
+    code = "endpoint_failed"
+    status_code = 409
+    message = "the endpoint failed; read its reason and message"
 
 
 class ClusterUnavailable(GatewayError):

@@ -23,6 +23,7 @@ from gridweave_controller.operations import AsyncClientBase
 from gridweave_controller.phases import JobPhase
 from gridweave_runtime.storage import ObjectStore
 from job_gateway.collector import collector_paused
+from job_gateway.endpoints import EndpointReconciler, EndpointSettings
 from job_gateway.execution import ExecutionSettings, Executor, connect_gateway_ray
 from job_gateway.finish_waiters import FinishWaiters
 from job_gateway.inventory import Gpu, Inventory, InventoryError, InventorySource
@@ -53,9 +54,11 @@ class Gateway:
         execution: ExecutionSettings | None = None,
         metering: AsyncMeteringClient | None = None,
         metrics: GatewayMetrics | None = None,
+        endpoint_settings: EndpointSettings | None = None,
     ) -> None:
         """``metering`` None: no usage is reported (benchmarks); ``metrics`` None: a registry
-        of its own."""
+        of its own; ``endpoint_settings`` None: read from the environment (endpoints are
+        served on Ray Serve when jobs are executed and ``GATEWAY_SERVE_ENDPOINTS`` allows)."""
         self.settings = settings
         self.crd = crd
         self.inventory_source = inventory_source
@@ -100,6 +103,15 @@ class Gateway:
                 start_timeout=self.execution.worker_start_timeout_seconds,
                 warm=self.execution.warm,
             )
+        self.endpoint_settings = endpoint_settings or EndpointSettings()
+        self.reconciler: EndpointReconciler | None = None
+        if self.executor is not None and self.endpoint_settings.serve_endpoints:
+            self.reconciler = EndpointReconciler(
+                crd,
+                self.endpoint_settings,
+                storage=settings.storage_config(),
+                inventory=lambda: self.scheduler.inventory,
+            )
         self.node_loss = NodeLossWatch(
             crd,
             grace_s=settings.node_lost_grace_seconds,
@@ -133,6 +145,8 @@ class Gateway:
                 state_dir=self.settings.state_dir,
                 inventory=inventory,
             )
+        if self.reconciler is not None:  # Serve's applications read before the first list
+            await self.reconciler.start()
         with collector_paused():  # the first lists build millions of acyclic objects
             self.jobs.start()
             self.endpoints.start()
@@ -149,6 +163,8 @@ class Gateway:
             self.executor.start()
         if self.usage is not None:
             self._tasks.append(asyncio.create_task(self.usage.run(), name="usage"))
+        if self.reconciler is not None:
+            self._tasks.append(asyncio.create_task(self.reconciler.run(), name="endpoints"))
 
     def healthy(self) -> bool:
         """Both informers have listed, and no background loop has ended (any thread)."""
@@ -171,6 +187,8 @@ class Gateway:
         await self.endpoints.stop()
         if self.executor is not None:  # its workers run on, for the next gateway
             await self.executor.stop()
+        if self.reconciler is not None:  # the Serve applications run on, likewise
+            await self.reconciler.close()
         self.metrics.close()
         self.scheduler.close()
 
@@ -203,10 +221,21 @@ class Gateway:
     def _endpoint_changed(self, endpoint: Endpoint) -> None:
         if self.allocations.apply_endpoint(endpoint):
             self.loop.poke()
+        self.loop.follow_endpoint(endpoint)
+        if self.reconciler is not None:
+            self.reconciler.endpoint_changed(endpoint)
 
     def _endpoint_deleted(self, endpoint: Endpoint) -> None:
         if self.allocations.remove(("endpoint", endpoint.name)):
             self.loop.poke()
+        self.loop.forget_endpoint(endpoint.name)
+        if self.reconciler is not None:
+            self.reconciler.endpoint_deleted(endpoint)
+
+    async def endpoint_settled(self, endpoint_id: str, timeout: float) -> None:
+        """Wait until the endpoint runs, has ended or is gone (at most ``timeout`` s)."""
+        if self.reconciler is not None:
+            await self.reconciler.wait_until_settled(endpoint_id, timeout)
 
     def _pass_done(self, report: PassReport) -> None:
         self.metrics.observe_pass(report, waiting=self.loop.waiting(), scheduler=self.scheduler)

@@ -1,5 +1,8 @@
 """The scheduling loop: Pending jobs onto node + GPUs, written back as Allocated.
 
+Endpoints waiting to be deployed (Pending, or Stopped and woken through the API) are placed
+by the same passes and written back as Deploying.
+
 The loop keeps no state that matters across a restart: the waiting jobs and the allocation
 map are what the informer last delivered (a restart lists the CRDs again and rebuilds both).
 Its only memory is the aging reservations (a restart begins their bound again, see
@@ -22,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gridweave_controller.errors import CrdError
-from gridweave_controller.models import Job
+from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.operations import AsyncClientBase
-from gridweave_controller.phases import JobPhase
+from gridweave_controller.phases import EndpointPhase, JobPhase
 from job_gateway.scheduler import (
     AllocationKey,
     AllocationMap,
@@ -75,6 +78,9 @@ class SchedulingLoop:
         #: The informer's copy of each waiting job: its write needs no read while current.
         self._copies: dict[str, Job] = {}
         self._reservations: dict[AllocationKey, Reservation] = {}
+        #: Endpoints waiting for a placement: Pending ones, and Stopped ones being woken.
+        self._endpoints: dict[str, PlacementRequest] = {}
+        self._woken: set[str] = set()
         self._wake = asyncio.Event()
         self._listeners: list[PassListener] = []
 
@@ -95,6 +101,33 @@ class SchedulingLoop:
         self._waiting.pop(name, None)
         self._copies.pop(name, None)
         self._reservations.pop(("job", name), None)
+
+    def follow_endpoint(self, endpoint: Endpoint) -> None:
+        """An added or updated endpoint: waiting while Pending, or Stopped and woken."""
+        name, phase = endpoint.name, endpoint.phase
+        if phase is EndpointPhase.PENDING or (
+            phase is EndpointPhase.STOPPED and name in self._woken
+        ):
+            if name not in self._endpoints:
+                self._endpoints[name] = PlacementRequest.from_endpoint(endpoint)
+                self._wake.set()
+            return
+        if phase is EndpointPhase.FAILED:
+            self._woken.discard(name)
+        # a wake is answered by its placement's write (an older copy may still arrive)
+        self._endpoints.pop(name, None)
+        self._reservations.pop(("endpoint", name), None)
+
+    def wake_endpoint(self, endpoint: Endpoint) -> None:
+        """Place a Stopped endpoint again (any number of wakes: one placement)."""
+        self._woken.add(endpoint.name)
+        self.follow_endpoint(endpoint)
+
+    def forget_endpoint(self, name: str) -> None:
+        """A deleted endpoint."""
+        self._woken.discard(name)
+        self._endpoints.pop(name, None)
+        self._reservations.pop(("endpoint", name), None)
 
     def poke(self) -> None:
         """Run a pass soon (something freed VRAM, or the inventory changed)."""
@@ -130,7 +163,9 @@ class SchedulingLoop:
         """One pass: decide, hold provisionally, write every placement."""
         started = time.perf_counter()
         decision = self.scheduler.schedule(
-            self._waiting.values(), now=self._clock(), reservations=self._reservations
+            [*self._waiting.values(), *self._endpoints.values()],
+            now=self._clock(),
+            reservations=self._reservations,
         )
         self._reservations = dict(decision.reservations)
         for placement in decision.placements:
@@ -148,9 +183,18 @@ class SchedulingLoop:
         async with self._writes:
             try:
                 name = placement.request.name
-                await self.crd.set_job_allocated(
-                    name, placement.node, list(placement.gpu_indices), known=self._copies.get(name)
-                )
+                if placement.request.kind == "endpoint":
+                    await self.crd.set_endpoint_deploying(
+                        name, placement.node, list(placement.gpu_indices)
+                    )
+                    self._woken.discard(name)
+                else:
+                    await self.crd.set_job_allocated(
+                        name,
+                        placement.node,
+                        list(placement.gpu_indices),
+                        known=self._copies.get(name),
+                    )
             except CrdError as error:
                 self._release(placement)
                 _log.info("allocating %s failed: %s", placement.request.name, error)

@@ -1,4 +1,4 @@
-"""No control-plane process ever unpickles user data: only the worker module does.
+"""No control-plane process ever unpickles user data: only the worker modules do.
 
 Every top-level package of the repository runs in a service process (the services and the
 libraries they share), except the ones named in ``NOT_CONTROL_PLANE``; a package added later
@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Top-level packages that are not the control plane: the tests and benchmarks, and the SDK
 #: (``gridweave``), which runs on the user's own machine and reads the user's own results.
 NOT_CONTROL_PLANE = frozenset({"tests", "bench", "gridweave"})
-#: The one module allowed to unpickle: it runs inside a Ray worker, next to the function.
-WORKER_MODULES = frozenset({"job_gateway/execution/worker.py"})
+#: The modules allowed to unpickle: they run inside a Ray worker next to the function (a
+#: job's worker), or inside a Serve replica next to the user's class (an endpoint's).
+WORKER_MODULES = frozenset({"job_gateway/execution/worker.py", "job_gateway/endpoints/replica.py"})
 #: Packages that exist today; the discovery must find at least these.
 KNOWN_CONTROL_PLANE = {
     "job_gateway",

@@ -21,6 +21,7 @@ from gridweave_controller import CrdClient
 from gridweave_controller._kube_store import KubeStore
 from gridweave_runtime.storage import LocalObjectStore
 from job_gateway.app import create_app
+from job_gateway.endpoints import EndpointSettings
 from job_gateway.execution import ExecutionSettings
 from job_gateway.inventory import InventorySource, StaticFileSource
 from job_gateway.settings import GatewaySettings
@@ -101,6 +102,7 @@ def running_gateway(
     # jobs run on Ray only when a test asks (execution=ExecutionSettings(...))
     execution = settings.pop("execution", None) or ExecutionSettings(execute_jobs=False)
     inventory_source: InventorySource | None = settings.pop("inventory_source", None)
+    endpoint_settings: EndpointSettings | None = settings.pop("endpoint_settings", None)
     inventory_file = workdir / "inventory.yaml"
     inventory_file.write_text(inventory_yaml)
     storage_dir = workdir / "objects"
@@ -118,6 +120,7 @@ def running_gateway(
         inventory_source=inventory_source or StaticFileSource(inventory_file),
         store=LocalObjectStore(storage_dir),
         execution=execution,
+        endpoint_settings=endpoint_settings,
     )
     with ExitStack() as stack:
         stack.enter_context(namespace_for_test(kubeapi, namespace))

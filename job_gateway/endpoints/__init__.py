@@ -1,0 +1,12 @@
+"""Model endpoints on Ray Serve: the reconciler (gateway side) and the replica (Serve side).
+
+The gateway imports :class:`EndpointReconciler` and :class:`EndpointSettings`; the replica
+modules (``replica``, ``transformers_backend``) run inside Serve's replica processes.
+"""
+
+from __future__ import annotations
+
+from job_gateway.endpoints.reconciler import IDLE, EndpointReconciler
+from job_gateway.endpoints.settings import EndpointSettings
+
+__all__ = ["IDLE", "EndpointReconciler", "EndpointSettings"]

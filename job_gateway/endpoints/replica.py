@@ -1,0 +1,219 @@
+"""The Ray Serve replica of an endpoint: what runs next to the user's class or model.
+
+This module runs only inside a Serve replica process, never in the gateway: it is, with
+``job_gateway/execution/worker.py``, the only control-plane module allowed to unpickle
+(the user's class of a ``custom`` endpoint, with cloudpickle). Before anything of the
+user's is loaded it shows the process exactly the GPUs the gateway chose
+(``CUDA_VISIBLE_DEVICES`` / ``HIP_VISIBLE_DEVICES``, as the job workers do).
+
+Every request but the statistics route counts: the time of the last one and how many are
+under way answer ``GET /-/gw/stats``, which the reconciler's probe reads for health and
+for the idle rule (scale to zero).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import time
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import cloudpickle
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from gridweave_runtime.storage import StorageConfig, open_object_store
+
+__all__ = [
+    "STATS_PATH",
+    "Backend",
+    "EndpointReplica",
+    "ReplicaConfig",
+    "error_response",
+]
+
+#: The replica's own route: request statistics, never counted as a request.
+STATS_PATH = "/-/gw/stats"
+_DEVICE_VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaConfig:
+    """What a replica needs to serve one endpoint (plain values: it travels to Ray)."""
+
+    endpoint_id: str
+    mode: str
+    storage: StorageConfig
+    devices: dict[str, str] = field(default_factory=dict)
+    model: str | None = None
+    model_ref: str | None = None
+    function_ref: str | None = None
+
+
+class Backend(Protocol):
+    """One mode's routes: answer ``method path`` (the endpoint's own prefix removed)."""
+
+    async def handle(self, method: str, path: str, request: Request) -> Response:
+        """The response to one request."""
+        ...
+
+
+def error_response(status: int, kind: str, message: str) -> JSONResponse:
+    """An error in OpenAI's shape: ``{"error": {"type", "message"}}``."""
+    return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status)
+
+
+class EndpointReplica:
+    """A Serve deployment class: counts requests and hands them to the mode's backend."""
+
+    def __init__(self, config: ReplicaConfig) -> None:
+        for name in _DEVICE_VARIABLES:  # nothing inherited: exactly the chosen GPUs
+            os.environ.pop(name, None)
+        os.environ.update(config.devices)
+        self.config = config
+        self.replica_id = uuid.uuid4().hex[:12]
+        self.started_at = time.time()
+        self.last_request_at = self.started_at  # a new replica is not idle yet
+        self.in_flight = 0
+        self.requests = 0
+        self.backend = load_backend(config)
+
+    def stats(self) -> dict[str, Any]:
+        """What the probe reads: the replica, its last request and the ones under way."""
+        return {
+            "endpoint_id": self.config.endpoint_id,
+            "replica": self.replica_id,
+            "pid": os.getpid(),
+            "started_at": self.started_at,
+            "last_request_at": self.last_request_at,
+            "in_flight": self.in_flight,
+            "requests": self.requests,
+            "devices": {k: v for k, v in os.environ.items() if k in _DEVICE_VARIABLES},
+        }
+
+    async def __call__(self, request: Request) -> Response:
+        """Route one HTTP request (``/gw/<id>/...`` reaches here as ``...``)."""
+        path = _own_path(request)
+        if path == STATS_PATH:
+            return JSONResponse(self.stats())
+        self.requests += 1
+        self.in_flight += 1
+        self.last_request_at = time.time()
+        try:
+            response = await self.backend.handle(request.method, path, request)
+        except BaseException:
+            self._done()
+            raise
+        if isinstance(response, StreamingResponse):
+            response.body_iterator = self._counted(response.body_iterator)
+        else:
+            self._done()
+        return response
+
+    async def _counted(self, body: AsyncIterable[Any]) -> AsyncIterator[Any]:
+        try:
+            async for chunk in body:
+                yield chunk
+        finally:
+            self._done()
+
+    def _done(self) -> None:
+        self.in_flight -= 1
+        self.last_request_at = time.time()
+
+
+def _own_path(request: Request) -> str:
+    path: str = request.scope.get("path", "/")
+    root: str = request.scope.get("root_path", "")
+    if root and path.startswith(root):
+        path = path[len(root) :]
+    return path if path.startswith("/") else "/" + path
+
+
+def load_backend(config: ReplicaConfig) -> Backend:
+    """The backend of ``config.mode`` (imports only what that mode needs)."""
+    if config.mode == "custom":
+        return CustomBackend(load_class(config))
+    if config.mode == "transformers":
+        from job_gateway.endpoints.transformers_backend import TransformersBackend
+
+        return TransformersBackend(config, read_object=_reader(config))
+    raise RuntimeError(f"mode {config.mode!r} is not served by this replica")
+
+
+def _reader(config: ReplicaConfig) -> Callable[[str], bytes]:
+    store = open_object_store(config.storage)
+    return store.get
+
+
+def load_class(config: ReplicaConfig) -> Any:
+    """The user's object: ``spec.functionRef`` unpickled here, in the replica, only."""
+    if config.function_ref is None:
+        raise RuntimeError("a custom endpoint needs functionRef")
+    loaded = cloudpickle.loads(open_object_store(config.storage).get(config.function_ref))
+    return loaded() if inspect.isclass(loaded) else loaded
+
+
+class CustomBackend:
+    """A user's object: each public method is ``POST /{method}`` taking and giving JSON.
+
+    The body is the arguments: an object is keyword arguments, an array positional ones,
+    an empty body none. The answer is the method's return value as JSON.
+    """
+
+    def __init__(self, instance: Any) -> None:
+        self.instance = instance
+        self.methods: dict[str, Callable[..., Any]] = {
+            name: getattr(instance, name)
+            for name in dir(instance)
+            if not name.startswith("_") and callable(getattr(instance, name, None))
+        }
+
+    async def handle(self, method: str, path: str, request: Request) -> Response:
+        """Call ``path``'s method with the body's arguments."""
+        name = path.strip("/")
+        target = self.methods.get(name)
+        if target is None:
+            known = ", ".join(sorted(self.methods)) or "none"
+            return error_response(404, "not_found", f"no method {name!r}; methods: {known}")
+        if method != "POST":
+            return error_response(405, "method_not_allowed", f"call {name} with POST")
+        body = await request.body()
+        try:
+            arguments = json.loads(body) if body.strip() else None
+        except ValueError as error:
+            return error_response(422, "invalid_json", f"the body is not JSON: {error}")
+        args, kwargs = _arguments(arguments)
+        try:
+            result = await _call(target, args, kwargs)
+            return JSONResponse(result)
+        except Exception as error:  # the user's error, answered, never fatal to the replica
+            return error_response(500, type(error).__name__, str(error)[:2000])
+
+
+def _arguments(arguments: Any) -> tuple[list[Any], dict[str, Any]]:
+    if arguments is None:
+        return [], {}
+    if isinstance(arguments, dict):
+        return [], arguments
+    if isinstance(arguments, list):
+        return arguments, {}
+    return [arguments], {}
+
+
+async def _call(target: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if inspect.iscoroutinefunction(target):
+        return await target(*args, **kwargs)
+    result = await asyncio.to_thread(target, *args, **kwargs)
+    if inspect.isawaitable(result):
+        return await _awaited(result)
+    return result
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value

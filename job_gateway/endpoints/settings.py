@@ -1,0 +1,39 @@
+"""The endpoints' settings (``GATEWAY_`` prefix): Serve's HTTP proxy and the probe."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["EndpointSettings"]
+
+
+class EndpointSettings(BaseSettings):
+    """``GATEWAY_SERVE_*`` and ``GATEWAY_ENDPOINT_*``."""
+
+    model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", frozen=True)
+
+    serve_endpoints: bool = Field(
+        default=True,
+        description=(
+            "Deploy placed endpoints on Ray Serve (needs GATEWAY_EXECUTE_JOBS, i.e. the "
+            "gateway's Ray). false: endpoints are placed (Deploying) and nothing serves them."
+        ),
+    )
+    serve_host: str = Field(default="127.0.0.1", description="Address of Serve's HTTP proxy.")
+    serve_port: int = Field(
+        default=8900, ge=1, le=65535, description="Port of Serve's HTTP proxy on the head node."
+    )
+    endpoint_probe_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        description="How often each endpoint is reconciled and its health probe sent.",
+    )
+    endpoint_deploy_timeout_seconds: float = Field(
+        default=900.0,
+        gt=0,
+        description="A deployment not Running by then fails (DeployTimedOut).",
+    )
+    endpoint_probe_timeout_seconds: float = Field(
+        default=5.0, gt=0, description="One health probe at most."
+    )

@@ -1,0 +1,203 @@
+"""Create, read, list, stop and wake endpoints: the rules behind ``/v1/endpoints``.
+
+Every check runs before the GridweaveEndpoint is created, so a refused request creates
+nothing. Reads go to the CRD store. Stopping is one setter (Stopped frees the VRAM in the
+allocation map, and the reconciler deletes the Serve application); a wake puts a Stopped
+endpoint back in the scheduling loop's queue, where any number of wakes make one
+placement, and long-polls the reconciler until it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+
+from gridweave_clients.gateway.endpoints import (
+    CreateEndpointRequest,
+    EndpointResponse,
+    StopEndpointRequest,
+)
+from gridweave_controller.errors import (
+    AlreadyExists,
+    Conflict,
+    CrdError,
+    CRDNotInstalled,
+    Invalid,
+    NotFound,
+    TransportError,
+)
+from gridweave_controller.models import Endpoint
+from gridweave_controller.operations import AsyncClientBase
+from gridweave_controller.phases import EndpointPhase
+from gridweave_runtime.errors import InvalidRequest
+from job_gateway.errors import (
+    ClusterUnavailable,
+    EndpointAlreadyExists,
+    EndpointFailed,
+    EndpointNotFound,
+)
+from job_gateway.scheduler import PlacementRequest, Scheduler
+from job_gateway.scheduling import SchedulingLoop
+from job_gateway.services.jobs import impossible_field
+
+__all__ = [
+    "DELETED",
+    "SettledWait",
+    "create_endpoint",
+    "endpoint_response",
+    "get_endpoint",
+    "list_endpoints",
+    "stop_endpoint",
+    "wake_endpoint",
+]
+
+#: Waits until an endpoint runs, has ended or is gone, at most the given seconds.
+SettledWait = Callable[[str, float], Awaitable[None]]
+#: The reason of an endpoint stopped by ``DELETE /v1/endpoints/{id}``.
+DELETED = "Deleted"
+
+
+@contextmanager
+def crd_errors(endpoint_id: str | None = None) -> Iterator[None]:
+    """The controller's errors as the gateway's own (mapped to HTTP once, in the app)."""
+    try:
+        yield
+    except (CRDNotInstalled, TransportError) as exc:
+        raise ClusterUnavailable(detail=str(exc)) from exc
+    except NotFound as exc:
+        raise EndpointNotFound(endpoint_id=endpoint_id) from exc
+    except AlreadyExists as exc:
+        raise EndpointAlreadyExists(endpoint_id=endpoint_id) from exc
+    except Invalid as exc:
+        raise InvalidRequest(exc.field or "body", str(exc)) from exc
+    except CrdError as exc:  # anything else the store said: not the caller's fault
+        raise ClusterUnavailable(detail=str(exc)) from exc
+
+
+def endpoint_response(endpoint: Endpoint) -> EndpointResponse:
+    """The API's view of a GridweaveEndpoint."""
+    spec, status = endpoint.spec, endpoint.status
+    return EndpointResponse(
+        id=endpoint.name,
+        user_id=spec.user_id,
+        owner=endpoint.billing_owner,
+        mode=spec.mode,
+        model=spec.model,
+        phase=status.phase,
+        reason=status.reason,
+        message=status.message,
+        url=status.url,
+        node=status.node,
+        gpu_indices=list(status.gpu_indices),
+        ready_replicas=status.ready_replicas,
+        health=status.health,
+        created_at=endpoint.metadata.creation_timestamp,
+        started_at=status.started_at,
+        stopped_at=status.stopped_at,
+        billed_seconds=status.billed_seconds,
+        vram_mb=spec.vram_mb,
+        gpu_count=spec.gpu_count,
+        vendor=spec.vendor,
+        min_replicas=spec.min_replicas,
+        max_replicas=spec.max_replicas,
+        idle_seconds=spec.idle_seconds,
+    )
+
+
+async def create_endpoint(
+    *,
+    crd: AsyncClientBase,
+    scheduler: Scheduler,
+    request: CreateEndpointRequest,
+) -> Endpoint:
+    """Create the endpoint in Pending; 422 naming the field when it could never run here."""
+    if request.mode == "vllm" and not any(
+        not gpu.simulated for node in scheduler.inventory.nodes for gpu in node.gpus
+    ):
+        raise InvalidRequest(
+            "mode",
+            "vllm needs a real GPU and this cluster has none; use mode transformers on CPU",
+        )
+    if request.min_replicas > request.max_replicas:
+        raise InvalidRequest(
+            "min_replicas",
+            f"min_replicas ({request.min_replicas}) exceeds max_replicas ({request.max_replicas})",
+        )
+    asked = PlacementRequest(
+        name=request.endpoint_id,
+        vram_mb=request.vram_mb,
+        gpu_count=request.gpu_count,
+        vendor=request.vendor,
+        kind="endpoint",
+    )
+    impossible = scheduler.check(asked)
+    if impossible is not None:
+        raise InvalidRequest(impossible_field(impossible), impossible.message)
+    with crd_errors(request.endpoint_id):
+        return await crd.create_endpoint(
+            request.endpoint_id,
+            request.user_id,
+            vram_mb=request.vram_mb,
+            model=request.model,
+            mode=request.mode,
+            model_ref=request.model_ref,
+            function_ref=request.function_ref,
+            owner=request.owner,
+            gpu_count=request.gpu_count,
+            vendor=request.vendor,
+            min_replicas=request.min_replicas,
+            max_replicas=request.max_replicas,
+            idle_seconds=request.idle_seconds,
+        )
+
+
+async def get_endpoint(*, crd: AsyncClientBase, endpoint_id: str) -> Endpoint:
+    """One endpoint, read from the store."""
+    with crd_errors(endpoint_id):
+        return await crd.get_endpoint(endpoint_id)
+
+
+async def list_endpoints(
+    *, crd: AsyncClientBase, user_id: str | None, phase: EndpointPhase | None
+) -> list[Endpoint]:
+    """A user's endpoints (or everyone's), optionally in one phase, oldest first."""
+    with crd_errors():
+        found = await crd.list_endpoints(user_id=user_id)
+    chosen = [e for e in found if phase is None or e.phase is phase]
+    return sorted(chosen, key=lambda e: (e.metadata.creation_timestamp or 0, e.name))
+
+
+async def stop_endpoint(
+    *, crd: AsyncClientBase, endpoint_id: str, request: StopEndpointRequest
+) -> Endpoint:
+    """Stopped with the reason (VRAM freed, application deleted); an ended endpoint as is."""
+    with crd_errors(endpoint_id):
+        endpoint = await crd.get_endpoint(endpoint_id)
+        if endpoint.phase in (EndpointPhase.STOPPED, EndpointPhase.FAILED):
+            return endpoint  # idempotent: nothing runs, nothing is held
+        try:
+            return await crd.set_endpoint_stopped(endpoint_id, request.reason, request.message)
+        except Conflict:  # stopped (or failed) meanwhile by someone else: as it is now
+            return await crd.get_endpoint(endpoint_id)
+
+
+async def wake_endpoint(
+    *,
+    crd: AsyncClientBase,
+    loop: SchedulingLoop,
+    settled: SettledWait,
+    endpoint_id: str,
+    wait_s: float,
+) -> Endpoint:
+    """Place a Stopped endpoint again and wait (bounded) until it runs; the view as it is."""
+    with crd_errors(endpoint_id):
+        endpoint = await crd.get_endpoint(endpoint_id)
+    if endpoint.phase is EndpointPhase.FAILED:
+        raise EndpointFailed(endpoint_id=endpoint_id, reason=endpoint.status.reason)
+    if endpoint.phase is EndpointPhase.STOPPED:
+        loop.wake_endpoint(endpoint)
+    if endpoint.phase is not EndpointPhase.RUNNING and wait_s > 0:
+        await settled(endpoint_id, wait_s)
+        with crd_errors(endpoint_id):
+            endpoint = await crd.get_endpoint(endpoint_id)
+    return endpoint

@@ -1,0 +1,49 @@
+"""Users' classes served by custom endpoints in the tests (pickled by value, as the SDK does)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import ray
+
+
+class Greeter:
+    """Public methods are routes; the underscore one is not."""
+
+    def __init__(self) -> None:
+        self.greeted = 0
+
+    def greet(self, name: str) -> str:
+        self.greeted += 1
+        return f"hello {name}"
+
+    async def add(self, a: int, b: int) -> int:
+        return a + b
+
+    def where(self) -> dict[str, str | None]:
+        names = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+        seen: dict[str, str | None] = {name: os.environ.get(name) for name in names}
+        seen["ray_node_id"] = ray.get_runtime_context().get_node_id()
+        seen["pid"] = str(os.getpid())
+        return seen
+
+    def slow(self, seconds: float) -> float:
+        time.sleep(seconds)
+        return seconds
+
+    def fail(self) -> None:
+        raise ValueError("refused on purpose")
+
+    def _private(self) -> str:
+        return "never a route"
+
+
+class BrokenOnLoad:
+    """A class whose construction fails: the endpoint cannot come up."""
+
+    def __init__(self) -> None:
+        raise RuntimeError("the model file is missing")
+
+    def call(self) -> str:
+        return "unreachable"
