@@ -9,6 +9,7 @@ services start together and the next wave waits until each answers ``/healthz``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,10 @@ from pathlib import Path
 from gridweave_allinone.settings import AllInOneSettings
 from gridweave_runtime.postgres import to_sqlalchemy_url
 
-__all__ = ["ServiceSpec", "Wiring", "service_waves"]
+__all__ = ["DASHBOARD_SERVICES", "ServiceSpec", "Wiring", "service_waves"]
+
+#: The services whose /healthz and /metrics the dashboard's diagnostics page shows.
+DASHBOARD_SERVICES = ("gateway", "metering", "credit", "faucet", "chain", "kuberay")
 
 
 @dataclass(frozen=True)
@@ -116,8 +120,21 @@ def service_waves(
         ],
         [spec("platform", "PLATFORM_", "platform", shared_urls)],
         # the registry asks the platform for its token key at start; crane refuses a token
-        # realm on a loopback IP address, hence localhost
+        # realm on a loopback IP address, hence localhost; the dashboard proxies /v1 to the
+        # platform and shows every service's health and metrics to admins
         [
+            ServiceSpec(
+                "web",
+                "gridweave_allinone.dashboard",
+                "WEB_",
+                settings.port("web"),
+                env={
+                    "WEB_PLATFORM_URL": url("platform"),
+                    "WEB_SERVICE_URLS": json.dumps(
+                        {name: url(name) for name in DASHBOARD_SERVICES}, sort_keys=True
+                    ),
+                },
+            ),
             ServiceSpec(
                 "registry",
                 "registry_service",
@@ -128,6 +145,6 @@ def service_waves(
                     "REGISTRY_PLATFORM_URL": f"http://localhost:{settings.port('platform')}",
                 },
                 health_port=settings.port("registry_health"),
-            )
+            ),
         ],
     ]

@@ -31,6 +31,7 @@ DEFAULT_PORTS: dict[str, int] = {
     "cometbft": 26657,  # its RPC; P2P and the ABCI application on the two ports below it
     "registry": 30500,
     "registry_health": 30501,
+    "web": 3000,
 }
 
 

@@ -195,20 +195,29 @@ async def stream_job_logs(
 @router.get(
     "/{job_id}/logs/download",
     response_class=Response,
-    responses={200: {"content": {"text/plain": {}}, "description": "The whole stream."}},
+    responses={200: {"content": {"text/plain": {}}, "description": "The stream, or a page."}},
 )
 async def download_job_log(
     job_id: JobId,
     user: UserDep,
     services: JobServicesDep,
     stream: Annotated[Literal["stdout", "stderr"], Query()] = "stdout",
+    offset: Offset = 0,
+    length: Annotated[
+        int | None, Query(ge=1, le=2**62, description="At most this many bytes (one page).")
+    ] = None,
 ) -> Response:
-    """The whole of one output stream of the job's latest attempt, as a text file."""
+    """One output stream of the job's latest attempt as a text file: all of it, or the page
+    of ``length`` bytes from ``offset``; ``X-Log-Size`` is the whole stream's size."""
     data = await outcomes.job_log_bytes(
         services, user_id=user.user_id, job_id=job_id, stream=stream
     )
+    end = len(data) if length is None else offset + length
     return Response(
-        data,
+        data[offset:end],
         media_type="text/plain; charset=utf-8",
-        headers={"Content-Disposition": f'attachment; filename="{job_id}.{stream}.txt"'},
+        headers={
+            "Content-Disposition": f'attachment; filename="{job_id}.{stream}.txt"',
+            "X-Log-Size": str(len(data)),
+        },
     )

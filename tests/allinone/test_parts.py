@@ -3,6 +3,7 @@ the message when Go is missing, the services' wiring."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -58,8 +59,13 @@ def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Pat
     waves = service_waves(settings, service_kubeconfig=tmp_path / "kuberay.kubeconfig")
     specs = {spec.name: spec for wave in waves for spec in wave}
     order = [spec.name for wave in waves for spec in wave]
-    # the platform calls all the others; the registry asks the platform for its token key
-    assert order[-2:] == ["platform", "registry"]
+    # the platform calls all the others; the registry asks the platform for its token key;
+    # the dashboard proxies to the platform
+    assert order[-3:] == ["platform", "web", "registry"]
+    web = specs["web"].environment(Wiring("postgresql://u@/postgres", {}), "127.0.0.1")
+    assert web["WEB_PORT"] == str(DEFAULT_PORTS["web"] + 1000) == "4000"
+    assert web["WEB_PLATFORM_URL"] == f"http://127.0.0.1:{DEFAULT_PORTS['platform'] + 1000}"
+    assert "gateway" in json.loads(web["WEB_SERVICE_URLS"])
     assert (
         specs["registry"]
         .health_url("127.0.0.1")

@@ -163,6 +163,12 @@ class TestLiveLogs:
         )
         assert whole.content == b"step 1\nstep 2\npartial line\nlast\n"
         assert f'filename="{job_id}.stdout.txt"' in whole.headers["content-disposition"]
+        page = platform.http.get(
+            f"/v1/jobs/{job_id}/logs/download",
+            params={"stream": "stdout", "offset": 7, "length": 7},
+            headers=alice.headers,
+        )
+        assert page.content == b"step 2\n" and page.headers["x-log-size"] == "32"
 
     def test_another_users_job_is_404_and_a_bad_position_is_named(
         self, platform: PlatformServer, alice: User

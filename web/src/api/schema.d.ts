@@ -253,7 +253,8 @@ export interface paths {
         };
         /**
          * Download Job Log
-         * @description The whole of one output stream of the job's latest attempt, as a text file.
+         * @description One output stream of the job's latest attempt as a text file: all of it, or the page
+         *     of ``length`` bytes from ``offset``; ``X-Log-Size`` is the whole stream's size.
          */
         get: operations["download_job_log"];
         put?: never;
@@ -826,7 +827,8 @@ export interface components {
         };
         /**
          * DeployEndpointRequest
-         * @description Serve a model (``vllm``, ``transformers``) or a pickled class (``custom``).
+         * @description Serve a model (``vllm``, ``transformers``: ``model`` or ``model_ref``) or a pickled
+         *     class (``custom``: ``function``); ``min_replicas`` <= ``max_replicas``.
          */
         DeployEndpointRequest: {
             /**
@@ -2256,6 +2258,10 @@ export interface operations {
         parameters: {
             query?: {
                 stream?: "stdout" | "stderr";
+                /** @description Byte offset to read from. */
+                offset?: number;
+                /** @description At most this many bytes (one page). */
+                length?: number | null;
             };
             header?: never;
             path: {
@@ -2266,7 +2272,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The whole stream. */
+            /** @description The stream, or a page. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -1,0 +1,74 @@
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect } from "react";
+import { Navigate, Route, Routes, useLocation, useNavigate } from "react-router";
+import { SESSION_EXPIRED, api, unwrap } from "./api/client";
+import { Layout } from "./components/Layout";
+import { Diagnostics } from "./pages/admin/Diagnostics";
+import { Nodes } from "./pages/admin/Nodes";
+import { RegistryQuotas } from "./pages/admin/RegistryQuotas";
+import { Users } from "./pages/admin/Users";
+import { Credits } from "./pages/Credits";
+import { Endpoints } from "./pages/Endpoints";
+import { JobDetail } from "./pages/JobDetail";
+import { Jobs } from "./pages/Jobs";
+import { Keys } from "./pages/Keys";
+import { Overview } from "./pages/Overview";
+import { SignIn } from "./pages/SignIn";
+
+export function useMe() {
+  return useQuery({
+    queryKey: ["me"],
+    queryFn: async () => unwrap(await api.GET("/v1/me")),
+    retry: false,
+    staleTime: 60_000,
+  });
+}
+
+/** An ended session sends the user to sign-in; after it, back to the page they were on. */
+function useSessionExpiry() {
+  const navigate = useNavigate();
+  const location = useLocation();
+  const queries = useQueryClient();
+  useEffect(() => {
+    const expired = () => {
+      if (location.pathname === "/sign-in") return;
+      queries.clear();
+      const next = location.pathname + location.search;
+      navigate(`/sign-in?next=${encodeURIComponent(next)}`, { replace: true });
+    };
+    window.addEventListener(SESSION_EXPIRED, expired);
+    return () => window.removeEventListener(SESSION_EXPIRED, expired);
+  }, [navigate, location, queries]);
+}
+
+function Signed({ admin = false, children }: { admin?: boolean; children: React.ReactNode }) {
+  const me = useMe();
+  const location = useLocation();
+  if (me.isPending) return <p className="p-8 text-slate-600">Loading…</p>;
+  if (me.isError) {
+    const next = encodeURIComponent(location.pathname + location.search);
+    return <Navigate to={`/sign-in?next=${next}`} replace />;
+  }
+  if (admin && me.data.role !== "admin") return <p className="p-8">This page is for admins.</p>;
+  return <Layout user={me.data}>{children}</Layout>;
+}
+
+export function App() {
+  useSessionExpiry();
+  return (
+    <Routes>
+      <Route path="/sign-in" element={<SignIn />} />
+      <Route path="/" element={<Signed><Overview /></Signed>} />
+      <Route path="/jobs" element={<Signed><Jobs /></Signed>} />
+      <Route path="/jobs/:jobId" element={<Signed><JobDetail /></Signed>} />
+      <Route path="/endpoints" element={<Signed><Endpoints /></Signed>} />
+      <Route path="/credits" element={<Signed><Credits /></Signed>} />
+      <Route path="/keys" element={<Signed><Keys /></Signed>} />
+      <Route path="/admin/nodes" element={<Signed admin><Nodes /></Signed>} />
+      <Route path="/admin/registry" element={<Signed admin><RegistryQuotas /></Signed>} />
+      <Route path="/admin/diagnostics" element={<Signed admin><Diagnostics /></Signed>} />
+      <Route path="/admin/users" element={<Signed admin><Users /></Signed>} />
+      <Route path="*" element={<Navigate to="/" replace />} />
+    </Routes>
+  );
+}

@@ -1,0 +1,103 @@
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import { api, credits, errorMessage, type Schemas, unwrap, when } from "../api/client";
+import { Card } from "../components/Layout";
+
+const DAYS = 30;
+
+/** Spend per UTC day (micro-credits), oldest first, one entry for each of the last ``days``. */
+export function dailySpend(records: Schemas["UsageRecordResponse"][], now: Date, days = DAYS) {
+  const totals = new Map<string, number>();
+  for (let back = days - 1; back >= 0; back--) {
+    totals.set(new Date(now.getTime() - back * 86_400_000).toISOString().slice(0, 10), 0);
+  }
+  for (const record of records) {
+    const day = record.finished_at.slice(0, 10);
+    if (totals.has(day)) totals.set(day, (totals.get(day) ?? 0) + record.cost);
+  }
+  return [...totals].map(([day, cost]) => ({ day, cost, credits: cost / 1_000_000 }));
+}
+
+export function usageCsv(records: Schemas["UsageRecordResponse"][]): string {
+  const head = "finished_at,kind,job_id,endpoint_id,node,gpu_count,vram_mb,billed_seconds,price_per_gpu_second,cost_micro_credits,settlement";
+  const rows = records.map((r) =>
+    [r.finished_at, r.kind, r.job_id ?? "", r.endpoint_id ?? "", r.node, r.gpu_count, r.vram_mb, r.billed_seconds, r.price_per_gpu_second, r.cost, r.settlement.state]
+      .map((value) => (/[",\n]/.test(String(value)) ? `"${String(value).replace(/"/g, '""')}"` : String(value)))
+      .join(","),
+  );
+  return [head, ...rows].join("\n") + "\n";
+}
+
+export function Credits() {
+  const queries = useQueryClient();
+  const [message, setMessage] = useState<string | null>(null);
+  const balance = useQuery({ queryKey: ["credits"], queryFn: async () => unwrap(await api.GET("/v1/credits")), refetchInterval: 10_000 });
+  const usage = useQuery({
+    queryKey: ["usage", "month"],
+    queryFn: async () =>
+      unwrap(await api.GET("/v1/usage", { params: { query: { from: new Date(Date.now() - DAYS * 86_400_000).toISOString(), limit: 1000 } } })),
+    refetchInterval: 30_000,
+  });
+  const records = usage.data?.records ?? [];
+  const exportCsv = () => {
+    const url = URL.createObjectURL(new Blob([usageCsv(records)], { type: "text/csv" }));
+    const link = document.createElement("a");
+    link.href = url;
+    link.download = `gridweave-usage-${new Date().toISOString().slice(0, 10)}.csv`;
+    link.click();
+    URL.revokeObjectURL(url);
+  };
+  const refill = async () => {
+    const { error } = await api.POST("/v1/credits/refill");
+    setMessage(error ? errorMessage(error) : "Refill granted");
+    await queries.invalidateQueries({ queryKey: ["credits"] });
+  };
+  return (
+    <div className="space-y-4">
+      <h1 className="text-2xl font-semibold">Credits &amp; usage</h1>
+      <div className="grid grid-cols-1 gap-4 md:grid-cols-3">
+        <Card title="Balance"><p className="text-2xl">{balance.data ? credits(balance.data.balance) : "…"}</p></Card>
+        <Card title="Held"><p className="text-2xl">{balance.data ? credits(balance.data.held) : "…"}</p></Card>
+        <Card title="Spent, last 30 days"><p className="text-2xl" data-testid="spent">{usage.data ? credits(usage.data.totals.cost) : "…"}</p></Card>
+      </div>
+      <div className="flex gap-3">
+        <button type="button" onClick={refill} className="rounded border border-slate-400 px-3 py-1">Ask for a refill</button>
+        <button type="button" onClick={exportCsv} disabled={records.length === 0} className="rounded bg-slate-900 px-3 py-1 text-white disabled:opacity-40">Export CSV</button>
+        {message && <p role="status" className="text-sm">{message}</p>}
+      </div>
+      <Card title="Daily spend (credits)">
+        <div className="h-64" role="img" aria-label="Daily spend over the last 30 days">
+          <ResponsiveContainer width="100%" height="100%">
+            <BarChart data={dailySpend(records, new Date())}>
+              <CartesianGrid strokeDasharray="3 3" />
+              <XAxis dataKey="day" tick={{ fontSize: 10 }} />
+              <YAxis tick={{ fontSize: 10 }} />
+              <Tooltip />
+              <Bar dataKey="credits" fill="#1e3a8a" isAnimationActive={false} />
+            </BarChart>
+          </ResponsiveContainer>
+        </div>
+      </Card>
+      <Card title="Ledger">
+        <table className="w-full text-sm">
+          <thead>
+            <tr className="text-left"><th className="p-1">Finished</th><th className="p-1">What</th><th className="p-1">Billed s</th><th className="p-1">Cost</th><th className="p-1">Settlement</th></tr>
+          </thead>
+          <tbody>
+            {records.map((record) => (
+              <tr key={record.id} className="border-t border-slate-100" data-testid="usage-row">
+                <td className="p-1">{when(record.finished_at)}</td>
+                <td className="p-1 font-mono">{record.job_id ?? record.endpoint_id ?? record.kind}</td>
+                <td className="p-1">{record.billed_seconds}</td>
+                <td className="p-1">{credits(record.cost)}</td>
+                <td className="p-1">{record.settlement.state}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {usage.data && records.length === 0 && <p className="text-sm text-slate-600">No usage in the last 30 days.</p>}
+      </Card>
+    </div>
+  );
+}

@@ -1,0 +1,168 @@
+import * as Checkbox from "@radix-ui/react-checkbox";
+import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { Link } from "react-router";
+import { api, errorMessage, type JobPhase, unwrap, when } from "../api/client";
+import { PhaseBadge } from "../components/Layout";
+
+export const PAGE_SIZE = 50;
+const PHASES: JobPhase[] = ["Pending", "Allocated", "Running", "Completed", "Failed", "Cancelled", "TimedOut"];
+const FINISHED = new Set<string>(["Completed", "Failed", "Cancelled", "TimedOut"]);
+
+function Tick({ checked, onChange, label }: { checked: boolean; onChange: (value: boolean) => void; label: string }) {
+  return (
+    <Checkbox.Root
+      checked={checked}
+      onCheckedChange={(value) => onChange(value === true)}
+      aria-label={label}
+      className="flex h-4 w-4 items-center justify-center rounded border border-slate-500 bg-white"
+    >
+      <Checkbox.Indicator className="text-xs leading-none">✓</Checkbox.Indicator>
+    </Checkbox.Root>
+  );
+}
+
+export function Jobs() {
+  const queries = useQueryClient();
+  const [phase, setPhase] = useState<JobPhase | "">("");
+  const [from, setFrom] = useState("");
+  const [to, setTo] = useState("");
+  const [cursors, setCursors] = useState<string[]>([]); // the cursor of each page after the first
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [message, setMessage] = useState<string | null>(null);
+  const cursor = cursors.at(-1);
+  const filters = { phase, from, to };
+  const page = useQuery({
+    queryKey: ["jobs", "page", filters, cursor],
+    queryFn: async () =>
+      unwrap(
+        await api.GET("/v1/jobs", {
+          params: {
+            query: {
+              limit: PAGE_SIZE,
+              ...(cursor ? { cursor } : {}),
+              ...(phase ? { phase: [phase] } : {}),
+              ...(from ? { created_after: new Date(from).toISOString() } : {}),
+              ...(to ? { created_before: new Date(to).toISOString() } : {}),
+            },
+          },
+        }),
+      ),
+    placeholderData: keepPreviousData,
+    refetchInterval: 5_000, // paused while the tab is hidden
+  });
+  const refilter = (change: () => void) => {
+    change();
+    setCursors([]);
+    setSelected(new Set());
+  };
+  const cancel = async (ids: string[]) => {
+    setMessage(null);
+    const answers = await Promise.all(
+      ids.map((id) => api.POST("/v1/jobs/{job_id}/cancel", { params: { path: { job_id: id } } })),
+    );
+    const refused = answers.filter((answer) => answer.error);
+    setMessage(
+      refused.length
+        ? `${ids.length - refused.length} cancelled; ${refused.length} refused: ${errorMessage(refused[0]?.error)}`
+        : `${ids.length} cancelled`,
+    );
+    setSelected(new Set());
+    await queries.invalidateQueries({ queryKey: ["jobs"] });
+  };
+  const jobs = page.data?.jobs ?? [];
+  const cancellable = jobs.filter((job) => !FINISHED.has(job.phase));
+  const toggle = (id: string, on: boolean) => {
+    const next = new Set(selected);
+    if (on) next.add(id);
+    else next.delete(id);
+    setSelected(next);
+  };
+  return (
+    <div className="space-y-4">
+      <h1 className="text-2xl font-semibold">Jobs</h1>
+      <div className="flex flex-wrap items-end gap-4 text-sm">
+        <label className="flex flex-col">
+          Phase
+          <select className="rounded border border-slate-400 px-2 py-1" value={phase} onChange={(e) => refilter(() => setPhase(e.target.value as JobPhase | ""))}>
+            <option value="">Any</option>
+            {PHASES.map((value) => <option key={value}>{value}</option>)}
+          </select>
+        </label>
+        <label className="flex flex-col">
+          Created from
+          <input type="datetime-local" className="rounded border border-slate-400 px-2 py-1" value={from} onChange={(e) => refilter(() => setFrom(e.target.value))} />
+        </label>
+        <label className="flex flex-col">
+          Created before
+          <input type="datetime-local" className="rounded border border-slate-400 px-2 py-1" value={to} onChange={(e) => refilter(() => setTo(e.target.value))} />
+        </label>
+        <button
+          type="button"
+          disabled={selected.size === 0}
+          onClick={() => cancel([...selected])}
+          className="rounded bg-red-700 px-3 py-1.5 text-white disabled:opacity-40"
+        >
+          Cancel selected ({selected.size})
+        </button>
+        <span className="text-slate-700" data-testid="jobs-total">{page.data ? `${page.data.total ?? jobs.length} jobs` : ""}</span>
+      </div>
+      {message && <p role="status" className="text-sm">{message}</p>}
+      {page.isError && <p role="alert" className="text-red-700">{errorMessage(page.error)}</p>}
+      <table className="w-full border-collapse bg-white text-sm">
+        <thead>
+          <tr className="border-b border-slate-300 text-left">
+            <th className="p-2">
+              <Tick
+                label="Select every cancellable job on this page"
+                checked={cancellable.length > 0 && cancellable.every((job) => selected.has(job.job_id))}
+                onChange={(on) => setSelected(on ? new Set(cancellable.map((job) => job.job_id)) : new Set())}
+              />
+            </th>
+            <th className="p-2">Job</th>
+            <th className="p-2">Function</th>
+            <th className="p-2">Phase</th>
+            <th className="p-2">GPU</th>
+            <th className="p-2">Created</th>
+            <th className="p-2"><span className="sr-only">Actions</span></th>
+          </tr>
+        </thead>
+        <tbody>
+          {jobs.map((job) => (
+            <tr key={job.job_id} className="border-b border-slate-100" data-testid="job-row">
+              <td className="p-2">
+                {!FINISHED.has(job.phase) && (
+                  <Tick label={`Select ${job.job_id}`} checked={selected.has(job.job_id)} onChange={(on) => toggle(job.job_id, on)} />
+                )}
+              </td>
+              <td className="p-2 font-mono"><Link className="text-blue-800 underline" to={`/jobs/${job.job_id}`}>{job.job_id}</Link></td>
+              <td className="p-2">{job.function_name ?? "—"}</td>
+              <td className="p-2"><PhaseBadge phase={job.phase} /></td>
+              <td className="p-2">{job.gpu_count} × {job.vram_mb} MB {job.vendor}</td>
+              <td className="p-2">{when(job.created_at)}</td>
+              <td className="p-2">
+                {!FINISHED.has(job.phase) && (
+                  <button type="button" className="text-red-800 underline" onClick={() => cancel([job.job_id])}>Cancel</button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {page.data && jobs.length === 0 && <p className="text-slate-600">No jobs match.</p>}
+      <div className="flex gap-2">
+        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))} className="rounded border border-slate-400 px-3 py-1 disabled:opacity-40">
+          Previous
+        </button>
+        <button
+          type="button"
+          disabled={!page.data?.next_cursor}
+          onClick={() => page.data?.next_cursor && setCursors([...cursors, page.data.next_cursor])}
+          className="rounded border border-slate-400 px-3 py-1 disabled:opacity-40"
+        >
+          Next
+        </button>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,54 @@
+import { useQuery } from "@tanstack/react-query";
+import { Card } from "../../components/Layout";
+
+type Service = { name: string; url: string; healthy: boolean; status: string; figures: Record<string, number>; metrics: string };
+
+/** The Prometheus samples whose names start with one of ``prefixes``, summed per name. */
+export function keyFigures(text: string, prefixes: string[]): Record<string, number> {
+  const figures: Record<string, number> = {};
+  for (const line of text.split("\n")) {
+    if (!line || line.startsWith("#")) continue;
+    const match = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (!match || !prefixes.some((prefix) => match[1]!.startsWith(prefix))) continue;
+    const value = Number(match[3]);
+    if (Number.isFinite(value)) figures[match[1]!] = (figures[match[1]!] ?? 0) + value;
+  }
+  return figures;
+}
+
+const KEY_PREFIXES = ["http_requests_total", "http_request_duration_seconds_count", "process_resident_memory_bytes", "process_cpu_seconds_total", "gridweave_"];
+
+export function Diagnostics() {
+  const services = useQuery({
+    queryKey: ["diagnostics"],
+    queryFn: async () => {
+      const response = await fetch("/-/diagnostics", { credentials: "same-origin" });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      return (await response.json()) as { services: Service[] };
+    },
+    refetchInterval: 15_000,
+  });
+  return (
+    <div className="space-y-4">
+      <h1 className="text-2xl font-semibold">Diagnostics</h1>
+      {services.isError && <p role="alert" className="text-red-700">{String(services.error)}</p>}
+      {services.data?.services.map((service) => {
+        const figures = keyFigures(service.metrics, KEY_PREFIXES);
+        return (
+          <Card key={service.name} title={service.name}>
+            <p className={`text-sm font-medium ${service.healthy ? "text-green-800" : "text-red-700"}`}>{service.healthy ? "healthy" : `unhealthy: ${service.status}`}</p>
+            <dl className="mt-2 grid grid-cols-2 gap-x-4 text-xs">
+              {Object.entries(figures).slice(0, 12).map(([name, value]) => (
+                <div key={name} className="contents"><dt className="font-mono">{name}</dt><dd>{value.toLocaleString("en-US")}</dd></div>
+              ))}
+            </dl>
+            <details className="mt-2 text-xs">
+              <summary>Raw /metrics</summary>
+              <pre className="max-h-64 overflow-auto bg-slate-100 p-2">{service.metrics}</pre>
+            </details>
+          </Card>
+        );
+      })}
+    </div>
+  );
+}
