@@ -8,11 +8,11 @@ controller's own exception (:class:`StatusDecoder`: kuberay-service answers Kube
 ``Status`` bodies). An operation without a route (``wait_for_job``) runs its flow here,
 its reads sent as routed reads.
 
-On the wire: path parameters are checked as object names before anything is sent; a GET
-sends the other arguments as query parameters (None left out), any other method as a
-JSON body with camelCase keys. A caller's copy of the object (``known=`` of a setter)
-travels as its resourceVersion only: kuberay-service computes the patch from an object it
-was itself answered at that version, never from a status the caller sends.
+The wire form is :mod:`gridweave_clients.kuberay_wire`'s. A caller's copy of the object
+(``known=`` of a setter) travels as its resourceVersion only: kuberay-service computes the
+patch from an object it was itself answered at that version, never from a status the
+caller sends. The asyncio client sends its writes alone while few are in flight, and
+together in one ``POST /v1/crd/batch`` when more wait (:mod:`gridweave_clients.kuberay_batches`).
 
 Retries (:class:`CrdRetryPolicy`): every call is retried when nothing was sent (a connect
 error); reads also after a timeout, a dropped connection or a 5xx. Writes (creates,
@@ -24,33 +24,28 @@ a re-allocation). The caller gets TransportError and reads the object to decide.
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import threading
 import time
-import typing
-from collections.abc import Callable, Mapping, Sequence
-from functools import cache
 from typing import Any, TypeVar, cast
 
 import httpx
-from pydantic.alias_generators import to_snake
 
-from gridweave_clients._core import Answer, Call, ErrorDecoder, Failure, RetryPolicy, encode_json
+from gridweave_clients._core import Answer, Call, ErrorDecoder, Failure, RetryPolicy
 from gridweave_clients.base import AsyncInternalClient, InternalClient
+from gridweave_clients.kuberay_batches import DEFAULT_ALONE, WriteBatches
 from gridweave_clients.kuberay_watch import AsyncProxiedWatchSource, ProxiedWatchSource
-from gridweave_controller._flow import FlowContext, run_flow, run_flow_async
-from gridweave_controller._objects import check_known
-from gridweave_controller.errors import (
-    CrdError,
-    Invalid,
-    TransportError,
-    error_from_status,
-    parse_status_body,
+from gridweave_clients.kuberay_wire import (
+    SERVICE,
+    error_from_answer,
+    request_for,
+    result_from,
 )
+from gridweave_controller._flow import FlowContext, run_flow, run_flow_async
+from gridweave_controller.errors import Invalid, TransportError
 from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.operations import (
-    CRD_PREFIX,
+    BATCHABLE,
     AsyncClientBase,
     BlockingClientBase,
     Operation,
@@ -64,7 +59,6 @@ from gridweave_controller.store import (
     RawStore,
     RawWatchSource,
 )
-from gridweave_controller.validation import check_name
 
 __all__ = [
     "DEFAULT_URL",
@@ -82,7 +76,6 @@ URL_ENV = "KUBERAY_URL"
 TOKEN_ENV = "GRIDWEAVE_INTERNAL_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8800"
 DEFAULT_TIMEOUT_S = 30.0
-_SERVICE = "kuberay-service"
 #: The namespace is kuberay-service's: a composed flow's reads go through routes that
 #: ignore this one.
 _COMPOSED = FlowContext("gridweave")
@@ -107,7 +100,7 @@ class StatusDecoder(ErrorDecoder):
     """kuberay-service's ``Status`` bodies become the controller's own exceptions."""
 
     def __init__(self) -> None:
-        super().__init__(_SERVICE)
+        super().__init__(SERVICE)
 
     def refused(self, call: Call, answer: Answer) -> Exception:
         """The controller error the Status names (InvalidTransition, NotFound...)."""
@@ -115,86 +108,16 @@ class StatusDecoder(ErrorDecoder):
 
     def unavailable(self, call: Call, reason: str) -> Exception:
         """No usable answer: TransportError."""
-        return TransportError(f"{_SERVICE} {call.method} {call.path}: {reason}")
+        return TransportError(f"{SERVICE} {call.method} {call.path}: {reason}")
 
     def closed(self, call: Call) -> Exception:
         """The client was closed: TransportError, nothing sent."""
-        return TransportError(f"the connection to {_SERVICE} was closed")
+        return TransportError(f"the connection to {SERVICE} was closed")
 
     def invalid_arguments(self, operation: str, fields: list[dict[str, str]]) -> Exception:
         """Arguments refused before sending: Invalid naming the first one."""
         field = fields[0]["field"] if fields else None
         return Invalid(f"{operation}: invalid {field}", field=field)
-
-
-def error_from_answer(status_code: int, content: bytes) -> CrdError:
-    """The controller error a non-2xx answer's Status names (TransportError without one)."""
-    status = parse_status_body(content)
-    fallback = f"{_SERVICE} answered HTTP {status_code}"
-    if status is None:
-        return TransportError(f"{fallback}: {content[:500]!r}")
-    error = error_from_status(status, status_code, fallback=fallback)
-    if isinstance(error, Invalid) and error.field is not None and error.field.isidentifier():
-        # The wire names are the parameters in camelCase; name the parameter, as the direct
-        # transport does.
-        error.field = to_snake(error.field)
-    return error
-
-
-_PLAIN = frozenset({str, int, bool, type(None)})
-
-
-def _wire_value(name: str, value: Any) -> Any:
-    if type(value) in _PLAIN:
-        return value
-    if isinstance(value, float) and not math.isfinite(value):  # JSON cannot carry it
-        raise Invalid(f"{name} must be a finite number, not {value!r}", field=name)
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return list(value)
-    return value
-
-
-def request_for(
-    operation: Operation[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Call:
-    """The request that performs ``operation(*args, **kwargs)`` on kuberay-service."""
-    route = operation.route
-    if route is None:
-        raise TypeError(f"{operation.name} has no route: it is composed on the client")
-    arguments = operation.arguments(args, kwargs)
-    path = route.path
-    names = [check_name(arguments.pop(name), field=name) for name in route.path_parameters]
-    for name, value in zip(route.path_parameters, names, strict=True):
-        path = path.replace("{" + name + "}", value)
-    for name, kind in operation.known_parameters.items():
-        if arguments[name] is None:  # no copy: the wire stays what it was without one
-            del arguments[name]
-        else:
-            known = check_known(arguments[name], kind, names[0], field=name)
-            arguments[name] = known.raw["metadata"]["resourceVersion"]
-    path = CRD_PREFIX + path
-    if route.method == "GET":
-        params = {route.wire_name(k): str(v) for k, v in arguments.items() if v is not None}
-        return Call("GET", path, params=params or None)
-    body = {route.wire_name(k): _wire_value(k, v) for k, v in arguments.items()}
-    return Call(route.method, path, body=encode_json(body) if body else None)
-
-
-@cache
-def _decoder(result_type: Any) -> Callable[[Any], Any]:
-    if result_type is type(None):
-        return lambda _body: None
-    if typing.get_origin(result_type) is list:
-        (model,) = typing.get_args(result_type)
-        return lambda body: [model.from_raw(raw) for raw in body["items"]]
-    return cast(Callable[[Any], Any], result_type.from_raw)
-
-
-def result_from(operation: Operation[..., Any], answer: Answer) -> Any:
-    """The typed result of a 2xx answer."""
-    return _decoder(operation.result_type)(answer.json())
 
 
 def _close(client: InternalClient | None, watches: ProxiedWatchSource | None) -> None:
@@ -231,7 +154,7 @@ class ProxiedClient(BlockingClientBase):
     ) -> None:
         """Point at kuberay-service at ``base_url``, authenticating with the internal token."""
         if not token:
-            raise Invalid(f"{TOKEN_ENV} is required to call {_SERVICE}", field=TOKEN_ENV)
+            raise Invalid(f"{TOKEN_ENV} is required to call {SERVICE}", field=TOKEN_ENV)
         client = InternalClient(
             base_url,
             token,
@@ -262,7 +185,7 @@ class ProxiedClient(BlockingClientBase):
         self._connected()
         source = self._watch_source
         if source is None:  # closed meanwhile
-            raise TransportError(f"the connection to {_SERVICE} was closed")
+            raise TransportError(f"the connection to {SERVICE} was closed")
         return source, ""
 
     def _connected(self) -> InternalClient:
@@ -273,7 +196,7 @@ class ProxiedClient(BlockingClientBase):
                     self.connect_from_environment()
                 client = self._client
         if client is None:  # closed meanwhile
-            raise TransportError(f"the connection to {_SERVICE} was closed")
+            raise TransportError(f"the connection to {SERVICE} was closed")
         return client
 
     def perform_operation(
@@ -297,9 +220,11 @@ class AsyncProxiedClient(AsyncClientBase):
         *,
         timeout: float = DEFAULT_TIMEOUT_S,
         transport: httpx.AsyncBaseTransport | None = None,
+        batch_after: int = DEFAULT_ALONE,
     ) -> None:
+        """``batch_after``: writes in flight before the next ones wait to go together."""
         if not token:
-            raise Invalid(f"{TOKEN_ENV} is required to call {_SERVICE}", field=TOKEN_ENV)
+            raise Invalid(f"{TOKEN_ENV} is required to call {SERVICE}", field=TOKEN_ENV)
         self._client = AsyncInternalClient(
             base_url,
             token,
@@ -309,6 +234,7 @@ class AsyncProxiedClient(AsyncClientBase):
             transport=transport,
         )
         self._watch_source = AsyncProxiedWatchSource(base_url, token, timeout=timeout)
+        self._writes = WriteBatches(self._client, batch_after)
 
     @classmethod
     def from_environment(cls) -> AsyncProxiedClient:
@@ -332,6 +258,8 @@ class AsyncProxiedClient(AsyncClientBase):
             flow = operation.flow(_COMPOSED, *args, **kwargs)
             reads = cast(AsyncRawStore, _AsyncRoutedReads(self))
             return await run_flow_async(flow, reads, asyncio.sleep)
+        if operation.name in BATCHABLE:
+            return await self._writes.write(operation, args, kwargs)  # type: ignore[no-any-return]
         answer = await self._client.send(request_for(operation, args, kwargs))
         return result_from(operation, answer)  # type: ignore[no-any-return]
 

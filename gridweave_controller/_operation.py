@@ -35,7 +35,9 @@ from gridweave_controller._flow import Flow, FlowContext
 from gridweave_controller.models import Endpoint, Job
 
 __all__ = [
+    "BATCH_PATH",
     "CRD_PREFIX",
+    "MAX_BATCH_CALLS",
     "AsyncRunner",
     "BlockingRunner",
     "Operation",
@@ -48,6 +50,12 @@ __all__ = [
 
 #: Where kuberay-service serves the routes of the operations.
 CRD_PREFIX = "/v1/crd"
+#: Where kuberay-service takes several writes in one request, under ``/v1/crd``: each call
+#: names its operation and carries its arguments as its own route would (camelCase, path
+#: parameters included); each answer is the code and body that route would give.
+BATCH_PATH = "/batch"
+#: The most calls one batch may carry.
+MAX_BATCH_CALLS = 64
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 _FLOW_PREFIX = "Flow["

@@ -17,7 +17,9 @@ from gridweave_controller._job_operations import (
     JobOperations,
 )
 from gridweave_controller._operation import (
+    BATCH_PATH,
     CRD_PREFIX,
+    MAX_BATCH_CALLS,
     AsyncRunner,
     BlockingRunner,
     Operation,
@@ -26,10 +28,13 @@ from gridweave_controller._operation import (
 from gridweave_controller._watch_methods import AsyncWatchMethods, WatchMethods
 
 __all__ = [
+    "BATCH_PATH",
+    "BATCHABLE",
     "CRD_PREFIX",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT_SECONDS",
     "FUNCTION_NAMES",
+    "MAX_BATCH_CALLS",
     "OPERATIONS",
     "AsyncClientBase",
     "AsyncRunner",
@@ -65,3 +70,10 @@ OPERATIONS: tuple[Operation[..., Any], ...] = tuple(
 FUNCTION_NAMES: frozenset[str] = frozenset(
     [operation.name for operation in OPERATIONS] + ["watch_jobs", "watch_endpoints"]
 )
+#: The operations a batch may carry, by name: the routed writes (reads travel alone, so
+#: each is retried on its own).
+BATCHABLE: dict[str, Operation[..., Any]] = {
+    operation.name: operation
+    for operation in OPERATIONS
+    if operation.route is not None and operation.route.method != "GET"
+}

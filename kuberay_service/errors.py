@@ -59,6 +59,8 @@ __all__ = [
     "ValidationRateLimited",
     "VpnPoolExhausted",
     "install_status_error_handlers",
+    "invalid_status",
+    "status_of",
     "status_response",
 ]
 
@@ -147,11 +149,17 @@ _TRANSPORT_FAILURE_CODE = 502
 _MAX_TEXT = 200
 
 
-def status_response(error: CrdError) -> JSONResponse:
-    """The error as a Status body with its HTTP code."""
+def status_of(error: CrdError) -> tuple[int, dict[str, Any]]:
+    """The error's HTTP code and Status body."""
     status = error.to_status()
     code = _TRANSPORT_FAILURE_CODE if isinstance(error, TransportError) else error.code
     status["code"] = code
+    return code, status
+
+
+def status_response(error: CrdError) -> JSONResponse:
+    """The error as a Status body with its HTTP code."""
+    code, status = status_of(error)
     return JSONResponse(status, status_code=code)
 
 
@@ -174,7 +182,8 @@ def _field(location: Sequence[Any]) -> str:
     return _cut(".".join(part or '""' for part in parts))  # an empty key still shows
 
 
-def _invalid_status(errors: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def invalid_status(errors: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A 422 Status naming the fields of pydantic's ``errors`` (at most MAX_ERROR_FIELDS)."""
     # at most MAX_ERROR_FIELDS causes, each cut short: the answer never grows with the input
     causes = [
         {
@@ -199,7 +208,7 @@ def install_status_error_handlers(app: FastAPI) -> None:
 
     async def on_validation_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return JSONResponse(_invalid_status(exc.errors()), status_code=422)
+        return JSONResponse(invalid_status(exc.errors()), status_code=422)
 
     async def on_service_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, GridweaveError)

@@ -15,6 +15,7 @@ every non-public path by the app's token middleware (``gridweave_runtime.auth``)
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import typing
 from collections.abc import Awaitable, Callable
@@ -22,12 +23,21 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 
 from gridweave_controller.aio import AsyncCrdClient
-from gridweave_controller.operations import CRD_PREFIX, OPERATIONS, Operation
+from gridweave_controller.errors import CrdError
+from gridweave_controller.operations import (
+    BATCH_PATH,
+    BATCHABLE,
+    CRD_PREFIX,
+    OPERATIONS,
+    Operation,
+)
 from gridweave_controller.store import GROUP, VERSION
+from kuberay_service.errors import invalid_status, status_of
 from kuberay_service.recent_objects import RecentObjects
-from kuberay_service.schemas.crd import request_model
+from kuberay_service.schemas.crd import BatchCall, BatchRequest, request_model
 
 __all__ = ["router"]
 
@@ -48,19 +58,23 @@ def served(request: Request) -> AsyncCrdClient:
     return client
 
 
+def _wire_result(operation: Operation[..., Any], result: Any) -> Any:
+    """A result as it travels: the raw object as the apiserver gave it, a List, or None."""
+    if result is None:
+        return None
+    if isinstance(result, list):
+        kind = typing.get_args(operation.result_type)[0].KIND + "List"
+        return {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "items": [i.raw for i in result]}
+    return result.raw
+
+
 def _responder(operation: Operation[..., Any]) -> Callable[[Any], Response]:
-    """How a result goes out: the raw object as the apiserver gave it, a List, or no body."""
+    """How a result goes out: its wire form with the route's code, or no body."""
     assert operation.route is not None
     status_code = operation.route.status_code
-    result_type = operation.result_type
-    if result_type is type(None):
+    if operation.result_type is type(None):
         return lambda _result: Response(status_code=status_code)
-    if typing.get_origin(result_type) is list:
-        kind = typing.get_args(result_type)[0].KIND + "List"
-        return lambda items: JSONResponse(
-            {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "items": [i.raw for i in items]}
-        )
-    return lambda item: JSONResponse(item.raw, status_code=status_code)
+    return lambda result: JSONResponse(_wire_result(operation, result), status_code=status_code)
 
 
 def _parameters(operation: Operation[..., Any]) -> list[inspect.Parameter]:
@@ -94,27 +108,87 @@ def recent_objects(request: Request) -> RecentObjects:
     return recent
 
 
+async def _perform(request: Request, operation: Operation[..., Any], values: dict[str, Any]) -> Any:
+    """Run ``operation`` with the route's ``values`` on the served client; its result.
+
+    A caller's copy of the object (``known=``) arrives as a resourceVersion and becomes the
+    object this app was last answered at that version, or None.
+    """
+    recent = recent_objects(request)
+    known = operation.known_parameters
+    if known and operation.route is not None:
+        named = values[operation.route.path_parameters[0]]
+        for name, kind in known.items():
+            if values[name] is not None:
+                values[name] = recent.recall(kind, named, values[name])
+    result = await served(request).perform_operation(operation, (), values)
+    recent.remember(result)
+    return result
+
+
 def _handler(operation: Operation[..., Any]) -> Callable[..., Awaitable[Response]]:
     respond = _responder(operation)
-    known = operation.known_parameters
-    named = operation.route.path_parameters[0] if known and operation.route else ""
 
     async def handle(request: Request, body: Any = None, **values: Any) -> Response:
         if body is not None:
             values.update({name: getattr(body, name) for name in type(body).model_fields})
-        client = served(request)
-        recent = recent_objects(request)
-        for name, kind in known.items():  # a resourceVersion: the object if seen at it
-            if values[name] is not None:
-                values[name] = recent.recall(kind, values[named], values[name])
-        result = await client.perform_operation(operation, (), values)
-        recent.remember(result)
-        return respond(result)
+        return respond(await _perform(request, operation, values))
 
     handle.__name__ = operation.name
     handle.__doc__ = operation.__doc__
     handle.__signature__ = inspect.Signature(_parameters(operation))  # type: ignore[attr-defined]
     return handle
+
+
+def _batch_values(operation: Operation[..., Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """One batched call's arguments as its route's handler would have them.
+
+    Raises pydantic's ValidationError, located at the wire name, as the route would.
+    """
+    assert operation.route is not None
+    path = {operation.route.wire_name(name): name for name in operation.route.path_parameters}
+    values = {name: arguments.get(wire) for wire, name in path.items()}
+    body = {key: value for key, value in arguments.items() if key not in path}
+    model = request_model(operation)
+    refused: list[Any] = [
+        {"type": "string_type", "loc": (wire,), "input": values[name]}
+        for wire, name in path.items()
+        if not isinstance(values[name], str)
+    ]
+    if model is None:
+        refused += [{"type": "extra_forbidden", "loc": (key,), "input": body[key]} for key in body]
+    if refused:
+        raise ValidationError.from_exception_data(operation.name, refused)
+    if model is not None:
+        parsed = model.model_validate(body)
+        values.update({name: getattr(parsed, name) for name in type(parsed).model_fields})
+    return values
+
+
+async def _batched(request: Request, call: BatchCall) -> dict[str, Any]:
+    """One call of a batch: ``{"code", "body"}`` as its own route would have answered."""
+    operation = BATCHABLE[call.operation]
+    assert operation.route is not None
+    try:
+        result = await _perform(request, operation, _batch_values(operation, call.arguments))
+    except CrdError as error:
+        code, status = status_of(error)
+        return {"code": code, "body": status}
+    except ValidationError as error:
+        return {"code": 422, "body": invalid_status(error.errors())}
+    return {"code": operation.route.status_code, "body": _wire_result(operation, result)}
+
+
+@router.post(BATCH_PATH, name="batch", operation_id="batch", response_class=JSONResponse)
+async def batch(request: Request, body: BatchRequest) -> JSONResponse:
+    """Several writes in one request, run concurrently; their answers in order.
+
+    Each call is the route of its operation, checked and answered as that route would be
+    (an answer's ``code`` and ``body``); one refused call does not stop the others. A busy
+    client sends its writes this way (``AsyncProxiedClient``): one request's cost for many.
+    """
+    results = await asyncio.gather(*(_batched(request, call) for call in body.calls))
+    return JSONResponse({"kind": "BatchResult", "results": results})
 
 
 for _operation in OPERATIONS:

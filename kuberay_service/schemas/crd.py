@@ -12,16 +12,16 @@ import typing
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from types import UnionType
-from typing import Any, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 from pydantic.alias_generators import to_camel, to_pascal
 from pydantic_core import PydanticCustomError
 
 from gridweave_clients.fields import MAX_UNKNOWN_FIELDS
-from gridweave_controller.operations import Operation
+from gridweave_controller.operations import BATCHABLE, MAX_BATCH_CALLS, Operation
 
-__all__ = ["request_model", "wire_type"]
+__all__ = ["BatchCall", "BatchRequest", "request_model", "wire_type"]
 
 
 class RequestBody(BaseModel):
@@ -91,3 +91,25 @@ def request_model(operation: Operation[..., Any]) -> type[RequestBody] | None:
         **fields,
     )
     return model
+
+
+#: The wire names one call of a batch may carry: its route's parameters (camelCase, the
+#: path's included); the arguments are checked by the operation's own request model.
+_MAX_BATCH_ARGUMENTS = 64 + MAX_UNKNOWN_FIELDS
+
+
+class BatchCall(BaseModel):
+    """One write of a batch: the operation's name and its arguments as its route takes them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    operation: Literal[tuple(BATCHABLE)]  # type: ignore[valid-type]
+    arguments: Annotated[dict[str, Any], Field(max_length=_MAX_BATCH_ARGUMENTS)] = {}
+
+
+class BatchRequest(BaseModel):
+    """The body of ``POST /v1/crd/batch``: up to ``MAX_BATCH_CALLS`` writes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    calls: Annotated[list[BatchCall], Field(min_length=1, max_length=MAX_BATCH_CALLS)]

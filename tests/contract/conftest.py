@@ -19,6 +19,7 @@ from gridweave_controller._kube_store import KubeStore
 from gridweave_controller.aio import AsyncCrdClient
 from job_gateway import crd_client
 from tests import mock_crd
+from tests.contract.batched import BatchedFunctions
 from tests.contract.transports import (
     TRANSPORTS,
     Transport,
@@ -37,6 +38,10 @@ def _proxied(
 
     ``backend`` is a typed client on the same store, for the tests' own reads.
     """
+    if "batched" in name:
+        functions = BatchedFunctions(url, TOKEN)
+        stack.callback(functions.close)
+        return Transport(name, functions, backend, backend.namespace, served_store)
     crd_client.connect(url, TOKEN)
     stack.callback(crd_client.close)
     return Transport(name, crd_client, backend, backend.namespace, served_store)
@@ -50,7 +55,8 @@ def transport(
 
     ``mock`` and ``real`` call the typed client directly over the in-memory store and the
     real apiserver; ``proxied-mock`` and ``proxied-real`` put job_gateway.crd_client and
-    kuberay-service (over real HTTP) in front of the same two stores.
+    kuberay-service (over real HTTP) in front of the same two stores;
+    ``proxied-batched-mock`` sends every write of the asyncio proxied client in a batch.
     """
     name: str = request.param
     proxied = name.startswith("proxied-")

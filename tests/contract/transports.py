@@ -19,12 +19,14 @@ import pytest
 from gridweave_controller import CrdClient
 
 #: mock: tests/mock_crd over the in-memory store; real: gridweave_controller.crd over the
-#: real apiserver; proxied: job_gateway.crd_client over HTTP to kuberay-service.
+#: real apiserver; proxied: job_gateway.crd_client over HTTP to kuberay-service;
+#: batched: the asyncio proxied client with every write inside ``POST /v1/crd/batch``.
 TRANSPORTS = [
     pytest.param("mock", id="mock"),
     pytest.param("real", id="real", marks=pytest.mark.kubeapi),
     pytest.param("proxied-mock", id="proxied-mock"),
     pytest.param("proxied-real", id="proxied-real", marks=pytest.mark.kubeapi),
+    pytest.param("proxied-batched-mock", id="proxied-batched-mock"),
 ]
 
 _MEMORY_VERBS = {
