@@ -85,7 +85,7 @@ class Scaling:
             vendor=vendor,
             min_replicas=min_replicas,
             max_replicas=max_replicas,
-            idle_seconds=parse_duration(idle, argument="idle"),
+            idle_seconds=0 if idle in (0, "0") else parse_duration(idle, argument="idle"),
         )
 
 
