@@ -1,19 +1,21 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect } from "react";
+import { lazy, Suspense, useEffect } from "react";
 import { Navigate, Route, Routes, useLocation, useNavigate } from "react-router";
 import { SESSION_EXPIRED, api, unwrap } from "./api/client";
 import { Layout } from "./components/Layout";
-import { Diagnostics } from "./pages/admin/Diagnostics";
-import { Nodes } from "./pages/admin/Nodes";
-import { RegistryQuotas } from "./pages/admin/RegistryQuotas";
-import { Users } from "./pages/admin/Users";
-import { Credits } from "./pages/Credits";
 import { Endpoints } from "./pages/Endpoints";
 import { JobDetail } from "./pages/JobDetail";
 import { Jobs } from "./pages/Jobs";
 import { Keys } from "./pages/Keys";
 import { Overview } from "./pages/Overview";
 import { SignIn } from "./pages/SignIn";
+
+// Recharts and the admin pages load when first shown: the jobs page paints without them.
+const Credits = lazy(() => import("./pages/Credits").then((m) => ({ default: m.Credits })));
+const Nodes = lazy(() => import("./pages/admin/Nodes").then((m) => ({ default: m.Nodes })));
+const RegistryQuotas = lazy(() => import("./pages/admin/RegistryQuotas").then((m) => ({ default: m.RegistryQuotas })));
+const Diagnostics = lazy(() => import("./pages/admin/Diagnostics").then((m) => ({ default: m.Diagnostics })));
+const Users = lazy(() => import("./pages/admin/Users").then((m) => ({ default: m.Users })));
 
 export function useMe() {
   return useQuery({
@@ -50,7 +52,11 @@ function Signed({ admin = false, children }: { admin?: boolean; children: React.
     return <Navigate to={`/sign-in?next=${next}`} replace />;
   }
   if (admin && me.data.role !== "admin") return <p className="p-8">This page is for admins.</p>;
-  return <Layout user={me.data}>{children}</Layout>;
+  return (
+    <Layout user={me.data}>
+      <Suspense fallback={<p>Loading…</p>}>{children}</Suspense>
+    </Layout>
+  );
 }
 
 export function App() {

@@ -39,6 +39,8 @@ const session: Middleware = {
 export const api = createClient<paths>({
   baseUrl: typeof window === "undefined" ? "" : window.location.origin,
   credentials: "same-origin",
+  // looked up per call, so a test's mock of fetch (msw) is the one used
+  fetch: (request) => globalThis.fetch(request),
 });
 api.use(session);
 

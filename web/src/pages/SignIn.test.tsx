@@ -1,0 +1,63 @@
+import { screen, waitFor } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { http, HttpResponse } from "msw";
+import { expect, test } from "vitest";
+import { renderApp } from "../test/render";
+import { ME, server } from "../test/server";
+
+test("an ended session goes to sign-in and back to the same page after it", async () => {
+  let signedIn = false;
+  const sent: unknown[] = [];
+  server.use(
+    http.get("*/v1/me", () => (signedIn ? HttpResponse.json(ME) : HttpResponse.json({ error: { code: "unauthorized", message: "no" } }, { status: 401 }))),
+    http.post("*/v1/sessions", async ({ request }) => {
+      sent.push(await request.json());
+      signedIn = true;
+      return HttpResponse.json({ user: ME, csrf_token: "t", expires_at: "2026-12-02T00:00:00Z", api_key: null }, { status: 201 });
+    }),
+    http.get("*/v1/keys", () => HttpResponse.json({ keys: [] })),
+  );
+  renderApp("/keys?tab=1");
+  await waitFor(() => expect(screen.getByTestId("where")).toHaveTextContent("/sign-in?next=%2Fkeys%3Ftab%3D1"));
+  await userEvent.type(screen.getByLabelText("API key"), "gw_live_abc");
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  await waitFor(() => expect(screen.getByTestId("where")).toHaveTextContent("/keys?tab=1"));
+  expect(sent).toEqual([{ api_key: "gw_live_abc" }]);
+  expect(await screen.findByRole("heading", { name: "API keys" })).toBeInTheDocument();
+});
+
+test("a refused key says why and stays on sign-in", async () => {
+  server.use(
+    http.get("*/v1/me", () => HttpResponse.json({ error: { code: "unauthorized", message: "no" } }, { status: 401 })),
+    http.post("*/v1/sessions", () =>
+      HttpResponse.json({ error: { code: "unauthorized", message: "this API key is malformed, unknown or revoked" } }, { status: 401 }),
+    ),
+  );
+  renderApp("/sign-in");
+  await userEvent.type(screen.getByLabelText("API key"), "gw_live_wrong");
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  expect(await screen.findByRole("alert")).toHaveTextContent("malformed, unknown or revoked");
+  expect(screen.getByTestId("where")).toHaveTextContent("/sign-in");
+});
+
+test("the email code signs a new user in and shows the first key once", async () => {
+  const bodies: unknown[] = [];
+  server.use(
+    http.post("*/v1/signups", () => HttpResponse.json({ email: "new@example.com", expires_at: "2026-12-02T00:00:00Z", delivery: "outbox" }, { status: 202 })),
+    http.post("*/v1/sessions", async ({ request }) => {
+      bodies.push(await request.json());
+      return HttpResponse.json(
+        { user: ME, csrf_token: "t", expires_at: "2026-12-02T00:00:00Z", api_key: { key_id: "k", prefix: "gw_live_k", name: "first key", created_at: "2026-12-01T00:00:00Z", revoked_at: null, api_key: "gw_live_first_secret" } },
+        { status: 201 },
+      );
+    }),
+  );
+  renderApp("/sign-in");
+  await userEvent.click(screen.getByRole("tab", { name: "Email code" }));
+  await userEvent.type(screen.getByLabelText("Email"), "new@example.com");
+  await userEvent.click(screen.getByRole("button", { name: "Email me a code" }));
+  await userEvent.type(await screen.findByLabelText("Code"), "123456");
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  expect(await screen.findByTestId("first-key")).toHaveTextContent("gw_live_first_secret");
+  expect(bodies).toEqual([{ email: "new@example.com", code: "123456" }]);
+});

@@ -1,0 +1,40 @@
+import { http, HttpResponse } from "msw";
+import { setupServer } from "msw/node";
+import type { Schemas } from "../api/client";
+
+export const ME: Schemas["UserResponse"] = {
+  user_id: "usr-alice",
+  email: "alice@example.com",
+  role: "user",
+  created_at: "2026-12-01T10:00:00Z",
+  verified_at: "2026-12-01T10:00:00Z",
+};
+
+export function job(id: string, phase: Schemas["JobPhase"] = "Running"): Schemas["JobResponse"] {
+  return {
+    job_id: id,
+    function_name: "train",
+    phase,
+    finished: ["Completed", "Failed", "Cancelled", "TimedOut"].includes(phase),
+    vram_mb: 4096,
+    gpu_count: 1,
+    vendor: "nvidia",
+    timeout_seconds: 600,
+    max_retries: 0,
+    node: "gpu-a",
+    gpu_indices: [0],
+    attempts: 1,
+    reason: null,
+    message: null,
+    created_at: "2026-12-01T10:00:00Z",
+    allocated_at: null,
+    started_at: null,
+    finished_at: null,
+    wall_seconds: null,
+    billed_seconds: null,
+    hold_amount: null,
+  };
+}
+
+/** The signed-in user's /v1/me; each test adds the routes it needs. */
+export const server = setupServer(http.get("*/v1/me", () => HttpResponse.json(ME)));
