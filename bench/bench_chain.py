@@ -11,12 +11,15 @@
    hold through credit_service) from 8 threads, metering without ``CHAIN_SERVICE_URL``
    (receipts queue in the outbox, nothing delivered) and with chain_service running,
    anchoring in CometBFT, the deliverer sending every receipt meanwhile; alternated.
+   credit, metering and chain_service each run as their own process, as deployed.
 
 Run from the repository root: ``.venv/bin/python -m bench.bench_chain``.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -30,13 +33,13 @@ import httpx
 from chain_service.app import create_app as create_chain_app
 from chain_service.settings import ChainSettings
 from chain_service.signing import load_signing_key
-from metering_service.app import create_app as create_metering_app
 from tests.chain_service.factories import receipt_body, unique
-from tests.metering_service.factories import metering_settings, usage_body
+from tests.metering_service.factories import usage_body
 from tests.support.cometbft import single_node
-from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN, running_credit_service
+from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN, CreditServer
 from tests.support.http_server import running_service
 from tests.support.postgres import start_test_postgres
+from tests.support.service_process import running_service_process
 
 THREADS = 8
 
@@ -118,36 +121,61 @@ def anchoring_latency(postgres: Any, state: Path, batches: int) -> list[float]:
 
 
 def settlements_per_second(postgres: Any, state: Path, count: int, *, chain_on: bool) -> float:
-    """Usage records settled per second, the chain off or on (delivering and anchoring)."""
-    metering_url = postgres.create_database("benchmeter")
-    chain_url = postgres.create_database("benchchainon")
+    """Usage records settled per second, the chain off or on (delivering and anchoring).
+
+    Each service is its own process (``python -m <package>``), as a deployment runs them:
+    the chain's work competes with the settlement path for the machine's cores, not for
+    one interpreter's lock (in one process, served in threads, every receipt appended
+    would stop the settling requests while it holds the lock).
+    """
+    run = unique("run")
+    databases = {name: postgres.create_database(f"bench{name}") for name in ("c", "m", "x")}
     key = load_signing_key(state / "settle-key.pem")
-    with (
-        running_credit_service(postgres, state / "credit") as credit,
-        single_node(state / f"node-{unique('n')}", key.public_key_hex) as node,
-    ):
-        chain_settings = ChainSettings(
-            database_url=chain_url,
-            internal_token=INTERNAL_TOKEN,
-            state_dir=state,
-            signing_key_file=state / "settle-key.pem",
-            batch_interval_seconds=1.0,
-            enabled=True,
-            cometbft_rpc_url=node.rpc_url,
-        )
-        with running_service(create_chain_app(chain_settings), AUTH_HEADERS) as chain:
-            extra = {"chain_service_url": str(chain.base_url)} if chain_on else {}
-            settings = metering_settings(
-                metering_url, credit.url, state_dir=state, worker_threads=THREADS, **extra
-            )
+    shared = {"GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN, "GRIDWEAVE_STATE_DIR": str(state)}
+    logs = state / run
+    logs.mkdir()
+    try:
+        with (
+            single_node(state / f"node-{run}", key.public_key_hex) as node,
+            running_service_process(
+                "credit_service",
+                {**shared, "CREDITS_DATABASE_URL": databases["c"]},
+                prefix="CREDITS_",
+                log=logs / "credit.log",
+            ) as (credit_url, _),
+            running_service_process(
+                "chain_service",
+                {
+                    **shared,
+                    "CHAIN_DATABASE_URL": databases["x"],
+                    "CHAIN_SIGNING_KEY_FILE": str(state / "settle-key.pem"),
+                    "CHAIN_BATCH_INTERVAL_SECONDS": "1",
+                    "CHAIN_ENABLED": "true",
+                    "CHAIN_COMETBFT_RPC_URL": node.rpc_url,
+                },
+                prefix="CHAIN_",
+                log=logs / "chain.log",
+            ) as (chain_url, _),
+        ):
+            extra = {"CHAIN_SERVICE_URL": chain_url} if chain_on else {}
+            credit = CreditServer(credit_url)
             user = unique("user")
             credit.fund(user, 10**12)
             jobs = [unique("job") for _ in range(count)]
             for job in jobs:
                 credit.place_hold(user, 1_000_000, reference=job)
-            with running_service(create_metering_app(settings), AUTH_HEADERS) as metering:
+            metering_env = {
+                **shared,
+                **extra,
+                "METERING_DATABASE_URL": databases["m"],
+                "METERING_WORKER_THREADS": str(THREADS),
+                "CREDIT_SERVICE_URL": credit_url,
+            }
+            with running_service_process(
+                "metering_service", metering_env, prefix="METERING_", log=logs / "metering.log"
+            ) as (metering_url, _):
                 local = [
-                    httpx.Client(base_url=str(metering.base_url), headers=AUTH_HEADERS, timeout=60)
+                    httpx.Client(base_url=metering_url, headers=AUTH_HEADERS, timeout=60)
                     for _ in range(THREADS)
                 ]
 
@@ -160,37 +188,48 @@ def settlements_per_second(postgres: Any, state: Path, count: int, *, chain_on: 
                 rate = _rate(count, settle)
                 for each in local:
                     each.close()
-    postgres.drop_database(metering_url)
-    postgres.drop_database(chain_url)
+    finally:
+        for url in databases.values():
+            postgres.drop_database(url)
     return rate
 
 
 def main() -> None:
-    """Run the three measurements and print their figures."""
+    """Run the measurements and print their figures."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--settlements", type=int, default=2000, help="settled per run")
+    parser.add_argument("--pairs", type=int, default=3, help="off/on pairs, order alternated")
+    parser.add_argument(
+        "--only-settlements", action="store_true", help="skip receipts/s and anchoring"
+    )
+    args = parser.parse_args()
     with start_test_postgres() as postgres, tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp)
-        single, batched = receipts_per_second(postgres, state, 1_000)
-        print(
-            f"receipts/s into the chain over HTTP: {single:,.0f} one per call (8 threads), "
-            f"{batched:,.0f} 100 per call (4 threads)"
-        )
-        latencies = anchoring_latency(postgres, state, 40)
-        cuts = statistics.quantiles(latencies, n=100)
-        print(
-            f"anchoring latency over {len(latencies)} batches: p50 {cuts[49] * 1000:.0f} ms, "
-            f"p99 {cuts[98] * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms"
-        )
+        if not args.only_settlements:
+            single, batched = receipts_per_second(postgres, state, 1_000)
+            print(
+                f"receipts/s into the chain over HTTP: {single:,.0f} one per call (8 threads), "
+                f"{batched:,.0f} 100 per call (4 threads)"
+            )
+            latencies = anchoring_latency(postgres, state, 40)
+            cuts = statistics.quantiles(latencies, n=100)
+            print(
+                f"anchoring latency over {len(latencies)} batches: p50 "
+                f"{cuts[49] * 1000:.0f} ms, p99 {cuts[98] * 1000:.0f} ms, "
+                f"max {max(latencies) * 1000:.0f} ms"
+            )
         rates: dict[bool, list[float]] = {False: [], True: []}
-        for _ in range(2):
-            for chain_on in (False, True):
-                rates[chain_on].append(
-                    settlements_per_second(postgres, state, 400, chain_on=chain_on)
-                )
+        for pair in range(args.pairs):
+            order = (False, True) if pair % 2 == 0 else (True, False)
+            for chain_on in order:
+                rate = settlements_per_second(postgres, state, args.settlements, chain_on=chain_on)
+                rates[chain_on].append(rate)
+                print(f"pair {pair + 1}: chain {'on' if chain_on else 'off'} {rate:.1f}/s")
         off, on = statistics.median(rates[False]), statistics.median(rates[True])
         print(
-            f"settlements/s chain off {[round(r) for r in rates[False]]}, "
-            f"on {[round(r) for r in rates[True]]}: median {off:.0f} vs {on:.0f} "
-            f"({(on - off) / off * 100:+.1f}%)"
+            f"settlements/s chain off {[round(r, 1) for r in rates[False]]}, "
+            f"on {[round(r, 1) for r in rates[True]]}: median {off:.1f} vs {on:.1f} "
+            f"({(on - off) / off * 100:+.1f}%), load {os.getloadavg()[0]:.1f}"
         )
 
 
