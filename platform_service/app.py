@@ -100,7 +100,7 @@ def create_app(
     )
     app.state.api_key_hmac = hmac_key
     app.state.registry_signer = load_token_signer(settings)
-    app.state.registry_maintenance = MaintenanceWindow()
+    app.state.registry_maintenance = MaintenanceWindow(settings.registry_token_seconds)
     assert settings.internal_token is not None  # create_service_app refused to start without
     token = settings.internal_token.get_secret_value()
     timeout = settings.downstream_timeout_seconds

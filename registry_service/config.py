@@ -14,6 +14,11 @@ from registry_service.settings import RegistrySettings
 __all__ = ["registry_config", "write_config"]
 
 
+#: Seconds the registry waits for requests under way when it is stopped (under the
+#: supervisor's own stop timeout).
+DRAIN_SECONDS = 10
+
+
 def registry_config(
     settings: RegistrySettings, *, jwks_file: Path, http_secret: str, read_only: bool
 ) -> dict[str, Any]:
@@ -41,6 +46,8 @@ def registry_config(
             "addr": f"{settings.host}:{settings.port}",
             "secret": http_secret,
             "headers": {"X-Content-Type-Options": ["nosniff"]},
+            # a restart (into or out of read-only) lets requests under way finish first
+            "draintimeout": f"{DRAIN_SECONDS}s",
         },
         "notifications": {
             "endpoints": [

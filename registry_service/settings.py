@@ -79,6 +79,18 @@ class RegistrySettings(ServiceSettings):
             "the blobs no tagged image uses."
         ),
     )
+    gc_drain_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        le=3600,
+        validation_alias=AliasChoices("REGISTRY_GC_DRAIN_SECONDS"),
+        description=(
+            "REGISTRY_GC_DRAIN_SECONDS: the longest a collection waits, after the platform "
+            "stopped granting pushes, for the push tokens granted before to expire (the "
+            "platform says when), so that no push under way is cut off by read-only. 0: no "
+            "wait."
+        ),
+    )
     reconcile_seconds: float = Field(
         default=300.0,
         gt=0,

@@ -1,8 +1,10 @@
 """The registry process, its garbage collection and the usage it reports to the platform.
 
-One :class:`RegistrySupervisor` owns one ``registry serve`` process. A collection restarts it
-read-only (``storage.maintenance.readonly``: pulls go on, pushes are refused, and the
-platform refuses push tokens meanwhile with a message saying why), runs ``registry
+One :class:`RegistrySupervisor` owns one ``registry serve`` process. A collection first has
+the platform stop granting pushes (refused with a message saying why) and waits until the
+push tokens granted before have expired (``REGISTRY_GC_DRAIN_SECONDS`` at most), so pushes
+under way finish; then it restarts the registry read-only (``storage.maintenance.readonly``:
+pulls go on, pushes are refused), runs ``registry
 garbage-collect --delete-untagged``, restarts it read-write and reconciles the usage. A file
 ``collecting`` in the work directory marks a collection under way: a supervisor that starts
 and finds it (the previous one died mid-collection) starts the registry read-write as usual
@@ -122,6 +124,7 @@ class RegistrySupervisor:
         self._process: subprocess.Popen[bytes] | None = None
         self._lock = threading.RLock()  # one start, stop or collection at a time
         self._collecting = False
+        self._closing = threading.Event()
         self._http_secret = secrets.token_urlsafe(32)
         self._platform = httpx.Client(
             base_url=settings.platform_url.rstrip("/"),
@@ -176,7 +179,8 @@ class RegistrySupervisor:
                 process.wait()
 
     def close(self) -> None:
-        """Stop the registry and close the platform client."""
+        """Stop the registry and close the platform client (a collection's wait ends)."""
+        self._closing.set()
         self.stop()
         self._platform.close()
 
@@ -292,8 +296,9 @@ class RegistrySupervisor:
             self._collecting = True
             started = time.monotonic()
             self.marker_path.write_text(f"{time.time():.0f}\n")
-            self._set_platform_read_only(True)
+            writes_expire_in = self._set_platform_read_only(True)
             try:
+                self._drain(writes_expire_in)
                 self._spawn(read_only=True)
                 before = blob_bytes(self.storage_dir)
                 self._garbage_collect()
@@ -334,12 +339,28 @@ class RegistrySupervisor:
                 f"registry garbage-collect exited {done.returncode}: {done.stderr[-2000:]}"
             )
 
-    def _set_platform_read_only(self, read_only: bool) -> None:
+    def _set_platform_read_only(self, read_only: bool) -> float | None:
+        """Tell the platform; the seconds until its last write token expires (None: unknown)."""
         body = {"read_only": read_only, "seconds": _MAINTENANCE_SECONDS}
         try:
-            self._platform.put("/v1/registry/maintenance", json=body).raise_for_status()
-        except httpx.HTTPError:  # the registry's own read-only mode still guards the storage
+            response = self._platform.put("/v1/registry/maintenance", json=body)
+            response.raise_for_status()
+            return float(response.json()["writes_expire_in"])
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            # the registry's own read-only mode still guards the storage
             _logger.warning("registry: the platform could not be told read_only=%s", read_only)
+            return None
+
+    def _drain(self, writes_expire_in: float | None) -> None:
+        """Wait, read-write, until no push token granted before the collection is valid
+        (at most ``gc_drain_seconds``): a push under way finishes instead of meeting a
+        read-only registry; a new one is refused by the platform with the reason."""
+        limit = self.settings.gc_drain_seconds
+        wait = limit if writes_expire_in is None else min(writes_expire_in, limit)
+        if wait > 0:
+            _logger.info("registry: waiting %.0f s for push tokens to expire", wait)
+            if self._closing.wait(wait):
+                raise CollectionError("the supervisor is stopping")
 
     def reconcile(self) -> int:
         """Send each namespace's usage, read from storage, to the platform; the blobs counted."""

@@ -146,6 +146,7 @@ def get_registry_token(
     except RegistryRefusal as error:
         return _refusal(error)
     token, issued_at, lifetime = signer.sign(subject=user.user_id, access=access)
+    maintenance.writes_granted(access, lifetime)
     return _token_body(token, issued_at, lifetime)
 
 
@@ -253,7 +254,12 @@ def put_registry_usage(
 @router.put("/v1/registry/maintenance")
 def put_registry_maintenance(
     body: RegistryMaintenanceRequest, _internal: InternalDep, maintenance: MaintenanceDep
-) -> dict[str, bool]:
-    """The registry enters or leaves read-only for a collection (internal token)."""
+) -> dict[str, bool | int]:
+    """The registry enters or leaves read-only for a collection (internal token).
+
+    From now on no token lets a client write; ``writes_expire_in``: the seconds until the
+    last one granted before has expired, which the registry waits before it goes read-only,
+    so that no push under way is cut off.
+    """
     maintenance.set(read_only=body.read_only, seconds=body.seconds)
-    return {"read_only": maintenance.read_only}
+    return {"read_only": maintenance.read_only, "writes_expire_in": maintenance.writes_expire_in}

@@ -18,8 +18,9 @@ completes and the next one is refused.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,10 +67,14 @@ class Scope:
 
 
 class MaintenanceWindow:
-    """Whether the registry is read-only for a garbage collection (in this process)."""
+    """Whether the registry is read-only for a garbage collection (in this process), and
+    until when tokens that let a client write (push, delete) may still be in use."""
 
-    def __init__(self) -> None:
+    def __init__(self, token_seconds: int) -> None:
         self._until = 0.0
+        # A previous platform process (same signing key) may have granted writes just
+        # before it stopped: counted as if this one had, at its start.
+        self._writes_until = time.monotonic() + token_seconds
 
     def set(self, *, read_only: bool, seconds: int) -> None:
         """Enter read-only for at most ``seconds`` (a crashed collector cannot leave it on)."""
@@ -79,6 +84,16 @@ class MaintenanceWindow:
     def read_only(self) -> bool:
         """True while a collection runs."""
         return time.monotonic() < self._until
+
+    def writes_granted(self, access: Sequence[Mapping[str, Any]], lifetime: int) -> None:
+        """Note a token granting ``access`` for ``lifetime`` seconds (pull-only: nothing)."""
+        if any(set(item["actions"]) - {"pull"} for item in access):
+            self._writes_until = max(self._writes_until, time.monotonic() + lifetime)
+
+    @property
+    def writes_expire_in(self) -> int:
+        """Seconds until the last token granting a write expires (0: none is valid)."""
+        return max(0, math.ceil(self._writes_until - time.monotonic()))
 
 
 def parse_scopes(scopes: Sequence[str]) -> list[Scope]:

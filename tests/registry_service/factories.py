@@ -70,6 +70,8 @@ def registry_settings(platform_url: str, state_dir: Path, **overrides: Any) -> R
         "port": free_port(),
         "platform_url": localhost_url(platform_url),
         "reconcile_seconds": 3600,
+        # a collection does not wait for push tokens to expire (its own test turns it on)
+        "gc_drain_seconds": 0,
         **overrides,
     }
     return RegistrySettings(**values)

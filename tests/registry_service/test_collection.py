@@ -4,7 +4,9 @@ the supervisor's /healthz, /metrics and POST /v1/collections."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -63,6 +65,51 @@ def test_a_push_during_a_collection_fails_clearly_and_pulls_go_on(
             collection.join(60)
         assert not supervisor.read_only
         crane.push_random(f"{user.user_id}/app", 10_000, tag="v2")
+
+
+def test_a_push_under_way_finishes_before_the_registry_goes_read_only(
+    platform: PlatformServer, registry_tools: None, tmp_path: Path
+) -> None:
+    """The collection waits (read-write) for the push tokens granted before it to expire,
+    at most REGISTRY_GC_DRAIN_SECONDS: the push under way finishes; a new one is refused
+    by the platform with the reason; pulls go on."""
+    drain = 20.0
+    settings = registry_settings(platform.url, tmp_path / "state", gc_drain_seconds=drain)
+    with running_registry(settings) as supervisor:
+        user = platform.new_user()
+        crane = Crane(f"localhost:{settings.port}", tmp_path / "crane")
+        crane.login(user.key)
+        crane.push_random(f"{user.user_id}/small", 10_000)
+        late = Crane(f"localhost:{settings.port}", tmp_path / "late")
+        late.login(user.key)
+        pushed: list[subprocess.CompletedProcess[str]] = []
+        push = threading.Thread(
+            target=lambda: pushed.append(
+                crane.push_random(f"{user.user_id}/big", 40_000_000, check=False)
+            )
+        )
+        push.start()
+        uploads = settings.resolved_storage_dir() / "docker/registry/v2/repositories"
+        uploads = uploads / user.user_id / "big" / "_uploads"
+        deadline = time.monotonic() + 60
+        while not (uploads.is_dir() and any(uploads.iterdir())):  # the blob's upload began
+            assert push.is_alive() and time.monotonic() < deadline, pushed
+            time.sleep(0.01)
+        started = time.monotonic()
+        collection = threading.Thread(target=supervisor.collect)
+        collection.start()
+        try:
+            push.join(60)
+            assert pushed[0].returncode == 0, pushed[0].stderr
+            assert not supervisor.read_only  # still waiting for the tokens to expire
+            refused = late.push_random(f"{user.user_id}/app", 10_000, check=False)
+            assert "read-only while it collects garbage" in refused.stderr
+            assert crane.digest(f"{user.user_id}/big").stdout.startswith("sha256:")
+        finally:
+            collection.join(120)
+        assert time.monotonic() - started >= drain  # the platform's tokens outlive the wait
+        assert not supervisor.read_only
+        late.push_random(f"{user.user_id}/app", 10_000)
 
 
 def test_an_interrupted_collection_runs_again_at_the_next_start(

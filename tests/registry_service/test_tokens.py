@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 from gridweave_clients.platform.registry import DEFAULT_REGISTRY_SERVICE, TOKEN_ISSUER
+from platform_service.services.registry import MaintenanceWindow
 from tests.platform_service.factories import PlatformServer, User
 from tests.support.credit_server import INTERNAL_TOKEN
 
@@ -137,3 +138,40 @@ class TestRefusals:
                 method, path, json=body, headers={"Authorization": f"Bearer {INTERNAL_TOKEN}"}
             )
             assert accepted.status_code == 200, accepted.text
+
+
+class TestWriteTokensBeforeACollection:
+    """What the platform tells a collection: until when a granted write token is valid."""
+
+    def test_only_tokens_that_write_count_and_the_latest_expiry_wins(self) -> None:
+        window = MaintenanceWindow(token_seconds=0)
+        assert window.writes_expire_in == 0
+        pull = [{"type": "repository", "name": "usr-a/app", "actions": ["pull"]}]
+        window.writes_granted(pull, 300)
+        assert window.writes_expire_in == 0
+        push = [*pull, {"type": "repository", "name": "usr-a/web", "actions": ["pull", "push"]}]
+        window.writes_granted(push, 300)
+        window.writes_granted([{"type": "registry", "name": "catalog", "actions": ["*"]}], 60)
+        assert 299 <= window.writes_expire_in <= 300
+
+    def test_a_new_process_counts_the_tokens_a_previous_one_may_have_granted(self) -> None:
+        assert 119 <= MaintenanceWindow(token_seconds=120).writes_expire_in <= 120
+
+    def test_the_maintenance_route_says_when_the_last_write_token_expires(
+        self, platform: PlatformServer
+    ) -> None:
+        internal = {"Authorization": f"Bearer {INTERNAL_TOKEN}"}
+        user = platform.new_user()
+        scope = f"repository:{user.user_id}/app:pull,push"
+        assert token(platform, basic(user), scope).status_code == 200
+        try:
+            answer = platform.http.put(
+                "/v1/registry/maintenance", json={"read_only": True}, headers=internal
+            )
+            assert answer.status_code == 200
+            assert answer.json()["read_only"] is True
+            assert 0 < answer.json()["writes_expire_in"] <= 300
+        finally:
+            platform.http.put(
+                "/v1/registry/maintenance", json={"read_only": False}, headers=internal
+            )

@@ -466,6 +466,10 @@ export interface paths {
         /**
          * Put Registry Maintenance
          * @description The registry enters or leaves read-only for a collection (internal token).
+         *
+         *     From now on no token lets a client write; ``writes_expire_in``: the seconds until the
+         *     last one granted before has expired, which the registry waits before it goes read-only,
+         *     so that no push under way is cut off.
          */
         put: operations["put_registry_maintenance"];
         post?: never;
@@ -2603,7 +2607,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        [key: string]: boolean;
+                        [key: string]: boolean | number;
                     };
                 };
             };
