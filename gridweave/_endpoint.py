@@ -121,7 +121,8 @@ class Endpoint:
             return self._client.stop_endpoint(self.name)
 
     def wait_until_running(self, timeout: float = 600.0) -> EndpointResponse:
-        """Poll until it runs (``timeout`` seconds at most).
+        """Poll until it runs, or has scaled to zero (Stopped, reason ``Idle``: the next call
+        wakes it), ``timeout`` seconds at most.
 
         Raises:
             EndpointNotRunning: it failed or stopped, or ``timeout`` ran out.
@@ -130,9 +131,9 @@ class Endpoint:
         delay = 0.1
         while True:
             status = self.status()
-            if status.phase == "Running":
+            if status.phase == "Running" or (status.phase == "Stopped" and status.reason == "Idle"):
                 return status
-            if status.phase in ("Failed", "Stopped") and status.reason != "Idle":
+            if status.phase in ("Failed", "Stopped"):
                 raise EndpointNotRunning(self.name, status.phase, status.reason, status.message)
             if time.monotonic() >= deadline:
                 raise EndpointNotRunning(self.name, status.phase, status.reason, "timed out")

@@ -1,0 +1,98 @@
+"""``gridweave deploy``, ``endpoints`` and ``stop`` against the whole platform stack (the
+gateway on the real apiserver placing endpoints, not serving them: that is
+tests/sdk/test_endpoints_served.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gridweave_cli.exit_codes import ExitCode
+from tests.cli.helpers import Invoke, as_user, json_of
+from tests.job_gateway.gateway_factories import GatewayServer
+from tests.platform_service.factories import PlatformServer, User
+from tests.support.credit_server import CreditServer
+
+pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
+
+FUNDS = 10**9
+SERVED_CLASS = """
+class Echo:
+    def echo(self, text: str) -> str:
+        return text
+"""
+
+
+@pytest.fixture
+def alice(platform: PlatformServer, credit: CreditServer, monkeypatch: pytest.MonkeyPatch) -> User:
+    user = platform.new_user()
+    credit.fund(user.user_id, FUNDS)
+    as_user(monkeypatch, platform, user)
+    return user
+
+
+class TestDeploy:
+    def test_a_model_deployed_listed_and_stopped(
+        self, alice: User, gridweave: Invoke, platform: PlatformServer
+    ) -> None:
+        deployed = json_of(
+            gridweave("deploy", "chat", "--model-ref", "/models/tiny", "--vram", "2GB", "--json")
+        )
+        assert deployed["name"] == "chat"
+        assert deployed["mode"] == "transformers"
+        assert deployed["vram_mb"] == 2048
+        assert deployed["url"] == f"{platform.url}/v1/endpoints/chat"
+
+        table = gridweave("endpoints")
+        assert table.exit_code == 0, table.output
+        assert "chat" in table.stdout and "transformers" in table.stdout
+        listed = json_of(gridweave("endpoints", "--json"))["endpoints"]
+        assert [item["name"] for item in listed] == ["chat"]
+
+        stopped = json_of(gridweave("stop", "chat", "--json"))
+        assert (stopped["phase"], stopped["reason"]) == ("Stopped", "Deleted")
+        again = gridweave("stop", "chat")
+        assert again.exit_code == 0 and "Stopped (Deleted)" in again.stdout
+
+    def test_a_class_from_a_file(self, alice: User, gridweave: Invoke, tmp_path: Path) -> None:
+        source = tmp_path / "served.py"
+        source.write_text(SERVED_CLASS)
+        deployed = json_of(
+            gridweave("deploy", "echo", "--class", f"{source}:Echo", "--vram", "1GB", "--json")
+        )
+        assert deployed["mode"] == "custom"
+        missing = gridweave("deploy", "echo2", "--class", f"{source}:Nope")
+        assert missing.exit_code == ExitCode.USAGE
+
+    def test_refusals_have_their_exit_codes(
+        self,
+        alice: User,
+        gridweave: Invoke,
+        platform: PlatformServer,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        assert (
+            gridweave("deploy", "x", "--mode", "onnx", "--model", "m").exit_code == ExitCode.USAGE
+        )
+        assert gridweave("deploy", "x").exit_code == ExitCode.USAGE  # no model
+        assert gridweave("deploy", "Bad_Name", "--model", "m").exit_code == ExitCode.INVALID_REQUEST
+        assert gridweave("stop", "nothing-here").exit_code == ExitCode.NOT_FOUND
+        as_user(monkeypatch, platform, platform.new_user())  # no credits
+        poor = gridweave("deploy", "x", "--model", "m")
+        assert poor.exit_code == ExitCode.INSUFFICIENT_CREDITS, poor.output
+
+
+def test_an_endpoint_stopped_for_credits_says_so(
+    alice: User, gridweave: Invoke, gateway: GatewayServer
+) -> None:
+    deployed = json_of(gridweave("deploy", "broke", "--model", "m", "--json"))
+    response = gateway.http.post(
+        f"/v1/endpoints/{deployed['endpoint_id']}/stop",
+        json={"reason": "OutOfCredits", "message": "the owner cannot pay the next period"},
+    )
+    assert response.status_code == 200, response.text
+    table = gridweave("endpoints")
+    assert "Stopped (OutOfCredits)" in table.stdout
+    listed = json_of(gridweave("endpoints", "--json"))["endpoints"]
+    assert (listed[0]["phase"], listed[0]["reason"]) == ("Stopped", "OutOfCredits")
