@@ -214,6 +214,10 @@ def check_endpoint_source(
     against what it serves: a custom endpoint needs ``function_ref`` or ``image``, the
     others ``model`` or ``model_ref``."""
     if mode is None:
+        if all(v is None for v in (model, image, model_ref, function_ref)):
+            raise Invalid(
+                "one of model, image, model_ref or function_ref is required", field="model"
+            )
         mode = "vllm" if (model or model_ref) is not None else "custom"
     for value in ENDPOINT_MODES:
         if mode == value:
@@ -222,8 +226,6 @@ def check_endpoint_source(
         raise Invalid(
             f"mode must be one of {', '.join(ENDPOINT_MODES)}, not {mode!r}", field="mode"
         )
-    if all(v is None for v in (model, image, model_ref, function_ref)):
-        raise Invalid("one of model, image, model_ref or function_ref is required", field="model")
     if value == "custom" and function_ref is None and image is None:
         raise Invalid(
             "a custom endpoint needs function_ref (a pickled class)", field="function_ref"

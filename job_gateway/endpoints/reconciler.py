@@ -181,19 +181,20 @@ class EndpointReconciler:
         """One tick: read Serve's applications, take every endpoint one step."""
         self._apps = await asyncio.to_thread(serve_control.read_apps)
         for name in list(self._deleted):
-            if name in self._apps:
+            if self._present(name):
                 await self._delete(name)
             self._deleted.discard(name)
         orphans = set(self._apps) - set(self._endpoints)
         for name in orphans:  # an endpoint deleted while no gateway watched
-            await self._delete(name)
+            if self._present(name):
+                await self._delete(name)
         await asyncio.gather(*(self._step(e) for e in list(self._endpoints.values())))
 
     async def _step(self, endpoint: Endpoint) -> None:
         name = endpoint.name
         try:
             if endpoint.phase in _ENDED:
-                if name in self._apps:
+                if self._present(name):
                     await self._delete(name)
                 self._forget(name)
             elif endpoint.phase is EndpointPhase.DEPLOYING:
@@ -237,8 +238,15 @@ class EndpointReconciler:
             await self._write_health(name, False, 0, "the Serve application is being redeployed")
             return
         seen = await self._probe(name)
-        healthy = seen is not None and app.status == "RUNNING"
-        message = "probe answered" if healthy else f"probe failed; Serve: {app.status}"
+        # Serve queues a request while it replaces a dead replica, so the probe alone may
+        # only be slow; no running replica (or a probe past its timeout) is Unhealthy
+        healthy = seen is not None and app.status == "RUNNING" and app.running_replicas > 0
+        message = (
+            "probe answered"
+            if healthy
+            else f"probe {'answered' if seen else 'failed'}; Serve: {app.status}, "
+            f"{app.running_replicas} replicas running"
+        )
         await self._write_health(name, healthy, app.running_replicas, message)
         if healthy and self._idle(endpoint, app):
             idle = endpoint.spec.idle_seconds
@@ -287,6 +295,11 @@ class EndpointReconciler:
             health_check_period_s=max(1.0, self.settings.endpoint_probe_seconds),
         )
         _log.info("endpoint %s deploying on %s GPUs %s", endpoint.name, node, list(indices))
+
+    def _present(self, name: str) -> bool:
+        """An application that is there and not already going away."""
+        app = self._apps.get(name)
+        return app is not None and app.status != "DELETING"
 
     async def _delete(self, name: str) -> None:
         await asyncio.to_thread(serve_control.delete_app, name)

@@ -6,7 +6,10 @@ the real apiserver); each test makes its own endpoints.
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -18,6 +21,7 @@ from tests.job_gateway.endpoints.factories import (
     create,
     endpoint_body,
     free_port,
+    free_vram,
     new_endpoint_id,
     pickled_class,
     wait_for,
@@ -58,7 +62,10 @@ def gateway(
         inventory_yaml=INVENTORY_YAML,
         execution=ExecutionSettings(executor_poll_seconds=0.05, warm_spares_per_node=0),
         endpoint_settings=EndpointSettings(
-            serve_port=serve_port, endpoint_probe_seconds=0.5, endpoint_deploy_timeout_seconds=240
+            serve_port=serve_port,
+            endpoint_probe_seconds=0.5,
+            endpoint_probe_timeout_seconds=1.0,
+            endpoint_deploy_timeout_seconds=240,
         ),
         pass_interval_seconds=0.5,
     ) as server:
@@ -96,3 +103,155 @@ class TestCustomEndpoint:
         assert httpx.get(f"{url}/greet").status_code == 405
         healthy = wait_for(gateway, endpoint_id, lambda v: v["health"] == "Healthy")
         assert healthy["ready_replicas"] == 1
+
+    def test_a_class_that_cannot_load_fails_with_the_reason(self, gateway: GatewayServer) -> None:
+        endpoint_id = custom_endpoint(gateway, serve_classes.BrokenOnLoad)
+        view = wait_for(gateway, endpoint_id, lambda v: v["phase"] == "Failed", timeout=240)
+        assert view["reason"] == "DeployFailed"
+        assert "the model file is missing" in view["message"]
+        assert view["node"] is not None  # it was placed: the failure is the deploy's
+
+    def test_delete_stops_it_and_frees_the_vram(self, gateway: GatewayServer) -> None:
+        endpoint_id = custom_endpoint(gateway, vram_mb=20000)
+        view = wait_running(gateway, endpoint_id)
+        node, index = view["node"], view["gpu_indices"][0]
+        held = free_vram(gateway, node, index)
+        stopped = gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
+        assert stopped.status_code == 200
+        assert (stopped.json()["phase"], stopped.json()["reason"]) == ("Stopped", "Deleted")
+        wait_for_free = wait_for(
+            gateway, endpoint_id, lambda _v: free_vram(gateway, node, index) == held + 20000
+        )
+        assert wait_for_free["billed_seconds"] >= 1
+        again = gateway.http.delete(f"/v1/endpoints/{endpoint_id}")  # idempotent
+        assert (again.status_code, again.json()["phase"]) == (200, "Stopped")
+        gone = wait_for_app_gone(view["url"])
+        assert gone == 404
+
+
+def wait_for_app_gone(url: str, timeout: float = 60.0) -> int:
+    """The status Serve's proxy answers once the application is deleted."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = httpx.post(f"{url}/greet", json={"name": "x"}).status_code
+        if status == 404:
+            return status
+        time.sleep(0.2)
+    return status
+
+
+class TestScaleToZero:
+    def test_idle_stops_it_and_ten_concurrent_wakes_make_one_deployment(
+        self, gateway: GatewayServer
+    ) -> None:
+        endpoint_id = custom_endpoint(gateway, idle_seconds=3)
+        first = wait_running(gateway, endpoint_id)
+        node, index = first["node"], first["gpu_indices"][0]
+        running_free = free_vram(gateway, node, index)
+        assert httpx.post(f"{first['url']}/greet", json={"name": "a"}).status_code == 200
+        idle = wait_for(gateway, endpoint_id, lambda v: v["phase"] == "Stopped", timeout=60)
+        assert idle["reason"] == "Idle"
+        assert free_vram(gateway, node, index) == running_free + 1024  # VRAM freed
+
+        def wake(_: int) -> dict[str, object]:
+            answer = gateway.http.post(f"/v1/endpoints/{endpoint_id}/wake", params={"wait": 120})
+            assert answer.status_code == 200, answer.text
+            woken: dict[str, object] = answer.json()
+            return woken
+
+        with ThreadPoolExecutor(10) as pool:
+            woken = list(pool.map(wake, range(10)))
+        assert {w["phase"] for w in woken} == {"Running"}
+        assert len({str(w["started_at"]) for w in woken}) == 1  # one deployment
+        url = str(woken[0]["url"])
+
+        def call(i: int) -> httpx.Response:
+            return httpx.post(f"{url}/greet", json={"name": str(i)}, timeout=60)
+
+        with ThreadPoolExecutor(10) as pool:
+            answers = list(pool.map(call, range(10)))
+        assert [a.status_code for a in answers] == [200] * 10
+        assert sorted(a.json() for a in answers) == sorted(f"hello {i}" for i in range(10))
+        stats = httpx.get(f"{url}/-/gw/stats").json()
+        assert stats["requests"] == 10  # one replica served them all, fresh from the wake
+        gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
+
+    def test_a_running_endpoint_is_never_stopped_while_idle_seconds_is_zero(
+        self, gateway: GatewayServer
+    ) -> None:
+        endpoint_id = custom_endpoint(gateway, idle_seconds=0)
+        wait_running(gateway, endpoint_id)
+        woken = gateway.http.post(f"/v1/endpoints/{endpoint_id}/wake", params={"wait": 1})
+        assert woken.json()["phase"] == "Running"
+        gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
+
+
+class TestReplicaCrash:
+    def test_a_killed_replica_is_restarted_and_health_flips_and_recovers(
+        self, gateway: GatewayServer
+    ) -> None:
+        endpoint_id = custom_endpoint(gateway)
+        view = wait_running(gateway, endpoint_id)
+        wait_for(gateway, endpoint_id, lambda v: v["health"] == "Healthy")
+        before = httpx.get(f"{view['url']}/-/gw/stats").json()
+        os.kill(int(before["pid"]), signal.SIGKILL)
+        sick = wait_for(gateway, endpoint_id, lambda v: v["health"] == "Unhealthy", timeout=60)
+        assert sick["phase"] == "Running"
+        back = wait_for(gateway, endpoint_id, lambda v: v["health"] == "Healthy", timeout=180)
+        assert back["ready_replicas"] == 1
+        after = httpx.get(f"{view['url']}/-/gw/stats").json()
+        assert after["pid"] != before["pid"]
+        assert httpx.post(f"{view['url']}/add", json={"a": 1, "b": 2}).json() == 3
+        gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
+
+
+class TestApi:
+    def test_vllm_without_a_gpu_is_refused_naming_the_mode(self, gateway: GatewayServer) -> None:
+        body = endpoint_body(new_endpoint_id(), mode="vllm", model="Qwen/Qwen2.5-0.5B")
+        answer = gateway.http.post("/v1/endpoints", json=body)
+        assert answer.status_code == 422
+        fields = answer.json()["error"]["fields"]
+        assert fields[0]["field"] == "mode" and "real GPU" in fields[0]["message"]
+
+    def test_vram_no_gpu_can_hold_names_the_largest(self, gateway: GatewayServer) -> None:
+        body = endpoint_body(new_endpoint_id(), vram_mb=10**6, function_ref="file:///c.pkl")
+        answer = gateway.http.post("/v1/endpoints", json=body)
+        assert answer.status_code == 422
+        field = answer.json()["error"]["fields"][0]
+        assert field["field"] == "vram_mb" and "24576" in field["message"]
+
+    @pytest.mark.parametrize(
+        ("change", "field"),
+        [
+            ({"function_ref": None}, "function_ref"),
+            ({"min_replicas": 3, "max_replicas": 2}, "min_replicas"),
+            ({"max_replicas": 65}, "max_replicas"),
+            ({"idle_seconds": -1}, "idle_seconds"),
+            ({"mode": "tgi"}, "mode"),
+        ],
+    )
+    def test_bad_fields_are_named(
+        self, gateway: GatewayServer, change: dict[str, object], field: str
+    ) -> None:
+        body = endpoint_body(new_endpoint_id(), function_ref="file:///c.pkl") | change
+        answer = gateway.http.post("/v1/endpoints", json={k: v for k, v in body.items()})
+        assert answer.status_code == 422, answer.text
+        named = {f["field"] for f in answer.json()["error"]["fields"]}
+        assert any(field in name for name in named), named
+
+    def test_duplicate_is_409_missing_is_404_and_lists_filter(self, gateway: GatewayServer) -> None:
+        endpoint_id = new_endpoint_id()
+        body = endpoint_body(endpoint_id, user_id="zoe", function_ref="file:///c.pkl")
+        assert gateway.http.post("/v1/endpoints", json=body).status_code == 201
+        assert gateway.http.post("/v1/endpoints", json=body).status_code == 409
+        assert gateway.http.get(f"/v1/endpoints/{new_endpoint_id()}").status_code == 404
+        listed = gateway.http.get("/v1/endpoints", params={"user_id": "zoe"}).json()
+        assert [e["id"] for e in listed["endpoints"]] == [endpoint_id]
+        stopped = gateway.http.post(
+            f"/v1/endpoints/{endpoint_id}/stop", json={"reason": "OutOfCredits"}
+        ).json()
+        assert (stopped["phase"], stopped["reason"]) == ("Stopped", "OutOfCredits")
+        by_phase = gateway.http.get("/v1/endpoints", params={"user_id": "zoe", "phase": "Stopped"})
+        assert [e["id"] for e in by_phase.json()["endpoints"]] == [endpoint_id]
