@@ -12,7 +12,7 @@ from gridweave_cli.exit_codes import ExitCode
 from tests.cli.helpers import Invoke, as_user, json_of
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer, User
-from tests.support.credit_server import CreditServer
+from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 
@@ -37,7 +37,7 @@ class TestDeploy:
         self, alice: User, gridweave: Invoke, platform: PlatformServer
     ) -> None:
         deployed = json_of(
-            gridweave("deploy", "chat", "--model-ref", "/models/tiny", "--vram", "2GB", "--json")
+            gridweave("deploy", "chat", "--model-ref", "/models/tiny", "--vram", "2GiB", "--json")
         )
         assert deployed["name"] == "chat"
         assert deployed["mode"] == "transformers"
@@ -90,6 +90,7 @@ def test_an_endpoint_stopped_for_credits_says_so(
     response = gateway.http.post(
         f"/v1/endpoints/{deployed['endpoint_id']}/stop",
         json={"reason": "OutOfCredits", "message": "the owner cannot pay the next period"},
+        headers={"Authorization": f"Bearer {INTERNAL_TOKEN}"},
     )
     assert response.status_code == 200, response.text
     table = gridweave("endpoints")
