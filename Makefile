@@ -8,7 +8,7 @@ PY_SOURCES := gridweave_controller gridweave_runtime gridweave_clients kuberay_s
 # Only the folders that exist: the layout grows issue by issue.
 CHECK_PATHS = $(wildcard $(PY_SOURCES))
 
-.PHONY: help install up kubeapi cometbft registry lint typecheck layers shellcheck chromium web-deps web-schema web-schema-check web pytest test bench clean
+.PHONY: help install up kubeapi cometbft registry lint typecheck layers shellcheck chromium web-deps web-schema web-schema-check web-build web pytest test bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv and install Gridweave with its server, models and dev extras
 
-up: install  ## the whole platform on this machine until Ctrl-C (data in GRIDWEAVE_STATE_DIR, default ~/.gridweave)
+up: install web-build  ## the whole platform on this machine until Ctrl-C (data in GRIDWEAVE_STATE_DIR, default ~/.gridweave)
 	$(BIN)/gridweave up
 
 kubeapi:  ## build the Kubernetes API server + etcd used by the tests (cached outside the repo)
@@ -81,6 +81,9 @@ chromium:  ## Debian's Chromium for the browser tests (installed when missing; P
 	@command -v chromium >/dev/null || { \
 		[ "$$(id -u)" = 0 ] || { echo "*** install chromium (apt-get install chromium)"; exit 1; }; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+web-build: web-deps  ## build the dashboard into web/dist (what gridweave up serves on port 3000)
+	cd web && node_modules/.bin/vite build --logLevel warn
 
 web: web-deps web-schema-check chromium  ## the dashboard: typecheck, component tests, build (the browser tests run in pytest)
 	cd web && node_modules/.bin/tsc -b

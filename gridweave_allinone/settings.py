@@ -53,12 +53,12 @@ class AllInOneSettings(BaseSettings):
     )
     port_offset: int = Field(
         default=0,
-        ge=-6000,
+        ge=1 - min(DEFAULT_PORTS.values()),
         le=65535 - max(DEFAULT_PORTS.values()),
         description=(
-            "GRIDWEAVE_PORT_OFFSET: added to every standard port (8100 platform ... 8800 "
-            "kuberay-service, 6443 Kubernetes API, 6380 Ray, 30500 registry), to run beside "
-            "another copy."
+            "GRIDWEAVE_PORT_OFFSET: added to every standard port (3000 dashboard, 8100 "
+            "platform ... 8800 kuberay-service, 6443 Kubernetes API, 6380 Ray, 30500 registry), "
+            "to run beside another copy."
         ),
     )
     kubeconfig: Path | None = Field(

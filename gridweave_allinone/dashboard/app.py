@@ -29,7 +29,7 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
-from gridweave_allinone.dashboard.settings import DashboardSettings
+from gridweave_allinone.dashboard.settings import DEFAULT_DIST_DIR, DashboardSettings
 
 __all__ = ["create_dashboard_app"]
 
@@ -48,7 +48,7 @@ def create_dashboard_app(
 ) -> Starlette:
     """The dashboard app; ``transport`` replaces the network to the platform (tests)."""
     settings = settings or DashboardSettings()
-    dist = settings.dist_dir.resolve()
+    dist = (settings.dist_dir or DEFAULT_DIST_DIR).resolve()
     client = httpx.AsyncClient(
         base_url=settings.platform_url,
         transport=transport,

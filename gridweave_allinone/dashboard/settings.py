@@ -24,9 +24,9 @@ class DashboardSettings(BaseSettings):
         default="http://127.0.0.1:8100",
         description="The platform the dashboard's /v1 requests are proxied to.",
     )
-    dist_dir: Path = Field(
-        default=DEFAULT_DIST_DIR,
-        description="The built dashboard (web/dist, made by make web).",
+    dist_dir: Path | None = Field(
+        default=None,
+        description="The built dashboard. Unset: web/dist of this checkout (made by make web).",
     )
     service_urls: dict[str, str] = Field(
         default_factory=dict,

@@ -112,6 +112,7 @@ def run_attempt(spec: AttemptSpec) -> Outcome:
     error: BaseException | None = None
     payload, remote_traceback = b"", ""
     with _captured(1, sys.stdout) as stdout, _captured(2, sys.stderr) as stderr:
+        mirror = _LiveOutput(store, [(objects.stdout, stdout), (objects.stderr, stderr)])
         try:
             function = cloudpickle.loads(store.get(spec.function_ref))
             args, kwargs = _arguments(store.get(spec.args_ref) if spec.args_ref else None)
@@ -119,6 +120,8 @@ def run_attempt(spec: AttemptSpec) -> Outcome:
         except BaseException as exc:  # SystemExit and KeyboardInterrupt are the user's too
             error = exc
             remote_traceback = _user_traceback(exc)
+        finally:
+            mirror.stop()  # before the cleanliness check counts the threads
     wall = time.perf_counter() - clock
     store.put(objects.stdout, stdout.data)
     store.put(objects.stderr, stderr.data)
@@ -221,10 +224,56 @@ def _ray_node_id() -> str:
         return ""
 
 
+#: While a job runs, what it printed so far is written to the object store this often, so
+#: the platform's live log (server-sent events) can follow it; all of it again at the end.
+LIVE_OUTPUT_SECONDS = 0.5
+
+
 class _Captured:
     """What a file descriptor received while captured (``data`` once the capture ended)."""
 
     data: bytes = b""
+    fileno: int = -1  # the capture file while capturing
+
+    def so_far(self) -> bytes:
+        """What was written until now (a positional read: the writers' offset stays)."""
+        try:
+            return os.pread(self.fileno, os.fstat(self.fileno).st_size, 0)
+        except OSError:
+            return b""
+
+
+class _LiveOutput:
+    """A thread writing each capture's bytes so far to its object while they grow."""
+
+    def __init__(self, store: Any, targets: list[tuple[str, _Captured]]) -> None:
+        self._store = store
+        self._targets = targets
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gw-live-output", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        written = dict.fromkeys((key for key, _ in self._targets), 0)
+        while not self._stopped.wait(LIVE_OUTPUT_SECONDS):
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()  # a print without flush=True still shows
+                except (OSError, ValueError):
+                    pass
+            for key, captured in self._targets:
+                data = captured.so_far()
+                if len(data) != written[key]:
+                    try:
+                        self._store.put(key, data)
+                    except Exception:  # the final write at the end still happens
+                        continue
+                    written[key] = len(data)
+
+    def stop(self) -> None:
+        """Stop and wait for the thread (the final, whole outputs are the caller's)."""
+        self._stopped.set()
+        self._thread.join()
 
 
 @contextmanager
@@ -235,6 +284,7 @@ def _captured(fd: int, stream: IO[str]) -> Iterator[_Captured]:
         stream.flush()
         saved = os.dup(fd)
         os.dup2(handle.fileno(), fd)
+        captured.fileno = handle.fileno()
         try:
             yield captured
         finally:

@@ -24,6 +24,7 @@ from pydantic_settings import BaseSettings
 from chain_service.settings import ChainSettings
 from credit_service.settings import CreditSettings
 from faucet_service.settings import FaucetSettings
+from gridweave_allinone.dashboard.settings import DashboardSettings
 from gridweave_allinone.settings import AllInOneSettings
 from gridweave_runtime.kubeapi import BIN_ENV
 from gridweave_runtime.settings import ServiceSettings
@@ -43,6 +44,7 @@ END = "<!-- settings-table:end -->"
 #: Who reads what: the all-in-one, then each service with its settings classes.
 READERS: list[tuple[str, list[type[BaseSettings]]]] = [
     ("gridweave up", [AllInOneSettings]),
+    ("dashboard (gridweave up)", [DashboardSettings]),
     ("platform_service", [PlatformSettings]),
     ("job_gateway", [GatewaySettings, InventorySettings, ExecutionSettings]),
     ("metering_service", [MeteringSettings]),

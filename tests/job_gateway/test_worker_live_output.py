@@ -1,0 +1,79 @@
+"""A running attempt's output reaches the object store while it runs (the live log reads it).
+
+The attempt runs in a process of its own, as in a Ray worker: its file descriptors 1 and 2
+are real (pytest's capture replaces only this process's ``sys.stdout``).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import cloudpickle
+
+from gridweave_runtime.storage import (
+    LocalObjectStore,
+    ObjectNotFound,
+    StorageConfig,
+    attempt_objects,
+)
+from job_gateway.execution.worker import LIVE_OUTPUT_SECONDS, AttemptSpec
+
+# no Ray here: the outcome's node id is then empty (as for a direct call), and no local Ray
+# instance is started by asking for it
+RUN = (
+    "import pickle, sys\n"
+    "sys.modules['ray'] = None\n"
+    "from job_gateway.execution.worker import run_attempt\n"
+    "outcome = run_attempt(pickle.load(open(sys.argv[1], 'rb')))\n"
+    "print('reusable', outcome.reusable, file=sys.__stderr__)\n"
+)
+
+
+def _talker() -> str:
+    import sys
+    import time
+
+    print("first line", flush=True)
+    sys.stderr.write("a warning\n")
+    time.sleep(3.0)
+    print("last line")  # not flushed by the function: the end writes it
+    return "done"
+
+
+def test_output_is_in_the_store_while_the_attempt_runs(tmp_path: Path) -> None:
+    store = LocalObjectStore(tmp_path / "objects")
+    function_ref = store.put("jobs/live/function.pkl", cloudpickle.dumps(_talker))
+    storage = StorageConfig(root=str(tmp_path / "objects"))
+    (tmp_path / "spec.pkl").write_bytes(
+        pickle.dumps(AttemptSpec("live", 0, function_ref, None, storage))
+    )
+    objects = attempt_objects("live", 0)
+    environment = {
+        k: v for k, v in os.environ.items() if k != "RAY_ADDRESS" and not k.startswith("GRIDWEAVE_")
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-c", RUN, str(tmp_path / "spec.pkl")],
+        env=environment,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen = b""
+    deadline = time.monotonic() + 2.5  # the function sleeps 3 s after its first line
+    while time.monotonic() < deadline and not seen:
+        try:
+            seen = store.get(store.uri(objects.stdout))
+        except ObjectNotFound:
+            time.sleep(0.05)
+    running = process.poll() is None
+    _, errors = process.communicate(timeout=60)
+    assert process.returncode == 0, errors
+    assert seen == b"first line\n" and running, "stdout was not in the store while it ran"
+    assert LIVE_OUTPUT_SECONDS <= 1.0
+    assert store.get(store.uri(objects.stdout)) == b"first line\nlast line\n"
+    assert store.get(store.uri(objects.stderr)) == b"a warning\n"
+    assert "reusable True" in errors  # the mirror thread ended before the cleanliness check
