@@ -114,7 +114,10 @@ def tiny_gpt2(directory: Path) -> Path:
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-    words = "the quick brown fox jumps over a lazy dog hello world gridweave serves models"
+    import torch
+
+    torch.manual_seed(20261203)  # the same weights every run: greedy answers repeat
+    words = "the quick brown fox jumps over a lazy dog hello world user assistant : models"
     tokenizer = Tokenizer(models.WordLevel(unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     trainer = trainers.WordLevelTrainer(special_tokens=["<unk>", "<eos>"])

