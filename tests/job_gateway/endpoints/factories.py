@@ -111,10 +111,9 @@ def free_vram(gateway: GatewayServer, node: str, index: int) -> int:
 
 def tiny_gpt2(directory: Path) -> Path:
     """A tiny GPT-2 (random weights) and a word-level tokenizer, saved for loading offline."""
+    import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
-    import torch
 
     torch.manual_seed(20261203)  # the same weights every run: greedy answers repeat
     words = "the quick brown fox jumps over a lazy dog hello world user assistant : models"

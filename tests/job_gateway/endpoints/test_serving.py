@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import openai
 import pytest
 
 from job_gateway.endpoints import EndpointSettings
@@ -326,6 +327,23 @@ class TestTransformersEndpoint:
         # greedy decoding: the stream says what the whole answer said
         assert "".join(pieces).strip() == chat["choices"][0]["message"]["content"].strip()
         assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        said = client.chat.completions.create(
+            model="tiny-gpt2",
+            messages=[{"role": "user", "content": "the lazy dog"}],
+            max_tokens=6,
+        )
+        assert said.choices[0].message.content == chat["choices"][0]["message"]["content"]
+        deltas = [
+            chunk.choices[0].delta.content or ""
+            for chunk in client.chat.completions.create(
+                model="tiny-gpt2",
+                messages=[{"role": "user", "content": "the lazy dog"}],
+                max_tokens=6,
+                stream=True,
+            )
+        ]
+        assert "".join(deltas) == "".join(pieces)
         refused = httpx.post(f"{url}/v1/completions", json={"prompt": 3})
         assert refused.status_code == 400
         assert refused.json()["error"]["type"] == "invalid_request_error"
@@ -355,7 +373,7 @@ class TestTransformersEndpoint:
 
         def cosine(a: list[float], b: list[float]) -> float:
             dot = sum(x * y for x, y in zip(a, b, strict=True))
-            return dot / (sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5)
+            return float(dot / (sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5))
 
         assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2])
         wrong = httpx.post(f"{url}/v1/completions", json={"prompt": "x"})
