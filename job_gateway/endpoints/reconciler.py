@@ -157,7 +157,9 @@ class EndpointReconciler:
         await asyncio.to_thread(
             serve_control.start_serve, self.settings.serve_host, self.settings.serve_port
         )
-        self._apps = await asyncio.to_thread(serve_control.read_apps)
+        self._apps = await asyncio.to_thread(
+            serve_control.read_apps, self.settings.serve_app_prefix
+        )
 
     async def run(self) -> None:
         """Tick after tick until cancelled."""
@@ -179,7 +181,9 @@ class EndpointReconciler:
 
     async def reconcile(self) -> None:
         """One tick: read Serve's applications, take every endpoint one step."""
-        self._apps = await asyncio.to_thread(serve_control.read_apps)
+        self._apps = await asyncio.to_thread(
+            serve_control.read_apps, self.settings.serve_app_prefix
+        )
         for name in list(self._deleted):
             if self._present(name):
                 await self._delete(name)
@@ -293,6 +297,7 @@ class EndpointReconciler:
             config,
             node=node,
             health_check_period_s=max(1.0, self.settings.endpoint_probe_seconds),
+            prefix=self.settings.serve_app_prefix,
         )
         _log.info("endpoint %s deploying on %s GPUs %s", endpoint.name, node, list(indices))
 
@@ -302,7 +307,7 @@ class EndpointReconciler:
         return app is not None and app.status != "DELETING"
 
     async def _delete(self, name: str) -> None:
-        await asyncio.to_thread(serve_control.delete_app, name)
+        await asyncio.to_thread(serve_control.delete_app, name, self.settings.serve_app_prefix)
         self._apps.pop(name, None)
         self._forget(name)
 

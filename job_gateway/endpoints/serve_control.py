@@ -31,7 +31,8 @@ __all__ = [
     "start_serve",
 ]
 
-#: Serve application names of endpoints; other applications on the cluster are left alone.
+#: Serve application names of endpoints (``GATEWAY_SERVE_APP_PREFIX``); other applications
+#: on the cluster are left alone.
 APP_PREFIX = "gw-ep-"
 _DEPLOYMENT = "replica"
 
@@ -45,9 +46,9 @@ def _serve() -> ModuleType:
     return serve
 
 
-def app_name(endpoint_id: str) -> str:
+def app_name(endpoint_id: str, prefix: str = APP_PREFIX) -> str:
     """The Serve application of an endpoint."""
-    return f"{APP_PREFIX}{endpoint_id}"
+    return f"{prefix}{endpoint_id}"
 
 
 def route_prefix(endpoint_id: str) -> str:
@@ -70,7 +71,12 @@ def start_serve(host: str, port: int) -> None:
 
 
 def deploy_app(
-    endpoint: Endpoint, config: ReplicaConfig, *, node: str, health_check_period_s: float
+    endpoint: Endpoint,
+    config: ReplicaConfig,
+    *,
+    node: str,
+    health_check_period_s: float,
+    prefix: str = APP_PREFIX,
 ) -> None:
     """Deploy (or update) the endpoint's application; returns without waiting for it."""
     spec = endpoint.spec
@@ -103,7 +109,7 @@ def deploy_app(
     )(EndpointReplica)
     target = serve.RunTarget(
         deployment.bind(config),
-        name=app_name(endpoint.name),
+        name=app_name(endpoint.name, prefix),
         route_prefix=route_prefix(endpoint.name),
     )
     serve.run_many(
@@ -111,16 +117,16 @@ def deploy_app(
     )
 
 
-def delete_app(endpoint_id: str) -> None:
+def delete_app(endpoint_id: str, prefix: str = APP_PREFIX) -> None:
     """Delete the endpoint's application (its replicas stop); nothing when there is none."""
-    _serve().delete(app_name(endpoint_id), _blocking=False)
+    _serve().delete(app_name(endpoint_id, prefix), _blocking=False)
 
 
-def read_apps() -> dict[str, AppState]:
+def read_apps(prefix: str = APP_PREFIX) -> dict[str, AppState]:
     """Every endpoint's application by endpoint id."""
     found: dict[str, AppState] = {}
     for name, app in _serve().status().applications.items():
-        if not name.startswith(APP_PREFIX):
+        if not name.startswith(prefix):
             continue
         running = sum(
             count
@@ -129,7 +135,7 @@ def read_apps() -> dict[str, AppState]:
             if str(getattr(state, "value", state)) == "RUNNING"
         )
         messages = [app.message] + [d.message for d in app.deployments.values() if d.message]
-        found[name.removeprefix(APP_PREFIX)] = AppState(
+        found[name.removeprefix(prefix)] = AppState(
             status=str(app.status.value if hasattr(app.status, "value") else app.status),
             message="; ".join(m for m in messages if m)[:4000],
             running_replicas=running,

@@ -24,6 +24,16 @@ class EndpointSettings(BaseSettings):
     serve_port: int = Field(
         default=8900, ge=1, le=65535, description="Port of Serve's HTTP proxy on the head node."
     )
+    serve_app_prefix: str = Field(
+        default="gw-ep-",
+        min_length=1,
+        max_length=32,
+        pattern=r"^[a-z0-9-]+$",
+        description=(
+            "Names of the endpoints' Serve applications (<prefix><endpoint id>): the gateway "
+            "manages, and deletes as orphans, only applications with its prefix."
+        ),
+    )
     endpoint_probe_seconds: float = Field(
         default=2.0,
         gt=0,

@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -137,8 +139,6 @@ class TestCustomEndpoint:
 
 def wait_for_app_gone(url: str, timeout: float = 60.0) -> int:
     """The status Serve's proxy answers once the application is deleted."""
-    import time
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         status = httpx.post(f"{url}/greet", json={"name": "x"}).status_code
@@ -379,3 +379,39 @@ class TestTransformersEndpoint:
         wrong = httpx.post(f"{url}/v1/completions", json={"prompt": "x"})
         assert wrong.status_code == 400
         gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
+
+
+class TestRehydration:
+    def test_a_restarted_gateway_adopts_the_running_application(
+        self, serve_port: int, kubeapi: KubeAPI, tmp_path: Path
+    ) -> None:
+        options: dict[str, Any] = {
+            "inventory_yaml": INVENTORY_YAML,
+            "execution": ExecutionSettings(executor_poll_seconds=0.05, warm_spares_per_node=0),
+            "endpoint_settings": EndpointSettings(
+                serve_port=serve_port,
+                serve_app_prefix="gw-re-",  # apart from the module's gateway
+                endpoint_probe_seconds=0.5,
+                endpoint_probe_timeout_seconds=1.0,
+            ),
+            "pass_interval_seconds": 0.5,
+        }
+        (tmp_path / "first").mkdir()
+        (tmp_path / "second").mkdir()
+        with running_gateway(kubeapi, tmp_path / "first", **options) as first:
+            endpoint_id = custom_endpoint(first)
+            view = wait_running(first, endpoint_id)
+            before = httpx.get(f"{view['url']}/-/gw/stats").json()
+        # no gateway: the application serves on
+        assert httpx.post(f"{view['url']}/greet", json={"name": "x"}).json() == "hello x"
+        with running_gateway(
+            kubeapi, tmp_path / "second", namespace=first.namespace, **options
+        ) as second:
+            time.sleep(3)  # several ticks of the new reconciler
+            again = wait_for(second, endpoint_id, lambda v: v["health"] == "Healthy")
+            after = httpx.get(f"{view['url']}/-/gw/stats").json()
+            assert (again["phase"], again["started_at"]) == ("Running", view["started_at"])
+            assert (after["replica"], after["pid"]) == (before["replica"], before["pid"])
+            assert after["requests"] == before["requests"] + 1  # adopted, not redeployed
+            second.http.delete(f"/v1/endpoints/{endpoint_id}")
+            assert wait_for_app_gone(view["url"]) == 404
