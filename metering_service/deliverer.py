@@ -5,7 +5,9 @@ claims up to ``METERING_RECEIPT_BATCH_SIZE`` due receipts, sends them in one cal
 and records each outcome (``services.receipts``). chain_service away: the receipt waits,
 retried with a doubling backoff (never given up). chain_service refusing it (a conflicting
 receipt of the same settlement, a malformed one): ``refused``, logged for an operator. A
-settlement wakes it at once; otherwise it looks every ``METERING_RECEIPT_POLL_SECONDS``.
+settlement wakes it, and it waits ``METERING_RECEIPT_LINGER_SECONDS`` more so that the
+receipts of the settlements meanwhile go in the same call; otherwise it looks every
+``METERING_RECEIPT_POLL_SECONDS``.
 """
 
 from __future__ import annotations
@@ -42,7 +44,10 @@ class ReceiptDeliverer(OutboxWorker):
     label = "metering: the receipt deliverer"
 
     def __init__(self, database: Database, settings: MeteringSettings, chain: ChainClient) -> None:
-        super().__init__(poll_seconds=settings.receipt_poll_seconds)
+        super().__init__(
+            poll_seconds=settings.receipt_poll_seconds,
+            linger_seconds=settings.receipt_linger_seconds,
+        )
         self.database = database
         self.settings = settings
         self.chain = chain

@@ -47,6 +47,15 @@ class MeteringSettings(CreditCallerSettings):
     receipt_poll_seconds: float = Field(
         default=0.5, gt=0, le=3600, description="How often the deliverer looks for due receipts."
     )
+    receipt_linger_seconds: float = Field(
+        default=0.25,
+        ge=0,
+        le=60,
+        description=(
+            "How long the deliverer waits after a settlement wakes it, so the receipts of the "
+            "settlements meanwhile go in the same call (0: one call per wake-up)."
+        ),
+    )
     receipt_batch_size: int = Field(
         default=100, ge=1, le=10_000, description="Receipts claimed per round of the deliverer."
     )

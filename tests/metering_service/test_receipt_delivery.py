@@ -230,3 +230,37 @@ def test_a_deliverer_killed_mid_stream_loses_and_repeats_nothing(
         _assert_each_once(chain, references)
         seqs = [row[1] for row in _outbox(metering_url)]
         assert sorted(seqs) == list(range(1, count + 1))  # type: ignore[type-var]
+
+
+def _delivery_calls(chain: httpx.Client) -> float:
+    """The calls chain_service answered on its receipt routes (one or a batch each)."""
+    calls = 0.0
+    for line in chain.get("/metrics").text.splitlines():
+        if line.startswith("gridweave_http_requests_total{") and 'route="/v1/receipts' in line:
+            calls += float(line.rsplit(" ", 1)[1])
+    return calls
+
+
+def test_settlements_close_together_share_one_delivery_call(
+    databases: tuple[str, str], credit: CreditServer, tmp_path: Path
+) -> None:
+    """A settlement wakes the deliverer, which lingers so the next ones go in its call."""
+    metering_url, chain_url = databases
+    with running_chain(chain_settings(chain_url, tmp_path / "chain")) as chain:
+        settings = metering_settings(
+            metering_url,
+            credit.url,
+            state_dir=tmp_path,
+            chain_service_url=str(chain.base_url),
+            **_fast_retries(receipt_poll_seconds=30.0, receipt_linger_seconds=2.0),
+        )
+        with running_metering(settings) as metering:
+            started = time.monotonic()
+            references = _settle(metering, credit, 6)
+            settled_in = time.monotonic() - started
+            _wait(lambda: len(_chain(chain).receipts) == 6, "6 receipts")
+        _assert_each_once(chain, references)
+        if settled_in < 2.0:  # all six inside the first wake-up's linger
+            assert _delivery_calls(chain) == 1
+        else:  # a slow machine: still fewer calls than settlements
+            assert _delivery_calls(chain) < 6
