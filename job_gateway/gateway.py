@@ -232,10 +232,13 @@ class Gateway:
         if self.reconciler is not None:
             self.reconciler.endpoint_deleted(endpoint)
 
-    async def endpoint_settled(self, endpoint_id: str, timeout: float) -> None:
-        """Wait until the endpoint runs, has ended or is gone (at most ``timeout`` s)."""
+    async def endpoint_settled(
+        self, endpoint_id: str, timeout: float, after: str | None = None
+    ) -> None:
+        """Wait until the endpoint runs, has failed or is gone (at most ``timeout`` s), as
+        seen in a copy later than resourceVersion ``after``."""
         if self.reconciler is not None:
-            await self.reconciler.wait_until_settled(endpoint_id, timeout)
+            await self.reconciler.wait_until_settled(endpoint_id, timeout, after=after)
 
     def _pass_done(self, report: PassReport) -> None:
         self.metrics.observe_pass(report, waiting=self.loop.waiting(), scheduler=self.scheduler)

@@ -89,7 +89,11 @@ class EndpointReconciler:
         self._replicas: dict[str, dict[str, ReplicaSeen]] = {}
         self._health: dict[str, tuple[bool, int, str]] = {}
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        #: The resourceVersion each endpoint's waiters read: older copies do not settle them.
+        self._after: dict[str, str] = {}
         self._tick = asyncio.Event()
+        #: Serve's HTTP proxy as Serve has it (a Serve found running keeps its own port).
+        self._proxy = (settings.serve_host, settings.serve_port)
         self._http = httpx.AsyncClient(
             timeout=settings.endpoint_probe_timeout_seconds, trust_env=False
         )
@@ -115,16 +119,24 @@ class EndpointReconciler:
 
     def url(self, endpoint_id: str) -> str:
         """The base URL of the endpoint's route on Serve's HTTP proxy."""
-        host = self.settings.serve_host
+        host, port = self._proxy
         host = "127.0.0.1" if host in ("0.0.0.0", "") else host
-        return f"http://{host}:{self.settings.serve_port}{serve_control.route_prefix(endpoint_id)}"
+        return f"http://{host}:{port}{serve_control.route_prefix(endpoint_id)}"
 
     def replicas_seen(self, endpoint_id: str) -> dict[str, ReplicaSeen]:
         """The replicas the probes reached lately."""
         return dict(self._replicas.get(endpoint_id, {}))
 
-    async def wait_until_settled(self, endpoint_id: str, timeout: float) -> None:
-        """Return when the endpoint runs, has ended or is gone, or after ``timeout``."""
+    async def wait_until_settled(
+        self, endpoint_id: str, timeout: float, *, after: str | None = None
+    ) -> None:
+        """Return when the endpoint runs, has failed or is gone, or after ``timeout``.
+
+        ``after``: a resourceVersion the caller read; an older copy of the informer's (one
+        still Running before an idle stop the caller already saw) does not count.
+        """
+        if after is not None:
+            self._after[endpoint_id] = after
         if self._settled(endpoint_id):
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -141,11 +153,15 @@ class EndpointReconciler:
         endpoint = self._endpoints.get(endpoint_id)
         if endpoint is None:
             return True
+        after = self._after.get(endpoint_id)
+        if after is not None and not _newer(endpoint.metadata.resource_version, after):
+            return False
         return endpoint.phase is EndpointPhase.RUNNING or endpoint.phase is EndpointPhase.FAILED
 
     def _answer_waiters(self, endpoint_id: str) -> None:
         if not self._settled(endpoint_id):
             return
+        self._after.pop(endpoint_id, None)
         for future in self._waiters.pop(endpoint_id, []):
             if not future.done():
                 future.set_result(None)
@@ -154,7 +170,7 @@ class EndpointReconciler:
 
     async def start(self) -> None:
         """Start Serve (or find it running) and read its applications: adoption."""
-        await asyncio.to_thread(
+        self._proxy = await asyncio.to_thread(
             serve_control.start_serve, self.settings.serve_host, self.settings.serve_port
         )
         self._apps = await asyncio.to_thread(
@@ -342,3 +358,13 @@ class EndpointReconciler:
             return
         await self.crd.set_endpoint_health(name, healthy, message, ready_replicas=ready)
         self._health[name] = (healthy, ready, message)
+
+
+def _newer(version: str | None, than: str) -> bool:
+    """``version`` is later than ``than`` (etcd's versions are integers; else: another)."""
+    if version is None:
+        return False
+    try:
+        return int(version) > int(than)
+    except ValueError:
+        return version != than

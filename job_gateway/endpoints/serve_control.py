@@ -65,9 +65,13 @@ class AppState:
     running_replicas: int
 
 
-def start_serve(host: str, port: int) -> None:
-    """Start Serve (its controller and the head's HTTP proxy), or find it running."""
-    _serve().start(proxy_location="HeadOnly", http_options={"host": host, "port": port})
+def start_serve(host: str, port: int) -> tuple[str, int]:
+    """Start Serve (its controller and the head's HTTP proxy), or find it running; the
+    proxy's host and port as Serve has them (a running Serve keeps its own)."""
+    serve = _serve()
+    serve.start(proxy_location="HeadOnly", http_options={"host": host, "port": port})
+    config = serve.context._get_global_client().http_config  # the controller's own
+    return str(config.host), int(config.port)
 
 
 def deploy_app(

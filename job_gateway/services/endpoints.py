@@ -51,8 +51,9 @@ __all__ = [
     "wake_endpoint",
 ]
 
-#: Waits until an endpoint runs, has ended or is gone, at most the given seconds.
-SettledWait = Callable[[str, float], Awaitable[None]]
+#: Waits until an endpoint runs, has failed or is gone, at most the given seconds, in a copy
+#: later than the given resourceVersion.
+SettledWait = Callable[[str, float, str | None], Awaitable[None]]
 #: The reason of an endpoint stopped by ``DELETE /v1/endpoints/{id}``.
 DELETED = "Deleted"
 
@@ -197,7 +198,7 @@ async def wake_endpoint(
     if endpoint.phase is EndpointPhase.STOPPED:
         loop.wake_endpoint(endpoint)
     if endpoint.phase is not EndpointPhase.RUNNING and wait_s > 0:
-        await settled(endpoint_id, wait_s)
+        await settled(endpoint_id, wait_s, endpoint.metadata.resource_version)
         with crd_errors(endpoint_id):
             endpoint = await crd.get_endpoint(endpoint_id)
     return endpoint

@@ -28,6 +28,7 @@ from gridweave_allinone.dashboard.settings import DashboardSettings
 from gridweave_allinone.settings import AllInOneSettings
 from gridweave_runtime.kubeapi import BIN_ENV
 from gridweave_runtime.settings import ServiceSettings
+from job_gateway.endpoints.settings import EndpointSettings
 from job_gateway.execution.settings import ExecutionSettings
 from job_gateway.inventory.settings import InventorySettings
 from job_gateway.settings import GatewaySettings
@@ -46,7 +47,7 @@ READERS: list[tuple[str, list[type[BaseSettings]]]] = [
     ("gridweave up", [AllInOneSettings]),
     ("dashboard (gridweave up)", [DashboardSettings]),
     ("platform_service", [PlatformSettings]),
-    ("job_gateway", [GatewaySettings, InventorySettings, ExecutionSettings]),
+    ("job_gateway", [GatewaySettings, InventorySettings, ExecutionSettings, EndpointSettings]),
     ("metering_service", [MeteringSettings]),
     ("credit_service", [CreditSettings]),
     ("faucet_service", [FaucetSettings]),
