@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -415,3 +416,30 @@ class TestRehydration:
             assert after["requests"] == before["requests"] + 1  # adopted, not redeployed
             second.http.delete(f"/v1/endpoints/{endpoint_id}")
             assert wait_for_app_gone(view["url"]) == 404
+
+
+class TestAutoscaling:
+    def test_queue_length_scales_replicas_up_to_max(self, gateway: GatewayServer) -> None:
+        endpoint_id = custom_endpoint(gateway, min_replicas=1, max_replicas=2)
+        url = wait_running(gateway, endpoint_id)["url"]
+        wait_for(gateway, endpoint_id, lambda v: v["ready_replicas"] == 1)
+        loaded = threading.Event()
+        answers: list[int] = []
+
+        def load() -> None:  # 8 requests under way until a second replica runs
+            while not loaded.is_set():
+                answer = httpx.post(f"{url}/slow", json={"seconds": 1.0}, timeout=120)
+                answers.append(answer.status_code)
+
+        with ThreadPoolExecutor(8) as pool:
+            for _ in range(8):
+                pool.submit(load)
+            try:
+                scaled = wait_for(
+                    gateway, endpoint_id, lambda v: v["ready_replicas"] == 2, timeout=150
+                )
+            finally:
+                loaded.set()
+        assert scaled["phase"] == "Running" and scaled["max_replicas"] == 2
+        assert answers and set(answers) == {200}
+        gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
