@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -91,9 +92,11 @@ def _fast_retries(**overrides: object) -> dict[str, object]:
     }
 
 
-def test_each_settlement_is_delivered_once_with_what_the_receipt_says(
-    databases: tuple[str, str], credit: CreditServer, tmp_path: Path
-) -> None:
+@contextmanager
+def _delivering(
+    databases: tuple[str, str], credit: CreditServer, tmp_path: Path, **overrides: object
+) -> Iterator[tuple[httpx.Client, httpx.Client]]:
+    """chain_service, and metering delivering to it (fast retries); (metering, chain)."""
     metering_url, chain_url = databases
     with running_chain(chain_settings(chain_url, tmp_path / "chain")) as chain:
         settings = metering_settings(
@@ -101,14 +104,22 @@ def test_each_settlement_is_delivered_once_with_what_the_receipt_says(
             credit.url,
             state_dir=tmp_path,
             chain_service_url=str(chain.base_url),
-            **_fast_retries(),
+            **_fast_retries(**overrides),
         )
         with running_metering(settings) as metering:
-            references = _settle(metering, credit, 4)
-            _wait(lambda: len(_chain(chain).receipts) == 4, "4 receipts")
-            replay = metering.post("/v1/usage", json=usage_body(references[0], "x"))
-            assert replay.status_code == 409  # other figures: refused, nothing queued
-            _wait(lambda: all(row[0] == "delivered" for row in _outbox(metering_url)), "delivery")
+            yield metering, chain
+
+
+def test_each_settlement_is_delivered_once_with_what_the_receipt_says(
+    databases: tuple[str, str], credit: CreditServer, tmp_path: Path
+) -> None:
+    metering_url = databases[0]
+    with _delivering(databases, credit, tmp_path) as (metering, chain):
+        references = _settle(metering, credit, 4)
+        _wait(lambda: len(_chain(chain).receipts) == 4, "4 receipts")
+        replay = metering.post("/v1/usage", json=usage_body(references[0], "x"))
+        assert replay.status_code == 409  # other figures: refused, nothing queued
+        _wait(lambda: all(row[0] == "delivered" for row in _outbox(metering_url)), "delivery")
 
         _assert_each_once(chain, references)
         first = _chain(chain).receipts[0]
@@ -143,30 +154,22 @@ def test_receipts_wait_while_chain_service_is_down_and_arrive_once_it_is_up(
 def test_a_receipt_delivered_again_is_not_written_twice(
     databases: tuple[str, str], credit: CreditServer, tmp_path: Path
 ) -> None:
-    metering_url, chain_url = databases
-    with running_chain(chain_settings(chain_url, tmp_path / "chain")) as chain:
-        settings = metering_settings(
-            metering_url,
-            credit.url,
-            state_dir=tmp_path,
-            chain_service_url=str(chain.base_url),
-            **_fast_retries(),
-        )
-        with running_metering(settings) as metering:
-            references = _settle(metering, credit, 2)
-            _wait(lambda: all(row[0] == "delivered" for row in _outbox(metering_url)), "delivery")
-            engine = create_engine(metering_url)
-            try:
-                with engine.begin() as connection:  # as if the first answer had been lost
-                    connection.execute(
-                        text(
-                            "UPDATE receipt_outbox SET state = 'queued', receipt_seq = NULL, "
-                            "next_attempt_at = now()"
-                        )
+    metering_url = databases[0]
+    with _delivering(databases, credit, tmp_path) as (metering, chain):
+        references = _settle(metering, credit, 2)
+        _wait(lambda: all(row[0] == "delivered" for row in _outbox(metering_url)), "delivery")
+        engine = create_engine(metering_url)
+        try:
+            with engine.begin() as connection:  # as if the first answer had been lost
+                connection.execute(
+                    text(
+                        "UPDATE receipt_outbox SET state = 'queued', receipt_seq = NULL, "
+                        "next_attempt_at = now()"
                     )
-            finally:
-                engine.dispose()
-            _wait(lambda: all(row[0] == "delivered" for row in _outbox(metering_url)), "again")
+                )
+        finally:
+            engine.dispose()
+        _wait(lambda: all(row[0] == "delivered" for row in _outbox(metering_url)), "again")
 
         _assert_each_once(chain, references)
         assert [row[1:] for row in _outbox(metering_url)] == [(1, 2), (2, 2)]
@@ -245,20 +248,12 @@ def test_settlements_close_together_share_one_delivery_call(
     databases: tuple[str, str], credit: CreditServer, tmp_path: Path
 ) -> None:
     """A settlement wakes the deliverer, which lingers so the next ones go in its call."""
-    metering_url, chain_url = databases
-    with running_chain(chain_settings(chain_url, tmp_path / "chain")) as chain:
-        settings = metering_settings(
-            metering_url,
-            credit.url,
-            state_dir=tmp_path,
-            chain_service_url=str(chain.base_url),
-            **_fast_retries(receipt_poll_seconds=30.0, receipt_linger_seconds=2.0),
-        )
-        with running_metering(settings) as metering:
-            started = time.monotonic()
-            references = _settle(metering, credit, 6)
-            settled_in = time.monotonic() - started
-            _wait(lambda: len(_chain(chain).receipts) == 6, "6 receipts")
+    overrides = {"receipt_poll_seconds": 30.0, "receipt_linger_seconds": 2.0}
+    with _delivering(databases, credit, tmp_path, **overrides) as (metering, chain):
+        started = time.monotonic()
+        references = _settle(metering, credit, 6)
+        settled_in = time.monotonic() - started
+        _wait(lambda: len(_chain(chain).receipts) == 6, "6 receipts")
         _assert_each_once(chain, references)
         if settled_in < 2.0:  # all six inside the first wake-up's linger
             assert _delivery_calls(chain) == 1
