@@ -94,6 +94,7 @@ class EndpointReconciler:
         self._tick = asyncio.Event()
         #: Serve's HTTP proxy as Serve has it (a Serve found running keeps its own port).
         self._proxy = (settings.serve_host, settings.serve_port)
+        self._serving = False
         self._http = httpx.AsyncClient(
             timeout=settings.endpoint_probe_timeout_seconds, trust_env=False
         )
@@ -169,13 +170,21 @@ class EndpointReconciler:
     # -- the loop --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start Serve (or find it running) and read its applications: adoption."""
-        self._proxy = await asyncio.to_thread(
-            serve_control.start_serve, self.settings.serve_host, self.settings.serve_port
-        )
-        self._apps = await asyncio.to_thread(
-            serve_control.read_apps, self.settings.serve_app_prefix
-        )
+        """Start Serve (or find it running) and read its applications: adoption.
+
+        A failure is logged, not raised: jobs need no Serve, and each tick tries again.
+        """
+        try:
+            self._proxy = await asyncio.to_thread(
+                serve_control.start_serve, self.settings.serve_host, self.settings.serve_port
+            )
+            self._apps = await asyncio.to_thread(
+                serve_control.read_apps, self.settings.serve_app_prefix
+            )
+        except Exception:
+            _log.exception("Ray Serve could not be started; endpoints wait for it")
+            return
+        self._serving = True
 
     async def run(self) -> None:
         """Tick after tick until cancelled."""
@@ -197,6 +206,10 @@ class EndpointReconciler:
 
     async def reconcile(self) -> None:
         """One tick: read Serve's applications, take every endpoint one step."""
+        if not self._serving:
+            await self.start()
+            if not self._serving:
+                return
         self._apps = await asyncio.to_thread(
             serve_control.read_apps, self.settings.serve_app_prefix
         )
