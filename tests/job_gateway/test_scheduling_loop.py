@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gridweave_controller import CrdClient, Job, JobPhase
+from gridweave_controller import CrdClient, Endpoint, EndpointPhase, Job, JobPhase
 from gridweave_controller.aio import AsyncCrdClient
 from job_gateway.inventory import Inventory, InventoryFile
 from job_gateway.scheduler import Scheduler
@@ -175,3 +175,56 @@ class TestFailedWrites:
         assert (first.written, first.failed) == (1, 1)
         assert held == 1  # only the job whose write succeeded holds VRAM
         assert second.decision.placements == ()
+
+
+class TestEndpointsPlaced:
+    def test_pending_endpoints_and_jobs_share_the_gpus_of_one_map(self) -> None:
+        async def scenario() -> tuple[PassReport, Endpoint, Job]:
+            crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
+            loop = SchedulingLoop(
+                crd,
+                Scheduler(load_inventory_text(TWO_GPUS)),
+                pass_interval=60,
+                max_parallel_writes=4,
+            )
+            endpoint = await crd.create_endpoint(
+                "ep", "alice", vram_mb=80 * GIB, mode="transformers", model="m"
+            )
+            job = await crd.create_job("job", "alice", "file:///f", vram_mb=80 * GIB)
+            loop.follow_endpoint(endpoint)
+            loop.follow(job)
+            report = await loop.run_pass()
+            return report, await crd.get_endpoint("ep"), await crd.get_job("job")
+
+        report, endpoint, job = asyncio.run(scenario())
+        assert (report.written, report.failed) == (2, 0)
+        assert (endpoint.phase, job.phase) == (EndpointPhase.DEPLOYING, JobPhase.ALLOCATED)
+        assert {endpoint.status.gpu_indices, job.status.gpu_indices} == {(0,), (1,)}
+
+    def test_a_stopped_endpoint_is_placed_again_once_per_wake(self) -> None:
+        async def scenario() -> tuple[int, int, Endpoint, int]:
+            crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
+            scheduler = Scheduler(load_inventory_text(TWO_GPUS))
+            loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
+            await crd.create_endpoint("ep", "alice", vram_mb=GIB, mode="custom", function_ref="f")
+            await crd.set_endpoint_deploying("ep", "gpu-a", [1])
+            await crd.set_endpoint_running("ep", "http://127.0.0.1:1/gw/ep")
+            stopped = await crd.set_endpoint_stopped("ep", "Idle", "no request")
+            loop.follow_endpoint(stopped)
+            not_woken = len((await loop.run_pass()).decision.placements)
+            for _ in range(3):  # three concurrent wakes
+                loop.wake_endpoint(stopped)
+            woken = (await loop.run_pass()).written
+            placed = await crd.get_endpoint("ep")
+            scheduler.allocations.apply_endpoint(placed)
+            loop.follow_endpoint(placed)
+            loop.follow_endpoint(stopped)  # an older copy arriving late: the wake is spent
+            await crd.set_endpoint_stopped("ep", "Idle", "no request")
+            scheduler.allocations.apply_endpoint(await crd.get_endpoint("ep"))
+            loop.follow_endpoint(await crd.get_endpoint("ep"))
+            again = len((await loop.run_pass()).decision.placements)
+            return not_woken, woken, placed, again
+
+        not_woken, woken, placed, again = asyncio.run(scenario())
+        assert (not_woken, woken, again) == (0, 1, 0)
+        assert placed.phase is EndpointPhase.DEPLOYING and placed.status.node == "gpu-a"
