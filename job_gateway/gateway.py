@@ -145,8 +145,6 @@ class Gateway:
                 state_dir=self.settings.state_dir,
                 inventory=inventory,
             )
-        if self.reconciler is not None:  # Serve's applications read before the first list
-            await self.reconciler.start()
         with collector_paused():  # the first lists build millions of acyclic objects
             self.jobs.start()
             self.endpoints.start()
@@ -163,7 +161,7 @@ class Gateway:
             self.executor.start()
         if self.usage is not None:
             self._tasks.append(asyncio.create_task(self.usage.run(), name="usage"))
-        if self.reconciler is not None:
+        if self.reconciler is not None:  # starts (or finds) Serve first, off the start path
             self._tasks.append(asyncio.create_task(self.reconciler.run(), name="endpoints"))
 
     def healthy(self) -> bool:
