@@ -10,23 +10,26 @@ same directory, and find the same jobs, key and balance.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-import cloudpickle
 import httpx
 import pytest
 
 import gridweave as gw
 from gridweave_clients.platform import PlatformClient
 from tests.allinone import functions
-from tests.support.allinone import AllInOneProcess, leftover_processes
+from tests.support.allinone import (
+    AllInOneProcess,
+    functions_by_value,
+    leftover_processes,
+    reachable_workdir,
+    sign_up_from_console,
+)
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres, pytest.mark.timeout(900)]
 
@@ -41,14 +44,8 @@ TIMEOUT_S = 300
 @pytest.fixture(autouse=True)
 def own_functions(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No configuration leaks in; the test's functions travel by value."""
-    monkeypatch.setattr("gridweave._config._overrides", {})
-    monkeypatch.delenv("GRIDWEAVE_URL", raising=False)
-    monkeypatch.delenv("GRIDWEAVE_API_KEY", raising=False)
-    cloudpickle.register_pickle_by_value(functions)
-    try:
+    with functions_by_value(monkeypatch, functions):
         yield
-    finally:
-        cloudpickle.unregister_pickle_by_value(functions)
 
 
 def _remote(fn: Callable[P, R]) -> gw.Function[P, R]:
@@ -57,12 +54,7 @@ def _remote(fn: Callable[P, R]) -> gw.Function[P, R]:
 
 def _sign_up(platform: AllInOneProcess) -> str:
     """The faucet's flow with the code the all-in-one prints; the new user's API key."""
-    with PlatformClient(platform.url("platform")) as anonymous:
-        assert anonymous.sign_up(EMAIL).delivery == "outbox"
-        code = platform.wait_for(
-            rf"mail to {EMAIL}: Your Gridweave verification code is (\d+)", timeout_s=30
-        ).group(1)
-        registered = anonymous.verify_sign_up(EMAIL, code)
+    registered = sign_up_from_console(platform, EMAIL)
     assert registered.grant is not None and registered.grant > 0
     return registered.api_key.api_key
 
@@ -95,14 +87,9 @@ def _cancel_while_running(sleeper: gw.Function[[float], float]) -> gw.JobHandle[
 
 @pytest.fixture
 def workdir() -> Iterator[Path]:
-    """A directory of its own under /tmp, not pytest's: the embedded PostgreSQL runs as
-    another user when the tests run as root, and must reach its data through the parents."""
-    path = Path(tempfile.mkdtemp(prefix="gw-up-"))
-    path.chmod(0o755)
-    try:
+    """A directory of its own under /tmp (``reachable_workdir``)."""
+    with reachable_workdir("gw-up-") as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _readme_example(workdir: Path, platform: AllInOneProcess) -> str:

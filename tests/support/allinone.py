@@ -10,19 +10,34 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
+from types import ModuleType, TracebackType
+
+import cloudpickle
+import pytest
 
 from gridweave_allinone.settings import DEFAULT_PORTS
+from gridweave_clients.platform import PlatformClient
+from gridweave_clients.platform.models import RegisteredUserResponse
 from gridweave_runtime.local_ray import ray_temp_dir
 
-__all__ = ["AllInOneProcess", "leftover_processes"]
+__all__ = [
+    "AllInOneProcess",
+    "functions_by_value",
+    "leftover_processes",
+    "reachable_workdir",
+    "sign_up_from_console",
+]
 
 _START_TIMEOUT_S = 240.0
 _STOP_TIMEOUT_S = 120.0
@@ -169,3 +184,38 @@ class AllInOneProcess:
     def returncode(self) -> int | None:
         """The exit status once stopped (``None`` while it runs)."""
         return None if self._process is None else self._process.poll()
+
+
+@contextmanager
+def reachable_workdir(prefix: str) -> Iterator[Path]:
+    """A directory of its own under /tmp, not pytest's: the embedded PostgreSQL runs as
+    another user when the tests run as root, and must reach its data through the parents."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextmanager
+def functions_by_value(monkeypatch: pytest.MonkeyPatch, module: ModuleType) -> Iterator[None]:
+    """No SDK configuration leaks in; ``module``'s functions travel by value, as a script's."""
+    monkeypatch.setattr("gridweave._config._overrides", {})
+    monkeypatch.delenv("GRIDWEAVE_URL", raising=False)
+    monkeypatch.delenv("GRIDWEAVE_API_KEY", raising=False)
+    cloudpickle.register_pickle_by_value(module)
+    try:
+        yield
+    finally:
+        cloudpickle.unregister_pickle_by_value(module)
+
+
+def sign_up_from_console(platform: AllInOneProcess, email: str) -> RegisteredUserResponse:
+    """The faucet's sign-up with the code the all-in-one prints on its console."""
+    with PlatformClient(platform.url("platform")) as anonymous:
+        assert anonymous.sign_up(email).delivery == "outbox"
+        code = platform.wait_for(
+            rf"mail to {email}: Your Gridweave verification code is (\d+)", timeout_s=30
+        ).group(1)
+        return anonymous.verify_sign_up(email, code)

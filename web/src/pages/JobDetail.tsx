@@ -38,7 +38,9 @@ export function useLiveLog(jobId: string): { lines: Line[]; ended: string | null
 function LiveLog({ jobId }: { jobId: string }) {
   const { lines, ended, connected } = useLiveLog(jobId);
   const bottom = useRef<HTMLDivElement>(null);
-  useEffect(() => bottom.current?.scrollIntoView?.({ block: "nearest" }), [lines.length]);
+  useEffect(() => {
+    bottom.current?.scrollIntoView?.({ block: "nearest" });
+  }, [lines.length]);
   return (
     <Card title={`Live log ${ended ? `(ended: ${ended})` : connected ? "(following)" : "(connecting…)"}`}>
       <div

@@ -1,0 +1,106 @@
+"""The dashboard in a real browser against the real all-in-one (``gridweave up``).
+
+Seeds what a person would have (a user signed up through the faucet with a job submitted by
+the SDK and printing as it runs, a second user, the admin), then runs the Playwright suite
+(``web/e2e``) in Debian's Chromium, headless: the job appears, its printed line arrives in
+the page within 3 s, the second user cannot see it, every VRAM bar equals the API's figure,
+axe finds no serious violation on any page, and each page is saved as a screenshot under
+``web/test-results/screenshots``. ``make web`` builds what it needs first.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import gridweave as gw
+from gridweave_clients.platform import PlatformClient
+from tests.support.allinone import (
+    AllInOneProcess,
+    functions_by_value,
+    reachable_workdir,
+    sign_up_from_console,
+)
+from tests.web import functions
+
+pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres, pytest.mark.timeout(900)]
+
+WEB = Path(__file__).resolve().parents[2] / "web"
+CHROMIUM = Path("/usr/bin/chromium")
+EMAIL = "dashboard-user@example.com"
+
+
+def _missing() -> str | None:
+    if not (WEB / "dist" / "index.html").is_file():
+        return "web/dist is not built (make web)"
+    if not (WEB / "node_modules" / ".bin" / "playwright").exists():
+        return "web/node_modules is not installed (make web)"
+    if not CHROMIUM.exists():
+        return "Debian's chromium is not installed (make chromium)"
+    return None
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    """A directory of its own under /tmp (``reachable_workdir``)."""
+    with reachable_workdir("gw-web-") as path:
+        yield path
+
+
+@pytest.fixture(autouse=True)
+def own_functions(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No configuration leaks in; the job's function travels by value."""
+    with functions_by_value(monkeypatch, functions):
+        yield
+
+
+def test_the_dashboard_in_chromium(workdir: Path) -> None:
+    missing = _missing()
+    if missing is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(missing)
+        pytest.skip(missing)
+    with AllInOneProcess(workdir) as platform:
+        admin_key = platform.wait_for(r"admin API key \(shown once\): (gw_live_\S+)", timeout_s=5)
+        user_key = sign_up_from_console(platform, EMAIL).api_key.api_key
+        with PlatformClient(platform.url("platform"), admin_key.group(1)) as admin:
+            other_key = admin.create_user(email="other@example.com").api_key.api_key
+        gw.configure(url=platform.url("platform"), api_key=user_key)
+        ticker = gw.function(vram="1GB", timeout=600)(functions.ticker)
+        finished = ticker.spawn(1)
+        assert finished.result(timeout=240) >= 1  # a settled job: usage on the credits page
+        running = ticker.spawn(300)
+        deadline = time.monotonic() + 180
+        while running.status().phase != "Running":
+            assert time.monotonic() < deadline, running.status()
+            time.sleep(0.2)
+        environment = {
+            **os.environ,
+            "DASHBOARD_URL": platform.url("web"),
+            "USER_KEY": user_key,
+            "OTHER_KEY": other_key,
+            "ADMIN_KEY": admin_key.group(1),
+            "JOB_ID": running.job_id,
+            "FINISHED_JOB_ID": finished.job_id,
+            "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1",
+        }
+        try:
+            result = subprocess.run(
+                [str(WEB / "node_modules" / ".bin" / "playwright"), "test", "--reporter=line"],
+                cwd=WEB,
+                env=environment,
+                capture_output=True,
+                text=True,
+                timeout=420,
+                check=False,
+            )
+        finally:
+            running.cancel()
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
+    shots = sorted(path.name for path in (WEB / "test-results" / "screenshots").glob("*.png"))
+    assert len(shots) >= 10, shots

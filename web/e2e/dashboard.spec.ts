@@ -1,0 +1,98 @@
+import { expect, test } from "@playwright/test";
+import { env, reviewPage, signIn } from "./helpers";
+
+test("sign-in page", async ({ page }) => {
+  await page.goto("/sign-in");
+  await expect(page.getByRole("heading", { name: "Sign in to Gridweave" })).toBeVisible();
+  await reviewPage(page, "01-sign-in");
+});
+
+test("a job submitted through the SDK appears, and every user page passes axe", async ({ page }) => {
+  const jobId = env("JOB_ID");
+  await signIn(page, env("USER_KEY"));
+  await expect(page.getByRole("heading", { name: "Overview" })).toBeVisible();
+  await expect(page.getByRole("link", { name: jobId })).toBeVisible(); // running now
+  await reviewPage(page, "02-overview");
+
+  await page.getByRole("link", { name: "Jobs" }).click();
+  await expect(page.getByRole("link", { name: jobId })).toBeVisible();
+  await expect(page.getByRole("link", { name: env("FINISHED_JOB_ID") })).toBeVisible();
+  await reviewPage(page, "03-jobs");
+
+  await page.getByRole("link", { name: "Credits & usage" }).click();
+  await expect(page.getByTestId("usage-row").first()).toBeVisible({ timeout: 30_000 });
+  await reviewPage(page, "05-credits");
+
+  await page.getByRole("link", { name: "API keys" }).click();
+  await expect(page.getByTestId("key-row").first()).toBeVisible();
+  await reviewPage(page, "06-keys");
+
+  await page.getByRole("link", { name: "Endpoints" }).click();
+  await expect(page.getByRole("heading", { name: "Endpoints" })).toBeVisible();
+  await reviewPage(page, "07-endpoints");
+});
+
+test("a line the job prints arrives in the page within 3 s", async ({ page }) => {
+  const jobId = env("JOB_ID");
+  await signIn(page, env("USER_KEY"), `/jobs/${jobId}`);
+  const lines = page.getByTestId("log-line");
+  await expect(lines.first()).toBeVisible({ timeout: 15_000 });
+  // the job stamps each line with the time it printed it; this machine's clock is the job's
+  const count = await lines.count();
+  await expect(lines).toHaveCount(count + 1, { timeout: 5_000 }).catch(() => undefined);
+  const latest = (await lines.last().textContent()) ?? "";
+  const arrivedAt = Date.now() / 1000;
+  const printedAt = Number(/at (\d+\.\d+)/.exec(latest)?.[1]);
+  expect(printedAt, latest).toBeGreaterThan(0);
+  expect(arrivedAt - printedAt, `"${latest}" arrived after`).toBeLessThan(3);
+  await expect(page.getByTestId("job-node")).not.toHaveText("—");
+  await reviewPage(page, "04-job-detail");
+});
+
+test("a second user cannot see the first user's job", async ({ page }) => {
+  const jobId = env("JOB_ID");
+  await signIn(page, env("OTHER_KEY"), "/jobs");
+  await expect(page.getByRole("heading", { name: "Jobs" })).toBeVisible();
+  await expect(page.getByText("No jobs match.")).toBeVisible();
+  await expect(page.getByRole("link", { name: jobId })).toHaveCount(0);
+  await page.goto(`/jobs/${jobId}`);
+  await expect(page.getByRole("alert")).toBeVisible();
+});
+
+test("admin pages: each VRAM bar equals the API's figure", async ({ page }) => {
+  await signIn(page, env("ADMIN_KEY"), "/admin/nodes");
+  await expect(page.getByRole("heading", { name: "Nodes" })).toBeVisible();
+  const inventory = (await (await page.request.get("/v1/nodes")).json()) as {
+    nodes: { name: string; gpus: { index: number; held_mb: number; vram_mb: number }[] }[];
+  };
+  const gpus = inventory.nodes.flatMap((node) => node.gpus);
+  expect(gpus.length).toBeGreaterThan(0);
+  const meters = page.getByRole("meter");
+  await expect(meters).toHaveCount(gpus.length);
+  for (const [index, gpu] of gpus.entries()) {
+    await expect(meters.nth(index)).toHaveAttribute("aria-valuenow", String(Math.min(gpu.held_mb, gpu.vram_mb)));
+    await expect(meters.nth(index)).toHaveAttribute("aria-valuemax", String(gpu.vram_mb));
+  }
+  await reviewPage(page, "08-admin-nodes");
+
+  await page.getByRole("link", { name: "Registry" }).click();
+  await page.getByLabel("User id").fill((await (await page.request.get("/v1/me")).json()).user_id);
+  await page.getByRole("button", { name: "Show" }).click();
+  await expect(page.getByRole("meter", { name: "Registry usage" })).toBeVisible();
+  await reviewPage(page, "09-admin-registry");
+
+  await page.getByRole("link", { name: "Diagnostics" }).click();
+  await expect(page.getByText("healthy").first()).toBeVisible({ timeout: 15_000 });
+  await reviewPage(page, "10-admin-diagnostics");
+
+  await page.getByRole("link", { name: "Users" }).click();
+  await expect(page.getByRole("heading", { name: "Users" })).toBeVisible();
+  await reviewPage(page, "11-admin-users");
+});
+
+test("signing out ends the session", async ({ page }) => {
+  await signIn(page, env("USER_KEY"), "/keys");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page).toHaveURL(/\/sign-in/);
+  expect((await page.request.get("/v1/me")).status()).toBe(401);
+});
