@@ -15,13 +15,16 @@ An endpoint that is not running:
   ``endpoint_stopped``; Failed: 503 ``endpoint_failed``; each with the reason and message.
 
 The upstream URL of a running endpoint is remembered for ``CACHE_SECONDS`` (a warm call
-costs no gateway round trip). A route Ray Serve no longer has (the endpoint scaled to zero
-since) answers Serve's own 404: that answer is not passed on, the endpoint is looked up
-again and woken, and the call sent once more.
+costs no gateway round trip). A route Ray Serve does not have (the endpoint scaled to zero
+since, or was just woken and its route has not reached Serve's proxy yet) answers Serve's
+own 404, and an endpoint's server that refuses the connection never saw the call: neither
+is passed on; the endpoint is looked up again (and woken) and the call sent again after a
+short backoff, until ``wake_seconds`` have passed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -64,6 +67,8 @@ _NOT_FORWARDED = HOP_BY_HOP | {
     "x-gridweave-user",
     "x-gridweave-role",
 }
+# Transport errors of a call that never reached the endpoint (safe to send again).
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _STARTING = frozenset({EndpointPhase.PENDING, EndpointPhase.DEPLOYING})
 IDLE_REASON = "Idle"
 OUT_OF_CREDITS_REASON = "OutOfCredits"
@@ -119,7 +124,9 @@ class EndpointProxy:
             url = await self._serving_url(user_id=user_id, name=name)
         self._urls[cache_key] = (url, time.monotonic() + CACHE_SECONDS)
         outgoing = forwarded_headers(headers, request=True)
-        for attempt in (1, 2):
+        deadline = time.monotonic() + self.services.wake_seconds
+        delay = 0.05
+        while True:
             upstream = self.http.build_request(
                 method,
                 f"{url.rstrip('/')}/{path}",
@@ -131,7 +138,8 @@ class EndpointProxy:
                 response = await self.http.send(upstream, stream=True)
             except httpx.TransportError as exc:
                 self._urls.pop(cache_key, None)
-                if attempt == 2:
+                # only a call that never left may go again: another may have been applied
+                if not isinstance(exc, _NOT_SENT) or time.monotonic() >= deadline:
                     raise EndpointUnreachable(
                         f"endpoint {name} did not answer: {type(exc).__name__}", endpoint=name
                     ) from exc
@@ -140,17 +148,19 @@ class EndpointProxy:
                     return _streamed(response)
                 content = await response.aread()
                 await response.aclose()
-                if attempt == 2 or not _is_serve_route_missing(response, content):
+                if time.monotonic() >= deadline or not _is_serve_route_missing(response, content):
                     return Response(
                         content,
                         status_code=response.status_code,
                         headers=forwarded_headers(response.headers, request=False),
                     )
                 self._urls.pop(cache_key, None)
-            # scaled to zero (or moved) since it was looked up: look again, wake it
+            # scaled to zero since it was looked up, or just woken and its route not yet at
+            # Serve's proxy: look again (waking it), and send again after a short backoff
+            await asyncio.sleep(delay)
+            delay = min(1.0, delay * 2)
             url = await self._serving_url(user_id=user_id, name=name)
             self._urls[cache_key] = (url, time.monotonic() + CACHE_SECONDS)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _serving_url(self, *, user_id: str, name: str) -> str:
         """The running endpoint's upstream URL, after a (bounded) wake if it needs one."""
