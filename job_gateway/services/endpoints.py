@@ -165,7 +165,12 @@ async def list_endpoints(
     with crd_errors():
         found = await crd.list_endpoints(user_id=user_id)
     chosen = [e for e in found if phase is None or e.phase is phase]
-    return sorted(chosen, key=lambda e: (e.metadata.creation_timestamp or 0, e.name))
+    return sorted(chosen, key=_created)
+
+
+def _created(endpoint: Endpoint) -> tuple[float, str]:
+    created = endpoint.metadata.creation_timestamp
+    return (0.0 if created is None else created.timestamp(), endpoint.name)
 
 
 async def stop_endpoint(
