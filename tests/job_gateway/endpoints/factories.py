@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
 import uuid
 import zipfile
@@ -107,6 +109,17 @@ def free_vram(gateway: GatewayServer, node: str, index: int) -> int:
                 if gpu["index"] == index:
                     return int(gpu["free_mb"])
     raise AssertionError(f"no GPU {node}/{index} in {inventory}")
+
+
+def tiny_gpt2_in_subprocess(directory: Path) -> Path:
+    """:func:`tiny_gpt2` in a process of its own: torch stays out of the test process."""
+    root = Path(__file__).resolve().parents[3]
+    code = (
+        "import sys; from pathlib import Path; "
+        "from tests.job_gateway.endpoints.factories import tiny_gpt2; tiny_gpt2(Path(sys.argv[1]))"
+    )
+    subprocess.run([sys.executable, "-c", code, str(directory)], cwd=root, check=True)
+    return directory
 
 
 def tiny_gpt2(directory: Path) -> Path:

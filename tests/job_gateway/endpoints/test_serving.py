@@ -32,7 +32,7 @@ from tests.job_gateway.endpoints.factories import (
     new_endpoint_id,
     pickled_class,
     sse_events,
-    tiny_gpt2,
+    tiny_gpt2_in_subprocess,
     wait_for,
     wait_running,
 )
@@ -267,7 +267,7 @@ class TestApi:
 @pytest.fixture(scope="module")
 def gpt2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny GPT-2 built here (random weights, word-level tokenizer)."""
-    return tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
+    return tiny_gpt2_in_subprocess(tmp_path_factory.mktemp("tiny-gpt2"))
 
 
 @pytest.fixture(scope="module")
