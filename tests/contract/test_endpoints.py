@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gridweave_controller import (
@@ -100,7 +102,7 @@ class TestCreateEndpoint:
         ids=["custom-without-class", "no-model", "mode", "min-max", "max", "idle", "owner", "ref"],
     )
     def test_bad_serving_fields_are_refused_before_any_request(
-        self, transport: Transport, overrides: dict[str, object], field: str
+        self, transport: Transport, overrides: dict[str, Any], field: str
     ) -> None:
         with transport.count_requests() as requests, pytest.raises(Invalid) as caught:
             make_endpoint(transport, **overrides)
