@@ -14,8 +14,9 @@ import pytest
 
 from platform_service.services.endpoint_proxy import forwarded_headers
 from platform_service.services.endpoints import endpoint_id_for, endpoint_name
+from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer, User, pickled
-from tests.support.credit_server import CreditServer
+from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 
 FUNDS = 10**9
 
@@ -131,3 +132,74 @@ class TestDeployRefusals:
             response = platform.http.request(method, path, headers=alice.headers)
             assert response.status_code == 404, (method, path, response.text)
             assert response.json()["error"]["resource"] == "endpoint"
+
+
+@pytest.mark.kubeapi
+@pytest.mark.postgres
+class TestEndpointsOfAUser:
+    """The gateway here places endpoints and serves none (serving: test_endpoints_served)."""
+
+    @pytest.fixture
+    def alice(self, platform: PlatformServer, credit: CreditServer) -> User:
+        user = platform.new_user()
+        credit.fund(user.user_id, FUNDS)
+        return user
+
+    def _deploy(self, platform: PlatformServer, user: User, name: str) -> dict[str, Any]:
+        response = platform.http.post(
+            "/v1/endpoints", json=deploy_body(name=name), headers=user.headers
+        )
+        assert response.status_code == 201, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    def test_deploy_list_get_and_another_users_view(
+        self, platform: PlatformServer, alice: User
+    ) -> None:
+        deployed = self._deploy(platform, alice, "listed")
+        assert deployed["path"] == "/v1/endpoints/listed"
+        assert deployed["endpoint_id"].startswith("listed-")
+        got = platform.http.get("/v1/endpoints/listed", headers=alice.headers).json()
+        assert (got["name"], got["mode"], got["vram_mb"]) == ("listed", "transformers", 4096)
+        names = [
+            e["name"]
+            for e in platform.http.get("/v1/endpoints", headers=alice.headers).json()["endpoints"]
+        ]
+        assert "listed" in names
+        bob = platform.new_user()
+        assert platform.http.get("/v1/endpoints/listed", headers=bob.headers).status_code == 404
+        assert platform.http.get("/v1/endpoints", headers=bob.headers).json() == {"endpoints": []}
+        again = platform.http.post(
+            "/v1/endpoints", json=deploy_body(name="listed"), headers=alice.headers
+        )
+        assert again.status_code == 409, again.text
+
+    def test_a_stopped_endpoint_answers_409_with_its_reason(
+        self, platform: PlatformServer, alice: User
+    ) -> None:
+        self._deploy(platform, alice, "stopped")
+        stopped = platform.http.delete("/v1/endpoints/stopped", headers=alice.headers)
+        assert stopped.status_code == 200, stopped.text
+        assert (stopped.json()["phase"], stopped.json()["reason"]) == ("Stopped", "Deleted")
+        call = platform.http.post(
+            "/v1/endpoints/stopped/v1/completions", json={}, headers=alice.headers
+        )
+        assert call.status_code == 409, call.text
+        error = call.json()["error"]
+        assert (error["code"], error["reason"]) == ("endpoint_stopped", "Deleted")
+
+    def test_out_of_credits_answers_402_and_the_api_says_why(
+        self, platform: PlatformServer, alice: User, gateway: GatewayServer
+    ) -> None:
+        deployed = self._deploy(platform, alice, "unpaid")
+        response = gateway.http.post(
+            f"/v1/endpoints/{deployed['endpoint_id']}/stop",
+            json={"reason": "OutOfCredits", "message": "the next period cannot be paid"},
+            headers={"Authorization": f"Bearer {INTERNAL_TOKEN}"},
+        )
+        assert response.status_code == 200, response.text
+        got = platform.http.get("/v1/endpoints/unpaid", headers=alice.headers).json()
+        assert (got["phase"], got["reason"]) == ("Stopped", "OutOfCredits")
+        call = platform.http.get("/v1/endpoints/unpaid/v1/models", headers=alice.headers)
+        assert call.status_code == 402, call.text
+        assert call.json()["error"]["code"] == "endpoint_out_of_credits"
