@@ -105,3 +105,32 @@ class TestListUsage:
 
         assert response.status_code == 422
         assert response.json()["error"]["fields"][0]["field"] == "user_id"
+
+
+class TestByHoldReference:
+    def test_only_the_record_of_that_hold(
+        self, metering: httpx.Client, user_with_three_jobs: str
+    ) -> None:
+        every = metering.get("/v1/usage", params={"user_id": user_with_three_jobs}).json()
+        wanted = every["records"][1]
+        page = metering.get(
+            "/v1/usage",
+            params={"user_id": user_with_three_jobs, "hold_reference": wanted["hold_reference"]},
+        ).json()
+        assert [record["id"] for record in page["records"]] == [wanted["id"]]
+        assert page["totals"]["records"] == 1
+
+    def test_another_users_hold_reference_finds_nothing(
+        self, metering: httpx.Client, user_with_three_jobs: str
+    ) -> None:
+        every = metering.get("/v1/usage", params={"user_id": user_with_three_jobs}).json()
+        page = metering.get(
+            "/v1/usage",
+            params={"user_id": "someone", "hold_reference": every["records"][0]["hold_reference"]},
+        ).json()
+        assert page["records"] == []
+
+    def test_a_reference_with_a_space_is_named(self, metering: httpx.Client) -> None:
+        response = metering.get("/v1/usage", params={"user_id": "u", "hold_reference": "a b"})
+        assert response.status_code == 422, response.text
+        assert "hold_reference" in response.text
