@@ -82,6 +82,7 @@ def service_waves(
         **shared_urls,
         "GATEWAY_CRD_TRANSPORT": "proxied",
         "GATEWAY_RAY_PORT": str(settings.port("ray")),
+        "GATEWAY_SERVE_PORT": str(settings.port("serve")),
     }
     kuberay_env = {"KUBERAY_KUBECONFIG": str(service_kubeconfig)}
 

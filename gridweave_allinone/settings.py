@@ -28,6 +28,7 @@ DEFAULT_PORTS: dict[str, int] = {
     "kuberay": 8800,
     "kubeapi": 6443,
     "ray": 6380,
+    "serve": 8900,  # Ray Serve's HTTP proxy: the model endpoints (job_gateway.endpoints)
     "cometbft": 26657,  # its RPC; P2P and the ABCI application on the two ports below it
     "registry": 30500,
     "registry_health": 30501,
@@ -57,8 +58,8 @@ class AllInOneSettings(BaseSettings):
         le=65535 - max(DEFAULT_PORTS.values()),
         description=(
             "GRIDWEAVE_PORT_OFFSET: added to every standard port (3000 dashboard, 8100 "
-            "platform ... 8800 kuberay-service, 6443 Kubernetes API, 6380 Ray, 30500 registry), "
-            "to run beside another copy."
+            "platform ... 8800 kuberay-service, 6443 Kubernetes API, 6380 Ray, 8900 Ray Serve, "
+            "30500 registry), to run beside another copy."
         ),
     )
     kubeconfig: Path | None = Field(

@@ -72,6 +72,8 @@ def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Pat
         .endswith(f":{DEFAULT_PORTS['registry_health'] + 1000}/healthz")
     )
     wiring = Wiring("postgresql://u@/postgres?host=/sock", {"GRIDWEAVE_INTERNAL_TOKEN": "t"})
+    gateway = specs["gateway"].environment(wiring, "127.0.0.1")
+    assert gateway["GATEWAY_SERVE_PORT"] == str(DEFAULT_PORTS["serve"] + 1000) == "9900"
     platform = specs["platform"].environment(wiring, "127.0.0.1")
     assert platform["PLATFORM_PORT"] == str(DEFAULT_PORTS["platform"] + 1000)
     assert platform["PLATFORM_DATABASE_URL"].startswith("postgresql+psycopg://")
