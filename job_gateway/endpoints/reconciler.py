@@ -287,7 +287,8 @@ class EndpointReconciler:
             await self._delete(name)
 
     def _idle(self, endpoint: Endpoint, app: AppState) -> bool:
-        """No request under way on any replica and none for ``idleSeconds``."""
+        """No request under way on any replica, and none for ``idleSeconds`` since it began
+        Running (a replica that took long to become Running is not idle at once)."""
         idle_seconds = endpoint.spec.idle_seconds
         replicas = self._replicas.get(endpoint.name, {})
         if idle_seconds <= 0 or not replicas or len(replicas) < app.running_replicas:
@@ -295,6 +296,9 @@ class EndpointReconciler:
         if any(seen.in_flight > 0 for seen in replicas.values()):
             return False
         last = max(seen.last_request_at for seen in replicas.values())
+        started = endpoint.status.started_at  # idle counts from Running at the earliest
+        if started is not None:
+            last = max(last, started.timestamp())
         return self._clock() - last >= idle_seconds
 
     # -- Serve -----------------------------------------------------------------------------
