@@ -38,6 +38,11 @@ from platform_service.routers import (
     signups,
     users,
 )
+from platform_service.services.endpoint_billing import (
+    EndpointBilling,
+    install_billing,
+    over_gateway_api,
+)
 from platform_service.services.endpoint_proxy import EndpointProxy
 from platform_service.services.endpoints import EndpointServices
 from platform_service.services.jobs import JobServices
@@ -142,6 +147,21 @@ def create_app(
         trust_env=False,
     )
     install_client(app, "endpoint_proxy", EndpointProxy(app.state.endpoints, upstream))
+    if settings.endpoint_billing_interval_seconds > 0:
+        list_endpoints, stop_endpoint = over_gateway_api(gateway)
+        billing = EndpointBilling(
+            credit,
+            metering,
+            prices=settings.price_table,
+            stop=stop_endpoint,
+            period_seconds=settings.endpoint_billing_seconds,
+        )
+        install_billing(
+            app,
+            billing,
+            list_endpoints,
+            interval_seconds=settings.endpoint_billing_interval_seconds,
+        )
     _install_docs(app)
     return app
 

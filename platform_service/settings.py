@@ -108,6 +108,15 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
             "variable); a deployment needs the credits of one period."
         ),
     )
+    endpoint_billing_interval_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        le=3600,
+        description=(
+            "How often the endpoints' holds are renewed and their ended billing periods "
+            "settled, seconds; 0: this platform bills no endpoint."
+        ),
+    )
     endpoint_wake_seconds: float = Field(
         default=180.0,
         gt=0,

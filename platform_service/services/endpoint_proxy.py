@@ -1,6 +1,7 @@
 """Calls to a user's endpoint, proxied to its Ray Serve route; a scaled-to-zero one woken.
 
-``/v1/endpoints/{name}/{path}`` goes to ``{status.url}/{path}`` with the query, the body
+``/v1/endpoints/{name}/{path}`` goes to ``{status.url}/{path}`` (``-/...``, the replicas'
+own routes, excepted: 404) with the query, the body
 and the headers, less the hop-by-hop ones and the caller's credentials (the API key, the
 dashboard's cookie, identity headers): the model never sees them. The answer is streamed
 back chunk by chunk as it arrives (server-sent events pass token by token).
@@ -35,12 +36,14 @@ from starlette.responses import Response, StreamingResponse
 
 from gridweave_clients.gateway import endpoints as gw
 from gridweave_controller.phases import EndpointPhase
-from platform_service.errors import EndpointNotServing, EndpointUnreachable
+from platform_service.errors import EndpointNotServing, EndpointUnreachable, NotFound
 from platform_service.services.downstream import as_user, downstream_errors
 from platform_service.services.endpoints import EndpointServices, get_own_endpoint
 
-__all__ = ["CACHE_SECONDS", "HOP_BY_HOP", "EndpointProxy", "forwarded_headers"]
+__all__ = ["CACHE_SECONDS", "HOP_BY_HOP", "RESERVED_PREFIX", "EndpointProxy", "forwarded_headers"]
 
+#: The replicas' own routes (``-/gw/stats``, the gateway's probe): never reached by users.
+RESERVED_PREFIX = "-/"
 #: How long a running endpoint's upstream URL is used without asking the gateway again.
 CACHE_SECONDS = 2.0
 #: Headers that describe one connection, never forwarded (RFC 9110 7.6.1).
@@ -116,6 +119,8 @@ class EndpointProxy:
         body: bytes,
     ) -> Response:
         """The endpoint's answer to the call, streamed; see the module's rules."""
+        if path.startswith(RESERVED_PREFIX):
+            raise NotFound("no such route of the endpoint", resource="endpoint_route", id=path)
         cache_key = f"{user_id}\x00{name}"
         cached = self._urls.get(cache_key)
         if cached is not None and cached[1] >= time.monotonic():

@@ -7,7 +7,7 @@ answered exactly like a missing one (404).
 
 A deployment is refused with 402 when the owner's available credits do not cover one
 billing period of the replicas it starts with (at least one): the endpoint's usage is then
-held and settled period by period (``job_gateway/endpoint_billing.py``).
+held and settled period by period (``services/endpoint_billing.py``).
 """
 
 from __future__ import annotations

@@ -169,6 +169,8 @@ class TestEndpointsOfAUser:
         bob = platform.new_user()
         assert platform.http.get("/v1/endpoints/listed", headers=bob.headers).status_code == 404
         assert platform.http.get("/v1/endpoints", headers=bob.headers).json() == {"endpoints": []}
+        reserved = platform.http.get("/v1/endpoints/listed/-/gw/stats", headers=alice.headers)
+        assert reserved.status_code == 404, reserved.text
         again = platform.http.post(
             "/v1/endpoints", json=deploy_body(name="listed"), headers=alice.headers
         )

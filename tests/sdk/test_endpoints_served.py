@@ -28,8 +28,8 @@ from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.gateway import AsyncGatewayClient
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, price_per_gpu_second
-from job_gateway.endpoint_billing import EndpointBilling, over_gateway_api
 from job_gateway.execution import ExecutionSettings
+from platform_service.services.endpoint_billing import EndpointBilling, over_gateway_api
 from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld
 from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
 from tests.platform_service import endpoint_factories
@@ -92,14 +92,15 @@ def user(platform: PlatformServer, credit: CreditServer) -> Iterator[User]:
 def billing_running(
     gateway: GatewayServer, credit: CreditServer, metering: httpx.Client
 ) -> Iterator[None]:
-    """Endpoint billing over the gateway's API, a pass every 0.2 s, in a thread of its own."""
+    """A second billing loop besides the platform's own (every 0.2 s, in a thread of its own):
+    the two never charge a period twice."""
     stop = threading.Event()
 
     async def main() -> None:
         async with (
-            AsyncCreditClient(credit.url, INTERNAL_TOKEN, role="job_gateway") as c,
-            AsyncMeteringClient(str(metering.base_url), INTERNAL_TOKEN, role="job_gateway") as m,
-            AsyncGatewayClient(gateway.url, INTERNAL_TOKEN, role="job_gateway") as g,
+            AsyncCreditClient(credit.url, INTERNAL_TOKEN, role="platform") as c,
+            AsyncMeteringClient(str(metering.base_url), INTERNAL_TOKEN, role="platform") as m,
+            AsyncGatewayClient(gateway.url, INTERNAL_TOKEN, role="platform") as g,
         ):
             list_endpoints, stop_endpoint = over_gateway_api(g)
             billing = EndpointBilling(

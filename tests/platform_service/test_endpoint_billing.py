@@ -1,7 +1,7 @@
 """Endpoint billing against the real credit_service and metering_service: holds that renew,
 periods settled exactly once (across a restart too), out of credits -> stopped.
 
-The endpoints are the gateway's views (what its informer hands billing); time is the
+The endpoints are the gateway's views (what its API answers); time is the
 billing's clock, set by each test; money is read from credit_service's ledger.
 """
 
@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 
 from gridweave_clients.credit import AsyncCreditClient
@@ -20,8 +21,7 @@ from gridweave_clients.gateway.endpoints import EndpointResponse
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, price_per_gpu_second
 from gridweave_controller.phases import EndpointPhase
-from job_gateway.endpoint_billing import OUT_OF_CREDITS, EndpointBilling, period_key
-from tests.job_gateway.metering_factories import Metering
+from platform_service.services.endpoint_billing import OUT_OF_CREDITS, EndpointBilling, period_key
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 
 pytestmark = [pytest.mark.postgres]
@@ -81,7 +81,7 @@ class Clock:
 class World:
     """Billing instances (a new one is a restarted gateway) on the real services."""
 
-    def __init__(self, credit: CreditServer, metering: Metering) -> None:
+    def __init__(self, credit: CreditServer, metering: httpx.Client) -> None:
         self.credit = credit
         self.metering = metering
         self.clock = Clock()
@@ -94,8 +94,10 @@ class World:
         def run(scenario: Callable[[EndpointBilling], Awaitable[T]]) -> T:
             async def main() -> T:
                 async with (
-                    AsyncCreditClient(self.credit.url, INTERNAL_TOKEN, role="job_gateway") as c,
-                    AsyncMeteringClient(self.metering.url, INTERNAL_TOKEN, role="job_gateway") as m,
+                    AsyncCreditClient(self.credit.url, INTERNAL_TOKEN, role="platform") as c,
+                    AsyncMeteringClient(
+                        str(self.metering.base_url), INTERNAL_TOKEN, role="platform"
+                    ) as m,
                 ):
                     billing = EndpointBilling(
                         c,
@@ -126,12 +128,19 @@ class World:
         """Micro-credits taken from the account (captures are the negative entries)."""
         return -sum(amount for amount in self.credit.ledger_amounts(user_id) if amount < 0)
 
+    def records(self, user_id: str) -> list[dict[str, Any]]:
+        """Every usage record of ``user_id``, from metering's API."""
+        response = self.metering.get("/v1/usage", params={"user_id": user_id, "limit": 1000})
+        assert response.status_code == 200, response.text
+        records: list[dict[str, Any]] = response.json()["records"]
+        return records
+
     def held(self, user_id: str) -> int:
         return int(self.credit.account(user_id)["held"])
 
 
 @pytest.fixture
-def world(credit: CreditServer, metering: Metering) -> World:
+def world(credit: CreditServer, metering: httpx.Client) -> World:
     return World(credit, metering)
 
 
@@ -155,7 +164,7 @@ class TestRunningEndpoint:
         world.settle(view, at=130)  # periods 0 and 1 ended; 2 running
         assert world.charged(owner) == 2 * PERIOD * PRICE
         assert world.held(owner) == 2 * PERIOD * PRICE  # periods 2 and 3
-        records = world.metering.records(owner)
+        records = world.records(owner)
         assert sorted(r["hold_reference"] for r in records) == [
             period_key(view.id, STARTED, 0),
             period_key(view.id, STARTED, 1),
@@ -180,7 +189,7 @@ class TestExactlyOnce:
         assert world.charged(owner) == 2 * PERIOD * PRICE
         world.settle(view, at=245)  # restarted again after two more periods ended
         assert world.charged(owner) == 4 * PERIOD * PRICE
-        assert len(world.metering.records(owner)) == 4
+        assert len(world.records(owner)) == 4
 
     def test_passes_of_one_billing_repeat_nothing(self, world: World) -> None:
         owner = funded(world)
@@ -206,7 +215,7 @@ class TestExactlyOnce:
         world.settle(ended, at=400)  # restarted: nothing more
         assert world.charged(owner) == 151 * PRICE  # 150.2 s rounded up
         assert world.held(owner) == 0
-        assert len(world.metering.records(owner)) == 3
+        assert len(world.records(owner)) == 3
 
     def test_a_stop_seen_only_after_a_restart_is_settled_whole(self, world: World) -> None:
         owner = funded(world)

@@ -1,5 +1,10 @@
 """Endpoint billing: every running second paid for, per replica and GPU share, exactly once.
 
+The platform runs it (``install_billing``: a task of its loop, every
+``PLATFORM_ENDPOINT_BILLING_INTERVAL_SECONDS``), reading the endpoints and stopping them
+through the gateway's endpoint API (``over_gateway_api``); several platforms may run it at
+once (every write below is keyed, see the rules).
+
 An endpoint runs in *runs* (Running from ``started_at`` to ``stopped_at``); each run is cut
 into billing *periods* of ``period_seconds`` counted from its start. Period ``j`` of the run
 that started at ``S`` has its own credit hold, placed with the reference
@@ -33,10 +38,13 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import cast
+
+from fastapi import FastAPI
 
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.credit import operations as credit_ops
@@ -67,6 +75,7 @@ __all__ = [
     "EndpointBilling",
     "ListEndpoints",
     "StopEndpoint",
+    "install_billing",
     "over_gateway_api",
     "period_key",
 ]
@@ -165,6 +174,8 @@ class EndpointBilling:
                 for endpoint in await list_endpoints():
                     self.observe(endpoint)
                 await self.settle()
+            except ServiceError as exc:  # the gateway unreachable: the next pass again
+                _log.warning("endpoint billing pass failed: %s", exc)
             except Exception:  # every pass is tried again; nothing is lost by waiting
                 _log.exception("endpoint billing pass failed")
             await asyncio.sleep(interval_seconds)
@@ -273,9 +284,10 @@ class EndpointBilling:
             await self._out_of_credits(endpoint, run, exc)
             return False
         except Conflict as exc:
-            if exc.code != "idempotency_conflict":
+            if exc.code not in ("idempotency_conflict", "reference_in_use"):
                 raise
-            # placed before for another amount (the endpoint's spec changed): it stands
+            # placed before for another amount (the endpoint's spec changed), or by another
+            # platform's loop under its own key: it stands
         run.held.add(index)
         return True
 
@@ -352,3 +364,30 @@ class EndpointBilling:
     def pending(self) -> int:
         """Runs not settled to their end yet."""
         return sum(1 for m in self._meters.values() for r in m.runs.values() if not r.finished)
+
+
+def install_billing(
+    app: FastAPI,
+    billing: EndpointBilling,
+    list_endpoints: ListEndpoints,
+    *,
+    interval_seconds: float,
+) -> None:
+    """Run ``billing`` every ``interval_seconds`` while ``app`` serves (a task of its loop)."""
+    inner_lifespan = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(wrapped: FastAPI) -> AsyncIterator[None]:
+        async with inner_lifespan(wrapped):
+            task = asyncio.create_task(
+                billing.run(list_endpoints, interval_seconds=interval_seconds),
+                name="endpoint-billing",
+            )
+            try:
+                yield
+            finally:
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
+
+    app.router.lifespan_context = lifespan
