@@ -135,9 +135,13 @@ class JobResponse(BaseModel):
 
 
 class JobListResponse(BaseModel):
-    """Jobs, oldest first."""
+    """Jobs, oldest first; or one page, newest first, when a ``limit`` was asked: then
+    ``total`` counts the jobs matching the filters and ``next_cursor`` asks for the next page
+    (None on the last)."""
 
     jobs: list[JobResponse]
+    total: int | None = None
+    next_cursor: str | None = None
 
 
 class JobResultResponse(BaseModel):

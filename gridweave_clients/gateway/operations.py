@@ -6,6 +6,9 @@ second submission of the same id is a 409); the reads are.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
+
 from pydantic import validate_call
 
 from gridweave_clients._core import Operation, model_operation
@@ -21,7 +24,15 @@ from gridweave_clients.gateway.models import (
 )
 from gridweave_controller.phases import JobPhase
 
-__all__ = ["cancel_job", "get_inventory", "get_job", "get_job_result", "list_jobs", "submit_job"]
+__all__ = [
+    "cancel_job",
+    "get_inventory",
+    "get_job",
+    "get_job_result",
+    "list_job_page",
+    "list_jobs",
+    "submit_job",
+]
 
 
 @validate_call
@@ -48,6 +59,28 @@ def list_jobs(
         params["user_id"] = user_id
     if phase is not None:
         params["phase"] = phase.value
+    return model_operation("GET", "/v1/jobs", JobListResponse, params=params)
+
+
+def list_job_page(
+    user_id: UserId,
+    *,
+    limit: int,
+    cursor: str | None = None,
+    phases: Sequence[JobPhase] = (),
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+) -> Operation[JobListResponse]:
+    """One page of a user's jobs, newest first, from the gateway's informer cache."""
+    params: dict[str, str] = {"user_id": user_id, "limit": str(limit)}
+    if cursor is not None:
+        params["cursor"] = cursor
+    if phases:
+        params["phases"] = ",".join(phase.value for phase in phases)
+    if created_after is not None:
+        params["created_after"] = created_after.isoformat()
+    if created_before is not None:
+        params["created_before"] = created_before.isoformat()
     return model_operation("GET", "/v1/jobs", JobListResponse, params=params)
 
 

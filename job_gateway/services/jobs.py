@@ -8,11 +8,13 @@ lag a write this gateway just made).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from gridweave_clients.gateway.models import JobResponse, JobResultResponse, SubmitJobRequest
+from gridweave_clients.job_pages import EPOCH, CursorInvalid, decode_cursor, encode_cursor
 from gridweave_controller.errors import (
     AlreadyExists,
     Conflict,
@@ -33,6 +35,8 @@ from job_gateway.finish_waiters import FinishWaiters
 from job_gateway.scheduler import Impossible, PlacementRequest, Scheduler
 
 __all__ = [
+    "JobPage",
+    "page_jobs",
     "cancel_job",
     "get_job",
     "impossible_field",
@@ -146,6 +150,56 @@ async def list_jobs(
         jobs = [job for job in jobs if job.phase is phase]
     epoch = datetime.min.replace(tzinfo=UTC)
     return sorted(jobs, key=lambda job: (job.metadata.creation_timestamp or epoch, job.name))
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """One page of jobs, newest first, the count matching, and the next page's cursor."""
+
+    jobs: list[Job]
+    total: int
+    next_cursor: str | None
+
+
+def page_jobs(
+    jobs: Iterable[Job],
+    *,
+    user_id: str,
+    phases: Collection[JobPhase],
+    created_after: datetime | None,
+    created_before: datetime | None,
+    limit: int,
+    cursor: str | None,
+) -> JobPage:
+    """Up to ``limit`` of the user's jobs after ``cursor``, newest first (pure: the caller
+    passes the informer's jobs, so a page costs no apiserver list)."""
+    after = None
+    if cursor is not None:
+        try:
+            after = decode_cursor(cursor)
+        except CursorInvalid as exc:
+            raise InvalidRequest("cursor", "not a cursor this API answered") from exc
+
+    def position(job: Job) -> tuple[datetime, str]:
+        return (job.metadata.creation_timestamp or EPOCH, job.name)
+
+    matching = sorted(
+        (
+            job
+            for job in jobs
+            if job.spec.user_id == user_id
+            and (not phases or job.phase in phases)
+            and (created_after is None or position(job)[0] >= created_after)
+            and (created_before is None or position(job)[0] < created_before)
+        ),
+        key=position,
+        reverse=True,
+    )
+    remaining = [job for job in matching if after is None or position(job) < after]
+    page = remaining[:limit]
+    more = len(remaining) > limit and bool(page)
+    next_cursor = encode_cursor(*position(page[-1])) if more else None
+    return JobPage(jobs=page, total=len(matching), next_cursor=next_cursor)
 
 
 async def cancel_job(*, crd: AsyncClientBase, job_id: str, now: datetime) -> Job:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 
 from gridweave_clients import Conflict, InvalidRequest
 from gridweave_clients.gateway.models import SubmitJobRequest
+from gridweave_clients.gateway.operations import list_job_page
 from gridweave_controller import JobPhase, NotFound
 from gridweave_runtime.storage import attempt_objects
 from job_gateway.app import create_app
@@ -207,6 +209,36 @@ class TestRead:
         assert [job["job_id"] for job in cancelled.json()["jobs"]] == [ids[1]]
         bad = gateway.http.get("/v1/jobs", params={"phase": "Sleeping"})
         assert refused_fields(bad) == ["phase"]
+
+    def test_pages_come_from_the_informer_newest_first(self, gateway: GatewayServer) -> None:
+        user = f"user-{new_job_id()}"
+        ids = [submit_body(user_id=user)["job_id"] for _ in range(3)]
+        for job_id in ids:
+            gateway.http.post("/v1/jobs", json=submit_body(job_id, user_id=user))
+        gateway.http.post(f"/v1/jobs/{ids[1]}/cancel")
+        seen: list[tuple[str, str]] = []
+        cursor = None
+        deadline = time.monotonic() + 10
+        while len(seen) < 3:  # the informer sees the jobs a moment after their creation
+            assert time.monotonic() < deadline, seen
+            page = gateway.client.run(list_job_page(user, limit=2, cursor=cursor))
+            seen += [(str(job.created_at), job.job_id) for job in page.jobs]
+            cursor = page.next_cursor
+            if cursor is None and len(seen) < 3:
+                seen, cursor = [], None
+                time.sleep(0.1)
+        assert seen == sorted(seen, reverse=True) and {i for _, i in seen} == set(ids)
+        cancelled = gateway.client.run(
+            list_job_page(user, limit=10, phases=[JobPhase.CANCELLED, JobPhase.FAILED])
+        )
+        assert [job.job_id for job in cancelled.jobs] == [ids[1]] and cancelled.total == 1
+        bad_pages: list[tuple[dict[str, str | int], str]] = [
+            ({"limit": 5}, "user_id"),
+            ({"user_id": user, "limit": 5, "phases": "Pending,Sleeping"}, "phases"),
+            ({"user_id": user, "limit": 5, "cursor": "nope"}, "cursor"),
+        ]
+        for params, field in bad_pages:
+            assert refused_fields(gateway.http.get("/v1/jobs", params=params)) == [field]
 
 
 class TestCancel:
