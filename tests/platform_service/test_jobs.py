@@ -109,7 +109,7 @@ class TestSubmit:
         error = _submit(platform, user).json()["error"]
         assert (error["balance"], error["held"], error["available"]) == (1_000, 0, 1_000)
         assert error["needed"] == DEFAULT_HOLD and "5400" in error["message"]
-        assert platform.http.get("/v1/jobs", headers=user.headers).json() == {"jobs": []}
+        assert platform.http.get("/v1/jobs", headers=user.headers).json()["jobs"] == []
         assert _stored_jobs(platform.storage_dir) == before
 
     def test_no_gpu_big_enough_passes_the_gateways_422_and_leaves_nothing(
@@ -125,7 +125,7 @@ class TestSubmit:
         assert (account["balance"], account["held"]) == (FUNDS, 0)  # held, then released
         assert len(credit.ledger_amounts(alice.user_id)) == 1  # the funding; holds move no balance
         assert _stored_jobs(platform.storage_dir) == before
-        assert platform.http.get("/v1/jobs", headers=alice.headers).json() == {"jobs": []}
+        assert platform.http.get("/v1/jobs", headers=alice.headers).json()["jobs"] == []
 
     @pytest.mark.parametrize(
         ("overrides", "field"),

@@ -5,7 +5,7 @@ import { SESSION_EXPIRED, api, unwrap } from "./api/client";
 import { Layout } from "./components/Layout";
 import { Endpoints } from "./pages/Endpoints";
 import { JobDetail } from "./pages/JobDetail";
-import { Jobs } from "./pages/Jobs";
+import { Jobs, jobsPageQuery, NO_FILTERS } from "./pages/Jobs";
 import { Keys } from "./pages/Keys";
 import { Overview } from "./pages/Overview";
 import { SignIn } from "./pages/SignIn";
@@ -46,6 +46,11 @@ function useSessionExpiry() {
 function Signed({ admin = false, children }: { admin?: boolean; children: React.ReactNode }) {
   const me = useMe();
   const location = useLocation();
+  const queries = useQueryClient();
+  useEffect(() => {
+    // the jobs page's data is asked beside /v1/me, not after it
+    if (location.pathname === "/jobs") void queries.prefetchQuery(jobsPageQuery(NO_FILTERS, undefined));
+  }, [location.pathname, queries]);
   if (me.isPending) return <p className="p-8 text-slate-600">Loading…</p>;
   if (me.isError) {
     const next = encodeURIComponent(location.pathname + location.search);

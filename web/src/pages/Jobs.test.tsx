@@ -3,7 +3,7 @@ import userEvent from "@testing-library/user-event";
 import { http, HttpResponse } from "msw";
 import { expect, test } from "vitest";
 import { renderApp } from "../test/render";
-import { job, server } from "../test/server";
+import { job, ME, server } from "../test/server";
 
 test("pages come from the server, one at a time, with the filters and the cursor", async () => {
   const asked: URLSearchParams[] = [];
@@ -46,4 +46,23 @@ test("bulk cancel sends one cancel per selected job with the CSRF token", async 
   await userEvent.click(screen.getByRole("button", { name: "Cancel selected (2)" }));
   expect(await screen.findByRole("status")).toHaveTextContent("2 cancelled");
   expect(cancelled.sort()).toEqual([["job-1", "token-123"], ["job-2", "token-123"]]);
+});
+
+test("the first page is asked beside /v1/me, not after it", async () => {
+  const events: string[] = [];
+  server.use(
+    http.get("*/v1/me", async () => {
+      events.push("me asked");
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      events.push("me answered");
+      return HttpResponse.json(ME);
+    }),
+    http.get("*/v1/jobs", () => {
+      events.push("jobs asked");
+      return HttpResponse.json({ jobs: [job("job-1")], total: 1, next_cursor: null });
+    }),
+  );
+  renderApp("/jobs");
+  expect(await screen.findAllByTestId("job-row")).toHaveLength(1);
+  expect(events.indexOf("jobs asked")).toBeLessThan(events.indexOf("me answered"));
 });

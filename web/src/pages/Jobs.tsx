@@ -1,5 +1,5 @@
 import * as Checkbox from "@radix-ui/react-checkbox";
-import { keepPreviousData, useQuery, useQueryClient } from "@tanstack/react-query";
+import { keepPreviousData, queryOptions, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { Link } from "react-router";
 import { api, errorMessage, type JobPhase, unwrap, when } from "../api/client";
@@ -8,6 +8,30 @@ import { PhaseBadge } from "../components/Layout";
 export const PAGE_SIZE = 50;
 const PHASES: JobPhase[] = ["Pending", "Allocated", "Running", "Completed", "Failed", "Cancelled", "TimedOut"];
 const FINISHED = new Set<string>(["Completed", "Failed", "Cancelled", "TimedOut"]);
+
+type Filters = { phase: JobPhase | ""; from: string; to: string };
+export const NO_FILTERS: Filters = { phase: "", from: "", to: "" };
+
+/** The query of one page of jobs (also prefetched beside /v1/me when /jobs is opened). */
+export function jobsPageQuery({ phase, from, to }: Filters, cursor: string | undefined) {
+  return queryOptions({
+    queryKey: ["jobs", "page", { phase, from, to }, cursor],
+    queryFn: async () =>
+      unwrap(
+        await api.GET("/v1/jobs", {
+          params: {
+            query: {
+              limit: PAGE_SIZE,
+              ...(cursor ? { cursor } : {}),
+              ...(phase ? { phase: [phase] } : {}),
+              ...(from ? { created_after: new Date(from).toISOString() } : {}),
+              ...(to ? { created_before: new Date(to).toISOString() } : {}),
+            },
+          },
+        }),
+      ),
+  });
+}
 
 function Tick({ checked, onChange, label }: { checked: boolean; onChange: (value: boolean) => void; label: string }) {
   return (
@@ -31,23 +55,8 @@ export function Jobs() {
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [message, setMessage] = useState<string | null>(null);
   const cursor = cursors.at(-1);
-  const filters = { phase, from, to };
   const page = useQuery({
-    queryKey: ["jobs", "page", filters, cursor],
-    queryFn: async () =>
-      unwrap(
-        await api.GET("/v1/jobs", {
-          params: {
-            query: {
-              limit: PAGE_SIZE,
-              ...(cursor ? { cursor } : {}),
-              ...(phase ? { phase: [phase] } : {}),
-              ...(from ? { created_after: new Date(from).toISOString() } : {}),
-              ...(to ? { created_before: new Date(to).toISOString() } : {}),
-            },
-          },
-        }),
-      ),
+    ...jobsPageQuery({ phase, from, to }, cursor),
     placeholderData: keepPreviousData,
     refetchInterval: 5_000, // paused while the tab is hidden
   });
