@@ -53,10 +53,16 @@ def _free(port: int) -> bool:
     return True
 
 
+#: Offsets that keep every standard port (3000 to 30501) below the kernel's ephemeral range
+#: (32768 and up: a client's connection may take one of those ports between the check
+#: and the service's bind) and below Ray's worker ports (10002 to 19999).
+_OFFSETS = range(100, 1100, 10)
+
+
 def free_port_offset() -> int:
     """An offset under which every standard port of the all-in-one is free now."""
     for _ in range(200):
-        offset = random.randrange(20_000, 35_000, 10)
+        offset = random.choice(_OFFSETS)
         if all(_free(port + offset) for port in DEFAULT_PORTS.values()):
             return offset
     raise RuntimeError("no free block of ports for the all-in-one")
