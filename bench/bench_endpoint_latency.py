@@ -316,8 +316,9 @@ def report(figures: Figures, args: argparse.Namespace) -> str:
         f"| ratio of medians | | {proxied_p50 / direct_p50:.2f}x | <= 1.2x |",
         "",
         f"The platform adds {(proxied_p50 - direct_p50) * 1000:.1f} ms at the median: the API "
-        "key's lookup in PostgreSQL (and its last-use write, at most once a minute), the "
-        "platform's middleware, and one more HTTP hop through httpx; the direct call itself "
+        "key checked from memory (read from PostgreSQL at most every "
+        "PLATFORM_API_KEY_CACHE_SECONDS), the platform's middleware, and one more HTTP hop "
+        "through httpx; the direct call itself "
         f"takes {direct_p50 * 1000:.0f} ms for {args.work_ms:g} ms of work on this shared "
         "machine, so the ratio is the machine's as much as the platform's.",
         "",

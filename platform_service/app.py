@@ -38,6 +38,7 @@ from platform_service.routers import (
     signups,
     users,
 )
+from platform_service.services.accepted_keys import AcceptedKeys
 from platform_service.services.endpoint_billing import (
     EndpointBilling,
     install_billing,
@@ -85,9 +86,16 @@ def create_app(
     settings = settings or PlatformSettings()
     hmac_key = api_key_secret(settings) if settings.internal_token else b""
 
+    accepted_keys = AcceptedKeys(settings.api_key_cache_seconds)
+
     def install_api_keys(app: FastAPI) -> None:
         # create_service_app opened the database before it installs the auth
-        app.add_middleware(ApiKeyMiddleware, database=app.state.database, hmac_key=hmac_key)
+        app.add_middleware(
+            ApiKeyMiddleware,
+            database=app.state.database,
+            hmac_key=hmac_key,
+            accepted=accepted_keys,
+        )
 
     apply_operation_ids(ROUTERS)
     app = create_service_app(
@@ -104,6 +112,7 @@ def create_app(
         auth=install_api_keys,
     )
     app.state.api_key_hmac = hmac_key
+    app.state.accepted_keys = accepted_keys
     app.state.registry_signer = load_token_signer(settings)
     app.state.registry_maintenance = MaintenanceWindow(settings.registry_token_seconds)
     assert settings.internal_token is not None  # create_service_app refused to start without

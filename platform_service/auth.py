@@ -6,8 +6,9 @@ never be left open by forgetting a dependency. Without that header, the dashboar
 session cookie (``gw_session``, ``services.sessions``) stands for the key; a write made
 with the cookie (any method but GET, HEAD, OPTIONS) also needs the session's CSRF token in
 ``X-CSRF-Token``, else 403. A key in the header wins over the cookie. The key's row is read
-on a worker thread (one indexed lookup); the user it names is put in the request's scope,
-where :func:`require_user` finds it. Internal services are never called with the key: the
+on a worker thread (one indexed lookup), unless the key was accepted a moment ago
+(``services.accepted_keys``); the user it names is put in the request's scope, where
+:func:`require_user` finds it. Internal services are never called with the key: the
 platform calls them with the internal token and the user's id (``services.downstream``).
 """
 
@@ -24,6 +25,7 @@ from gridweave_runtime.database import Database
 from gridweave_runtime.errors import error_body
 from platform_service.errors import AdminOnly, CsrfRejected, NotAuthenticated, PlatformError
 from platform_service.models import Role
+from platform_service.services.accepted_keys import AcceptedKeys
 from platform_service.services.keys import AuthenticatedUser, authenticate, mark_key_used
 from platform_service.services.sessions import find_session_user
 
@@ -70,10 +72,13 @@ def _cookie(headers: Headers, name: str) -> str | None:
 class ApiKeyMiddleware:
     """401 for any request to a non-public path without a live API key."""
 
-    def __init__(self, app: ASGIApp, *, database: Database, hmac_key: bytes) -> None:
+    def __init__(
+        self, app: ASGIApp, *, database: Database, hmac_key: bytes, accepted: AcceptedKeys
+    ) -> None:
         self.app = app
         self.database = database
         self.hmac_key = hmac_key
+        self.accepted = accepted
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or scope["path"] in PUBLIC_PATHS:
@@ -84,7 +89,9 @@ class ApiKeyMiddleware:
         cookie = None if presented is not None else _cookie(headers, SESSION_COOKIE)
         user: AuthenticatedUser | PlatformError | None = None
         if presented is not None:
-            user = await to_thread.run_sync(self._authenticate, presented)
+            user = self.accepted.get(presented)
+            if user is None:
+                user = await to_thread.run_sync(self._authenticate, presented)
         elif cookie is not None and scope["type"] == "http":
             write = scope["method"] not in _SAFE_METHODS
             csrf = headers.get(CSRF_HEADER)
@@ -109,6 +116,7 @@ class ApiKeyMiddleware:
             user = authenticate(session, hmac_key=self.hmac_key, presented=presented)
             if user is not None:
                 mark_key_used(session, key_id=user.key_id)
+                self.accepted.put(presented, user)
             return user
 
     def _authenticate_session(

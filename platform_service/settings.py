@@ -37,6 +37,16 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
             "GRIDWEAVE_INTERNAL_TOKEN. Changing it invalidates every API key issued."
         ),
     )
+    api_key_cache_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        le=300,
+        description=(
+            "How long an accepted API key is accepted again without reading the database, "
+            "seconds. A key revoked through another platform process works here that much "
+            "longer at most (through this one: never). 0: every request reads it."
+        ),
+    )
     max_submission_bytes: int = Field(
         default=64 * 2**20,
         ge=1_024,

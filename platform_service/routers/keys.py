@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Request
 
 from gridweave_clients.platform.models import (
     ApiKeyListResponse,
@@ -14,6 +14,7 @@ from gridweave_clients.platform.models import (
 )
 from platform_service.routers.common import HmacKeyDep, SessionDep, UserDep
 from platform_service.services import keys
+from platform_service.services.accepted_keys import AcceptedKeys
 
 __all__ = ["router"]
 
@@ -38,6 +39,11 @@ def create_key(
 
 
 @router.delete("/{key_id}")
-def revoke_key(key_id: KeyIdPath, user: UserDep, session: SessionDep) -> ApiKeyResponse:
+def revoke_key(
+    key_id: KeyIdPath, user: UserDep, session: SessionDep, request: Request
+) -> ApiKeyResponse:
     """Revoke one of the caller's keys at once (another user's key is not found)."""
-    return keys.revoke_api_key(session, user_id=user.user_id, key_id=key_id)
+    revoked = keys.revoke_api_key(session, user_id=user.user_id, key_id=key_id)
+    accepted: AcceptedKeys = request.app.state.accepted_keys
+    accepted.forget(key_id)
+    return revoked

@@ -133,6 +133,8 @@ class TestKeys:
         row = next(row for row in _stored_rows(platform_database) if row[0] == second["key_id"])
         assert secret not in "".join(row) and len(row[2]) == 64
 
+        # used (so accepted from memory for a while), then revoked: refused at once
+        assert platform.http.get("/v1/me", headers=bearer(second["api_key"])).status_code == 200
         revoked = platform.http.delete(f"/v1/keys/{second['key_id']}", headers=user.headers)
         assert revoked.status_code == 200 and revoked.json()["revoked_at"] is not None
         assert platform.http.get("/v1/me", headers=bearer(second["api_key"])).status_code == 401
