@@ -7,6 +7,7 @@ It never unpickles a result: only the SDK does, on the user's machine.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator
 
@@ -151,12 +152,15 @@ async def job_log_bytes(services: JobServices, *, user_id: str, job_id: str, str
     return await _read(services.store, ref)
 
 
+_LOG_POSITION = re.compile(r"([0-9]{1,19})\.([0-9]{1,19})")
+
+
 def parse_log_position(value: str, *, field: str) -> tuple[int, int]:
     """An event id of :func:`stream_job_logs` (``<stdout offset>.<stderr offset>``)."""
-    stdout, dot, stderr = value.strip().partition(".")
-    if not (dot and stdout.isdigit() and stderr.isdigit() and len(value) <= 40):
+    found = _LOG_POSITION.fullmatch(value.strip())
+    if found is None:  # ASCII digits only: str.isdigit() also takes "²", which int() refuses
         raise InvalidRequest(field, "not a log position this API sent (<stdout>.<stderr>)")
-    return int(stdout), int(stderr)
+    return int(found[1]), int(found[2])
 
 
 def _complete_lines(data: bytes, offset: int, *, finished: bool) -> list[bytes]:

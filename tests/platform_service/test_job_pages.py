@@ -11,7 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from gridweave_runtime.errors import InvalidRequest
 from gridweave_runtime.storage import LocalObjectStore, attempt_objects
+from platform_service.services.outcomes import parse_log_position
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer, User, submit_body
 from tests.support.credit_server import CreditServer
@@ -181,3 +183,14 @@ class TestLiveLogs:
         assert download.status_code == 404
         bad = platform.http.get(url, headers={**alice.headers, "Last-Event-ID": "12"})
         assert bad.status_code == 422 and "Last-Event-ID" in bad.text
+
+
+@pytest.mark.parametrize("value", ["12", "².0", "1.٣", "-1.0", "1.2.3", "", "9" * 20 + ".0"])
+def test_a_log_position_not_sent_by_the_api_is_invalid_naming_the_header(value: str) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        parse_log_position(value, field="Last-Event-ID")
+    assert refused.value.fields[0]["field"] == "Last-Event-ID"
+
+
+def test_a_log_position_sent_by_the_api_is_read() -> None:
+    assert parse_log_position(" 120.7 ", field="Last-Event-ID") == (120, 7)
