@@ -61,3 +61,18 @@ test("the email code signs a new user in and shows the first key once", async ()
   expect(await screen.findByTestId("first-key")).toHaveTextContent("gw_live_first_secret");
   expect(bodies).toEqual([{ email: "new@example.com", code: "123456" }]);
 });
+
+test("a next page on another site is not followed after sign-in", async () => {
+  let signedIn = false;
+  server.use(
+    http.get("*/v1/me", () => (signedIn ? HttpResponse.json(ME) : HttpResponse.json({ error: { code: "unauthorized", message: "no" } }, { status: 401 }))),
+    http.post("*/v1/sessions", () => {
+      signedIn = true;
+      return HttpResponse.json({ user: ME, csrf_token: "t", expires_at: "2026-12-02T00:00:00Z", api_key: null }, { status: 201 });
+    }),
+  );
+  renderApp("/sign-in?next=%2F%2Fevil.example");
+  await userEvent.type(screen.getByLabelText("API key"), "gw_live_abc");
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  await waitFor(() => expect(screen.getByTestId("where")).toHaveTextContent(/^\/$/));
+});

@@ -18,7 +18,9 @@ export function SignIn() {
   const [firstKey, setFirstKey] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  const next = params.get("next")?.startsWith("/") ? params.get("next")! : "/";
+  // a page of this site only: "/jobs", never "//elsewhere" or "/\elsewhere"
+  const wanted = params.get("next") ?? "";
+  const next = /^\/(?![/\\])/.test(wanted) ? wanted : "/";
 
   const signedIn = async () => {
     await queries.invalidateQueries({ queryKey: ["me"] });
