@@ -95,6 +95,26 @@ def _is_serve_route_missing(response: httpx.Response, body: bytes) -> bool:
     return response.status_code == 404 and body.startswith(b"Path '") and b"not found" in body
 
 
+def _check_route(path: str) -> None:
+    """404 for a path that is not one of the endpoint's own routes: its replicas' reserved
+    routes (``-/...``), and any ``.`` or ``..`` segment or backslash (the path arrives
+    percent-decoded, and the upstream URL would drop the dot segments: ``..%2F<another
+    endpoint's id>`` would reach another user's endpoint on the same Serve proxy)."""
+    segments = path.split("/")
+    if path.startswith(RESERVED_PREFIX) or "\\" in path or {".", ".."} & set(segments):
+        raise NotFound("no such route of the endpoint", resource="endpoint_route", id=path[:200])
+
+
+def _check_upstream(base: str, upstream: httpx.URL, path: str) -> None:
+    """The URL about to be called is under the endpoint's own route, whatever the client
+    library made of the path (a second guard behind :func:`_check_route`)."""
+    prefix = httpx.URL(base).path.rstrip("/") + "/"
+    if not upstream.path.startswith(prefix) or upstream.path[len(prefix) :].startswith(
+        RESERVED_PREFIX
+    ):
+        raise NotFound("no such route of the endpoint", resource="endpoint_route", id=path[:200])
+
+
 @dataclass
 class EndpointProxy:
     """Forwards calls to running endpoints, waking scaled-to-zero ones."""
@@ -119,8 +139,7 @@ class EndpointProxy:
         body: bytes,
     ) -> Response:
         """The endpoint's answer to the call, streamed; see the module's rules."""
-        if path.startswith(RESERVED_PREFIX):
-            raise NotFound("no such route of the endpoint", resource="endpoint_route", id=path)
+        _check_route(path)
         cache_key = f"{user_id}\x00{name}"
         cached = self._urls.get(cache_key)
         if cached is not None and cached[1] >= time.monotonic():
@@ -139,6 +158,7 @@ class EndpointProxy:
                 headers=outgoing,
                 content=body,
             )
+            _check_upstream(url, upstream.url, path)
             try:
                 response = await self.http.send(upstream, stream=True)
             except httpx.TransportError as exc:

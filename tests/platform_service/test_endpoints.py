@@ -10,9 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
-from platform_service.services.endpoint_proxy import forwarded_headers
+from platform_service.errors import NotFound
+from platform_service.services.endpoint_proxy import (
+    _check_route,
+    _check_upstream,
+    forwarded_headers,
+)
 from platform_service.services.endpoints import endpoint_id_for, endpoint_name
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer, User, pickled
@@ -31,6 +37,33 @@ def deploy_body(**overrides: Any) -> dict[str, Any]:
         "vendor": "nvidia",
         **overrides,
     }
+
+
+SERVE = "http://127.0.0.1:8900/gw/ep-1"
+
+
+class TestRoutesOfTheEndpointOnly:
+    """A call reaches its own endpoint's routes and nothing else on the Serve proxy."""
+
+    @pytest.mark.parametrize(
+        "path", ["..", ".", "a/../b", "../other-id/v1/models", "-/gw/stats", "-/routes", "a\\b"]
+    )
+    def test_dot_segments_backslashes_and_reserved_routes_are_404(self, path: str) -> None:
+        with pytest.raises(NotFound):
+            _check_route(path)
+
+    @pytest.mark.parametrize("path", ["v1/chat/completions", "v1/models/", "predict", "a..b/c"])
+    def test_the_endpoints_own_routes_pass(self, path: str) -> None:
+        _check_route(path)
+        _check_upstream(SERVE, httpx.URL(f"{SERVE}/{path}"), path)
+
+    @pytest.mark.parametrize(
+        "upstream",
+        ["http://127.0.0.1:8900/gw/ep-2/v1/models", f"{SERVE}/-/gw/stats", f"{SERVE}x/v1"],
+    )
+    def test_an_upstream_url_outside_the_endpoints_route_is_404(self, upstream: str) -> None:
+        with pytest.raises(NotFound):
+            _check_upstream(SERVE, httpx.URL(upstream), "v1")
 
 
 class TestIds:
@@ -171,6 +204,11 @@ class TestEndpointsOfAUser:
         assert platform.http.get("/v1/endpoints", headers=bob.headers).json() == {"endpoints": []}
         reserved = platform.http.get("/v1/endpoints/listed/-/gw/stats", headers=alice.headers)
         assert reserved.status_code == 404, reserved.text
+        for sideways in ("..%2F..%2F-/routes", "..%2Flisted-0000000000/v1/models", "a%5Cb"):
+            path = f"/v1/endpoints/listed/{sideways}"
+            refused = platform.http.get(path, headers=alice.headers)
+            assert refused.status_code == 404, (path, refused.text)
+            assert refused.json()["error"]["code"] == "not_found"
         again = platform.http.post(
             "/v1/endpoints", json=deploy_body(name="listed"), headers=alice.headers
         )
