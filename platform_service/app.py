@@ -149,6 +149,7 @@ def create_app(
         id_secret=hmac_key,
         billing_seconds=settings.endpoint_billing_seconds,
         wake_seconds=settings.endpoint_wake_seconds,
+        model_roots=settings.resolved_model_roots(),
     )
     upstream = httpx.AsyncClient(
         timeout=httpx.Timeout(10.0, read=settings.endpoint_read_timeout_seconds),

@@ -47,6 +47,14 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
             "longer at most (through this one: never). 0: every request reads it."
         ),
     )
+    model_roots: list[str] | None = Field(
+        default=None,
+        description=(
+            "Directories or storage URI prefixes (JSON list) a user's endpoint may load its "
+            "model from (model_ref, or model when it names a path); admins may name any. "
+            "Unset: <state_dir>/models."
+        ),
+    )
     max_submission_bytes: int = Field(
         default=64 * 2**20,
         ge=1_024,
@@ -178,3 +186,9 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
     registry_token_seconds: int = Field(
         default=300, ge=30, le=86_400, description="Lifetime of a registry token, seconds."
     )
+
+    def resolved_model_roots(self) -> tuple[str, ...]:
+        """Where a user's endpoint may load its model from."""
+        if self.model_roots is not None:
+            return tuple(self.model_roots)
+        return (str(self.state_dir / "models"),)

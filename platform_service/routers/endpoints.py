@@ -39,7 +39,7 @@ async def deploy_endpoint(
 ) -> EndpointResponse:
     """Deploy a model or a class (402 without one billing period's credits, 409 a taken
     name, 422 naming the field: no GPU could hold it, vllm without a GPU)."""
-    return await endpoints.deploy_endpoint(services, user_id=user.user_id, request=body)
+    return await endpoints.deploy_endpoint(services, user=user, request=body)
 
 
 @router.get("", operation_id="list_endpoints")

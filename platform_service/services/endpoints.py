@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from anyio import to_thread
@@ -34,8 +35,10 @@ from gridweave_clients.platform.endpoints import (
 from gridweave_runtime.errors import InvalidRequest
 from gridweave_runtime.storage import ObjectStore, ObjectStoreError
 from platform_service.errors import DownstreamUnavailable, InsufficientCredits, NotFound
+from platform_service.models import Role
 from platform_service.services.downstream import as_user, downstream_errors, platform_error
 from platform_service.services.holds import hold_amount
+from platform_service.services.keys import AuthenticatedUser
 
 __all__ = [
     "EndpointServices",
@@ -64,6 +67,8 @@ class EndpointServices:
     id_secret: bytes
     billing_seconds: int
     wake_seconds: float
+    #: Where a user's model may come from (directories or storage URIs); admins: anywhere.
+    model_roots: tuple[str, ...] = ()
 
 
 def endpoint_id_for(secret: bytes, *, user_id: str, name: str) -> str:
@@ -167,12 +172,47 @@ def check_deployment(request: DeployEndpointRequest) -> None:
         raise InvalidRequest("min_replicas", "must not be above max_replicas")
 
 
+def check_model_source(
+    request: DeployEndpointRequest, *, roots: Sequence[str], admin: bool
+) -> None:
+    """A model path or URI (``model_ref``, or ``model`` when it names one) must lie under
+    one of ``roots``, unless an admin deploys it: the replica reads with the server's
+    storage credentials, so any other path would let a user serve (read) what is not
+    theirs. A plain model id (no ``/``, no scheme) is not a path. InvalidRequest naming
+    the field otherwise."""
+    if admin:
+        return
+    for field in ("model_ref", "model"):
+        value: str | None = getattr(request, field)
+        if value is None or (field == "model" and not _names_a_location(value)):
+            continue
+        if not any(_is_under(value, root) for root in roots):
+            allowed = ", ".join(roots) or "none configured"
+            raise InvalidRequest(
+                field, f"a model must come from under {allowed} (PLATFORM_MODEL_ROOTS)"
+            )
+
+
+def _names_a_location(value: str) -> bool:
+    return "/" in value or "\\" in value or value.startswith((".", "~"))
+
+
+def _is_under(value: str, root: str) -> bool:
+    """``value`` is ``root`` or below it, with no ``.``/``..`` segment and no backslash."""
+    if "\\" in value or {".", ".."} & set(value.split("/")):
+        return False
+    root = root.rstrip("/")
+    return bool(root) and (value == root or value.startswith(root + "/"))
+
+
 async def deploy_endpoint(
-    services: EndpointServices, *, user_id: str, request: DeployEndpointRequest
+    services: EndpointServices, *, user: AuthenticatedUser, request: DeployEndpointRequest
 ) -> EndpointResponse:
     """Check the request and the credits, store the class (custom), create the endpoint at
     the gateway."""
     check_deployment(request)
+    check_model_source(request, roots=services.model_roots, admin=user.role == Role.ADMIN)
+    user_id = user.user_id
     endpoint_id = endpoint_id_for(services.id_secret, user_id=user_id, name=request.name)
     await _check_credits(services, user_id=user_id, request=request)
     function_ref = None

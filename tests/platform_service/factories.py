@@ -8,6 +8,7 @@ each on its own port, all sharing the tests' internal token.
 from __future__ import annotations
 
 import base64
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,6 +45,8 @@ def platform_settings(database_url: str, state_dir: Path, **overrides: Any) -> P
         "chain_service_url": NOWHERE,
         "credit_attempts": 1,
         "downstream_timeout_seconds": 20.0,
+        # the route tests' /models/..., and the models tests build under the temp folder
+        "model_roots": ["/models", tempfile.gettempdir()],
         **overrides,
     }
     return PlatformSettings(**values)

@@ -13,13 +13,19 @@ from typing import Any
 import httpx
 import pytest
 
+from gridweave_clients.platform.endpoints import DeployEndpointRequest
+from gridweave_runtime.errors import InvalidRequest
 from platform_service.errors import NotFound
 from platform_service.services.endpoint_proxy import (
     _check_route,
     _check_upstream,
     forwarded_headers,
 )
-from platform_service.services.endpoints import endpoint_id_for, endpoint_name
+from platform_service.services.endpoints import (
+    check_model_source,
+    endpoint_id_for,
+    endpoint_name,
+)
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer, User, pickled
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
@@ -64,6 +70,44 @@ class TestRoutesOfTheEndpointOnly:
     def test_an_upstream_url_outside_the_endpoints_route_is_404(self, upstream: str) -> None:
         with pytest.raises(NotFound):
             _check_upstream(SERVE, httpx.URL(upstream), "v1")
+
+
+class TestModelSources:
+    """A user's model comes from under PLATFORM_MODEL_ROOTS; an admin's from anywhere."""
+
+    ROOTS = ("/srv/models", "s3://gridweave/models")
+
+    @pytest.mark.parametrize(
+        ("change", "field"),
+        [
+            ({"model_ref": "/srv/other-users/model"}, "model_ref"),
+            ({"model_ref": "/srv/models/../secrets"}, "model_ref"),
+            ({"model_ref": "/srv/modelsX/m"}, "model_ref"),
+            ({"model_ref": "s3://gridweave/jobs/someone/result"}, "model_ref"),
+            ({"model_ref": None, "model": "/etc"}, "model"),
+            ({"model_ref": None, "model": "../x"}, "model"),
+        ],
+    )
+    def test_a_model_from_elsewhere_is_refused_naming_the_field(
+        self, change: dict[str, Any], field: str
+    ) -> None:
+        request = DeployEndpointRequest.model_validate(deploy_body(**change))
+        with pytest.raises(InvalidRequest) as refused:
+            check_model_source(request, roots=self.ROOTS, admin=False)
+        assert refused.value.fields[0]["field"] == field
+        check_model_source(request, roots=self.ROOTS, admin=True)  # an admin may
+
+    @pytest.mark.parametrize(
+        "change",
+        [
+            {"model_ref": "/srv/models/tiny-gpt2"},
+            {"model_ref": "s3://gridweave/models/tiny"},
+            {"model_ref": None, "model": "tiny-gpt2"},
+        ],
+    )
+    def test_a_model_from_under_a_root_or_a_plain_id_passes(self, change: dict[str, Any]) -> None:
+        request = DeployEndpointRequest.model_validate(deploy_body(**change))
+        check_model_source(request, roots=self.ROOTS, admin=False)
 
 
 class TestIds:
