@@ -89,6 +89,15 @@ class EndpointFailed(GatewayError):
     message = "the endpoint failed; read its reason and message"
 
 
+class EndpointStopped(GatewayError):
+    """The endpoint was stopped (deleted, out of credits, by its owner), not scaled to zero:
+    a wake does not deploy it again."""
+
+    code = "endpoint_stopped"
+    status_code = 409
+    message = "the endpoint was stopped; read its reason, and deploy it again to use it"
+
+
 class ClusterUnavailable(GatewayError):
     """The CRD store (kuberay-service or the Kubernetes API) could not be reached."""
 

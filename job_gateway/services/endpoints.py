@@ -30,11 +30,13 @@ from gridweave_controller.models import Endpoint
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_controller.phases import EndpointPhase
 from gridweave_runtime.errors import InvalidRequest
+from job_gateway.endpoints.reconciler import IDLE
 from job_gateway.errors import (
     ClusterUnavailable,
     EndpointAlreadyExists,
     EndpointFailed,
     EndpointNotFound,
+    EndpointStopped,
 )
 from job_gateway.scheduler import PlacementRequest, Scheduler
 from job_gateway.scheduling import SchedulingLoop
@@ -112,12 +114,15 @@ async def create_endpoint(
     request: CreateEndpointRequest,
 ) -> Endpoint:
     """Create the endpoint in Pending; 422 naming the field when it could never run here."""
-    if request.mode == "vllm" and not any(
-        not gpu.simulated for node in scheduler.inventory.nodes for gpu in node.gpus
-    ):
+    if request.mode == "vllm":
+        if not any(not gpu.simulated for node in scheduler.inventory.nodes for gpu in node.gpus):
+            raise InvalidRequest(
+                "mode",
+                "vllm needs a real GPU and this cluster has none; use mode transformers on CPU",
+            )
+        # refused here rather than placed, deployed and failed: no replica serves it yet
         raise InvalidRequest(
-            "mode",
-            "vllm needs a real GPU and this cluster has none; use mode transformers on CPU",
+            "mode", "vllm is not served by this release; use mode transformers (GPUs too)"
         )
     if request.min_replicas > request.max_replicas:
         raise InvalidRequest(
@@ -201,6 +206,8 @@ async def wake_endpoint(
     if endpoint.phase is EndpointPhase.FAILED:
         raise EndpointFailed(endpoint_id=endpoint_id, reason=endpoint.status.reason)
     if endpoint.phase is EndpointPhase.STOPPED:
+        if endpoint.status.reason != IDLE:  # a call that saw it idle just before a stop
+            raise EndpointStopped(endpoint_id=endpoint_id, reason=endpoint.status.reason)
         loop.wake_endpoint(endpoint)
     if endpoint.phase is not EndpointPhase.RUNNING and wait_s > 0:
         await settled(endpoint_id, wait_s, endpoint.metadata.resource_version)

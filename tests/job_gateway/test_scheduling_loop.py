@@ -16,9 +16,11 @@ import yaml
 
 from gridweave_controller import CrdClient, Endpoint, EndpointPhase, Job, JobPhase
 from gridweave_controller.aio import AsyncCrdClient
+from job_gateway.errors import EndpointStopped
 from job_gateway.inventory import Inventory, InventoryFile
 from job_gateway.scheduler import Scheduler
 from job_gateway.scheduling import PassReport, SchedulingLoop
+from job_gateway.services.endpoints import wake_endpoint
 from tests.job_gateway.gateway_factories import new_job_id, running_gateway
 from tests.support.kubeapi import KubeAPI
 from tests.support.memory_store import AsyncMemoryStore, MemoryStore
@@ -228,3 +230,27 @@ class TestEndpointsPlaced:
         not_woken, woken, placed, again = asyncio.run(scenario())
         assert (not_woken, woken, again) == (0, 1, 0)
         assert placed.phase is EndpointPhase.DEPLOYING and placed.status.node == "gpu-a"
+
+    @pytest.mark.parametrize("reason", ["Deleted", "OutOfCredits", "Stopped"])
+    def test_a_wake_deploys_only_an_idle_endpoint_again(self, reason: str) -> None:
+        """A call that saw the endpoint idle just before its owner (or billing) stopped it
+        must not deploy it again: 409 endpoint_stopped, nothing placed."""
+
+        async def scenario() -> tuple[str, int]:
+            crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
+            scheduler = Scheduler(load_inventory_text(TWO_GPUS))
+            loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
+            await crd.create_endpoint("ep", "alice", vram_mb=GIB, mode="custom", function_ref="f")
+            await crd.set_endpoint_deploying("ep", "gpu-a", [1])
+            await crd.set_endpoint_running("ep", "http://127.0.0.1:1/gw/ep")
+            loop.follow_endpoint(await crd.set_endpoint_stopped("ep", reason, "stopped"))
+
+            async def settled(_id: str, _wait: float, _version: str | None) -> None:
+                return None
+
+            with pytest.raises(EndpointStopped) as refused:
+                await wake_endpoint(crd=crd, loop=loop, settled=settled, endpoint_id="ep", wait_s=0)
+            return refused.value.code, len((await loop.run_pass()).decision.placements)
+
+        code, placed = asyncio.run(scenario())
+        assert (code, placed) == ("endpoint_stopped", 0)
