@@ -144,9 +144,9 @@ class EndpointProxy:
         cached = self._urls.get(cache_key)
         if cached is not None and cached[1] >= time.monotonic():
             url = cached[0]
-        else:
+        else:  # looked up again at least every CACHE_SECONDS, however busy the endpoint
             url = await self._serving_url(user_id=user_id, name=name)
-        self._urls[cache_key] = (url, time.monotonic() + CACHE_SECONDS)
+            self._urls[cache_key] = (url, time.monotonic() + CACHE_SECONDS)
         outgoing = forwarded_headers(headers, request=True)
         deadline = time.monotonic() + self.services.wake_seconds
         delay = 0.05
