@@ -113,6 +113,25 @@ def faucet(
 
 
 @pytest.fixture(scope="module")
+def faucet_platform(
+    platform_database: str,
+    credit: CreditServer,
+    faucet: httpx.Client,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[PlatformServer]:
+    """The platform calling only the faucet and credit_service (sign-up, sessions, the
+    dashboard's proxy): a module uses it as its ``platform``."""
+    settings = platform_settings(
+        platform_database,
+        tmp_path_factory.mktemp("platform"),
+        credit_service_url=credit.url,
+        faucet_service_url=str(faucet.base_url),
+    )
+    with running_platform(settings) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
 def platform(
     platform_database: str,
     credit: CreditServer,

@@ -11,8 +11,7 @@ import httpx
 import pytest
 
 from gridweave_allinone.dashboard import DashboardSettings, create_dashboard_app
-from tests.platform_service.factories import PlatformServer, platform_settings, running_platform
-from tests.support.credit_server import CreditServer
+from tests.platform_service.factories import PlatformServer
 from tests.support.http_server import serve_in_thread
 
 pytestmark = pytest.mark.postgres
@@ -21,21 +20,9 @@ INDEX = "<!doctype html><title>Gridweave</title><div id=root></div>"
 
 
 @pytest.fixture(scope="module")
-def platform(
-    platform_database: str,
-    credit: CreditServer,
-    faucet: httpx.Client,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[PlatformServer]:
+def platform(faucet_platform: PlatformServer) -> PlatformServer:
     """The platform calling the faucet and credit_service."""
-    settings = platform_settings(
-        platform_database,
-        tmp_path_factory.mktemp("platform"),
-        credit_service_url=credit.url,
-        faucet_service_url=str(faucet.base_url),
-    )
-    with running_platform(settings) as server:
-        yield server
+    return faucet_platform
 
 
 @pytest.fixture(scope="module")

@@ -14,30 +14,15 @@ from tests.platform_service.factories import (
     PlatformServer,
     User,
     bearer,
-    platform_settings,
-    running_platform,
 )
-from tests.support.credit_server import CreditServer
 
 pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture(scope="module")
-def platform(
-    platform_database: str,
-    credit: CreditServer,
-    faucet: httpx.Client,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[PlatformServer]:
+def platform(faucet_platform: PlatformServer) -> PlatformServer:
     """The platform calling the faucet and credit_service."""
-    settings = platform_settings(
-        platform_database,
-        tmp_path_factory.mktemp("platform"),
-        credit_service_url=credit.url,
-        faucet_service_url=str(faucet.base_url),
-    )
-    with running_platform(settings) as server:
-        yield server
+    return faucet_platform
 
 
 @pytest.fixture
