@@ -32,8 +32,10 @@ __all__ = [
     "EndpointListResponse",
     "EndpointName",
     "EndpointResponse",
+    "EndpointStatsResponse",
     "deploy_endpoint",
     "get_endpoint",
+    "get_endpoint_stats",
     "list_endpoints",
     "stop_endpoint",
 ]
@@ -108,6 +110,28 @@ class EndpointListResponse(BaseModel):
     endpoints: list[EndpointResponse]
 
 
+class EndpointStatsResponse(BaseModel):
+    """The calls an endpoint took through the platform process that answers, since ``since``
+    (kept in memory: they reset when the platform restarts). Latency is to the endpoint's
+    response headers, wakes included, over the last ``latency_samples`` calls."""
+
+    name: str
+    since: datetime = Field(description="When the counting began (the first call recorded).")
+    process_started_at: datetime = Field(description="When this platform process started.")
+    requests: int = 0
+    ok: int = Field(default=0, description="Answers with a 1xx, 2xx or 3xx status.")
+    client_errors: int = Field(default=0, description="Answers with a 4xx status.")
+    server_errors: int = Field(default=0, description="Answers with a 5xx status.")
+    unreachable: int = Field(default=0, description="Calls the endpoint never answered.")
+    cold_starts: int = Field(default=0, description="Calls that woke the endpoint.")
+    last_cold_start_ms: float | None = None
+    last_request_at: datetime | None = None
+    latency_samples: int = 0
+    latency_p50_ms: float | None = None
+    latency_p90_ms: float | None = None
+    latency_p99_ms: float | None = None
+
+
 @validate_call
 def deploy_endpoint(
     name: EndpointName,
@@ -155,3 +179,9 @@ def get_endpoint(name: EndpointName) -> Operation[EndpointResponse]:
 def stop_endpoint(name: EndpointName) -> Operation[EndpointResponse]:
     """Stop the endpoint: its GPUs freed, its usage settled (repeated: no change)."""
     return model_operation("DELETE", f"/v1/endpoints/{name}", EndpointResponse)
+
+
+@validate_call
+def get_endpoint_stats(name: EndpointName) -> Operation[EndpointStatsResponse]:
+    """The calls one of the caller's endpoints took: counts, latency, cold starts."""
+    return model_operation("GET", f"/v1/endpoints/{name}/-/stats", EndpointStatsResponse)

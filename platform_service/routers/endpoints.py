@@ -1,7 +1,9 @@
 """``/v1/endpoints``: deploy, read, list, stop the caller's endpoints; call them.
 
 ``/v1/endpoints/{name}/{path}`` (any method) is the endpoint itself, proxied (an OpenAI
-client's ``base_url`` is ``<platform>/v1/endpoints/{name}/v1``).
+client's ``base_url`` is ``<platform>/v1/endpoints/{name}/v1``). ``-/...`` paths are never
+proxied (the replicas' own routes); ``/v1/endpoints/{name}/-/stats`` is the platform's figures
+of the calls the endpoint took.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from gridweave_clients.platform.endpoints import (
     EndpointListResponse,
     EndpointName,
     EndpointResponse,
+    EndpointStatsResponse,
 )
 from gridweave_runtime.clients import state_dependency
 from platform_service.routers.common import UserDep
@@ -59,6 +62,17 @@ async def get_endpoint(name: NamePath, user: UserDep, services: ServicesDep) -> 
 async def stop_endpoint(name: NamePath, user: UserDep, services: ServicesDep) -> EndpointResponse:
     """Stop the endpoint: its GPUs freed, its usage settled (repeated: no change)."""
     return await endpoints.stop_endpoint(services, user_id=user.user_id, name=name)
+
+
+@router.get("/{name}/-/stats", operation_id="get_endpoint_stats")
+async def get_endpoint_stats(
+    name: NamePath, user: UserDep, services: ServicesDep, proxy: ProxyDep
+) -> EndpointStatsResponse:
+    """The calls one of the caller's endpoints took through this platform process (requests,
+    status classes, latency p50/p90/p99, cold starts); in memory, reset on restart. Another
+    user's endpoint is 404."""
+    await endpoints.get_own_endpoint(services, user_id=user.user_id, name=name)
+    return proxy.stats.snapshot(user_id=user.user_id, name=name)
 
 
 async def call_endpoint(

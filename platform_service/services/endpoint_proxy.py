@@ -21,6 +21,10 @@ since, or was just woken and its route has not reached Serve's proxy yet) answer
 own 404, and an endpoint's server that refuses the connection never saw the call: neither
 is passed on; the endpoint is looked up again (and woken) and the call sent again after a
 short backoff, until ``wake_seconds`` have passed.
+
+Each call that found the endpoint's URL is recorded in :attr:`EndpointProxy.stats` (its
+status, its latency to the response headers, a wake as a cold start): in memory, see
+``services/endpoint_stats.py``.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from gridweave_clients.gateway import endpoints as gw
 from gridweave_controller.phases import EndpointPhase
 from platform_service.errors import EndpointNotServing, EndpointUnreachable, NotFound
 from platform_service.services.downstream import as_user, downstream_errors
+from platform_service.services.endpoint_stats import EndpointStats
 from platform_service.services.endpoints import EndpointServices, get_own_endpoint
 
 __all__ = ["CACHE_SECONDS", "HOP_BY_HOP", "RESERVED_PREFIX", "EndpointProxy", "forwarded_headers"]
@@ -121,6 +126,7 @@ class EndpointProxy:
 
     services: EndpointServices
     http: httpx.AsyncClient
+    stats: EndpointStats = field(default_factory=EndpointStats)
     _urls: dict[str, tuple[str, float]] = field(default_factory=dict)
 
     async def aclose(self) -> None:
@@ -140,6 +146,7 @@ class EndpointProxy:
     ) -> Response:
         """The endpoint's answer to the call, streamed; see the module's rules."""
         _check_route(path)
+        started = time.monotonic()
         cache_key = f"{user_id}\x00{name}"
         cached = self._urls.get(cache_key)
         if cached is not None and cached[1] >= time.monotonic():
@@ -165,15 +172,18 @@ class EndpointProxy:
                 self._urls.pop(cache_key, None)
                 # only a call that never left may go again: another may have been applied
                 if not isinstance(exc, _NOT_SENT) or time.monotonic() >= deadline:
+                    self._record(user_id, name, None, started)
                     raise EndpointUnreachable(
                         f"endpoint {name} did not answer: {type(exc).__name__}", endpoint=name
                     ) from exc
             else:
                 if response.status_code != 404:
+                    self._record(user_id, name, response.status_code, started)
                     return _streamed(response)
                 content = await response.aread()
                 await response.aclose()
                 if time.monotonic() >= deadline or not _is_serve_route_missing(response, content):
+                    self._record(user_id, name, response.status_code, started)
                     return Response(
                         content,
                         status_code=response.status_code,
@@ -187,13 +197,24 @@ class EndpointProxy:
             url = await self._serving_url(user_id=user_id, name=name)
             self._urls[cache_key] = (url, time.monotonic() + CACHE_SECONDS)
 
+    def _record(self, user_id: str, name: str, status: int | None, started: float) -> None:
+        self.stats.record_call(
+            user_id=user_id, name=name, status=status, latency_seconds=time.monotonic() - started
+        )
+
     async def _serving_url(self, *, user_id: str, name: str) -> str:
         """The running endpoint's upstream URL, after a (bounded) wake if it needs one."""
         endpoint = await get_own_endpoint(self.services, user_id=user_id, name=name)
         if _wakes(endpoint):
             wake = gw.wake_endpoint(endpoint.id, wait=self.services.wake_seconds)
-            with downstream_errors("job_gateway"):
-                endpoint = await self.services.gateway.run(as_user(wake, user_id))
+            waking = time.monotonic()
+            try:
+                with downstream_errors("job_gateway"):
+                    endpoint = await self.services.gateway.run(as_user(wake, user_id))
+            finally:
+                self.stats.record_cold_start(
+                    user_id=user_id, name=name, wake_seconds=time.monotonic() - waking
+                )
         if endpoint.phase is EndpointPhase.RUNNING and endpoint.url:
             return endpoint.url
         raise _not_serving(name, endpoint, self.services.wake_seconds)
