@@ -26,6 +26,7 @@ __all__ = [
     "InventoryGpuResponse",
     "InventoryNodeResponse",
     "InventoryResponse",
+    "JobConditionResponse",
     "JobId",
     "JobListResponse",
     "JobResponse",
@@ -103,6 +104,17 @@ class SubmitJobRequest(RequestBody):
     )
 
 
+class JobConditionResponse(BaseModel):
+    """One of a job's status conditions (``Allocated``, ``Running``, ``Finished``,
+    ``UsageReported``): its status and when, and why, it last changed."""
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str
+    message: str = ""
+    last_transition_time: datetime
+
+
 class JobResponse(BaseModel):
     """A job: what was asked, where it runs, how it ended."""
 
@@ -132,6 +144,7 @@ class JobResponse(BaseModel):
     wall_seconds: float | None
     billed_seconds: int | None
     result_ref: str | None
+    conditions: list[JobConditionResponse] = Field(default_factory=list)
 
 
 class JobListResponse(BaseModel):

@@ -16,6 +16,7 @@ from gridweave_clients.fields import RequestBody
 from gridweave_clients.gateway.models import (
     FunctionName,
     GpuCount,
+    JobConditionResponse,
     MaxRetries,
     TimeoutSeconds,
     Vendor,
@@ -184,6 +185,13 @@ class JobResponse(BaseModel):
     billed_seconds: int | None
     hold_amount: int | None = Field(
         default=None, description="Micro-credits held at submission (in the submit answer)."
+    )
+    conditions: list[JobConditionResponse] = Field(
+        default_factory=list,
+        description=(
+            "The status conditions, each with its last transition (the phase timeline); "
+            "in one job's read only, empty in lists."
+        ),
     )
 
 

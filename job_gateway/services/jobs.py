@@ -13,7 +13,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from gridweave_clients.gateway.models import JobResponse, JobResultResponse, SubmitJobRequest
+from gridweave_clients.gateway.models import (
+    JobConditionResponse,
+    JobResponse,
+    JobResultResponse,
+    SubmitJobRequest,
+)
 from gridweave_clients.job_pages import EPOCH, CursorInvalid, decode_cursor, encode_cursor
 from gridweave_controller.errors import (
     AlreadyExists,
@@ -273,4 +278,14 @@ def job_response(job: Job) -> JobResponse:
         wall_seconds=status.wall_seconds,
         billed_seconds=status.billed_seconds,
         result_ref=status.result_ref,
+        conditions=[
+            JobConditionResponse(
+                type=condition.type,
+                status=condition.status.value,
+                reason=condition.reason,
+                message=condition.message,
+                last_transition_time=condition.last_transition_time,
+            )
+            for condition in status.conditions
+        ],
     )

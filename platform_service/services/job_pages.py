@@ -43,7 +43,7 @@ async def list_job_page(
     with downstream_errors("job_gateway"):
         page = await services.gateway.run(as_user(operation, user_id))
     return JobListResponse(
-        jobs=[job_response(job) for job in page.jobs if job.user_id == user_id],
+        jobs=[job_response(job, conditions=False) for job in page.jobs if job.user_id == user_id],
         total=page.total,
         next_cursor=page.next_cursor,
     )

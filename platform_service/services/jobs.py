@@ -108,8 +108,11 @@ def new_job_id(secret: bytes, *, user_id: str, idempotency_key: str | None) -> s
     return f"job-{hmac.new(secret, message, hashlib.sha256).hexdigest()[:20]}"
 
 
-def job_response(job: gw.JobResponse, *, hold: int | None = None) -> JobResponse:
-    """The user's view of a gateway job (storage locations left out)."""
+def job_response(
+    job: gw.JobResponse, *, hold: int | None = None, conditions: bool = True
+) -> JobResponse:
+    """The user's view of a gateway job (storage locations left out); a list's leaves the
+    conditions out (``conditions=False``), so a poll of a page stays small."""
     return JobResponse(
         job_id=job.job_id,
         function_name=job.function_name,
@@ -132,6 +135,7 @@ def job_response(job: gw.JobResponse, *, hold: int | None = None) -> JobResponse
         wall_seconds=job.wall_seconds,
         billed_seconds=job.billed_seconds,
         hold_amount=hold,
+        conditions=job.conditions if conditions else [],
     )
 
 
@@ -314,7 +318,7 @@ async def list_jobs(
             as_user(gw_ops.list_jobs(user_id, phase=phase), user_id)
         )
     return JobListResponse(
-        jobs=[job_response(job) for job in listed.jobs if job.user_id == user_id]
+        jobs=[job_response(job, conditions=False) for job in listed.jobs if job.user_id == user_id]
     )
 
 

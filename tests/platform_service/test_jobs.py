@@ -430,3 +430,44 @@ class TestPlatformClient:
         assert short.value.details["needed"] == AMD_16G_PRICE * 10
         with PlatformClient(platform.url) as anonymous, pytest.raises(Unauthorized):
             anonymous.get_me()
+
+
+class TestConditions:
+    """One job's read carries its conditions (the dashboard's phase timeline); lists not."""
+
+    def test_a_cancelled_jobs_conditions_say_when_and_why(
+        self, platform: PlatformServer, alice: User
+    ) -> None:
+        job_id = _submitted(platform, alice)
+        assert (
+            platform.http.get(f"/v1/jobs/{job_id}", headers=alice.headers).json()["conditions"]
+            == []
+        )  # Pending: no condition set yet
+        assert platform.http.post(f"/v1/jobs/{job_id}/cancel", headers=alice.headers).is_success
+        job = platform.http.get(f"/v1/jobs/{job_id}", headers=alice.headers).json()
+        finished = [c for c in job["conditions"] if c["type"] == "Finished"]
+        assert len(finished) == 1, job["conditions"]
+        assert (finished[0]["status"], finished[0]["reason"]) == ("True", "Cancelled")
+        assert finished[0]["last_transition_time"] >= job["created_at"][:19]
+        listed = platform.http.get("/v1/jobs", headers=alice.headers).json()["jobs"]
+        paged = platform.http.get("/v1/jobs", params={"limit": 5}, headers=alice.headers).json()
+        for entry in [*listed, *paged["jobs"]]:
+            assert entry["conditions"] == []
+
+    def test_each_move_is_a_condition_with_its_time_and_reason(
+        self, platform: PlatformServer, gateway: GatewayServer, alice: User
+    ) -> None:
+        job_id = _submitted(platform, alice)
+        gateway.crd.set_job_allocated(job_id, "gpu-b", [0])
+        gateway.crd.set_job_running(job_id)
+        gateway.crd.set_job_failed(job_id, "Exception", "ValueError: boom", wall_seconds=1.0)
+        job = platform.http.get(f"/v1/jobs/{job_id}", headers=alice.headers).json()
+        by_type = {c["type"]: c for c in job["conditions"]}
+        assert {"Allocated", "Running", "Finished"} <= set(by_type), job["conditions"]
+        assert (by_type["Finished"]["status"], by_type["Finished"]["reason"]) == (
+            "True",
+            "Exception",
+        )
+        assert "boom" in by_type["Finished"]["message"]
+        times = [by_type[t]["last_transition_time"] for t in ("Allocated", "Running", "Finished")]
+        assert times == sorted(times)
