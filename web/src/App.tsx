@@ -3,6 +3,7 @@ import { lazy, Suspense, useEffect } from "react";
 import { Navigate, Route, Routes, useLocation, useNavigate } from "react-router";
 import { SESSION_EXPIRED, api, unwrap } from "./api/client";
 import { Layout } from "./components/Layout";
+import { EndpointDetail } from "./pages/EndpointDetail";
 import { Endpoints } from "./pages/Endpoints";
 import { JobDetail } from "./pages/JobDetail";
 import { Jobs, jobsPageQuery, NO_FILTERS } from "./pages/Jobs";
@@ -73,6 +74,7 @@ export function App() {
       <Route path="/jobs" element={<Signed><Jobs /></Signed>} />
       <Route path="/jobs/:jobId" element={<Signed><JobDetail /></Signed>} />
       <Route path="/endpoints" element={<Signed><Endpoints /></Signed>} />
+      <Route path="/endpoints/:name" element={<Signed><EndpointDetail /></Signed>} />
       <Route path="/credits" element={<Signed><Credits /></Signed>} />
       <Route path="/keys" element={<Signed><Keys /></Signed>} />
       <Route path="/admin/nodes" element={<Signed admin><Nodes /></Signed>} />

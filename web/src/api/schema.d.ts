@@ -4,6 +4,151 @@
  */
 
 export interface paths {
+    "/v1/admin/join-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Join Keys
+         * @description Every join key, newest first: expiry, uses and limits, revoked or not (admins).
+         */
+        get: operations["list_join_keys"];
+        put?: never;
+        /**
+         * Create Join Key
+         * @description A new join key and the command that joins a machine with it, both shown once.
+         */
+        post: operations["create_join_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/join-keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke Join Key
+         * @description Revoke a join key: no machine joins with it any more; joined nodes stay (admins).
+         */
+        delete: operations["revoke_join_key"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/nodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Joined Nodes
+         * @description The joined nodes: Ready or NotReady, cordoned, last heartbeat, GPUs (admins).
+         */
+        get: operations["list_joined_nodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/nodes/{name}/cordon": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Cordon Node
+         * @description Cordon the node (no new placements; what runs stays) or uncordon it (admins).
+         */
+        put: operations["cordon_node"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/nodes/{name}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Drain Node
+         * @description Cordon the node and wait for its work to finish (nothing is cancelled); how much VRAM
+         *     is still held there (admins).
+         */
+        post: operations["drain_node"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Users
+         * @description One page of users, oldest first, and how many there are (admins only).
+         */
+        get: operations["list_users"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/users/{user_id}/credit-grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Grant Credits
+         * @description Give the user ``amount`` micro-credits, once per ``Idempotency-Key`` (admins only).
+         */
+        post: operations["grant_credits"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/users/{user_id}/registry-quota": {
         parameters: {
             query?: never;
@@ -112,6 +257,28 @@ export interface paths {
          * @description Stop the endpoint: its GPUs freed, its usage settled (repeated: no change).
          */
         delete: operations["stop_endpoint"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/endpoints/{name}/-/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Endpoint Stats
+         * @description The calls one of the caller's endpoints took through this platform process (requests,
+         *     status classes, latency p50/p90/p99, cold starts); in memory, reset on restart. Another
+         *     user's endpoint is 404.
+         */
+        get: operations["get_endpoint_stats"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -275,7 +442,8 @@ export interface paths {
         /**
          * Stream Job Logs
          * @description Live logs as server-sent events (``stdout``, ``stderr``, then ``end``), one line per
-         *     event; each event's id is the position after it, so a reconnection resumes there.
+         *     event; each event's id is the position after it, so a reconnection resumes there. A user
+         *     holds at most ``PLATFORM_MAX_LOG_STREAMS_PER_USER`` open (429 ``too_many_log_streams``).
          */
         get: operations["stream_job_logs"];
         put?: never;
@@ -784,6 +952,14 @@ export interface components {
             signature: string;
         };
         /**
+         * CordonNodeRequest
+         * @description Cordon a node (it takes no new work; what runs there stays) or uncordon it.
+         */
+        CordonNodeRequest: {
+            /** Cordoned */
+            cordoned: boolean;
+        };
+        /**
          * CreateApiKeyRequest
          * @description Issue another key to the calling user.
          */
@@ -794,6 +970,40 @@ export interface components {
              * @default default
              */
             name: string;
+        };
+        /**
+         * CreateJoinKeyRequest
+         * @description A new join key: its lifetime, how many nodes may join with it, which GPUs they bring.
+         */
+        CreateJoinKeyRequest: {
+            /**
+             * Description
+             * @description What the key is for.
+             * @default
+             */
+            description: string;
+            /**
+             * Max Gpus
+             * @description The most GPUs a node joining with it may declare; unset: no limit.
+             */
+            max_gpus?: number | null;
+            /**
+             * Max Uses
+             * @description How many nodes may join with the key.
+             * @default 1
+             */
+            max_uses: number;
+            /**
+             * Ttl Seconds
+             * @description Seconds until the key expires (default one day).
+             * @default 86400
+             */
+            ttl_seconds: number;
+            /**
+             * Vendor
+             * @description Only GPUs of this vendor may join with it; unset: any.
+             */
+            vendor?: ("nvidia" | "amd") | null;
         };
         /**
          * CreateUserRequest
@@ -814,6 +1024,39 @@ export interface components {
              * @enum {string}
              */
             role: "user" | "admin";
+        };
+        /**
+         * CreditGrantRequest
+         * @description Credits an admin gives a user (micro-credits).
+         */
+        CreditGrantRequest: {
+            /**
+             * Amount
+             * @description Micro-credits (an integer).
+             */
+            amount: number;
+        };
+        /**
+         * CreditGrantResponse
+         * @description A grant made (or, for the same ``Idempotency-Key``, the grant made before).
+         */
+        CreditGrantResponse: {
+            /** Amount */
+            amount: number;
+            /**
+             * Available
+             * @description Balance less holds, right after the grant.
+             */
+            available: number;
+            /**
+             * Balance
+             * @description The account's balance right after the grant.
+             */
+            balance: number;
+            /** Idempotency Key */
+            idempotency_key: string;
+            /** User Id */
+            user_id: string;
         };
         /**
          * CreditsResponse
@@ -895,6 +1138,23 @@ export interface components {
             vram_mb: number;
         };
         /**
+         * DrainNodeResponse
+         * @description A node being drained: cordoned, and what still runs there is left to finish.
+         */
+        DrainNodeResponse: {
+            /**
+             * Drained
+             * @description Nothing holds the node any more: it may be taken down.
+             */
+            drained: boolean;
+            /**
+             * Held Mb
+             * @description VRAM jobs and endpoints still hold on the node, MiB.
+             */
+            held_mb: number;
+            node: components["schemas"]["NodeResponse"];
+        };
+        /**
          * EndpointListResponse
          * @description The caller's endpoints, oldest first.
          */
@@ -965,6 +1225,78 @@ export interface components {
             /** Vram Mb */
             vram_mb: number;
         };
+        /**
+         * EndpointStatsResponse
+         * @description The calls an endpoint took through the platform process that answers, since ``since``
+         *     (kept in memory: they reset when the platform restarts). Latency is to the endpoint's
+         *     response headers, wakes included, over the last ``latency_samples`` calls.
+         */
+        EndpointStatsResponse: {
+            /**
+             * Client Errors
+             * @description Answers with a 4xx status.
+             * @default 0
+             */
+            client_errors: number;
+            /**
+             * Cold Starts
+             * @description Calls that woke the endpoint.
+             * @default 0
+             */
+            cold_starts: number;
+            /** Last Cold Start Ms */
+            last_cold_start_ms?: number | null;
+            /** Last Request At */
+            last_request_at?: string | null;
+            /** Latency P50 Ms */
+            latency_p50_ms?: number | null;
+            /** Latency P90 Ms */
+            latency_p90_ms?: number | null;
+            /** Latency P99 Ms */
+            latency_p99_ms?: number | null;
+            /**
+             * Latency Samples
+             * @default 0
+             */
+            latency_samples: number;
+            /** Name */
+            name: string;
+            /**
+             * Ok
+             * @description Answers with a 1xx, 2xx or 3xx status.
+             * @default 0
+             */
+            ok: number;
+            /**
+             * Process Started At
+             * Format: date-time
+             * @description When this platform process started.
+             */
+            process_started_at: string;
+            /**
+             * Requests
+             * @default 0
+             */
+            requests: number;
+            /**
+             * Server Errors
+             * @description Answers with a 5xx status.
+             * @default 0
+             */
+            server_errors: number;
+            /**
+             * Since
+             * Format: date-time
+             * @description When the counting began (the first call recorded).
+             */
+            since: string;
+            /**
+             * Unreachable
+             * @description Calls the endpoint never answered.
+             * @default 0
+             */
+            unreachable: number;
+        };
         /** HTTPValidationError */
         HTTPValidationError: {
             /** Detail */
@@ -1025,6 +1357,32 @@ export interface components {
             nodes: components["schemas"]["InventoryNodeResponse"][];
         };
         /**
+         * JobConditionResponse
+         * @description One of a job's status conditions (``Allocated``, ``Running``, ``Finished``,
+         *     ``UsageReported``): its status and when, and why, it last changed.
+         */
+        JobConditionResponse: {
+            /**
+             * Last Transition Time
+             * Format: date-time
+             */
+            last_transition_time: string;
+            /**
+             * Message
+             * @default
+             */
+            message: string;
+            /** Reason */
+            reason: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "True" | "False" | "Unknown";
+            /** Type */
+            type: string;
+        };
+        /**
          * JobListResponse
          * @description The user's jobs: all, oldest first; or, when a ``limit`` was asked, one page, newest
          *     first, with the count matching the filters and the next page's cursor (None: the last).
@@ -1080,6 +1438,11 @@ export interface components {
             attempts: number;
             /** Billed Seconds */
             billed_seconds: number | null;
+            /**
+             * Conditions
+             * @description The status conditions, each with its last transition (the phase timeline); in one job's read only, empty in lists.
+             */
+            conditions?: components["schemas"]["JobConditionResponse"][];
             /** Created At */
             created_at: string | null;
             /** Finished */
@@ -1120,6 +1483,52 @@ export interface components {
             wall_seconds: number | null;
         };
         /**
+         * JoinKeyListResponse
+         * @description Every join key, newest first.
+         */
+        JoinKeyListResponse: {
+            /**
+             * Join Keys
+             * @default []
+             */
+            join_keys: components["schemas"]["JoinKeyResponse"][];
+        };
+        /**
+         * JoinKeyResponse
+         * @description A join key as listed: never the key itself (only its hash is stored).
+         */
+        JoinKeyResponse: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Created By */
+            created_by: string | null;
+            /** Description */
+            description: string;
+            /**
+             * Expires At
+             * Format: date-time
+             */
+            expires_at: string;
+            /** Id */
+            id: string;
+            /** Max Gpus */
+            max_gpus: number | null;
+            /** Max Uses */
+            max_uses: number;
+            /** Revoked At */
+            revoked_at: string | null;
+            /**
+             * Uses
+             * @description Nodes that joined with it (a node re-validating is not one).
+             */
+            uses: number;
+            /** Vendor */
+            vendor: ("nvidia" | "amd") | null;
+        };
+        /**
          * NewApiKeyResponse
          * @description A key just issued: ``api_key`` is shown this once and never again.
          */
@@ -1141,6 +1550,140 @@ export interface components {
             prefix: string;
             /** Revoked At */
             revoked_at: string | null;
+        };
+        /**
+         * NewJoinKeyResponse
+         * @description A join key just created: ``key`` and ``join_command`` are shown this once.
+         */
+        NewJoinKeyResponse: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Created By */
+            created_by: string | null;
+            /** Description */
+            description: string;
+            /**
+             * Expires At
+             * Format: date-time
+             */
+            expires_at: string;
+            /** Id */
+            id: string;
+            /**
+             * Join Command
+             * @description What to run, as root, on the machine that joins.
+             */
+            join_command: string;
+            /** Key */
+            key: string;
+            /** Max Gpus */
+            max_gpus: number | null;
+            /** Max Uses */
+            max_uses: number;
+            /** Revoked At */
+            revoked_at: string | null;
+            /**
+             * Uses
+             * @description Nodes that joined with it (a node re-validating is not one).
+             */
+            uses: number;
+            /** Vendor */
+            vendor: ("nvidia" | "amd") | null;
+        };
+        /**
+         * NodeGpuResponse
+         * @description One GPU of a joined node, as its agent reported it.
+         */
+        NodeGpuResponse: {
+            /**
+             * Cordoned
+             * @description An admin took it out of scheduling.
+             * @default false
+             */
+            cordoned: boolean;
+            /**
+             * Free Vram Mb
+             * @description Free VRAM in the last heartbeat, MiB (informational: the scheduler counts the VRAM held by GridweaveJob and GridweaveEndpoint objects instead).
+             */
+            free_vram_mb?: number | null;
+            /**
+             * Healthy
+             * @description The last heartbeat found it working.
+             * @default true
+             */
+            healthy: boolean;
+            /**
+             * Index
+             * @description CUDA/HIP index.
+             */
+            index: number;
+            /**
+             * Model
+             * @description Marketing name.
+             */
+            model: string;
+            /**
+             * Vendor
+             * @enum {string}
+             */
+            vendor: "nvidia" | "amd";
+            /**
+             * Vram Mb
+             * @description Total VRAM, MiB.
+             */
+            vram_mb: number;
+        };
+        /**
+         * NodeListResponse
+         * @description ``GET /v1/nodes``: every joined node.
+         */
+        NodeListResponse: {
+            /**
+             * Nodes
+             * @default []
+             */
+            nodes: components["schemas"]["NodeResponse"][];
+        };
+        /**
+         * NodeResponse
+         * @description One joined node: liveness, labels, VPN address and GPUs.
+         */
+        NodeResponse: {
+            /**
+             * Cordoned
+             * @description No new work: every GPU is cordoned.
+             * @default false
+             */
+            cordoned: boolean;
+            /**
+             * Gpus
+             * @default []
+             */
+            gpus: components["schemas"]["NodeGpuResponse"][];
+            /** Joined At */
+            joined_at?: string | null;
+            /** Labels */
+            labels?: {
+                [key: string]: string;
+            };
+            /** Last Heartbeat At */
+            last_heartbeat_at?: string | null;
+            /**
+             * Name
+             * @description The node the GPUs are on (printable ASCII, no spaces).
+             */
+            name: string;
+            /**
+             * Status
+             * @description NotReady once heartbeats stop.
+             * @enum {string}
+             */
+            status: "Ready" | "NotReady";
+            /** Vpn Ip */
+            vpn_ip?: string | null;
         };
         /**
          * ReceiptProofResponse
@@ -1644,6 +2187,16 @@ export interface components {
             records: number;
         };
         /**
+         * UserListResponse
+         * @description One page of users, oldest first, and how many there are in all.
+         */
+        UserListResponse: {
+            /** Total */
+            total: number;
+            /** Users */
+            users: components["schemas"]["UserResponse"][];
+        };
+        /**
          * UserResponse
          * @description A user: the id every other service knows, the role, the verified email.
          */
@@ -1703,6 +2256,246 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    list_join_keys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JoinKeyListResponse"];
+                };
+            };
+        };
+    };
+    create_join_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateJoinKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewJoinKeyResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    revoke_join_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JoinKeyResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_joined_nodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeListResponse"];
+                };
+            };
+        };
+    };
+    cordon_node: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CordonNodeRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    drain_node: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DrainNodeResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_users: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserListResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    grant_credits: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description One per grant: the same key again answers the first grant, mints nothing. */
+                "Idempotency-Key": string;
+            };
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreditGrantRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreditGrantResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     get_registry_quota: {
         parameters: {
             query?: never;
@@ -1913,6 +2706,38 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EndpointResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    get_endpoint_stats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The endpoint's name: lowercase letters, digits and '-', 50 at most. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointStatsResponse"];
                 };
             };
             /** @description Validation Error */
@@ -2333,6 +3158,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
                 };
+            };
+            /** @description The user's live log streams are all open (too_many_log_streams). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -1,4 +1,5 @@
 import { useQuery } from "@tanstack/react-query";
+import { Link } from "react-router";
 import { api, errorMessage, unwrap, when } from "../api/client";
 
 export function Endpoints() {
@@ -19,7 +20,7 @@ export function Endpoints() {
         <tbody>
           {endpoints.data?.endpoints.map((endpoint) => (
             <tr key={endpoint.endpoint_id} className="border-t border-slate-100">
-              <td className="p-2">{endpoint.name}</td>
+              <td className="p-2"><Link className="font-mono text-blue-800 underline" to={`/endpoints/${encodeURIComponent(endpoint.name)}`}>{endpoint.name}</Link></td>
               <td className="p-2">{endpoint.model ?? endpoint.mode}</td>
               <td className="p-2">{endpoint.phase}</td>
               <td className="p-2">{endpoint.health}</td>

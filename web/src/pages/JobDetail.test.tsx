@@ -1,4 +1,4 @@
-import { act, screen } from "@testing-library/react";
+import { act, screen, within } from "@testing-library/react";
 import { http, HttpResponse } from "msw";
 import { afterEach, beforeEach, expect, test, vi } from "vitest";
 import { renderApp } from "../test/render";
@@ -49,4 +49,44 @@ test("live lines arrive from the stream, and the end closes it", async () => {
   act(() => source.emit("end", "Completed", "7.8"));
   expect(await screen.findByText(/ended: Completed/)).toBeInTheDocument();
   expect(source.closed).toBe(true);
+});
+
+test("the timeline lists each transition of the job's conditions with its time and reason", async () => {
+  const requeued = {
+    ...job("job-2", "Failed"),
+    finished: true,
+    reason: "Exception",
+    message: "ValueError: boom",
+    conditions: [
+      { type: "Finished", status: "True" as const, reason: "Exception", message: "ValueError: boom", last_transition_time: "2026-12-01T10:05:00Z" },
+      { type: "Allocated", status: "False" as const, reason: "NodeLost", message: "gpu-a stopped answering", last_transition_time: "2026-12-01T10:03:00Z" },
+      { type: "Running", status: "True" as const, reason: "Started", message: "", last_transition_time: "2026-12-01T10:04:00Z" },
+    ],
+  };
+  server.use(
+    http.get("*/v1/jobs/job-2", () => HttpResponse.json(requeued)),
+    http.get("*/v1/jobs/job-2/logs/download", () => new HttpResponse("", { headers: { "X-Log-Size": "0" } })),
+    http.get("*/v1/usage", () => HttpResponse.json({ records: [], totals: { cost: 0, billed_seconds: 0 }, next_cursor: null })),
+  );
+  renderApp("/jobs/job-2");
+  const timeline = await screen.findByRole("list", { name: "Phase timeline" });
+  const steps = within(timeline).getAllByTestId("timeline-step").map((step) => step.textContent ?? "");
+  expect(steps).toHaveLength(4);
+  expect(steps[0]).toMatch(/^Submitted/);
+  expect(steps[1]).toMatch(/^Allocated ended \(False\).*NodeLost: gpu-a stopped answering/);
+  expect(steps[2]).toMatch(/^Running.*Started/);
+  expect(steps[3]).toMatch(/^Finished.*Exception: ValueError: boom/);
+  expect(steps.join()).not.toMatch(/Now:/); // a finished job has no current step
+});
+
+test("an unfinished job's timeline ends with its current phase", async () => {
+  server.use(
+    http.get("*/v1/jobs/job-3", () => HttpResponse.json({ ...job("job-3", "Pending"), conditions: [] })),
+    http.get("*/v1/jobs/job-3/logs/download", () => new HttpResponse("", { headers: { "X-Log-Size": "0" } })),
+  );
+  renderApp("/jobs/job-3");
+  const timeline = await screen.findByRole("list", { name: "Phase timeline" });
+  const steps = within(timeline).getAllByTestId("timeline-step").map((step) => step.textContent ?? "");
+  expect(steps).toHaveLength(2);
+  expect(steps[1]).toBe("Now: Pending");
 });

@@ -1,7 +1,7 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { useParams } from "react-router";
-import { api, credits, errorMessage, unwrap, when } from "../api/client";
+import { api, credits, errorMessage, type Schemas, unwrap, when } from "../api/client";
 import { Card, PhaseBadge } from "../components/Layout";
 
 export const LOG_PAGE_BYTES = 64 * 1024;
@@ -98,6 +98,30 @@ function FullLog({ jobId }: { jobId: string }) {
   );
 }
 
+type Step = { key: string; label: string; at: string | null | undefined; reason?: string; message?: string; current?: boolean };
+
+/** The phase timeline: the submission, then each condition's last transition, oldest first
+ * (a condition that went back to False, as Allocated on a requeue, says so). */
+export function timelineSteps(job: Schemas["JobResponse"]): Step[] {
+  const moves = [...(job.conditions ?? [])]
+    .filter((condition) => condition.type !== "UsageReported" || condition.status === "True")
+    .sort((a, b) => a.last_transition_time.localeCompare(b.last_transition_time))
+    .map((condition): Step => ({
+      key: condition.type,
+      label:
+        condition.type === "UsageReported"
+          ? "Usage reported"
+          : condition.status === "True"
+            ? condition.type
+            : `${condition.type} ended (${condition.status})`,
+      at: condition.last_transition_time,
+      reason: condition.reason,
+      message: condition.message,
+    }));
+  const now: Step[] = job.finished ? [] : [{ key: "now", label: `Now: ${job.phase}`, at: null, current: true }];
+  return [{ key: "Submitted", label: "Submitted", at: job.created_at }, ...moves, ...now];
+}
+
 export function JobDetail() {
   const { jobId = "" } = useParams();
   const queries = useQueryClient();
@@ -115,12 +139,7 @@ export function JobDetail() {
   if (!job.data) return <p>Loading…</p>;
   const data = job.data;
   const cost = usage.data?.records.filter((record) => record.job_id === jobId).reduce((sum, record) => sum + record.cost, 0);
-  const steps: [string, string | null | undefined][] = [
-    ["Submitted (Pending)", data.created_at],
-    ["Allocated", data.allocated_at],
-    ["Running", data.started_at],
-    [data.finished ? data.phase : "Finished", data.finished_at],
-  ];
+  const steps = timelineSteps(data);
   const cancel = async () => {
     await api.POST("/v1/jobs/{job_id}/cancel", { params: { path: { job_id: jobId } } });
     await queries.invalidateQueries({ queryKey: ["job", jobId] });
@@ -136,10 +155,12 @@ export function JobDetail() {
       </div>
       <div className="grid grid-cols-1 gap-4 md:grid-cols-3">
         <Card title="Timeline">
-          <ol className="space-y-1 text-sm" aria-label="Phase timeline">
-            {steps.map(([label, at]) => (
-              <li key={label} className={at ? "" : "text-slate-500"}>
-                <span className="font-medium">{label}</span>: {when(at)}
+          <ol className="space-y-2 border-l border-slate-300 pl-3 text-sm" aria-label="Phase timeline">
+            {steps.map((step) => (
+              <li key={step.key} data-testid="timeline-step">
+                <span className="font-medium">{step.label}</span>
+                {!step.current && <span className="text-slate-700">: {when(step.at)}</span>}
+                {step.reason && <span className="block text-xs text-slate-700">{step.reason}{step.message ? `: ${step.message}` : ""}</span>}
               </li>
             ))}
           </ol>

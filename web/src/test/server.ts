@@ -38,3 +38,31 @@ export function job(id: string, phase: Schemas["JobPhase"] = "Running"): Schemas
 
 /** The signed-in user's /v1/me; each test adds the routes it needs. */
 export const server = setupServer(http.get("*/v1/me", () => HttpResponse.json(ME)));
+
+export function endpoint(name: string, phase: Schemas["EndpointPhase"] = "Running"): Schemas["EndpointResponse"] {
+  return {
+    name,
+    endpoint_id: `${name}-0123456789`,
+    path: `/v1/endpoints/${name}`,
+    mode: "transformers",
+    model: "tiny-gpt2",
+    phase,
+    reason: null,
+    message: null,
+    node: "gpu-a",
+    gpu_indices: [1],
+    ready_replicas: phase === "Running" ? 1 : 0,
+    health: phase === "Running" ? "Healthy" : "Unknown",
+    vram_mb: 4096,
+    gpu_count: 1,
+    vendor: "nvidia",
+    min_replicas: 0,
+    max_replicas: 2,
+    idle_seconds: 300,
+    created_at: "2026-12-01T10:00:00Z",
+    started_at: "2026-12-01T10:01:00Z",
+    stopped_at: null,
+    billed_seconds: 60,
+    price_per_second: 100,
+  };
+}

@@ -1,0 +1,102 @@
+import { useQuery } from "@tanstack/react-query";
+import { Link, useParams } from "react-router";
+import { api, credits, errorMessage, unwrap, when } from "../api/client";
+import { Card, PhaseBadge } from "../components/Layout";
+
+/** Milliseconds, rounded for reading ("—" when there is no figure yet). */
+export function millis(value: number | null | undefined): string {
+  if (value == null) return "—";
+  if (value >= 10_000) return `${(value / 1000).toFixed(1)} s`;
+  return `${value < 10 ? value.toFixed(1) : Math.round(value)} ms`;
+}
+
+function Figure({ label, value, testId }: { label: string; value: string | number; testId?: string }) {
+  return (
+    <div>
+      <dt className="text-xs text-slate-600">{label}</dt>
+      <dd className="text-xl" data-testid={testId}>{value}</dd>
+    </div>
+  );
+}
+
+export function EndpointDetail() {
+  const { name = "" } = useParams();
+  const endpoint = useQuery({
+    queryKey: ["endpoint", name],
+    queryFn: async () => unwrap(await api.GET("/v1/endpoints/{name}", { params: { path: { name } } })),
+    refetchInterval: 5_000,
+  });
+  const stats = useQuery({
+    queryKey: ["endpoint-stats", name],
+    enabled: endpoint.isSuccess,
+    queryFn: async () => unwrap(await api.GET("/v1/endpoints/{name}/-/stats", { params: { path: { name } } })),
+    refetchInterval: 5_000,
+  });
+  if (endpoint.isError) {
+    return (
+      <div className="space-y-2">
+        <p role="alert" className="text-red-700">{errorMessage(endpoint.error)}</p>
+        <Link className="text-blue-800 underline" to="/endpoints">All endpoints</Link>
+      </div>
+    );
+  }
+  if (!endpoint.data) return <p>Loading…</p>;
+  const data = endpoint.data;
+  const figures = stats.data;
+  return (
+    <div className="space-y-4">
+      <div className="flex items-center gap-3">
+        <h1 className="font-mono text-xl font-semibold">{data.name}</h1>
+        <PhaseBadge phase={data.phase} />
+        <span data-testid="endpoint-health" className={`rounded px-2 py-0.5 text-xs font-medium ${data.health === "Healthy" ? "bg-green-100 text-green-900" : data.health === "Unhealthy" ? "bg-red-100 text-red-900" : "bg-slate-100 text-slate-800"}`}>
+          {data.health}
+        </span>
+      </div>
+      {data.reason && <p className="text-sm">{data.reason}{data.message ? `: ${data.message}` : ""}</p>}
+      <div className="grid grid-cols-1 gap-4 md:grid-cols-3">
+        <Card title="Replicas">
+          <p className="text-2xl" data-testid="endpoint-replicas">{data.ready_replicas} ready</p>
+          <p className="text-sm text-slate-600">Scales {data.min_replicas}–{data.max_replicas}; to zero after {data.idle_seconds} s idle{data.idle_seconds === 0 ? " (never)" : ""}</p>
+        </Card>
+        <Card title="Placement">
+          <p className="text-sm">Model: {data.model ?? data.mode}</p>
+          <p className="text-sm">Node: {data.node ?? "—"}</p>
+          <p className="text-sm">GPUs: {data.gpu_indices.length ? data.gpu_indices.join(", ") : "—"} ({data.gpu_count} × {data.vram_mb} MB, {data.vendor})</p>
+          <p className="text-sm">Call it at <code className="break-all">{data.path}</code></p>
+        </Card>
+        <Card title="Cost">
+          <p className="text-sm">Billed seconds: {data.billed_seconds}</p>
+          <p className="text-sm">Price: {data.price_per_second == null ? "unknown" : `${credits(data.price_per_second)} / s per replica`}</p>
+          <p className="text-sm">Started: {when(data.started_at)}</p>
+          {data.stopped_at && <p className="text-sm">Stopped: {when(data.stopped_at)}</p>}
+        </Card>
+      </div>
+      <Card title="Requests through the platform">
+        {stats.isError && <p role="alert" className="text-red-700">{errorMessage(stats.error)}</p>}
+        <dl className="grid grid-cols-2 gap-4 md:grid-cols-4">
+          <Figure label="Requests" value={figures?.requests ?? "…"} testId="stat-requests" />
+          <Figure label="OK (1xx–3xx)" value={figures?.ok ?? "…"} />
+          <Figure label="Client errors (4xx)" value={figures?.client_errors ?? "…"} />
+          <Figure label="Server errors (5xx) / no answer" value={figures ? `${figures.server_errors} / ${figures.unreachable}` : "…"} testId="stat-errors" />
+          <Figure label="Latency p50" value={millis(figures?.latency_p50_ms)} testId="stat-p50" />
+          <Figure label="Latency p90" value={millis(figures?.latency_p90_ms)} testId="stat-p90" />
+          <Figure label="Latency p99" value={millis(figures?.latency_p99_ms)} testId="stat-p99" />
+          <Figure label="Cold starts (wakes)" value={figures ? `${figures.cold_starts}${figures.last_cold_start_ms != null ? `, last ${millis(figures.last_cold_start_ms)}` : ""}` : "…"} testId="stat-cold-starts" />
+        </dl>
+        {figures && (
+          <p className="mt-3 text-xs text-slate-600">
+            Counted since {when(figures.since)} by the platform process started {when(figures.process_started_at)}; the figures are kept in memory and start again when the platform restarts.
+            Latency is to the endpoint&apos;s response headers, wakes included, over the last {figures.latency_samples} calls.
+            Last request: {when(figures.last_request_at)}.
+          </p>
+        )}
+      </Card>
+      <Card title="Logs">
+        <p className="text-sm" data-testid="endpoint-logs">
+          Replica logs are not available here yet: neither the gateway nor Ray Serve exposes an endpoint&apos;s replica logs through the API. The endpoint&apos;s phase, health and reason above come from its status.
+        </p>
+      </Card>
+      <Link className="text-sm text-blue-800 underline" to="/endpoints">All endpoints</Link>
+    </div>
+  );
+}
