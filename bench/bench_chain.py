@@ -25,10 +25,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
+from sqlalchemy.engine import make_url
 
 from chain_service.app import create_app as create_chain_app
 from chain_service.settings import ChainSettings
@@ -39,7 +43,7 @@ from tests.support.cometbft import single_node
 from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN, CreditServer
 from tests.support.http_server import running_service
 from tests.support.postgres import start_test_postgres
-from tests.support.service_process import running_service_process
+from tests.support.service_process import service_process
 
 THREADS = 8
 
@@ -120,8 +124,54 @@ def anchoring_latency(postgres: Any, state: Path, batches: int) -> list[float]:
     return latencies
 
 
-def settlements_per_second(postgres: Any, state: Path, count: int, *, chain_on: bool) -> float:
-    """Usage records settled per second, the chain off or on (delivering and anchoring).
+#: what the chain does beside the settlements, per mode: receipts only queued in metering's
+#: outbox (no chain_service); delivered into the hash chain and Merkle batches
+#: (``CHAIN_ENABLED=false``); and those batches anchored in CometBFT (``CHAIN_ENABLED=true``)
+MODES = ("queued", "hash", "anchored")
+
+
+class CpuMeter:
+    """CPU seconds (user + system) of one run's processes, by component, from ``/proc``.
+
+    PostgreSQL counts the backends of the run's own databases that are alive when sampled
+    (the services keep pooled connections open for the whole run).
+    """
+
+    def __init__(self, processes: dict[str, list[int]], databases: list[str]) -> None:
+        self.processes = processes
+        self.databases = databases
+
+    def sample(self) -> dict[str, float]:
+        seconds: dict[str, float] = {name: 0.0 for name in [*self.processes, "postgres"]}
+        for name, pids in self.processes.items():
+            for pid in pids:
+                seconds[name] += _cpu_seconds(psutil.Process(pid))
+        for process in psutil.process_iter(["cmdline"]):
+            command = " ".join(process.info["cmdline"] or [])
+            if command.startswith("postgres:") and any(db in command for db in self.databases):
+                seconds["postgres"] += _cpu_seconds(process)
+        return seconds
+
+
+def _cpu_seconds(process: psutil.Process) -> float:
+    try:
+        times = process.cpu_times()
+    except psutil.Error:  # ended since it was listed
+        return 0.0
+    return times.user + times.system
+
+
+@dataclass(frozen=True)
+class SettlementRun:
+    """One run: settlements per second and CPU milliseconds per settlement, by component."""
+
+    mode: str
+    rate: float
+    cpu_ms: dict[str, float]
+
+
+def settlements_per_second(postgres: Any, state: Path, count: int, *, mode: str) -> SettlementRun:
+    """Usage records settled per second with the chain in ``mode`` (one of :data:`MODES`).
 
     Each service is its own process (``python -m <package>``), as a deployment runs them:
     the chain's work competes with the settlement path for the machine's cores, not for
@@ -134,30 +184,41 @@ def settlements_per_second(postgres: Any, state: Path, count: int, *, chain_on: 
     shared = {"GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN, "GRIDWEAVE_STATE_DIR": str(state)}
     logs = state / run
     logs.mkdir()
+    processes: dict[str, list[int]] = {}
     try:
-        with (
-            single_node(state / f"node-{run}", key.public_key_hex) as node,
-            running_service_process(
-                "credit_service",
-                {**shared, "CREDITS_DATABASE_URL": databases["c"]},
-                prefix="CREDITS_",
-                log=logs / "credit.log",
-            ) as (credit_url, _),
-            running_service_process(
-                "chain_service",
-                {
+        with ExitStack() as stack:
+            credit_url, credit_process = stack.enter_context(
+                service_process(
+                    "credit_service",
+                    {**shared, "CREDITS_DATABASE_URL": databases["c"]},
+                    prefix="CREDITS_",
+                    log=logs / "credit.log",
+                )
+            )
+            processes["credit"] = [credit_process.pid]
+            extra: dict[str, str] = {}
+            if mode != "queued":
+                chain_env = {
                     **shared,
                     "CHAIN_DATABASE_URL": databases["x"],
                     "CHAIN_SIGNING_KEY_FILE": str(state / "settle-key.pem"),
                     "CHAIN_BATCH_INTERVAL_SECONDS": "1",
-                    "CHAIN_ENABLED": "true",
-                    "CHAIN_COMETBFT_RPC_URL": node.rpc_url,
-                },
-                prefix="CHAIN_",
-                log=logs / "chain.log",
-            ) as (chain_url, _),
-        ):
-            extra = {"CHAIN_SERVICE_URL": chain_url} if chain_on else {}
+                    "CHAIN_ENABLED": str(mode == "anchored").lower(),
+                }
+                if mode == "anchored":
+                    node = stack.enter_context(
+                        single_node(state / f"node-{run}", key.public_key_hex)
+                    )
+                    chain_env["CHAIN_COMETBFT_RPC_URL"] = node.rpc_url
+                    assert node.node is not None and node.application is not None
+                    processes["cometbft"] = [node.node.pid, node.application.pid]
+                chain_url, chain_process = stack.enter_context(
+                    service_process(
+                        "chain_service", chain_env, prefix="CHAIN_", log=logs / "chain.log"
+                    )
+                )
+                processes["chain"] = [chain_process.pid]
+                extra["CHAIN_SERVICE_URL"] = chain_url
             credit = CreditServer(credit_url)
             user = unique("user")
             credit.fund(user, 10**12)
@@ -171,34 +232,71 @@ def settlements_per_second(postgres: Any, state: Path, count: int, *, chain_on: 
                 "METERING_WORKER_THREADS": str(THREADS),
                 "CREDIT_SERVICE_URL": credit_url,
             }
-            with running_service_process(
-                "metering_service", metering_env, prefix="METERING_", log=logs / "metering.log"
-            ) as (metering_url, _):
-                local = [
-                    httpx.Client(base_url=metering_url, headers=AUTH_HEADERS, timeout=60)
-                    for _ in range(THREADS)
-                ]
+            metering_url, metering_process = stack.enter_context(
+                service_process(
+                    "metering_service", metering_env, prefix="METERING_", log=logs / "metering.log"
+                )
+            )
+            processes["metering"] = [metering_process.pid]
+            local = [
+                httpx.Client(base_url=metering_url, headers=AUTH_HEADERS, timeout=60)
+                for _ in range(THREADS)
+            ]
 
-                def settle(index: int) -> None:
-                    answer = local[index % THREADS].post(
-                        "/v1/usage", json=usage_body(jobs[index], user, gpu_model="NVIDIA L4")
-                    )
-                    assert answer.json()["settlement"]["state"] == "settled", answer.text
+            def settle(index: int) -> None:
+                answer = local[index % THREADS].post(
+                    "/v1/usage", json=usage_body(jobs[index], user, gpu_model="NVIDIA L4")
+                )
+                assert answer.json()["settlement"]["state"] == "settled", answer.text
 
-                rate = _rate(count, settle)
-                for each in local:
-                    each.close()
+            meter = CpuMeter(
+                processes, [make_url(url).database or "" for url in databases.values()]
+            )
+            before = meter.sample()
+            rate = _rate(count, settle)
+            after = meter.sample()
+            for each in local:
+                each.close()
     finally:
         for url in databases.values():
             postgres.drop_database(url)
-    return rate
+    cpu_ms = {name: (after[name] - before[name]) * 1000 / count for name in after}
+    return SettlementRun(mode, rate, cpu_ms)
+
+
+def _print_run(pair: int, run: SettlementRun) -> None:
+    parts = ", ".join(f"{name} {ms:.2f}" for name, ms in run.cpu_ms.items())
+    print(f"pair {pair + 1}: {run.mode} {run.rate:.1f}/s; CPU ms per settlement: {parts}")
+
+
+def _summary(runs: list[SettlementRun]) -> None:
+    by_mode = {mode: [run for run in runs if run.mode == mode] for mode in MODES}
+    median_rate = {mode: statistics.median(r.rate for r in each) for mode, each in by_mode.items()}
+    for mode, each in by_mode.items():
+        names = each[0].cpu_ms
+        cpu = {name: statistics.median(r.cpu_ms[name] for r in each) for name in names}
+        print(
+            f"{mode}: settlements/s {[round(r.rate, 1) for r in each]}, median "
+            f"{median_rate[mode]:.1f}; median CPU ms per settlement "
+            + ", ".join(f"{name} {ms:.2f}" for name, ms in cpu.items())
+            + f" (total {sum(cpu.values()):.2f})"
+        )
+    for label, base, other in (
+        ("CHAIN_ENABLED true vs false", "hash", "anchored"),
+        ("whole chain (anchored) vs receipts only queued", "queued", "anchored"),
+    ):
+        change = (median_rate[other] - median_rate[base]) / median_rate[base] * 100
+        print(f"{label}: {change:+.1f}% settlements/s")
+    print(f"load {os.getloadavg()[0]:.1f}")
 
 
 def main() -> None:
     """Run the measurements and print their figures."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--settlements", type=int, default=2000, help="settled per run")
-    parser.add_argument("--pairs", type=int, default=3, help="off/on pairs, order alternated")
+    parser.add_argument(
+        "--pairs", type=int, default=3, help="rounds of every mode, order alternated"
+    )
     parser.add_argument(
         "--only-settlements", action="store_true", help="skip receipts/s and anchoring"
     )
@@ -218,19 +316,14 @@ def main() -> None:
                 f"{cuts[49] * 1000:.0f} ms, p99 {cuts[98] * 1000:.0f} ms, "
                 f"max {max(latencies) * 1000:.0f} ms"
             )
-        rates: dict[bool, list[float]] = {False: [], True: []}
+        runs: list[SettlementRun] = []
         for pair in range(args.pairs):
-            order = (False, True) if pair % 2 == 0 else (True, False)
-            for chain_on in order:
-                rate = settlements_per_second(postgres, state, args.settlements, chain_on=chain_on)
-                rates[chain_on].append(rate)
-                print(f"pair {pair + 1}: chain {'on' if chain_on else 'off'} {rate:.1f}/s")
-        off, on = statistics.median(rates[False]), statistics.median(rates[True])
-        print(
-            f"settlements/s chain off {[round(r, 1) for r in rates[False]]}, "
-            f"on {[round(r, 1) for r in rates[True]]}: median {off:.1f} vs {on:.1f} "
-            f"({(on - off) / off * 100:+.1f}%), load {os.getloadavg()[0]:.1f}"
-        )
+            order = MODES if pair % 2 == 0 else tuple(reversed(MODES))
+            for mode in order:
+                run = settlements_per_second(postgres, state, args.settlements, mode=mode)
+                runs.append(run)
+                _print_run(pair, run)
+        _summary(runs)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import BigInteger, column, func, select, update, values
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -158,22 +158,26 @@ def record_delivery(
 def record_deliveries(
     session: Session, claimed: list[ClaimedReceipt], receipt_seqs: list[int]
 ) -> None:
-    """Mark each claimed receipt delivered with its seq, in one transaction; commits.
+    """Mark each claimed receipt delivered with its seq, in one statement; commits.
 
     The one writer of ``delivered`` (``record_delivery`` comes here for one receipt).
+    One ``UPDATE ... FROM (VALUES ...)`` for the whole round: a statement per receipt cost
+    the deliverer most of its CPU, taken from the settling requests of the same process.
     """
-    for item, seq in zip(claimed, receipt_seqs, strict=True):
-        session.execute(
-            update(ReceiptOutboxModel)
-            .where(
-                ReceiptOutboxModel.id == item.outbox_id,
-                ReceiptOutboxModel.state == ReceiptState.QUEUED,
-            )
-            .values(
-                state=ReceiptState.DELIVERED,
-                receipt_seq=seq,
-                delivered_at=func.now(),
-                last_error=None,
-            )
+    delivered = values(
+        column("outbox_id", BigInteger), column("seq", BigInteger), name="delivered"
+    ).data([(item.outbox_id, seq) for item, seq in zip(claimed, receipt_seqs, strict=True)])
+    session.execute(
+        update(ReceiptOutboxModel)
+        .where(
+            ReceiptOutboxModel.id == delivered.c.outbox_id,
+            ReceiptOutboxModel.state == ReceiptState.QUEUED,
         )
+        .values(
+            state=ReceiptState.DELIVERED,
+            receipt_seq=delivered.c.seq,
+            delivered_at=func.now(),
+            last_error=None,
+        )
+    )
     session.commit()
