@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 from fastapi import FastAPI
 
-from faucet_service.routers import outbox, refills, signups
+from faucet_service.routers import outbox, refills, signins, signups
 from faucet_service.sender import sending_mail
 from faucet_service.settings import DATABASE_NAME, FaucetSettings
 from gridweave_clients import RetryPolicy
@@ -19,7 +19,7 @@ __all__ = ["CREDIT_ROLE", "MIGRATIONS_DIR", "ROUTERS", "create_app"]
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 #: Every route of the service: its OpenAPI document needs no database (the fuzz tests).
-ROUTERS = (signups.router, refills.router, outbox.router)
+ROUTERS = (signups.router, signins.router, refills.router, outbox.router)
 # credit_service lets only the admin and faucet roles mint
 CREDIT_ROLE = "faucet"
 

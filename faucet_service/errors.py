@@ -5,6 +5,7 @@ Tree::
     GridweaveError (gridweave_runtime)
     └── FaucetError
         ├── SignupNotFound         404
+        ├── SignInCodeNotFound     404
         ├── WrongCode              400  (body: attempts_left)
         ├── CodeLocked             403
         ├── CodeNotForUser         403  (body: field)
@@ -13,6 +14,7 @@ Tree::
         ├── SignupPending          409  (body: field)
         ├── BalanceAboveThreshold  409  (body: balance, threshold)
         ├── CodeExpired            410
+        ├── CodeUsed               410  (a sign-in code signs in once)
         ├── RateLimited            429  (body: scope, limit, window_seconds)
         ├── RefillTooSoon          429  (body: next_refill_at)
         ├── EmailDeliveryFailed    502  (raised to the mail sender, which retries; no route)
@@ -33,6 +35,7 @@ __all__ = [
     "CodeExpired",
     "CodeLocked",
     "CodeNotForUser",
+    "CodeUsed",
     "CreditRefused",
     "CreditUnavailable",
     "EmailDeliveryFailed",
@@ -40,6 +43,7 @@ __all__ = [
     "NotOnboarded",
     "RateLimited",
     "RefillTooSoon",
+    "SignInCodeNotFound",
     "SignupNotFound",
     "SignupPending",
     "WrongCode",
@@ -60,6 +64,22 @@ class SignupNotFound(FaucetError):
     code = "signup_not_found"
     status_code = 404
     message = "no sign-up for this email: request a code first"
+
+
+class SignInCodeNotFound(FaucetError):
+    """No sign-in code was sent to this email."""
+
+    code = "sign_in_code_not_found"
+    status_code = 404
+    message = "no sign-in code for this email: request one first"
+
+
+class CodeUsed(FaucetError):
+    """The sign-in code signed in already."""
+
+    code = "code_used"
+    status_code = 410
+    message = "this sign-in code was used already: request another"
 
 
 class WrongCode(FaucetError):

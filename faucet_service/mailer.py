@@ -10,9 +10,10 @@ from email.message import EmailMessage
 from faucet_service.errors import EmailDeliveryFailed
 from faucet_service.settings import FaucetSettings
 
-__all__ = ["SUBJECT", "send_by_smtp", "verification_email"]
+__all__ = ["SIGN_IN_SUBJECT", "SUBJECT", "send_by_smtp", "sign_in_email", "verification_email"]
 
 SUBJECT = "Your Gridweave verification code"
+SIGN_IN_SUBJECT = "Your Gridweave sign-in code"
 
 
 def verification_email(
@@ -27,6 +28,21 @@ def verification_email(
         f"Your Gridweave verification code is {code}.\n\n"
         f"It works until {expires_at.isoformat(timespec='seconds')}.\n"
         "If you did not sign up for Gridweave, ignore this email.\n"
+    )
+    return message
+
+
+def sign_in_email(*, recipient: str, code: str, expires_at: datetime, sender: str) -> EmailMessage:
+    """The email that carries a sign-in code of an existing user."""
+    message = EmailMessage()
+    message["From"] = sender
+    message["To"] = recipient
+    message["Subject"] = SIGN_IN_SUBJECT
+    message.set_content(
+        f"Your Gridweave sign-in code is {code}.\n\n"
+        f"It works once, until {expires_at.isoformat(timespec='seconds')}.\n"
+        "If you did not ask to sign in to Gridweave, ignore this email: nobody can sign in "
+        "without the code.\n"
     )
     return message
 

@@ -8,6 +8,10 @@ Invariants:
   The code verifies only for ``user_id``, the user it was issued to; a sign-up by another
   user replaces it only once it is expired or locked. ``failed_attempts`` only grows until
   a new sign-up replaces the code.
+- ``sign_in_codes``: one row per mailbox, the current sign-in code of an existing user
+  (HMAC only), issued to ``user_id``; it signs in once (``used_at``), until ``expires_at``,
+  and locks after ``code_max_attempts`` wrong tries. A new request replaces it (tries reset)
+  unless a live code of another user holds the mailbox.
 - ``grants``: one onboarding grant per mailbox and one per user (both UNIQUE); its credit
   idempotency key is derived from the mailbox (keyed with the code secret) and stored, so
   credit_service mints it once whatever happens here.
@@ -48,6 +52,7 @@ __all__ = [
     "OutboxState",
     "RateLimitHitModel",
     "RefillModel",
+    "SignInCodeModel",
     "VerificationModel",
 ]
 
@@ -76,6 +81,24 @@ class VerificationModel(FaucetBase):
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     failed_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     verified_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class SignInCodeModel(FaucetBase):
+    """The current sign-in code of one mailbox (HMAC only): single use, few tries."""
+
+    __tablename__ = "sign_in_codes"
+    __table_args__ = (
+        CheckConstraint("failed_attempts >= 0", name="sign_in_failed_attempts_not_negative"),
+    )
+
+    email: Mapped[str] = mapped_column(String(254), primary_key=True)
+    recipient: Mapped[str] = mapped_column(String(254))
+    user_id: Mapped[str] = mapped_column(String(128))
+    code_hash: Mapped[str] = mapped_column(String(64))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    failed_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 

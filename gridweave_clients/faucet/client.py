@@ -15,6 +15,8 @@ class FaucetClient(InternalClient):
 
     sign_up = blocking(ops.sign_up)
     verify = blocking(ops.verify)
+    send_sign_in_code = blocking(ops.send_sign_in_code)
+    verify_sign_in = blocking(ops.verify_sign_in)
     request_refill = blocking(ops.request_refill)
     list_outbox = blocking(ops.list_outbox)
 
@@ -26,5 +28,7 @@ class AsyncFaucetClient(AsyncInternalClient):
 
     sign_up = awaiting(ops.sign_up)
     verify = awaiting(ops.verify)
+    send_sign_in_code = awaiting(ops.send_sign_in_code)
+    verify_sign_in = awaiting(ops.verify_sign_in)
     request_refill = awaiting(ops.request_refill)
     list_outbox = awaiting(ops.list_outbox)

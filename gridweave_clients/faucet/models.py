@@ -18,10 +18,14 @@ __all__ = [
     "OutboxPageResponse",
     "RefillRequest",
     "RefillResponse",
+    "SignInCodeRequest",
+    "SignInCodeResponse",
+    "SignInVerifiedResponse",
     "SignUpRequest",
     "SignUpResponse",
     "VerifyRequest",
     "VerifyResponse",
+    "VerifySignInRequest",
     "normalize_email",
 ]
 
@@ -95,6 +99,41 @@ class VerifyResponse(BaseModel):
     verified_at: datetime
     replayed: bool
     grant: GrantResponse
+
+
+# -- sign-in codes of existing users --------------------------------------------------------
+
+
+class SignInCodeRequest(RequestBody):
+    """Send a sign-in code to ``email``, the email of the existing platform user ``user_id``."""
+
+    email: Email
+    user_id: UserId
+
+
+class SignInCodeResponse(BaseModel):
+    """Where the sign-in code goes (queued for ``smtp``, or kept in the ``outbox``)."""
+
+    email: str
+    user_id: str
+    expires_at: datetime
+    delivery: Literal["smtp", "outbox"]
+
+
+class VerifySignInRequest(RequestBody):
+    """Check a sign-in code; it signs ``user_id`` in once."""
+
+    email: Email
+    user_id: UserId
+    code: Code
+
+
+class SignInVerifiedResponse(BaseModel):
+    """The code was right: ``user_id`` proved ``email``; the code is spent."""
+
+    email: str
+    user_id: str
+    used_at: datetime
 
 
 # -- refills ----------------------------------------------------------------------------------

@@ -22,14 +22,25 @@ from gridweave_clients.faucet.models import (
     OutboxPageResponse,
     RefillRequest,
     RefillResponse,
+    SignInCodeRequest,
+    SignInCodeResponse,
+    SignInVerifiedResponse,
     SignUpRequest,
     SignUpResponse,
     VerifyRequest,
     VerifyResponse,
+    VerifySignInRequest,
 )
 from gridweave_clients.fields import UserId
 
-__all__ = ["list_outbox", "request_refill", "sign_up", "verify"]
+__all__ = [
+    "list_outbox",
+    "request_refill",
+    "send_sign_in_code",
+    "sign_up",
+    "verify",
+    "verify_sign_in",
+]
 
 T = TypeVar("T")
 OutboxLimit = Annotated[int, Field(strict=True, ge=1, le=500)]
@@ -61,6 +72,27 @@ def verify(
     """Check the code; the first success mints the onboarding grant (a replay returns it)."""
     body = VerifyRequest(email=email, user_id=user_id, code=code)
     operation = model_operation("POST", "/v1/signups/verify", VerifyResponse, body=body)
+    return _for_address(operation, client_address)
+
+
+@validate_call
+def send_sign_in_code(
+    email: Email, user_id: UserId, *, client_address: ClientAddress | None = None
+) -> Operation[SignInCodeResponse]:
+    """Email a six-digit sign-in code to ``email``, an existing user's (rate limited as
+    sign-ups are)."""
+    body = SignInCodeRequest(email=email, user_id=user_id)
+    operation = model_operation("POST", "/v1/signins", SignInCodeResponse, body=body)
+    return _for_address(operation, client_address)
+
+
+@validate_call
+def verify_sign_in(
+    email: Email, user_id: UserId, code: Code, *, client_address: ClientAddress | None = None
+) -> Operation[SignInVerifiedResponse]:
+    """Check a sign-in code (each wrong one counts); a right one is spent."""
+    body = VerifySignInRequest(email=email, user_id=user_id, code=code)
+    operation = model_operation("POST", "/v1/signins/verify", SignInVerifiedResponse, body=body)
     return _for_address(operation, client_address)
 
 

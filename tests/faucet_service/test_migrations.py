@@ -20,6 +20,7 @@ def test_upgrade_creates_the_faucet_tables_on_an_empty_database(postgres_databas
     assert tables == {
         "alembic_version",
         "verifications",
+        "sign_in_codes",
         "grants",
         "refills",
         "rate_limit_hits",
