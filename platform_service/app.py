@@ -21,6 +21,7 @@ from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.faucet import FaucetClient
 from gridweave_clients.gateway import AsyncGatewayClient
 from gridweave_clients.metering import AsyncMeteringClient
+from gridweave_clients.nodes import AsyncNodeRegistryClient
 from gridweave_runtime.app import create_service_app
 from gridweave_runtime.clients import install_client
 from gridweave_runtime.storage import ObjectStore, open_object_store
@@ -30,6 +31,7 @@ from platform_service.routers import (
     account,
     endpoints,
     jobs,
+    join_keys,
     keys,
     nodes,
     receipts,
@@ -64,6 +66,7 @@ ROUTERS = (
     endpoints.router,
     account.router,
     nodes.router,
+    join_keys.router,
     receipts.router,
     registry.router,
 )
@@ -134,6 +137,11 @@ def create_app(
     install_client(app, "faucet_client", faucet)
     chain = AsyncChainClient(settings.chain_service_url, token, role=ROLE, timeout=timeout)
     install_client(app, "chain_client", chain)
+    # join keys and cordons are an admin's at kuberay-service; only admin routes call it
+    node_registry = AsyncNodeRegistryClient(
+        settings.kuberay_url, token, role="admin", timeout=timeout
+    )
+    install_client(app, "node_registry_client", node_registry)
     app.state.jobs = JobServices(
         credit=credit,
         gateway=gateway,

@@ -102,6 +102,18 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
         validation_alias=AliasChoices("CHAIN_SERVICE_URL"),
         description="CHAIN_SERVICE_URL: base URL of chain_service (the jobs' receipts).",
     )
+    kuberay_url: str = Field(
+        default="http://127.0.0.1:8800",
+        validation_alias=AliasChoices("KUBERAY_URL"),
+        description="KUBERAY_URL: base URL of kuberay-service (join keys, cordoned nodes).",
+    )
+    node_join_url: str | None = Field(
+        default=None,
+        description=(
+            "The kuberay-service URL a joining machine reaches, written into the join command "
+            "(join-node.sh --master). Unset: KUBERAY_URL."
+        ),
+    )
     downstream_timeout_seconds: float = Field(
         default=10.0,
         gt=0,

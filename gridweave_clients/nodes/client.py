@@ -11,7 +11,7 @@ __all__ = ["AsyncNodeRegistryClient", "NodeRegistryClient"]
 class NodeRegistryClient(InternalClient):
     """kuberay-service (port 8800): the joined nodes and their GPUs.
 
-    The join-key methods and ``remove_node`` are an admin's: make the client with
+    The join-key methods, ``remove_node`` and ``cordon_node`` are an admin's: make the client with
     ``role="admin"``.
     """
 
@@ -19,6 +19,7 @@ class NodeRegistryClient(InternalClient):
 
     list_nodes = blocking(ops.list_nodes)
     remove_node = blocking(ops.remove_node)
+    cordon_node = blocking(ops.cordon_node)
     create_join_key = blocking(ops.create_join_key)
     list_join_keys = blocking(ops.list_join_keys)
     revoke_join_key = blocking(ops.revoke_join_key)
@@ -31,6 +32,7 @@ class AsyncNodeRegistryClient(AsyncInternalClient):
 
     list_nodes = awaiting(ops.list_nodes)
     remove_node = awaiting(ops.remove_node)
+    cordon_node = awaiting(ops.cordon_node)
     create_join_key = awaiting(ops.create_join_key)
     list_join_keys = awaiting(ops.list_join_keys)
     revoke_join_key = awaiting(ops.revoke_join_key)

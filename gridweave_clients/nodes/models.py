@@ -18,6 +18,7 @@ from gridweave_controller.vendors import GpuVendor
 __all__ = [
     "MAX_GPUS_PER_NODE",
     "MAX_JOIN_KEY_TTL_SECONDS",
+    "CordonNodeRequest",
     "CreateJoinKeyRequest",
     "CreatedJoinKeyResponse",
     "JoinKeyListResponse",
@@ -91,6 +92,14 @@ class NodeListResponse(_Answer):
         if len(set(names)) != len(names):
             raise ValueError("node names repeat")
         return self
+
+
+class CordonNodeRequest(BaseModel):
+    """Cordon a node (it takes no new work; what runs there stays) or uncordon it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    cordoned: bool
 
 
 class CreateJoinKeyRequest(BaseModel):

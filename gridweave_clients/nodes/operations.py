@@ -14,18 +14,21 @@ from pydantic import Field, validate_call
 
 from gridweave_clients._core import Call, Operation, model_operation
 from gridweave_clients.nodes.models import (
+    CordonNodeRequest,
     CreatedJoinKeyResponse,
     CreateJoinKeyRequest,
     JoinKeyListResponse,
     JoinKeyResponse,
     NodeListResponse,
     NodeName,
+    NodeResponse,
 )
 from gridweave_controller.vendors import GpuVendor
 
 __all__ = [
     "JOIN_KEYS_PATH",
     "NODES_PATH",
+    "cordon_node",
     "create_join_key",
     "list_join_keys",
     "list_nodes",
@@ -79,6 +82,14 @@ def revoke_join_key(key_id: JoinKeyId) -> Operation[JoinKeyResponse]:
 def remove_node(name: NodeName) -> Operation[None]:
     """Remove a node (admin): its mesh address is freed, its peer and worker group go."""
     return Operation(Call("DELETE", f"{NODES_PATH}/{quote(name, safe='')}"), _nothing)
+
+
+@validate_call
+def cordon_node(name: NodeName, *, cordoned: bool) -> Operation[NodeResponse]:
+    """Cordon (no new work) or uncordon a node (admin; setting it twice changes nothing)."""
+    path = f"{NODES_PATH}/{quote(name, safe='')}/cordon"
+    body = CordonNodeRequest(cordoned=cordoned)
+    return model_operation("PUT", path, NodeResponse, body=body, idempotent=True)
 
 
 def _nothing(_: bytes) -> None:

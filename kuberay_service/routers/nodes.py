@@ -6,6 +6,7 @@
   validate (``Authorization: Bearer``), no internal token.
 - ``GET /v1/nodes``: the internal token (the gateway's inventory reads it).
 - ``DELETE /v1/nodes/{name}``: an admin removes a node.
+- ``PUT /v1/nodes/{name}/cordon``: an admin cordons (no new work) or uncordons a node.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from kuberay_service.routers.common import (
 )
 from kuberay_service.schemas.nodes import (
     HOSTNAME_PATTERN,
+    CordonNodeRequest,
     HeartbeatRequest,
     ValidatedNodeResponse,
     ValidateNodeRequest,
@@ -92,3 +94,11 @@ def remove_node(name: NodeName, _: AdminDep, session: SessionDep, request: Reque
     nodes.remove_node(session, name=name)
     reconcile_nodes(request)
     return Response(status_code=204)
+
+
+@router.put("/{name}/cordon")
+def cordon_node(
+    name: NodeName, body: CordonNodeRequest, _: AdminDep, session: SessionDep, settings: SettingsDep
+) -> NodeResponse:
+    """An admin cordons the node (no new placements) or uncordons it; running work stays."""
+    return nodes.set_node_cordoned(session, name=name, cordoned=body.cordoned, settings=settings)

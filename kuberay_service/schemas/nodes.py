@@ -12,11 +12,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gridweave_clients.nodes.models import MAX_GPUS_PER_NODE
+from gridweave_clients.nodes.models import MAX_GPUS_PER_NODE, CordonNodeRequest
 from gridweave_controller.vendors import GpuVendor
 
 __all__ = [
     "HOSTNAME_PATTERN",
+    "CordonNodeRequest",
     "GpuHealth",
     "GpuSpec",
     "HeartbeatRequest",

@@ -52,6 +52,7 @@ __all__ = [
     "node_readiness",
     "register_node",
     "remove_node",
+    "set_node_cordoned",
     "validate_node",
 ]
 
@@ -277,6 +278,26 @@ def remove_node(session: Session, *, name: str) -> None:
         raise NodeNotFound(f"no node {name!r}", name=name)
     queries.delete_node(session, name)
     session.commit()
+
+
+def set_node_cordoned(
+    session: Session, *, name: str, cordoned: bool, settings: KubeRaySettings
+) -> NodeResponse:
+    """Cordon (no new work) or uncordon node ``name``; what runs there stays. The node.
+
+    The flag lives on the node's row, so it outlives a restart of this service and of the
+    gateway (whose registry inventory reads it as every GPU unschedulable).
+
+    Raises:
+        NodeNotFound: no such node.
+    """
+    node = queries.find_node(session, name)
+    if node is None:
+        raise NodeNotFound(f"no node {name!r}", name=name)
+    node.cordoned = cordoned
+    session.commit()
+    now = datetime.now(UTC)
+    return _node_response(node, now=now, timeout_seconds=settings.heartbeat_timeout_seconds)
 
 
 def list_nodes(session: Session, *, settings: KubeRaySettings) -> NodeListResponse:

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.faucet import FaucetClient
 from gridweave_clients.metering import AsyncMeteringClient
+from gridweave_clients.nodes import AsyncNodeRegistryClient
 from gridweave_runtime.clients import state_dependency
 from gridweave_runtime.database import session_dependency
 from platform_service.auth import require_admin, require_user
@@ -26,6 +27,7 @@ __all__ = [
     "HmacKeyDep",
     "JobServicesDep",
     "MeteringDep",
+    "NodeRegistryDep",
     "SessionDep",
     "SettingsDep",
     "UserDep",
@@ -69,3 +71,7 @@ MeteringDep = Annotated[
     AsyncMeteringClient, Depends(state_dependency("metering_client", AsyncMeteringClient))
 ]
 FaucetDep = Annotated[FaucetClient, Depends(state_dependency("faucet_client", FaucetClient))]
+NodeRegistryDep = Annotated[
+    AsyncNodeRegistryClient,
+    Depends(state_dependency("node_registry_client", AsyncNodeRegistryClient)),
+]

@@ -1,19 +1,60 @@
-"""``/v1/nodes``: the GPUs of the cluster, with their used and free VRAM."""
+"""``/v1/nodes``: the GPUs of the cluster, with their used and free VRAM; and for admins,
+``/v1/admin/nodes``: the registry's nodes, cordon / uncordon and drain."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Path
 
 from gridweave_clients.gateway.models import InventoryResponse
-from platform_service.routers.common import JobServicesDep, UserDep
+from gridweave_clients.nodes import NodeListResponse, NodeResponse
+from gridweave_clients.nodes.models import CordonNodeRequest
+from gridweave_clients.platform.admin import DrainNodeResponse
+from platform_service.routers.common import AdminDep, JobServicesDep, NodeRegistryDep, UserDep
 from platform_service.services import nodes
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/nodes", tags=["nodes"])
+router = APIRouter(tags=["nodes"])
+
+#: A Kubernetes node name (a lower-case DNS-1123 subdomain), as the registry keeps them.
+NodeName = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+    ),
+]
 
 
-@router.get("")
+@router.get("/v1/nodes")
 async def list_nodes(user: UserDep, services: JobServicesDep) -> InventoryResponse:
     """Every node and GPU: vendor, model, VRAM, held and free (from the scheduler)."""
     return await nodes.list_nodes(services.gateway, user_id=user.user_id)
+
+
+@router.get("/v1/admin/nodes")
+async def list_joined_nodes(admin: AdminDep, registry: NodeRegistryDep) -> NodeListResponse:
+    """The joined nodes: Ready or NotReady, cordoned, last heartbeat, GPUs (admins)."""
+    return await nodes.list_joined_nodes(registry, admin_id=admin.user_id)
+
+
+@router.put("/v1/admin/nodes/{name}/cordon")
+async def cordon_node(
+    name: NodeName, body: CordonNodeRequest, admin: AdminDep, registry: NodeRegistryDep
+) -> NodeResponse:
+    """Cordon the node (no new placements; what runs stays) or uncordon it (admins)."""
+    return await nodes.set_node_cordoned(
+        registry, admin_id=admin.user_id, name=name, cordoned=body.cordoned
+    )
+
+
+@router.post("/v1/admin/nodes/{name}/drain")
+async def drain_node(
+    name: NodeName, admin: AdminDep, registry: NodeRegistryDep, services: JobServicesDep
+) -> DrainNodeResponse:
+    """Cordon the node and wait for its work to finish (nothing is cancelled); how much VRAM
+    is still held there (admins)."""
+    return await nodes.drain_node(registry, services.gateway, admin_id=admin.user_id, name=name)

@@ -14,7 +14,13 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TypeVar
 
-from gridweave_clients import USER_HEADER, Operation, ServiceError, ServiceRefused
+from gridweave_clients import (
+    ROLE_HEADER,
+    USER_HEADER,
+    Operation,
+    ServiceError,
+    ServiceRefused,
+)
 from platform_service.errors import (
     DownstreamFailed,
     DownstreamRefused,
@@ -22,7 +28,7 @@ from platform_service.errors import (
     PlatformError,
 )
 
-__all__ = ["USER_FACING", "as_user", "downstream_errors", "platform_error"]
+__all__ = ["USER_FACING", "as_admin", "as_user", "downstream_errors", "platform_error"]
 
 T = TypeVar("T")
 
@@ -33,6 +39,12 @@ USER_FACING = frozenset({400, 409, 410, 422, 429})
 def as_user(operation: Operation[T], user_id: str) -> Operation[T]:
     """``operation`` sent on behalf of ``user_id`` (the identity header added)."""
     headers = {**(operation.call.headers or {}), USER_HEADER: user_id}
+    return replace(operation, call=replace(operation.call, headers=headers))
+
+
+def as_admin(operation: Operation[T], user_id: str) -> Operation[T]:
+    """``operation`` sent on behalf of the admin ``user_id``, with the admin role (a mint)."""
+    headers = {**(operation.call.headers or {}), USER_HEADER: user_id, ROLE_HEADER: "admin"}
     return replace(operation, call=replace(operation.call, headers=headers))
 
 

@@ -1,16 +1,55 @@
-"""The cluster's GPUs as the gateway's scheduler sees them (VRAM held and free per GPU)."""
+"""The cluster's nodes: their GPUs as the gateway's scheduler sees them (VRAM held and free),
+and, for admins, the node registry's view (heartbeats, cordons) kept by kuberay-service.
+
+Cordon: the node takes no new work; what runs there stays. Drain: cordon, then wait for what
+runs there to finish (nothing is cancelled); the node is drained once no job or endpoint holds
+VRAM on it. The cordon is kept on the node's row in the registry, so restarts forget nothing.
+"""
 
 from __future__ import annotations
 
 from gridweave_clients.gateway import AsyncGatewayClient
 from gridweave_clients.gateway import operations as gw_ops
 from gridweave_clients.gateway.models import InventoryResponse
+from gridweave_clients.nodes import AsyncNodeRegistryClient, NodeListResponse, NodeResponse
+from gridweave_clients.nodes import operations as node_ops
+from gridweave_clients.platform.admin import DrainNodeResponse
 from platform_service.services.downstream import as_user, downstream_errors
+from platform_service.services.join_keys import REGISTRY_REFUSALS
 
-__all__ = ["list_nodes"]
+__all__ = ["drain_node", "list_joined_nodes", "list_nodes", "set_node_cordoned"]
 
 
 async def list_nodes(gateway: AsyncGatewayClient, *, user_id: str) -> InventoryResponse:
     """Every node and GPU with its VRAM, held and free (no job or owner is named)."""
     with downstream_errors("job_gateway", passed=()):
         return await gateway.run(as_user(gw_ops.get_inventory(), user_id))
+
+
+async def list_joined_nodes(
+    registry: AsyncNodeRegistryClient, *, admin_id: str
+) -> NodeListResponse:
+    """The registry's nodes: readiness, cordon, last heartbeat, mesh address, GPUs."""
+    with downstream_errors("kuberay_service", passed=REGISTRY_REFUSALS):
+        return await registry.run(as_user(node_ops.list_nodes(), admin_id))
+
+
+async def set_node_cordoned(
+    registry: AsyncNodeRegistryClient, *, admin_id: str, name: str, cordoned: bool
+) -> NodeResponse:
+    """Cordon (no new placements) or uncordon node ``name``; 404 when there is none."""
+    operation = node_ops.cordon_node(name, cordoned=cordoned)
+    with downstream_errors("kuberay_service", passed=REGISTRY_REFUSALS):
+        return await registry.run(as_user(operation, admin_id))
+
+
+async def drain_node(
+    registry: AsyncNodeRegistryClient, gateway: AsyncGatewayClient, *, admin_id: str, name: str
+) -> DrainNodeResponse:
+    """Cordon node ``name`` and say what still holds it (it is drained when nothing does)."""
+    node = await set_node_cordoned(registry, admin_id=admin_id, name=name, cordoned=True)
+    inventory = await list_nodes(gateway, user_id=admin_id)
+    held = sum(
+        gpu.held_mb for listed in inventory.nodes if listed.name == name for gpu in listed.gpus
+    )
+    return DrainNodeResponse(node=node, held_mb=held, drained=held == 0)

@@ -5,16 +5,17 @@ from __future__ import annotations
 import secrets
 from datetime import UTC, datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from gridweave_clients.platform.admin import UserListResponse
 from gridweave_clients.platform.models import RegisteredUserResponse, UserResponse
 from platform_service.errors import AlreadyRegistered, NotFound
 from platform_service.models import Role, UserModel
 from platform_service.services.keys import issue_api_key
 
-__all__ = ["create_user", "get_user", "new_user_id", "user_response"]
+__all__ = ["create_user", "get_user", "list_users", "new_user_id", "user_response"]
 
 
 def new_user_id() -> str:
@@ -39,6 +40,15 @@ def get_user(session: Session, user_id: str) -> UserModel:
     if user is None:
         raise NotFound(resource="user", id=user_id)
     return user
+
+
+def list_users(session: Session, *, limit: int, offset: int) -> UserListResponse:
+    """One page of users, oldest first (ties by id), and how many there are."""
+    rows = session.scalars(
+        select(UserModel).order_by(UserModel.created_at, UserModel.id).limit(limit).offset(offset)
+    )
+    total = session.scalar(select(func.count()).select_from(UserModel)) or 0
+    return UserListResponse(users=[user_response(user) for user in rows], total=total)
 
 
 def create_user(

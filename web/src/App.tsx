@@ -16,6 +16,7 @@ const Credits = lazy(() => import("./pages/Credits").then((m) => ({ default: m.C
 const Nodes = lazy(() => import("./pages/admin/Nodes").then((m) => ({ default: m.Nodes })));
 const RegistryQuotas = lazy(() => import("./pages/admin/RegistryQuotas").then((m) => ({ default: m.RegistryQuotas })));
 const Diagnostics = lazy(() => import("./pages/admin/Diagnostics").then((m) => ({ default: m.Diagnostics })));
+const JoinKeys = lazy(() => import("./pages/admin/JoinKeys").then((m) => ({ default: m.JoinKeys })));
 const Users = lazy(() => import("./pages/admin/Users").then((m) => ({ default: m.Users })));
 
 export function useMe() {
@@ -78,6 +79,7 @@ export function App() {
       <Route path="/credits" element={<Signed><Credits /></Signed>} />
       <Route path="/keys" element={<Signed><Keys /></Signed>} />
       <Route path="/admin/nodes" element={<Signed admin><Nodes /></Signed>} />
+      <Route path="/admin/join-keys" element={<Signed admin><JoinKeys /></Signed>} />
       <Route path="/admin/registry" element={<Signed admin><RegistryQuotas /></Signed>} />
       <Route path="/admin/diagnostics" element={<Signed admin><Diagnostics /></Signed>} />
       <Route path="/admin/users" element={<Signed admin><Users /></Signed>} />

@@ -11,6 +11,7 @@ const USER_LINKS = [
 ] as const;
 const ADMIN_LINKS = [
   ["/admin/nodes", "Nodes"],
+  ["/admin/join-keys", "Join keys"],
   ["/admin/registry", "Registry"],
   ["/admin/diagnostics", "Diagnostics"],
   ["/admin/users", "Users"],

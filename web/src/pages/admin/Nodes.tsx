@@ -1,4 +1,5 @@
-import { useQuery } from "@tanstack/react-query";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
 import { api, errorMessage, type Schemas, unwrap } from "../../api/client";
 import { Card } from "../../components/Layout";
 
@@ -27,20 +28,96 @@ export function VramBar({ gpu }: { gpu: Schemas["InventoryGpuResponse"] }) {
   );
 }
 
+/** How long ago ``at`` was, in words ("12 s", "3 min", "2 h"). */
+export function age(at: string | null | undefined, now: number = Date.now()): string {
+  if (!at) return "never";
+  const seconds = Math.max(0, Math.round((now - new Date(at).getTime()) / 1000));
+  if (seconds < 120) return `${seconds} s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
+  return `${Math.round(seconds / 3600)} h`;
+}
+
+type Joined = Schemas["NodeResponse"];
+
+/** Cordon, uncordon and drain of one node of the registry; what a drain still waits for. */
+function NodeActions({ joined, heldMb }: { joined: Joined; heldMb: number }) {
+  const queries = useQueryClient();
+  const [message, setMessage] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const path = { params: { path: { name: joined.name } } };
+  const act = async (call: () => Promise<{ error?: unknown }>, done: string) => {
+    setBusy(true);
+    const { error } = await call();
+    setBusy(false);
+    setMessage(error ? errorMessage(error) : done);
+    await queries.invalidateQueries({ queryKey: ["joined-nodes"] });
+    await queries.invalidateQueries({ queryKey: ["nodes"] });
+  };
+  const cordon = (cordoned: boolean) =>
+    act(() => api.PUT("/v1/admin/nodes/{name}/cordon", { ...path, body: { cordoned } }), cordoned ? "Cordoned: no new work is placed here" : "Uncordoned");
+  const drain = async () => {
+    setBusy(true);
+    const { data, error } = await api.POST("/v1/admin/nodes/{name}/drain", path);
+    setBusy(false);
+    setMessage(error || !data ? errorMessage(error) : data.drained ? "Drained: nothing runs here" : `Draining: ${data.held_mb} MB still held by running work`);
+    await queries.invalidateQueries({ queryKey: ["joined-nodes"] });
+    await queries.invalidateQueries({ queryKey: ["nodes"] });
+  };
+  const button = "rounded border border-slate-400 px-2 py-0.5 text-sm disabled:opacity-50";
+  return (
+    <div className="mb-2 flex flex-wrap items-center gap-2 text-sm">
+      <span className="text-slate-700">heartbeat {age(joined.last_heartbeat_at)} ago</span>
+      {joined.cordoned && (
+        <span data-testid="cordoned" className="rounded bg-amber-100 px-2 py-0.5 text-xs font-medium text-amber-900">
+          {heldMb > 0 ? `Cordoned, draining (${heldMb} MB held)` : "Cordoned"}
+        </span>
+      )}
+      {joined.cordoned ? (
+        <button type="button" className={button} disabled={busy} onClick={() => cordon(false)}>Uncordon</button>
+      ) : (
+        <button type="button" className={button} disabled={busy} onClick={() => cordon(true)}>Cordon</button>
+      )}
+      <button type="button" className={button} disabled={busy} onClick={drain}>Drain</button>
+      {message && <span role="status">{message}</span>}
+    </div>
+  );
+}
+
 export function Nodes() {
   const nodes = useQuery({ queryKey: ["nodes"], queryFn: async () => unwrap(await api.GET("/v1/nodes")), refetchInterval: 5_000 });
+  // the node registry (heartbeats, cordons): absent with a local or file inventory
+  const joined = useQuery({
+    queryKey: ["joined-nodes"],
+    queryFn: async () => unwrap(await api.GET("/v1/admin/nodes")),
+    refetchInterval: 5_000,
+  });
+  const registry = new Map((joined.data?.nodes ?? []).map((node) => [node.name, node]));
   return (
     <div className="space-y-4">
       <h1 className="text-2xl font-semibold">Nodes</h1>
+      <p className="text-sm text-slate-700">
+        Cordon: no new work is placed on the node; what runs there stays. Drain: cordon, then let running jobs and endpoints finish
+        (nothing is cancelled); the node is drained when no VRAM is held on it.
+      </p>
       {nodes.isError && <p role="alert" className="text-red-700">{errorMessage(nodes.error)}</p>}
-      {nodes.data?.nodes.map((node) => (
-        <Card key={node.name} title={node.name}>
-          <p className={`mb-2 text-sm font-medium ${node.ready ? "text-green-800" : "text-red-700"}`}>{node.ready ? "Ready" : "NotReady"}</p>
-          <div className="space-y-3">
-            {node.gpus.map((gpu) => <VramBar key={gpu.index} gpu={gpu} />)}
-          </div>
-        </Card>
-      ))}
+      {joined.isError && <p className="text-sm text-slate-700">Node registry: {errorMessage(joined.error)}</p>}
+      {nodes.data?.nodes.map((node) => {
+        const entry = registry.get(node.name);
+        const held = node.gpus.reduce((sum, gpu) => sum + gpu.held_mb, 0);
+        return (
+          <Card key={node.name} title={node.name}>
+            <p className={`mb-2 text-sm font-medium ${node.ready ? "text-green-800" : "text-red-700"}`}>{node.ready ? "Ready" : "NotReady"}</p>
+            {entry ? (
+              <NodeActions joined={entry} heldMb={held} />
+            ) : (
+              <p className="mb-2 text-xs text-slate-700">Not in the node registry (this machine or the inventory file): cordon it there.</p>
+            )}
+            <div className="space-y-3">
+              {node.gpus.map((gpu) => <VramBar key={gpu.index} gpu={gpu} />)}
+            </div>
+          </Card>
+        );
+      })}
     </div>
   );
 }

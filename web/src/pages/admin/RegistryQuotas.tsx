@@ -1,5 +1,6 @@
+import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
-import { api, errorMessage, type Schemas } from "../../api/client";
+import { api, errorMessage, type Schemas, unwrap } from "../../api/client";
 import { Card } from "../../components/Layout";
 
 const GB = 1_000_000_000;
@@ -9,6 +10,11 @@ export function RegistryQuotas() {
   const [usage, setUsage] = useState<Schemas["RegistryUsageResponse"] | null>(null);
   const [quotaGb, setQuotaGb] = useState("");
   const [message, setMessage] = useState<string | null>(null);
+  // the users to pick from (by email); any user id may still be typed
+  const users = useQuery({
+    queryKey: ["admin-users", "registry"],
+    queryFn: async () => unwrap(await api.GET("/v1/admin/users", { params: { query: { limit: 500 } } })),
+  });
   const load = async (event: React.FormEvent) => {
     event.preventDefault();
     setMessage(null);
@@ -34,14 +40,22 @@ export function RegistryQuotas() {
       <form onSubmit={load} className="flex items-end gap-2 text-sm">
         <label className="flex flex-col">
           User id
-          <input className="rounded border border-slate-400 px-2 py-1" value={userId} onChange={(e) => setUserId(e.target.value)} required />
+          <input className="rounded border border-slate-400 px-2 py-1" list="registry-users" value={userId} onChange={(e) => setUserId(e.target.value)} required />
         </label>
+        <datalist id="registry-users">
+          {users.data?.users.map((user) => <option key={user.user_id} value={user.user_id}>{user.email ?? user.user_id}</option>)}
+        </datalist>
         <button type="submit" className="rounded bg-slate-900 px-3 py-1.5 text-white">Show</button>
       </form>
       {message && <p role="status" className="text-sm">{message}</p>}
       {usage && (
         <Card title={`${usage.user_id}${usage.quota_is_default ? " (default quota)" : ""}`}>
           <p className="text-sm">{(usage.usage_bytes / GB).toFixed(3)} GB of {(usage.quota_bytes / GB).toFixed(3)} GB in {usage.blobs} blobs</p>
+          {usage.usage_bytes >= usage.quota_bytes && (
+            <p role="alert" data-testid="over-quota" className="text-sm font-medium text-red-700">
+              {usage.usage_bytes > usage.quota_bytes ? `Over quota by ${((usage.usage_bytes - usage.quota_bytes) / GB).toFixed(6)} GB` : "At the quota"}: pushes are refused until images are deleted or the quota is raised
+            </p>
+          )}
           <div role="meter" aria-label="Registry usage" aria-valuemin={0} aria-valuemax={usage.quota_bytes} aria-valuenow={usage.usage_bytes} className="mt-1 h-3 w-full overflow-hidden rounded bg-slate-200">
             <div className={`h-full ${usage.usage_bytes > usage.quota_bytes ? "bg-red-700" : "bg-blue-800"}`} style={{ width: `${Math.min(100, (usage.usage_bytes / Math.max(1, usage.quota_bytes)) * 100)}%` }} />
           </div>

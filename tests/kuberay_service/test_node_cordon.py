@@ -1,0 +1,110 @@
+"""``PUT /v1/nodes/{name}/cordon`` over real HTTP on a real PostgreSQL: admins only, kept on
+the node's row across restarts, read by the gateway's inventory as unschedulable GPUs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from gridweave_clients.errors import NotFound
+from gridweave_clients.nodes import NodeListResponse, NodeRegistryClient
+from job_gateway.inventory import inventory_from_nodes
+from tests.kuberay_service.node_factories import (
+    ADMIN,
+    INTERNAL,
+    create_key,
+    node_headers,
+    serve_registry,
+    validate,
+    validate_body,
+)
+from tests.support.kuberay_fixtures import TOKEN
+from tests.support.postgres import PostgresTestServer
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture(scope="module")
+def database(postgres: PostgresTestServer) -> Iterator[str]:
+    url = postgres.create_database("gwkuberay")
+    try:
+        yield url
+    finally:
+        postgres.drop_database(url)
+
+
+def _joined_node(database: str) -> str:
+    """A node validated and registered (Ready); its name."""
+    with serve_registry(database) as registry:
+        key = create_key(registry)
+        answer = validate(registry, validate_body(key["key"]))
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        with registry.client(node_headers(body["node_token"])) as http:
+            assert http.post("/v1/nodes/register").status_code == 200
+    name: str = body["name"]
+    return name
+
+
+def _listed(http_body: dict[str, object], name: str) -> dict[str, object]:
+    nodes = NodeListResponse.model_validate(http_body).nodes
+    return next(node for node in nodes if node.name == name).model_dump()
+
+
+class TestCordon:
+    def test_a_cordon_outlives_a_restart_and_makes_every_gpu_unschedulable(
+        self, database: str
+    ) -> None:
+        name = _joined_node(database)
+        with serve_registry(database) as registry, registry.client(ADMIN) as http:
+            answer = http.put(f"/v1/nodes/{name}/cordon", json={"cordoned": True})
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["cordoned"] is True and answer.json()["status"] == "Ready"
+        with serve_registry(database) as restarted:  # a new process: only the row remembers
+            with NodeRegistryClient(restarted.url, TOKEN) as client:
+                inventory = inventory_from_nodes(client.list_nodes())
+        node = inventory.node(name)
+        assert node is not None and node.ready
+        assert [gpu.schedulable for gpu in node.gpus] == [False, False, False]
+
+    def test_uncordon_gives_the_gpus_back(self, database: str) -> None:
+        name = _joined_node(database)
+        with serve_registry(database) as registry:
+            with NodeRegistryClient(registry.url, TOKEN, role="admin") as client:
+                assert client.cordon_node(name, cordoned=True).cordoned
+                assert client.cordon_node(name, cordoned=True).cordoned  # twice: the same
+                assert not client.cordon_node(name, cordoned=False).cordoned
+                inventory = inventory_from_nodes(client.list_nodes())
+        node = inventory.node(name)
+        assert node is not None and all(gpu.schedulable for gpu in node.gpus)
+
+
+class TestRefusals:
+    def test_only_admins_cordon(self, database: str) -> None:
+        name = _joined_node(database)
+        with serve_registry(database) as registry:
+            for headers, status in ((INTERNAL, 403), ({}, 401)):
+                with registry.client(headers) as http:
+                    answer = http.put(f"/v1/nodes/{name}/cordon", json={"cordoned": True})
+                assert answer.status_code == status, answer.text
+            with registry.client(INTERNAL) as http:
+                assert _listed(http.get("/v1/nodes").json(), name)["cordoned"] is False
+
+    @pytest.mark.parametrize(
+        ("body", "field"),
+        [({"cordoned": "yes"}, "cordoned"), ({}, "cordoned"), ({"cordoned": True, "x": 1}, "x")],
+    )
+    def test_bad_bodies_name_the_field(
+        self, database: str, body: dict[str, object], field: str
+    ) -> None:
+        with serve_registry(database) as registry, registry.client(ADMIN) as http:
+            answer = http.put("/v1/nodes/gpu-anything/cordon", json=body)
+        assert answer.status_code == 422, answer.text
+        assert [cause["field"] for cause in answer.json()["details"]["causes"]] == [field]
+
+    def test_an_unknown_node_is_404(self, database: str) -> None:
+        with serve_registry(database) as registry:
+            with NodeRegistryClient(registry.url, TOKEN, role="admin") as client:
+                with pytest.raises(NotFound):
+                    client.cordon_node("gpu-nowhere", cordoned=True)

@@ -1,0 +1,275 @@
+"""``/v1/admin/join-keys`` and ``/v1/admin/nodes``: the platform calls the real kuberay-service
+(node registry on PostgreSQL) over HTTP; the real gateway reads that registry as its inventory,
+so a cordon made here is what the scheduler sees."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from gridweave_clients.nodes import NodeRegistryClient
+from job_gateway.inventory import NodeRegistrySource
+from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
+from tests.kuberay_service.node_factories import (
+    Registry,
+    node_headers,
+    serve_registry,
+    validate,
+    validate_body,
+)
+from tests.platform_service.factories import (
+    NOWHERE,
+    PlatformServer,
+    platform_settings,
+    running_platform,
+)
+from tests.support.credit_server import INTERNAL_TOKEN
+from tests.support.kubeapi import KubeAPI
+from tests.support.postgres import PostgresTestServer
+
+pytestmark = pytest.mark.postgres
+
+MASTER = "https://master.example:8800"
+
+
+@pytest.fixture(scope="module")
+def registry(postgres: PostgresTestServer) -> Iterator[Registry]:
+    url = postgres.create_database("gwkuberay")
+    try:
+        with serve_registry(url, internal_token=INTERNAL_TOKEN) as served:
+            yield served
+    finally:
+        postgres.drop_database(url)
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    kubeapi: KubeAPI, registry: Registry, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayServer]:
+    """The real gateway whose inventory is the registry's nodes, read again every 0.2 s."""
+    source = NodeRegistrySource(NodeRegistryClient(registry.url, INTERNAL_TOKEN))
+    with running_gateway(
+        kubeapi,
+        tmp_path_factory.mktemp("gateway"),
+        internal_token=INTERNAL_TOKEN,
+        metering_service_url=NOWHERE,
+        inventory_source=source,
+        inventory_refresh_seconds=0.2,
+    ) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def platform(
+    platform_database: str,
+    registry: Registry,
+    gateway: GatewayServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[PlatformServer]:
+    settings = platform_settings(
+        platform_database,
+        tmp_path_factory.mktemp("platform"),
+        gateway_url=gateway.url,
+        kuberay_url=registry.url,
+        node_join_url=MASTER,
+    )
+    with running_platform(settings) as server:
+        yield server
+
+
+def _create_key(platform: PlatformServer, **fields: Any) -> dict[str, Any]:
+    response = platform.http.post(
+        "/v1/admin/join-keys", json=fields, headers=platform.admin.headers
+    )
+    assert response.status_code == 201, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def _joined_node(platform: PlatformServer, registry: Registry) -> str:
+    """A machine joined with a key made through the platform (validated and registered)."""
+    key = _create_key(platform)
+    answer = validate(registry, validate_body(key["key"]))
+    assert answer.status_code == 200, answer.text
+    with registry.client(node_headers(answer.json()["node_token"])) as http:
+        assert http.post("/v1/nodes/register").status_code == 200
+    name: str = answer.json()["name"]
+    return name
+
+
+def _schedulable(platform: PlatformServer, name: str) -> list[bool] | None:
+    response = platform.http.get("/v1/nodes", headers=platform.admin.headers)
+    assert response.status_code == 200, response.text
+    for node in response.json()["nodes"]:
+        if node["name"] == name:
+            return [gpu["schedulable"] for gpu in node["gpus"]]
+    return None
+
+
+def _until(platform: PlatformServer, name: str, expected: list[bool]) -> list[bool] | None:
+    """The node's GPUs' schedulable flags once they are ``expected`` (or after 20 s)."""
+    deadline = time.monotonic() + 20
+    seen = _schedulable(platform, name)
+    while seen != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+        seen = _schedulable(platform, name)
+    return seen
+
+
+def _field(response: httpx.Response) -> str:
+    field: str = response.json()["error"]["fields"][0]["field"]
+    return field
+
+
+class TestCreateJoinKey:
+    def test_the_key_and_its_join_command_are_shown_once(self, platform: PlatformServer) -> None:
+        created = _create_key(
+            platform, description="rack 4", ttl_seconds=3600, max_uses=3, max_gpus=8
+        )
+        assert created["key"].startswith("gwjk_")
+        assert created["join_command"] == (
+            f"sudo deploy/join-node.sh --master {MASTER} --join-key {created['key']}"
+        )
+        assert (created["max_uses"], created["uses"], created["max_gpus"]) == (3, 0, 8)
+        assert created["created_by"] == platform.admin.user_id
+        listed = platform.http.get("/v1/admin/join-keys", headers=platform.admin.headers)
+        assert listed.status_code == 200
+        entry = next(key for key in listed.json()["join_keys"] if key["id"] == created["id"])
+        assert entry["description"] == "rack 4" and "key" not in entry
+        assert created["key"] not in listed.text
+
+    @pytest.mark.parametrize(
+        ("body", "field"),
+        [
+            ({"ttl_seconds": 5}, "ttl_seconds"),
+            ({"max_uses": 0}, "max_uses"),
+            ({"max_gpus": "2"}, "max_gpus"),
+            ({"vendor": "intel"}, "vendor"),
+            ({"colour": "red"}, "colour"),
+        ],
+    )
+    def test_bad_fields_are_named(
+        self, platform: PlatformServer, body: dict[str, object], field: str
+    ) -> None:
+        response = platform.http.post(
+            "/v1/admin/join-keys", json=body, headers=platform.admin.headers
+        )
+        assert response.status_code == 422, response.text
+        assert _field(response) == field
+
+    def test_only_admins(self, platform: PlatformServer) -> None:
+        user = platform.new_user()
+        for method, path in (
+            ("GET", "/v1/admin/join-keys"),
+            ("POST", "/v1/admin/join-keys"),
+            ("DELETE", "/v1/admin/join-keys/jk_0123"),
+            ("GET", "/v1/admin/nodes"),
+            ("POST", "/v1/admin/nodes/gpu-a/drain"),
+        ):
+            response = platform.http.request(method, path, json={}, headers=user.headers)
+            assert response.status_code == 403, (method, path, response.text)
+
+
+class TestRevokeJoinKey:
+    def test_a_revoked_key_joins_nothing(
+        self, platform: PlatformServer, registry: Registry
+    ) -> None:
+        created = _create_key(platform)
+        revoked = platform.http.delete(
+            f"/v1/admin/join-keys/{created['id']}", headers=platform.admin.headers
+        )
+        assert revoked.status_code == 200, revoked.text
+        assert revoked.json()["revoked_at"] is not None
+        answer = validate(registry, validate_body(created["key"]))
+        assert answer.status_code == 403 and "revoked" in answer.text
+
+    def test_an_unknown_key_is_404_and_a_malformed_one_422(self, platform: PlatformServer) -> None:
+        unknown = platform.http.delete(
+            "/v1/admin/join-keys/jk_00ff", headers=platform.admin.headers
+        )
+        assert unknown.status_code == 404, unknown.text
+        malformed = platform.http.delete(
+            "/v1/admin/join-keys/key-1", headers=platform.admin.headers
+        )
+        assert malformed.status_code == 422 and _field(malformed) == "key_id"
+
+    def test_an_unreachable_registry_is_503_naming_it(
+        self, platform_database: str, tmp_path_factory: pytest.TempPathFactory
+    ) -> None:
+        settings = platform_settings(
+            platform_database, tmp_path_factory.mktemp("down"), kuberay_url=NOWHERE
+        )
+        with running_platform(settings) as down:
+            response = down.http.get("/v1/admin/join-keys", headers=down.admin.headers)
+        assert response.status_code == 503
+        assert "kuberay_service" in response.text
+
+
+class TestCordon:
+    def test_a_cordoned_node_takes_no_new_work_until_uncordoned(
+        self, platform: PlatformServer, registry: Registry
+    ) -> None:
+        name = _joined_node(platform, registry)
+        assert _until(platform, name, [True, True, True]) == [True, True, True]
+        cordoned = platform.http.put(
+            f"/v1/admin/nodes/{name}/cordon",
+            json={"cordoned": True},
+            headers=platform.admin.headers,
+        )
+        assert cordoned.status_code == 200, cordoned.text
+        assert cordoned.json()["cordoned"] is True
+        assert _until(platform, name, [False, False, False]) == [False, False, False]
+        listed = platform.http.get("/v1/admin/nodes", headers=platform.admin.headers)
+        entry = next(node for node in listed.json()["nodes"] if node["name"] == name)
+        assert entry["cordoned"] is True and entry["last_heartbeat_at"] is not None
+        uncordoned = platform.http.put(
+            f"/v1/admin/nodes/{name}/cordon",
+            json={"cordoned": False},
+            headers=platform.admin.headers,
+        )
+        assert uncordoned.status_code == 200 and uncordoned.json()["cordoned"] is False
+        assert _until(platform, name, [True, True, True]) == [True, True, True]
+
+    def test_drain_cordons_and_says_what_still_holds_the_node(
+        self, platform: PlatformServer, registry: Registry
+    ) -> None:
+        name = _joined_node(platform, registry)
+        assert _until(platform, name, [True, True, True]) == [True, True, True]
+        drained = platform.http.post(
+            f"/v1/admin/nodes/{name}/drain", headers=platform.admin.headers
+        )
+        assert drained.status_code == 200, drained.text
+        body = drained.json()
+        assert body["node"]["cordoned"] is True
+        assert (body["held_mb"], body["drained"]) == (0, True)
+        assert _until(platform, name, [False, False, False]) == [False, False, False]
+
+    @pytest.mark.parametrize(
+        ("path", "body", "field"),
+        [
+            ("/v1/admin/nodes/Bad_Name/cordon", {"cordoned": True}, "name"),
+            ("/v1/admin/nodes/gpu-a/cordon", {"cordoned": "yes"}, "cordoned"),
+            ("/v1/admin/nodes/gpu-a/cordon", {}, "cordoned"),
+        ],
+    )
+    def test_bad_input_is_422_naming_the_field(
+        self, platform: PlatformServer, path: str, body: dict[str, object], field: str
+    ) -> None:
+        response = platform.http.put(path, json=body, headers=platform.admin.headers)
+        assert response.status_code == 422, response.text
+        assert _field(response) == field
+
+    def test_an_unknown_node_is_404(self, platform: PlatformServer) -> None:
+        for method, path, body in (
+            ("PUT", "/v1/admin/nodes/gpu-nowhere/cordon", {"cordoned": True}),
+            ("POST", "/v1/admin/nodes/gpu-nowhere/drain", None),
+        ):
+            response = platform.http.request(
+                method, path, json=body, headers=platform.admin.headers
+            )
+            assert response.status_code == 404, response.text
+            assert "gpu-nowhere" in response.json()["error"]["message"]

@@ -1,0 +1,100 @@
+import { screen, waitFor, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { http, HttpResponse } from "msw";
+import { expect, test } from "vitest";
+import type { Schemas } from "../../api/client";
+import { renderApp } from "../../test/render";
+import { ME, server } from "../../test/server";
+import { age } from "./Nodes";
+
+const ADMIN = { ...ME, role: "admin" as const };
+
+function inventory(heldMb: number, schedulable = true): Schemas["InventoryResponse"] {
+  const gpu = { index: 0, vendor: "nvidia", model: "A100", vram_mb: 81_920, held_mb: heldMb, free_mb: 81_920 - heldMb, schedulable, simulated: false };
+  return {
+    nodes: [
+      { name: "gpu-a", ready: true, gpus: [gpu] },
+      { name: "local", ready: true, gpus: [{ ...gpu, held_mb: 0, free_mb: 81_920 }] },
+    ],
+  };
+}
+
+function joined(cordoned: boolean): Schemas["NodeResponse"] {
+  return {
+    name: "gpu-a",
+    status: "Ready",
+    cordoned,
+    labels: {},
+    vpn_ip: "10.88.0.2",
+    joined_at: "2026-12-01T10:00:00Z",
+    last_heartbeat_at: new Date(Date.now() - 12_000).toISOString(),
+    gpus: [],
+  };
+}
+
+function card(name: string): HTMLElement {
+  return screen.getByRole("heading", { name }).closest("section")!;
+}
+
+test("cordon and uncordon a registry node; a node outside the registry has no buttons", async () => {
+  let cordoned = false;
+  const sent: unknown[] = [];
+  server.use(
+    http.get("*/v1/me", () => HttpResponse.json(ADMIN)),
+    http.get("*/v1/nodes", () => HttpResponse.json(inventory(0, !cordoned))),
+    http.get("*/v1/admin/nodes", () => HttpResponse.json({ nodes: [joined(cordoned)] })),
+    http.put("*/v1/admin/nodes/:name/cordon", async ({ request, params }) => {
+      const body = (await request.json()) as { cordoned: boolean };
+      sent.push([params.name, body]);
+      cordoned = body.cordoned;
+      return HttpResponse.json(joined(cordoned));
+    }),
+  );
+  renderApp("/admin/nodes");
+  await screen.findByRole("heading", { name: "gpu-a" });
+  await waitFor(() => expect(within(card("gpu-a")).getByText(/heartbeat 1\d s ago/)).toBeInTheDocument());
+  expect(within(card("local")).queryByRole("button")).toBeNull();
+  await userEvent.click(within(card("gpu-a")).getByRole("button", { name: "Cordon" }));
+  expect(await within(card("gpu-a")).findByTestId("cordoned")).toHaveTextContent("Cordoned");
+  expect(within(card("gpu-a")).getByRole("status")).toHaveTextContent("no new work");
+  await userEvent.click(within(card("gpu-a")).getByRole("button", { name: "Uncordon" }));
+  await waitFor(() => expect(within(card("gpu-a")).queryByTestId("cordoned")).toBeNull());
+  expect(sent).toEqual([["gpu-a", { cordoned: true }], ["gpu-a", { cordoned: false }]]);
+});
+
+test("drain says what still holds the node", async () => {
+  let drained = false;
+  server.use(
+    http.get("*/v1/me", () => HttpResponse.json(ADMIN)),
+    http.get("*/v1/nodes", () => HttpResponse.json(inventory(4096, !drained))),
+    http.get("*/v1/admin/nodes", () => HttpResponse.json({ nodes: [joined(drained)] })),
+    http.post("*/v1/admin/nodes/:name/drain", () => {
+      drained = true;
+      return HttpResponse.json({ node: joined(true), held_mb: 4096, drained: false });
+    }),
+  );
+  renderApp("/admin/nodes");
+  await screen.findByRole("heading", { name: "gpu-a" });
+  await userEvent.click(await within(card("gpu-a")).findByRole("button", { name: "Drain" }));
+  expect(await within(card("gpu-a")).findByRole("status")).toHaveTextContent("Draining: 4096 MB still held");
+  expect(await within(card("gpu-a")).findByTestId("cordoned")).toHaveTextContent("Cordoned, draining (4096 MB held)");
+});
+
+test("an unreachable registry still shows the GPUs", async () => {
+  server.use(
+    http.get("*/v1/me", () => HttpResponse.json(ADMIN)),
+    http.get("*/v1/nodes", () => HttpResponse.json(inventory(0))),
+    http.get("*/v1/admin/nodes", () => HttpResponse.json({ error: { code: "service_unavailable", message: "kuberay_service is unavailable: try again" } }, { status: 503 })),
+  );
+  renderApp("/admin/nodes");
+  expect(await screen.findByText(/Node registry: kuberay_service is unavailable/)).toBeInTheDocument();
+  expect(screen.getAllByRole("meter")).toHaveLength(2);
+});
+
+test("heartbeat ages read in seconds, minutes, hours", () => {
+  const now = Date.parse("2026-12-01T12:00:00Z");
+  expect(age(null, now)).toBe("never");
+  expect(age("2026-12-01T11:59:30Z", now)).toBe("30 s");
+  expect(age("2026-12-01T11:50:00Z", now)).toBe("10 min");
+  expect(age("2026-12-01T09:00:00Z", now)).toBe("3 h");
+});
