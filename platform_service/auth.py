@@ -43,6 +43,7 @@ PUBLIC_PATHS = frozenset(
         "/v1/signups",
         "/v1/signups/verify",
         "/v1/sessions",
+        "/v1/sessions/codes",
         "/v1/registry/token",
         "/v1/registry/jwks",
         "/v1/registry/events",
@@ -114,7 +115,7 @@ class ApiKeyMiddleware:
     def _authenticate(self, presented: str) -> AuthenticatedUser | None:
         with self.database.session() as session:
             user = authenticate(session, hmac_key=self.hmac_key, presented=presented)
-            if user is not None:
+            if user is not None and user.key_id is not None:
                 mark_key_used(session, key_id=user.key_id)
                 self.accepted.put(presented, user)
             return user
@@ -129,7 +130,8 @@ class ApiKeyMiddleware:
                 return None
             if write and not found.csrf_matches(self.hmac_key, csrf):
                 return CsrfRejected()
-            mark_key_used(session, key_id=found.user.key_id)
+            if found.user.key_id is not None:
+                mark_key_used(session, key_id=found.user.key_id)
             return found.user
 
 

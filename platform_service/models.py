@@ -13,7 +13,8 @@ Invariants:
   once a minute per key (a read per request must not become a write per request).
 - ``web_sessions``: the dashboard's sign-ins. Only HMAC-SHA256(API key secret, token) of
   the session cookie and of its CSRF token are stored. A session ends at ``expires_at``, at
-  sign-out (``ended_at``), or when the key it was started with is revoked.
+  sign-out (``ended_at``), or when the key it was started with is revoked; a session signed
+  in with an email code has no key (``key_id`` NULL) and ends only by time or sign-out.
 - ``registry_quotas``: a user's image-registry quota in bytes, set by an admin; a user
   without a row has the default (``REGISTRY_QUOTA_GB``).
 - ``registry_blobs``: what a user's images take in the registry: one row per (user, blob
@@ -102,7 +103,8 @@ class WebSessionModel(PlatformBase):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     csrf_hash: Mapped[str] = mapped_column(String(64))
     user_id: Mapped[str] = mapped_column(String(128), ForeignKey("users.id"))
-    key_id: Mapped[str] = mapped_column(String(32))
+    # the API key it signed in with (revoking it ends the session); None: an email code
+    key_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)

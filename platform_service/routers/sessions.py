@@ -1,4 +1,5 @@
-"""``/v1/sessions``: the dashboard's sign-in (public) and sign-out.
+"""``/v1/sessions``: the dashboard's sign-in (public), a registered user's sign-in code by
+email (public), and sign-out.
 
 Signing in answers a session cookie (HttpOnly, SameSite=Strict, Secure when the request came
 over HTTPS) and a CSRF cookie the page reads and echoes in ``X-CSRF-Token`` on writes.
@@ -15,6 +16,8 @@ from gridweave_clients.platform.sessions import (
     CSRF_COOKIE,
     SESSION_COOKIE,
     SessionResponse,
+    SignInCodeRequest,
+    SignInCodeResponse,
     SignInRequest,
 )
 from platform_service.routers.common import (
@@ -83,6 +86,17 @@ def sign_in(
         secure=_over_https(request),
     )
     return signed_in.answer
+
+
+@router.post("/codes", status_code=202, openapi_extra=PUBLIC)
+def send_sign_in_code(
+    body: SignInCodeRequest, session: SessionDep, faucet: FaucetDep, address: ClientAddressDep
+) -> SignInCodeResponse:
+    """Email a six-digit sign-in code to a registered user (public; limited per address and
+    per email as sign-ups are; 404 for an email no user signed up with)."""
+    return sessions.send_sign_in_code(
+        session, faucet=faucet, email=body.email, client_address=address
+    )
 
 
 @router.delete("/current", status_code=204)

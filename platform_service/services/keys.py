@@ -57,11 +57,12 @@ _KEY_PATTERN = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class AuthenticatedUser:
-    """Who a request's API key belongs to."""
+    """Who a request's API key (or dashboard session) belongs to; ``key_id`` is None for a
+    session signed in with an email code."""
 
     user_id: str
     role: str
-    key_id: str
+    key_id: str | None
 
 
 def api_key_secret(settings: PlatformSettings) -> bytes:

@@ -1,5 +1,10 @@
 """The dashboard's sessions: started from an API key, checked on each cookie request, ended.
 
+A registered user may also sign in with an email code: the faucet sends a sign-in code
+(limited per address and per mailbox as sign-ups are) and checks it once; such a session
+has no key and ends by time or sign-out. An email not yet verified signs in with its
+sign-up code instead (which finishes the sign-up).
+
 The cookie's token and the CSRF token are 32 random bytes each; only their HMAC-SHA256
 (the API keys' HMAC key) is stored, so the table alone cannot replay a session. A session
 lives ``PLATFORM_SESSION_HOURS`` at most, ends at sign-out, and ends with the key it was
@@ -16,14 +21,20 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from gridweave_clients.faucet import FaucetClient
-from gridweave_clients.platform.sessions import SessionResponse, SignInRequest
+from gridweave_clients.platform.models import NewApiKeyResponse
+from gridweave_clients.platform.sessions import (
+    SessionResponse,
+    SignInCodeResponse,
+    SignInRequest,
+)
 from gridweave_runtime.errors import InvalidRequest
-from platform_service.errors import NotAuthenticated
+from platform_service.errors import NotAuthenticated, NotFound
 from platform_service.models import ApiKeyModel, UserModel, WebSessionModel
+from platform_service.services.downstream import USER_FACING, downstream_errors
 from platform_service.services.keys import AuthenticatedUser, authenticate
 from platform_service.services.signups import verify_sign_up
 from platform_service.services.users import get_user, user_response
@@ -34,11 +45,16 @@ __all__ = [
     "SignedIn",
     "end_session",
     "find_session_user",
+    "send_sign_in_code",
     "sign_in",
     "start_session",
 ]
 
 _TOKEN_BYTES = 32
+#: The faucet's refusals a person signing in acts on: a wrong (400), locked or foreign (403)
+#: code, none sent (404), a mailbox another's live code holds (409), an expired or used code
+#: (410), too many tries (429).
+_FAUCET_REFUSALS = USER_FACING | {403, 404}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +120,13 @@ def find_session_user(session: Session, *, hmac_key: bytes, token: str) -> Sessi
     row = session.execute(
         select(UserModel.id, UserModel.role, WebSessionModel.key_id, WebSessionModel.csrf_hash)
         .join(UserModel, UserModel.id == WebSessionModel.user_id)
-        .join(ApiKeyModel, ApiKeyModel.key_id == WebSessionModel.key_id)
+        .outerjoin(ApiKeyModel, ApiKeyModel.key_id == WebSessionModel.key_id)
         .where(
             WebSessionModel.token_hash == _hash(hmac_key, token),
             WebSessionModel.ended_at.is_(None),
             WebSessionModel.expires_at > datetime.now(UTC),
-            ApiKeyModel.revoked_at.is_(None),
+            # a session of a key ends with the key; one of an email code has none
+            or_(WebSessionModel.key_id.is_(None), ApiKeyModel.revoked_at.is_(None)),
         )
     ).one_or_none()
     if row is None:
@@ -132,6 +149,57 @@ def end_session(session: Session, *, hmac_key: bytes, token: str) -> bool:
     return bool(getattr(result, "rowcount", 0))
 
 
+def _registered_user(session: Session, email: str) -> UserModel | None:
+    """The verified user of ``email``, if there is one."""
+    return session.scalar(
+        select(UserModel).where(UserModel.email == email, UserModel.verified_at.is_not(None))
+    )
+
+
+def send_sign_in_code(
+    session: Session, *, faucet: FaucetClient, email: str, client_address: str | None
+) -> SignInCodeResponse:
+    """Have the faucet email a sign-in code to the registered user of ``email``; 404 when
+    no user signed up with it (sign up instead)."""
+    user = _registered_user(session, email)
+    if user is None:
+        raise NotFound("no user signed up with this email: sign up first", resource="user")
+    with downstream_errors("faucet_service", passed=_FAUCET_REFUSALS):
+        sent = faucet.send_sign_in_code(email, user.id, client_address=client_address)
+    return SignInCodeResponse(email=sent.email, expires_at=sent.expires_at, delivery=sent.delivery)
+
+
+def _user_of_email_code(
+    session: Session,
+    *,
+    faucet: FaucetClient,
+    hmac_key: bytes,
+    email: str,
+    code: str,
+    client_address: str | None,
+) -> tuple[AuthenticatedUser, NewApiKeyResponse | None]:
+    """A registered user's sign-in code checked (the session has no key); else the sign-up's
+    code verified (the new user's first key is the session's and the answer's)."""
+    registered = _registered_user(session, email)
+    if registered is not None:
+        with downstream_errors("faucet_service", passed=_FAUCET_REFUSALS):
+            faucet.verify_sign_in(email, registered.id, code, client_address=client_address)
+        return AuthenticatedUser(user_id=registered.id, role=registered.role, key_id=None), None
+    signed_up = verify_sign_up(
+        session,
+        faucet=faucet,
+        hmac_key=hmac_key,
+        email=email,
+        code=code,
+        client_address=client_address,
+    )
+    first_key = signed_up.api_key
+    user = AuthenticatedUser(
+        user_id=signed_up.user.user_id, role=signed_up.user.role, key_id=first_key.key_id
+    )
+    return user, first_key
+
+
 def sign_in(
     session: Session,
     *,
@@ -141,8 +209,9 @@ def sign_in(
     lifetime: timedelta,
     client_address: str | None,
 ) -> SignedIn:
-    """A session from an API key, or from a sign-up's email code (which verifies the sign-up:
-    the new user's first key is in the answer); committed."""
+    """A session from an API key, or from an email code: a registered user's sign-in code, or
+    a sign-up's code (which verifies the sign-up: the new user's first key is in the
+    answer); committed."""
     first_key = None
     if request.api_key is not None:
         if request.email is not None or request.code is not None:
@@ -154,18 +223,14 @@ def sign_in(
         if request.email is None:
             raise InvalidRequest("email", "give api_key, or email and the code sent to it")
         if request.code is None:
-            raise InvalidRequest("code", "the code emailed at sign-up is required with email")
-        registered = verify_sign_up(
+            raise InvalidRequest("code", "the code emailed to this address is required")
+        user, first_key = _user_of_email_code(
             session,
             faucet=faucet,
             hmac_key=hmac_key,
             email=request.email,
             code=request.code,
             client_address=client_address,
-        )
-        first_key = registered.api_key
-        user = AuthenticatedUser(
-            user_id=registered.user.user_id, role=registered.user.role, key_id=first_key.key_id
         )
     started = start_session(session, hmac_key=hmac_key, user=user, lifetime=lifetime)
     answer = SessionResponse(

@@ -181,4 +181,97 @@ class TestEmailCode:
         assert browser.get("/v1/me").json()["email"] == email
         assert platform.http.get("/v1/me", headers=bearer(key)).json()["email"] == email
         again = browser.post("/v1/sessions", json={"email": email, "code": code})
-        assert again.status_code == 409  # a code signs up once; then the key signs in
+        # a sign-up code signs up once; a registered user's email code is a sign-in code
+        assert again.status_code == 404, again.text
+        assert again.json()["error"]["code"] == "sign_in_code_not_found"
+
+
+def _registered(browser: httpx.Client, faucet: httpx.Client) -> tuple[str, str]:
+    """A user signed up through the faucet (then signed out): (email, first API key)."""
+    email = f"person-{uuid.uuid4().hex[:8]}@example.com"
+    assert browser.post("/v1/signups", json={"email": email}).status_code == 202
+    answer = browser.post("/v1/sessions", json={"email": email, "code": latest_code(faucet, email)})
+    assert answer.status_code == 201, answer.text
+    browser.cookies.clear()
+    return email, answer.json()["api_key"]["api_key"]
+
+
+class TestSignInCode:
+    """A registered user signs in with a code emailed on request (no key in the answer)."""
+
+    def test_a_registered_user_asks_a_code_and_signs_in(
+        self, platform: PlatformServer, faucet: httpx.Client, browser: httpx.Client
+    ) -> None:
+        email, _ = _registered(browser, faucet)
+        asked = browser.post("/v1/sessions/codes", json={"email": email})
+        assert asked.status_code == 202, asked.text
+        assert (asked.json()["email"], asked.json()["delivery"]) == (email, "outbox")
+        assert "code" not in asked.json()
+        code = latest_code(faucet, email)
+        response = browser.post("/v1/sessions", json={"email": email, "code": code})
+        assert response.status_code == 201, response.text
+        assert response.json()["api_key"] is None  # no new key: the user has theirs
+        assert "gw_session" in _set_cookies(response)
+        assert browser.get("/v1/me").json()["email"] == email
+        csrf = response.json()["csrf_token"]
+        # a write with the session and its CSRF token passes (no key behind the session)
+        created = browser.post(
+            "/v1/keys", json={"name": "from the dashboard"}, headers={"X-CSRF-Token": csrf}
+        )
+        assert created.status_code == 201, created.text
+        spent = httpx.post(
+            f"{platform.url}/v1/sessions", json={"email": email, "code": code}, timeout=30
+        )
+        assert spent.status_code == 410, spent.text
+        assert spent.json()["error"]["code"] == "code_used"
+
+    def test_revoking_a_key_leaves_an_email_session_alone(
+        self, platform: PlatformServer, faucet: httpx.Client, browser: httpx.Client
+    ) -> None:
+        email, key = _registered(browser, faucet)
+        browser.post("/v1/sessions/codes", json={"email": email})
+        signed_in = browser.post(
+            "/v1/sessions", json={"email": email, "code": latest_code(faucet, email)}
+        )
+        assert signed_in.status_code == 201, signed_in.text
+        key_id = key.split("_")[2]
+        revoked = platform.http.delete(f"/v1/keys/{key_id}", headers=bearer(key))
+        assert revoked.is_success, revoked.text
+        assert browser.get("/v1/me").status_code == 200
+        ended = browser.delete(
+            "/v1/sessions/current", headers={"X-CSRF-Token": signed_in.json()["csrf_token"]}
+        )
+        assert ended.status_code == 204
+        assert browser.get("/v1/me").status_code == 401
+
+    def test_a_wrong_code_says_how_many_tries_are_left(
+        self, faucet: httpx.Client, browser: httpx.Client
+    ) -> None:
+        email, _ = _registered(browser, faucet)
+        browser.post("/v1/sessions/codes", json={"email": email})
+        code = latest_code(faucet, email)
+        wrong = f"{(int(code) + 1) % 1_000_000:06d}"
+        response = browser.post("/v1/sessions", json={"email": email, "code": wrong})
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["code"] == "wrong_code"
+        assert response.json()["error"]["attempts_left"] == 4
+        assert "gw_session" not in _set_cookies(response)
+
+    def test_an_email_without_a_registered_user_gets_no_code(
+        self, faucet: httpx.Client, browser: httpx.Client
+    ) -> None:
+        unknown = f"nobody-{uuid.uuid4().hex[:8]}@example.com"
+        pending = f"pending-{uuid.uuid4().hex[:8]}@example.com"
+        assert browser.post("/v1/signups", json={"email": pending}).status_code == 202
+        for email in (unknown, pending):
+            response = browser.post("/v1/sessions/codes", json={"email": email})
+            assert response.status_code == 404, response.text
+            assert response.json()["error"]["resource"] == "user"
+
+    @pytest.mark.parametrize("body", [{}, {"email": "not-an-email"}, {"email": 3}])
+    def test_bad_bodies_name_the_field(
+        self, browser: httpx.Client, body: dict[str, object]
+    ) -> None:
+        response = browser.post("/v1/sessions/codes", json=body)
+        assert response.status_code == 422, response.text
+        assert "email" in response.text
