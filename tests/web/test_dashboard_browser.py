@@ -1,10 +1,12 @@
 """The dashboard in a real browser against the real all-in-one (``gridweave up``).
 
 Seeds what a person would have (a user signed up through the faucet with a job submitted by
-the SDK and printing as it runs, a second user, the admin), then runs the Playwright suite
-(``web/e2e``) in Debian's Chromium, headless: the job appears, its printed line arrives in
-the page within 3 s, the second user cannot see it, every VRAM bar equals the API's figure,
-axe finds no serious violation on any page, and each page is saved as a screenshot under
+the SDK and printing as it runs, images pushed past the user's registry quota with crane, a
+second user, the admin), then runs the Playwright suite (``web/e2e``) in Debian's Chromium,
+headless: the job appears, its printed line arrives in the page within 3 s, the second user
+cannot see it, every VRAM bar equals the API's figure, the over-quota push shows on the
+registry page, a join key is made and revoked, credits are granted, axe finds no serious
+violation on any page, and each page is saved as a screenshot under
 ``web/test-results/screenshots``. ``make web`` builds what it needs first.
 """
 
@@ -16,10 +18,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 import gridweave as gw
 from gridweave_clients.platform import PlatformClient
+from tests.registry_service.factories import Crane, client_binaries, localhost_url
 from tests.support.allinone import (
     AllInOneProcess,
     functions_by_value,
@@ -33,6 +37,9 @@ pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres, pytest.mark.timeout(900
 WEB = Path(__file__).resolve().parents[2] / "web"
 CHROMIUM = Path("/usr/bin/chromium")
 EMAIL = "dashboard-user@example.com"
+#: The user's registry quota, and a layer: the second push begins under it and ends over it.
+QUOTA = 300_000
+LAYER = 200_000
 
 
 def _missing() -> str | None:
@@ -59,6 +66,42 @@ def own_functions(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
 
 
+def _usage(platform: AllInOneProcess, key: str) -> int:
+    answer = httpx.get(
+        f"{platform.url('platform')}/v1/registry/usage",
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
+    assert answer.status_code == 200, answer.text
+    usage: int = answer.json()["usage_bytes"]
+    return usage
+
+
+def _push_over_quota(
+    platform: AllInOneProcess, workdir: Path, user_id: str, key: str, admin_key: str
+) -> None:
+    """Two pushes by ``user_id``: the second begins under ``QUOTA`` and ends over it; the
+    next is refused naming the quota."""
+    set_quota = httpx.put(
+        f"{platform.url('platform')}/v1/admin/users/{user_id}/registry-quota",
+        json={"quota_bytes": QUOTA},
+        headers={"Authorization": f"Bearer {admin_key}"},
+        timeout=30,
+    )
+    assert set_quota.status_code == 200, set_quota.text
+    registry = localhost_url(platform.url("registry")).removeprefix("http://")
+    crane = Crane(registry, workdir / "crane")
+    crane.login(key)
+    for name in ("one", "two"):
+        crane.push_random(f"{user_id}/{name}", LAYER)
+    deadline = time.monotonic() + 30
+    while _usage(platform, key) <= QUOTA:  # the registry's notifications count the pushes
+        assert time.monotonic() < deadline, "the pushes were not counted"
+        time.sleep(0.2)
+    refused = crane.push_random(f"{user_id}/three", LAYER, check=False)
+    assert refused.returncode != 0 and "registry quota exceeded" in refused.stderr
+
+
 def test_the_dashboard_in_chromium(workdir: Path) -> None:
     missing = _missing()
     if missing is not None:
@@ -67,7 +110,10 @@ def test_the_dashboard_in_chromium(workdir: Path) -> None:
         pytest.skip(missing)
     with AllInOneProcess(workdir) as platform:
         admin_key = platform.wait_for(r"admin API key \(shown once\): (gw_live_\S+)", timeout_s=5)
-        user_key = sign_up_from_console(platform, EMAIL).api_key.api_key
+        signed_up = sign_up_from_console(platform, EMAIL)
+        user_key = signed_up.api_key.api_key
+        client_binaries()  # crane (built once, cached)
+        _push_over_quota(platform, workdir, signed_up.user.user_id, user_key, admin_key.group(1))
         with PlatformClient(platform.url("platform"), admin_key.group(1)) as admin:
             other_key = admin.create_user(email="other@example.com").api_key.api_key
         gw.configure(url=platform.url("platform"), api_key=user_key)
@@ -85,6 +131,7 @@ def test_the_dashboard_in_chromium(workdir: Path) -> None:
             "USER_KEY": user_key,
             "OTHER_KEY": other_key,
             "ADMIN_KEY": admin_key.group(1),
+            "USER_ID": signed_up.user.user_id,
             "JOB_ID": running.job_id,
             "FINISHED_JOB_ID": finished.job_id,
             "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1",
@@ -103,4 +150,4 @@ def test_the_dashboard_in_chromium(workdir: Path) -> None:
             running.cancel()
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
     shots = sorted(path.name for path in (WEB / "test-results" / "screenshots").glob("*.png"))
-    assert len(shots) >= 10, shots
+    assert len(shots) >= 13, shots

@@ -75,10 +75,18 @@ test("admin pages: each VRAM bar equals the API's figure", async ({ page }) => {
   }
   await reviewPage(page, "08-admin-nodes");
 
+  await expect(page.getByText(/Not in the node registry|heartbeat/).first()).toBeVisible();
+
+  // the user pushed past the quota (tests/web/test_dashboard_browser.py): the page says so
   await page.getByRole("link", { name: "Registry" }).click();
-  await page.getByLabel("User id").fill((await (await page.request.get("/v1/me")).json()).user_id);
+  await page.getByLabel("User id").fill(env("USER_ID"));
   await page.getByRole("button", { name: "Show" }).click();
-  await expect(page.getByRole("meter", { name: "Registry usage" })).toBeVisible();
+  const meter = page.getByRole("meter", { name: "Registry usage" });
+  await expect(meter).toBeVisible();
+  const usage = Number(await meter.getAttribute("aria-valuenow"));
+  expect(usage).toBeGreaterThan(Number(await meter.getAttribute("aria-valuemax")));
+  await expect(page.getByTestId("over-quota")).toContainText("Over quota");
+  await expect(page.getByTestId("over-quota")).toContainText("pushes are refused");
   await reviewPage(page, "09-admin-registry");
 
   await page.getByRole("link", { name: "Diagnostics" }).click();
@@ -87,7 +95,45 @@ test("admin pages: each VRAM bar equals the API's figure", async ({ page }) => {
 
   await page.getByRole("link", { name: "Users" }).click();
   await expect(page.getByRole("heading", { name: "Users" })).toBeVisible();
+  await expect(page.getByTestId("user-row").first()).toBeVisible();
   await reviewPage(page, "11-admin-users");
+});
+
+test("admin: a join key is made, its command shown once and copied, then revoked", async ({ page, context }) => {
+  await context.grantPermissions(["clipboard-read", "clipboard-write"]);
+  await signIn(page, env("ADMIN_KEY"), "/admin/join-keys");
+  await expect(page.getByRole("heading", { name: "Join keys" })).toBeVisible();
+  await page.getByLabel("Description").fill("rack 4");
+  await page.getByLabel("Uses").fill("2");
+  await page.getByRole("button", { name: "Create join key" }).click();
+  const dialog = page.getByRole("dialog");
+  await expect(dialog.getByTestId("join-command")).toContainText("join-node.sh --master");
+  const command = (await dialog.getByTestId("join-command").textContent()) ?? "";
+  await reviewPage(page, "12-admin-join-key-created");
+  await dialog.getByRole("button", { name: "Copy the join command" }).click();
+  await expect(dialog.getByRole("button", { name: "Copy the join command" })).toHaveText("Copied");
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(command);
+  await dialog.getByRole("button", { name: "Done" }).click();
+  const row = page.getByTestId("join-key-row").filter({ hasText: "rack 4" }).first();
+  await expect(row).toContainText("0 of 2");
+  await expect(row).toContainText("usable");
+  await reviewPage(page, "13-admin-join-keys");
+  page.once("dialog", (confirm) => void confirm.accept());
+  await row.getByRole("button", { name: /^Revoke/ }).click();
+  await expect(row).toContainText("revoked");
+});
+
+test("admin: a double-clicked credit grant is one grant", async ({ page }) => {
+  await signIn(page, env("ADMIN_KEY"), "/admin/users");
+  const userId = env("USER_ID");
+  const before = (await (await page.request.get("/v1/credits", { headers: { Authorization: `Bearer ${env("USER_KEY")}` } })).json()) as { balance: number };
+  const row = page.getByTestId("user-row").filter({ hasText: userId });
+  await row.getByRole("spinbutton").fill("1.5");
+  await row.getByRole("button", { name: "Grant" }).dblclick();
+  await expect(page.getByRole("status")).toContainText("Granted 1.5 credits");
+  const after = (await (await page.request.get("/v1/credits", { headers: { Authorization: `Bearer ${env("USER_KEY")}` } })).json()) as { balance: number };
+  expect(after.balance - before.balance).toBe(1_500_000);
+  await reviewPage(page, "14-admin-users-granted");
 });
 
 test("signing out ends the session", async ({ page }) => {
