@@ -757,6 +757,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send Sign In Code
+         * @description Email a six-digit sign-in code to a registered user (public; limited per address and
+         *     per email as sign-ups are; 404 for an email no user signed up with).
+         */
+        post: operations["send_sign_in_code"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/current": {
         parameters: {
             query?: never;
@@ -2012,8 +2033,38 @@ export interface components {
             user_id: string;
         };
         /**
+         * SignInCodeRequest
+         * @description Email a sign-in code to the registered user of ``email``.
+         */
+        SignInCodeRequest: {
+            /**
+             * Email
+             * @description An email address.
+             */
+            email: string;
+        };
+        /**
+         * SignInCodeResponse
+         * @description Where the sign-in code went (``smtp``, or the operator's ``outbox``), until when.
+         */
+        SignInCodeResponse: {
+            /**
+             * Delivery
+             * @enum {string}
+             */
+            delivery: "smtp" | "outbox";
+            /** Email */
+            email: string;
+            /**
+             * Expires At
+             * Format: date-time
+             */
+            expires_at: string;
+        };
+        /**
          * SignInRequest
-         * @description Either ``api_key``, or ``email`` and the ``code`` the faucet sent it at sign-up.
+         * @description Either ``api_key``, or ``email`` and the ``code`` emailed to it (at sign-up, or asked
+         *     at ``/v1/sessions/codes`` by a registered user).
          */
         SignInRequest: {
             /** Api Key */
@@ -3646,6 +3697,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SessionResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    send_sign_in_code: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignInCodeRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignInCodeResponse"];
                 };
             };
             /** @description Validation Error */

@@ -43,6 +43,9 @@ test("a refused key says why and stays on sign-in", async () => {
 test("the email code signs a new user in and shows the first key once", async () => {
   const bodies: unknown[] = [];
   server.use(
+    http.post("*/v1/sessions/codes", () =>
+      HttpResponse.json({ error: { code: "not_found", message: "no user signed up with this email: sign up first", resource: "user" } }, { status: 404 }),
+    ),
     http.post("*/v1/signups", () => HttpResponse.json({ email: "new@example.com", expires_at: "2026-12-02T00:00:00Z", delivery: "outbox" }, { status: 202 })),
     http.post("*/v1/sessions", async ({ request }) => {
       bodies.push(await request.json());
@@ -56,8 +59,9 @@ test("the email code signs a new user in and shows the first key once", async ()
   await userEvent.click(screen.getByRole("tab", { name: "Email code" }));
   await userEvent.type(screen.getByLabelText("Email"), "new@example.com");
   await userEvent.click(screen.getByRole("button", { name: "Email me a code" }));
+  expect(await screen.findByTestId("code-sent")).toHaveTextContent("a six-digit sign-up code went to it");
   await userEvent.type(await screen.findByLabelText("Code"), "123456");
-  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  await userEvent.click(screen.getByRole("button", { name: "Sign up" }));
   expect(await screen.findByTestId("first-key")).toHaveTextContent("gw_live_first_secret");
   expect(bodies).toEqual([{ email: "new@example.com", code: "123456" }]);
 });
@@ -75,4 +79,75 @@ test("a next page on another site is not followed after sign-in", async () => {
   await userEvent.type(screen.getByLabelText("API key"), "gw_live_abc");
   await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
   await waitFor(() => expect(screen.getByTestId("where")).toHaveTextContent(/^\/$/));
+});
+
+test("a registered user asks a sign-in code by email and signs in to a session", async () => {
+  let signedIn = false;
+  const asked: unknown[] = [];
+  const bodies: unknown[] = [];
+  server.use(
+    http.get("*/v1/me", () => (signedIn ? HttpResponse.json(ME) : HttpResponse.json({ error: { code: "unauthorized", message: "no" } }, { status: 401 }))),
+    http.post("*/v1/sessions/codes", async ({ request }) => {
+      asked.push(await request.json());
+      return HttpResponse.json({ email: "alice@example.com", expires_at: "2026-12-02T00:00:00Z", delivery: "outbox" }, { status: 202 });
+    }),
+    http.post("*/v1/signups", () => HttpResponse.json({ error: { code: "already_registered", message: "no" } }, { status: 409 })),
+    http.post("*/v1/sessions", async ({ request }) => {
+      bodies.push(await request.json());
+      signedIn = true;
+      return HttpResponse.json({ user: ME, csrf_token: "t", expires_at: "2026-12-02T00:00:00Z", api_key: null }, { status: 201 });
+    }),
+    http.get("*/v1/jobs", () => HttpResponse.json({ jobs: [], total: 0, next_cursor: null })),
+  );
+  renderApp("/sign-in?next=%2Fjobs");
+  await userEvent.click(screen.getByRole("tab", { name: "Email code" }));
+  await userEvent.type(screen.getByLabelText("Email"), "alice@example.com");
+  await userEvent.click(screen.getByRole("button", { name: "Email me a code" }));
+  expect(await screen.findByTestId("code-sent")).toHaveTextContent("A six-digit sign-in code went to alice@example.com.");
+  await userEvent.type(screen.getByLabelText("Code"), "654321");
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  await waitFor(() => expect(screen.getByTestId("where")).toHaveTextContent(/^\/jobs$/));
+  expect(asked).toEqual([{ email: "alice@example.com" }]);
+  expect(bodies).toEqual([{ email: "alice@example.com", code: "654321" }]);
+  expect(screen.queryByTestId("first-key")).toBeNull();
+});
+
+test("a refused sign-in code request says why and sends no sign-up code", async () => {
+  let signUps = 0;
+  server.use(
+    http.get("*/v1/me", () => HttpResponse.json({ error: { code: "unauthorized", message: "no" } }, { status: 401 })),
+    http.post("*/v1/sessions/codes", () =>
+      HttpResponse.json({ error: { code: "rate_limited", message: "too many requests: try again later" } }, { status: 429 }),
+    ),
+    http.post("*/v1/signups", () => {
+      signUps += 1;
+      return HttpResponse.json({}, { status: 202 });
+    }),
+  );
+  renderApp("/sign-in");
+  await userEvent.click(screen.getByRole("tab", { name: "Email code" }));
+  await userEvent.type(screen.getByLabelText("Email"), "alice@example.com");
+  await userEvent.click(screen.getByRole("button", { name: "Email me a code" }));
+  expect(await screen.findByRole("alert")).toHaveTextContent("too many requests");
+  expect(signUps).toBe(0);
+  expect(screen.queryByLabelText("Code")).toBeNull();
+});
+
+test("a wrong sign-in code says how it was refused and keeps the code form", async () => {
+  server.use(
+    http.get("*/v1/me", () => HttpResponse.json({ error: { code: "unauthorized", message: "no" } }, { status: 401 })),
+    http.post("*/v1/sessions/codes", () => HttpResponse.json({ email: "alice@example.com", expires_at: "2026-12-02T00:00:00Z", delivery: "smtp" }, { status: 202 })),
+    http.post("*/v1/sessions", () =>
+      HttpResponse.json({ error: { code: "wrong_code", message: "wrong code", attempts_left: 4 } }, { status: 400 }),
+    ),
+  );
+  renderApp("/sign-in");
+  await userEvent.click(screen.getByRole("tab", { name: "Email code" }));
+  await userEvent.type(screen.getByLabelText("Email"), "alice@example.com");
+  await userEvent.click(screen.getByRole("button", { name: "Email me a code" }));
+  await userEvent.type(await screen.findByLabelText("Code"), "000000");
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  expect(await screen.findByRole("alert")).toHaveTextContent("wrong code");
+  expect(screen.getByLabelText("Code")).toBeInTheDocument();
+  expect(screen.getByTestId("where")).toHaveTextContent("/sign-in");
 });

@@ -14,7 +14,8 @@ export function SignIn() {
   const [apiKey, setApiKey] = useState("");
   const [email, setEmail] = useState("");
   const [code, setCode] = useState("");
-  const [codeSent, setCodeSent] = useState(false);
+  // which code went out: a registered user's sign-in code, or a new user's sign-up code
+  const [codeSent, setCodeSent] = useState<"sign-in" | "sign-up" | null>(null);
   const [firstKey, setFirstKey] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -37,14 +38,26 @@ export function SignIn() {
     else await signedIn();
   };
 
+  /** A registered user gets a sign-in code; an email no user signed up with, a sign-up code. */
   const sendCode = async (event: React.FormEvent) => {
     event.preventDefault();
     setBusy(true);
     setError(null);
+    const signIn = await api.POST("/v1/sessions/codes", { body: { email } });
+    if (!signIn.error) {
+      setBusy(false);
+      setCodeSent("sign-in");
+      return;
+    }
+    if (signIn.response.status !== 404) {
+      setBusy(false);
+      setError(errorMessage(signIn.error, "The code could not be sent"));
+      return;
+    }
     const { error: refused } = await api.POST("/v1/signups", { body: { email } });
     setBusy(false);
     if (refused) setError(errorMessage(refused, "The code could not be sent"));
-    else setCodeSent(true);
+    else setCodeSent("sign-up");
   };
 
   const withCode = async (event: React.FormEvent) => {
@@ -99,12 +112,17 @@ export function SignIn() {
         </form>
       ) : (
         <form onSubmit={withCode}>
-          <p className="text-sm">A six-digit code went to {email}.</p>
+          <p className="text-sm" data-testid="code-sent">
+            {codeSent === "sign-in"
+              ? `A six-digit sign-in code went to ${email}.`
+              : `No account uses ${email} yet: a six-digit sign-up code went to it.`}
+          </p>
           <label className="mt-3 block text-sm font-medium">
             Code
             <input className={input} inputMode="numeric" value={code} onChange={(e) => setCode(e.target.value)} required />
           </label>
-          <button className={button} disabled={busy} type="submit">Sign in</button>
+          <button className={button} disabled={busy} type="submit">{codeSent === "sign-up" ? "Sign up" : "Sign in"}</button>
+          <button type="button" className="ml-3 mt-4 text-sm text-blue-800 underline" onClick={() => { setCodeSent(null); setCode(""); setError(null); }}>Use another email</button>
         </form>
       )}
       {error && <p role="alert" className="mt-4 text-sm text-red-700">{error}</p>}
