@@ -4,6 +4,7 @@ import { http, HttpResponse } from "msw";
 import { expect, test } from "vitest";
 import { renderApp } from "../../test/render";
 import { ME, server } from "../../test/server";
+import { size } from "./RegistryQuotas";
 
 const ADMIN = { ...ME, role: "admin" as const };
 
@@ -18,7 +19,8 @@ test("a user over quota is shown in red, with why pushes are refused", async () 
   renderApp("/admin/registry");
   await userEvent.type(await screen.findByLabelText("User id"), "usr-bob");
   await userEvent.click(screen.getByRole("button", { name: "Show" }));
-  expect(await screen.findByTestId("over-quota")).toHaveTextContent("Over quota by 0.000100 GB: pushes are refused");
+  expect(await screen.findByTestId("over-quota")).toHaveTextContent("Over quota by 100.00 KB: pushes are refused");
+  expect(screen.getByText("400.00 KB of 300.00 KB in 4 blobs")).toBeInTheDocument();
   expect(screen.getByRole("meter", { name: "Registry usage" })).toHaveAttribute("aria-valuenow", "400000");
   expect(document.querySelector('datalist#registry-users option[value="usr-bob"]')).not.toBeNull();
 });
@@ -36,4 +38,11 @@ test("a user under quota has no warning", async () => {
   await userEvent.click(screen.getByRole("button", { name: "Show" }));
   expect(await screen.findByRole("meter", { name: "Registry usage" })).toBeInTheDocument();
   expect(screen.queryByTestId("over-quota")).toBeNull();
+});
+
+test("sizes read in decimal units", () => {
+  expect(size(0)).toBe("0 B");
+  expect(size(999)).toBe("999 B");
+  expect(size(300_000)).toBe("300.00 KB");
+  expect(size(10 * 10 ** 9)).toBe("10.00 GB");
 });

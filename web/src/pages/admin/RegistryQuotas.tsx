@@ -5,6 +5,18 @@ import { Card } from "../../components/Layout";
 
 const GB = 1_000_000_000;
 
+/** Bytes in the largest decimal unit that keeps the number at least 1 (B, KB, MB, GB, TB). */
+export function size(bytes: number): string {
+  const units = ["B", "KB", "MB", "GB", "TB"];
+  let value = bytes;
+  let unit = 0;
+  while (Math.abs(value) >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit += 1;
+  }
+  return `${unit === 0 ? value : value.toFixed(2)} ${units[unit]}`;
+}
+
 export function RegistryQuotas() {
   const [userId, setUserId] = useState("");
   const [usage, setUsage] = useState<Schemas["RegistryUsageResponse"] | null>(null);
@@ -50,10 +62,10 @@ export function RegistryQuotas() {
       {message && <p role="status" className="text-sm">{message}</p>}
       {usage && (
         <Card title={`${usage.user_id}${usage.quota_is_default ? " (default quota)" : ""}`}>
-          <p className="text-sm">{(usage.usage_bytes / GB).toFixed(3)} GB of {(usage.quota_bytes / GB).toFixed(3)} GB in {usage.blobs} blobs</p>
+          <p className="text-sm">{size(usage.usage_bytes)} of {size(usage.quota_bytes)} in {usage.blobs} blobs</p>
           {usage.usage_bytes >= usage.quota_bytes && (
             <p role="alert" data-testid="over-quota" className="text-sm font-medium text-red-700">
-              {usage.usage_bytes > usage.quota_bytes ? `Over quota by ${((usage.usage_bytes - usage.quota_bytes) / GB).toFixed(6)} GB` : "At the quota"}: pushes are refused until images are deleted or the quota is raised
+              {usage.usage_bytes > usage.quota_bytes ? `Over quota by ${size(usage.usage_bytes - usage.quota_bytes)}` : "At the quota"}: pushes are refused until images are deleted or the quota is raised
             </p>
           )}
           <div role="meter" aria-label="Registry usage" aria-valuemin={0} aria-valuemax={usage.quota_bytes} aria-valuenow={usage.usage_bytes} className="mt-1 h-3 w-full overflow-hidden rounded bg-slate-200">
