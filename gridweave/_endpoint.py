@@ -32,6 +32,7 @@ from gridweave._config import Config, current_config
 from gridweave._units import parse_duration, parse_size
 from gridweave.errors import ConfigurationError, EndpointCallFailed, EndpointNotRunning
 from gridweave_clients.platform.endpoints import EndpointResponse
+from gridweave_controller.phases import EndpointStopReason
 
 __all__ = [
     "CustomEndpoint",
@@ -131,7 +132,8 @@ class Endpoint:
         delay = 0.1
         while True:
             status = self.status()
-            if status.phase == "Running" or (status.phase == "Stopped" and status.reason == "Idle"):
+            idle = status.phase == "Stopped" and status.reason == EndpointStopReason.IDLE
+            if status.phase == "Running" or idle:
                 return status
             if status.phase in ("Failed", "Stopped"):
                 raise EndpointNotRunning(self.name, status.phase, status.reason, status.message)
@@ -222,7 +224,7 @@ def deploy(
     """Serve a model (``model`` a name, ``model_ref`` its directory) with an OpenAI API.
 
     Raises:
-        InsufficientCredits: 402, not one billing period's credits.
+        InsufficientCredits: 402, not the credits of two billing periods at max replicas.
         NoGpuLargeEnough: 422, no GPU of the platform could ever hold it.
     """
     if model is None and model_ref is None:

@@ -43,11 +43,22 @@ def _billed_run(phase: EndpointPhase, status: Mapping[str, Any], now: datetime) 
 
 
 def deploying(
-    name: str, status: Mapping[str, Any], *, node: str, gpu_indices: list[int], now: datetime
+    name: str,
+    status: Mapping[str, Any],
+    *,
+    node: str,
+    gpu_indices: list[int],
+    vendor: str | None,
+    now: datetime,
 ) -> StatusChange | None:
-    """Pending, Running, Stopped or Failed -> Deploying on ``node`` with ``gpu_indices``.
+    """Pending, Running, Stopped or Failed -> Deploying on ``node`` with ``gpu_indices``
+    (of ``vendor``: the placed GPUs' maker, what billing prices an ``any`` endpoint at).
 
-    A redeploy from Running first adds the finished run's seconds to ``billedSeconds``.
+    A redeploy from Running first adds the finished run's seconds to ``billedSeconds``. The
+    run it replaces is kept as ``previousStartedAt``/``previousStoppedAt``/``previousVendor``
+    (its stop time: ``stoppedAt``, or now for a redeploy from Running), so billing settles
+    that run to its real end, at its own GPUs' price, even when it saw the endpoint next only
+    after the redeploy (or never saw that run: a billing restarted meanwhile).
     """
     indices = list(gpu_indices)
     phase = current_phase(status)
@@ -60,6 +71,8 @@ def deploying(
             "phase": EndpointPhase.DEPLOYING.value,
             "node": node,
             "gpuIndices": indices,
+            "vendor": vendor,
+            **_previous_run(phase, status, now),
             "url": None,
             "readyReplicas": 0,
             "health": "Unknown",
@@ -74,6 +87,19 @@ def deploying(
             ConditionUpdate(HEALTHY, _UNKNOWN, "Deploying", ""),
         ),
     )
+
+
+def _previous_run(phase: EndpointPhase, status: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """The bounds of the run a redeploy replaces (none if it never ran: the last kept)."""
+    started = status.get("startedAt")
+    if started is None:
+        return {}
+    stopped = format_precise_timestamp(now) if phase is EndpointPhase.RUNNING else None
+    return {
+        "previousStartedAt": started,
+        "previousStoppedAt": stopped or status.get("stoppedAt"),
+        "previousVendor": status.get("vendor"),
+    }
 
 
 def running(

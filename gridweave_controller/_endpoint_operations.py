@@ -26,6 +26,7 @@ from gridweave_controller.validation import (
     check_text,
     check_vendor,
 )
+from gridweave_controller.vendors import GPU_VENDORS, GpuVendor
 
 __all__ = ["EndpointOperations"]
 
@@ -132,16 +133,25 @@ class EndpointOperations:
 
     @operation(post("/endpoints/{endpoint_id}/deploying"))
     def set_endpoint_deploying(
-        self: FlowContext, endpoint_id: str, node: str, gpu_indices: Sequence[int]
+        self: FlowContext,
+        endpoint_id: str,
+        node: str,
+        gpu_indices: Sequence[int],
+        vendor: GpuVendor | None = None,
     ) -> Flow[Endpoint]:
-        """Pending, Running, Stopped or Failed -> Deploying on a node and its GPUs."""
+        """Pending, Running, Stopped or Failed -> Deploying on a node and its GPUs (of
+        ``vendor``, when known: the maker billing prices the endpoint at)."""
         indices = check_placement(node, gpu_indices)
+        if vendor is not None and vendor not in GPU_VENDORS:
+            raise Invalid(
+                f"vendor must be one of {', '.join(GPU_VENDORS)}, not {vendor!r}", field="vendor"
+            )
         return (
             yield from _write(
                 self,
                 endpoint_id,
                 lambda status, _spec, now: _endpoint_moves.deploying(
-                    endpoint_id, status, node=node, gpu_indices=indices, now=now
+                    endpoint_id, status, node=node, gpu_indices=indices, vendor=vendor, now=now
                 ),
             )
         )

@@ -19,7 +19,7 @@ from pydantic.alias_generators import to_camel
 from gridweave_controller.conditions import ConditionStatus
 from gridweave_controller.phases import EndpointPhase, JobPhase
 from gridweave_controller.validation import EndpointMode
-from gridweave_controller.vendors import Vendor
+from gridweave_controller.vendors import GpuVendor, Vendor
 
 __all__ = [
     "Condition",
@@ -203,10 +203,16 @@ class EndpointStatus(_WireModel):
     url: str | None = None
     node: str | None = None
     gpu_indices: tuple[int, ...] = ()
+    #: The maker of the GPUs it was placed on (written with the placement); None: unknown.
+    vendor: GpuVendor | None = None
     ready_replicas: int = 0
     health: Health = "Unknown"
     started_at: datetime | None = None
     stopped_at: datetime | None = None
+    #: The run the last redeploy replaced: start, stop, GPUs' maker (billing's to settle).
+    previous_started_at: datetime | None = None
+    previous_stopped_at: datetime | None = None
+    previous_vendor: GpuVendor | None = None
     billed_seconds: int = 0
     reason: str | None = None
     message: str | None = None

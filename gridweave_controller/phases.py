@@ -29,9 +29,11 @@ __all__ = [
     "JOB_MOVES",
     "JOB_TERMINAL_PHASES",
     "EndpointPhase",
+    "EndpointStopReason",
     "JobPhase",
     "check_endpoint_move",
     "check_job_move",
+    "endpoint_is_replaceable",
 ]
 
 
@@ -55,6 +57,26 @@ class EndpointPhase(StrEnum):
     RUNNING = "Running"
     STOPPED = "Stopped"
     FAILED = "Failed"
+
+
+class EndpointStopReason(StrEnum):
+    """The reasons a GridweaveEndpoint is Stopped with (``status.reason``), written once here.
+
+    Only ``IDLE`` (scaled to zero) is woken by a call; a deploy of the endpoint's name
+    replaces one stopped for any other reason (or Failed).
+    """
+
+    IDLE = "Idle"
+    OUT_OF_CREDITS = "OutOfCredits"
+    DELETED = "Deleted"
+
+
+def endpoint_is_replaceable(phase: EndpointPhase, reason: str | None) -> bool:
+    """Whether a deploy of the endpoint's name replaces it: Failed, or Stopped for any reason
+    but ``Idle`` (a scaled-to-zero endpoint is still in service: the next call wakes it)."""
+    if phase is EndpointPhase.FAILED:
+        return True
+    return phase is EndpointPhase.STOPPED and reason != EndpointStopReason.IDLE
 
 
 _J = JobPhase

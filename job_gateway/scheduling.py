@@ -28,6 +28,7 @@ from gridweave_controller.errors import CrdError
 from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_controller.phases import EndpointPhase, JobPhase
+from job_gateway.execution.devices import placed_vendor
 from job_gateway.scheduler import (
     AllocationKey,
     AllocationMap,
@@ -184,8 +185,11 @@ class SchedulingLoop:
             try:
                 name = placement.request.name
                 if placement.request.kind == "endpoint":
+                    vendor = placed_vendor(
+                        self.scheduler.inventory, placement.node, placement.gpu_indices
+                    )
                     await self.crd.set_endpoint_deploying(
-                        name, placement.node, list(placement.gpu_indices)
+                        name, placement.node, list(placement.gpu_indices), vendor
                     )
                     self._woken.discard(name)
                 else:

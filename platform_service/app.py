@@ -149,6 +149,18 @@ def create_app(
         prices=settings.price_table,
         id_secret=hmac_key,
     )
+    list_endpoints, stop_endpoint = over_gateway_api(gateway)
+    billing = (
+        EndpointBilling(
+            credit,
+            metering,
+            prices=settings.price_table,
+            stop=stop_endpoint,
+            period_seconds=settings.endpoint_billing_seconds,
+        )
+        if settings.endpoint_billing_interval_seconds > 0
+        else None
+    )
     app.state.endpoints = EndpointServices(
         credit=credit,
         gateway=gateway,
@@ -158,6 +170,7 @@ def create_app(
         billing_seconds=settings.endpoint_billing_seconds,
         wake_seconds=settings.endpoint_wake_seconds,
         model_roots=settings.resolved_model_roots(),
+        billing=billing,
     )
     upstream = httpx.AsyncClient(
         timeout=httpx.Timeout(10.0, read=settings.endpoint_read_timeout_seconds),
@@ -165,15 +178,7 @@ def create_app(
         trust_env=False,
     )
     install_client(app, "endpoint_proxy", EndpointProxy(app.state.endpoints, upstream))
-    if settings.endpoint_billing_interval_seconds > 0:
-        list_endpoints, stop_endpoint = over_gateway_api(gateway)
-        billing = EndpointBilling(
-            credit,
-            metering,
-            prices=settings.price_table,
-            stop=stop_endpoint,
-            period_seconds=settings.endpoint_billing_seconds,
-        )
+    if billing is not None:
         install_billing(
             app,
             billing,

@@ -135,7 +135,7 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
         validation_alias=AliasChoices("ENDPOINT_BILLING_SECONDS"),
         description=(
             "ENDPOINT_BILLING_SECONDS: an endpoint's billing period (the gateway's, the same "
-            "variable); a deployment needs the credits of one period."
+            "variable); a deployment needs the credits of two periods at its max replicas."
         ),
     )
     endpoint_billing_interval_seconds: float = Field(

@@ -16,6 +16,7 @@ from gridweave_clients._core import Operation, model_operation
 from gridweave_clients.fields import RequestBody, UserId
 from gridweave_clients.gateway.models import GpuCount, ObjectRef, Vendor, VramMb
 from gridweave_controller.phases import EndpointPhase
+from gridweave_controller.vendors import GpuVendor
 
 __all__ = [
     "MAX_REPLICAS",
@@ -91,6 +92,13 @@ class CreateEndpointRequest(RequestBody):
     min_replicas: Replicas = 0
     max_replicas: Annotated[int, Field(strict=True, ge=1, le=MAX_REPLICAS)] = 1
     idle_seconds: IdleSeconds = 300
+    replace_ended: bool = Field(
+        default=False,
+        description=(
+            "Replace an endpoint of this id that is Failed or Stopped for a reason other "
+            "than Idle (its object deleted, this one created); any other is still a 409."
+        ),
+    )
 
 
 class StopEndpointRequest(RequestBody):
@@ -114,11 +122,23 @@ class EndpointResponse(BaseModel):
     url: str | None = None
     node: str | None = None
     gpu_indices: list[int] = Field(default_factory=list)
+    placed_vendor: GpuVendor | None = Field(
+        default=None, description="The maker of the GPUs it was placed on; None: unknown."
+    )
     ready_replicas: int = 0
     health: str = "Unknown"
     created_at: datetime | None = None
     started_at: datetime | None = None
     stopped_at: datetime | None = None
+    previous_started_at: datetime | None = Field(
+        default=None, description="The start of the run the last redeploy replaced."
+    )
+    previous_stopped_at: datetime | None = Field(
+        default=None, description="The stop of the run the last redeploy replaced."
+    )
+    previous_vendor: GpuVendor | None = Field(
+        default=None, description="The placed vendor of the run the last redeploy replaced."
+    )
     billed_seconds: int = 0
     vram_mb: int
     gpu_count: int = 1

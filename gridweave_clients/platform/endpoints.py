@@ -147,7 +147,8 @@ def deploy_endpoint(
     max_replicas: Annotated[int, Field(strict=True, ge=1, le=MAX_REPLICAS)] = 1,
     idle_seconds: IdleSeconds = 300,
 ) -> Operation[EndpointResponse]:
-    """Deploy an endpoint (402 without the credits for one billing period; 409 a taken name)."""
+    """Deploy an endpoint (402 without the credits of two billing periods at max replicas;
+    409 a name in service: a Failed or Stopped endpoint, Idle excepted, is replaced)."""
     body = DeployEndpointRequest(
         name=name,
         mode=mode,

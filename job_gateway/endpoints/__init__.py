@@ -6,7 +6,7 @@ modules (``replica``, ``transformers_backend``) run inside Serve's replica proce
 
 from __future__ import annotations
 
-from job_gateway.endpoints.reconciler import IDLE, EndpointReconciler
+from job_gateway.endpoints.reconciler import EndpointReconciler
 from job_gateway.endpoints.settings import EndpointSettings
 
-__all__ = ["IDLE", "EndpointReconciler", "EndpointSettings"]
+__all__ = ["EndpointReconciler", "EndpointSettings"]

@@ -38,7 +38,7 @@ import httpx
 from gridweave_controller.errors import CrdError
 from gridweave_controller.models import Endpoint
 from gridweave_controller.operations import AsyncClientBase
-from gridweave_controller.phases import EndpointPhase
+from gridweave_controller.phases import EndpointPhase, EndpointStopReason
 from gridweave_runtime.storage import StorageConfig
 from job_gateway.endpoints import serve_control
 from job_gateway.endpoints.replica import STATS_PATH, ReplicaConfig
@@ -47,11 +47,9 @@ from job_gateway.endpoints.settings import EndpointSettings
 from job_gateway.execution.devices import visible_devices
 from job_gateway.inventory import Inventory
 
-__all__ = ["IDLE", "EndpointReconciler", "ReplicaSeen"]
+__all__ = ["EndpointReconciler", "ReplicaSeen"]
 
 _log = logging.getLogger(__name__)
-#: The reason of an endpoint stopped for idleness (scale to zero).
-IDLE = "Idle"
 _ENDED = (EndpointPhase.STOPPED, EndpointPhase.FAILED)
 
 
@@ -283,7 +281,9 @@ class EndpointReconciler:
         await self._write_health(name, healthy, app.running_replicas, message)
         if healthy and self._idle(endpoint, app):
             idle = endpoint.spec.idle_seconds
-            await self.crd.set_endpoint_stopped(name, IDLE, f"no request for {idle} s")
+            await self.crd.set_endpoint_stopped(
+                name, EndpointStopReason.IDLE, f"no request for {idle} s"
+            )
             await self._delete(name)
 
     def _idle(self, endpoint: Endpoint, app: AppState) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from gridweave_controller.vendors import GpuVendor, Vendor
 from job_gateway.inventory import Inventory
 
-__all__ = ["visible_devices"]
+__all__ = ["placed_vendor", "visible_devices"]
 
 
 def visible_devices(
@@ -23,13 +23,20 @@ def visible_devices(
     the inventory no longer lists falls back to the job's vendor, else NVIDIA.
     """
     known = {gpu.index: gpu for gpu in (inventory.node(node) or _EMPTY).gpus}
-    vendors = {known[i].vendor for i in indices if i in known}
-    vendor: GpuVendor = vendors.pop() if len(vendors) == 1 else _fallback(requested)
+    vendor = placed_vendor(inventory, node, indices) or _fallback(requested)
     shown = [known[i].visible_index if i in known else i for i in indices]
     listed = ",".join(str(i) for i in shown)
     if vendor == "amd":
         return {"HIP_VISIBLE_DEVICES": listed}
     return {"CUDA_VISIBLE_DEVICES": listed, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+
+def placed_vendor(inventory: Inventory, node: str, indices: Sequence[int]) -> GpuVendor | None:
+    """The maker of ``indices`` of ``node`` as the inventory lists them; None: not listed,
+    or GPUs of two makers."""
+    known = {gpu.index: gpu for gpu in (inventory.node(node) or _EMPTY).gpus}
+    vendors = {known[i].vendor for i in indices if i in known}
+    return vendors.pop() if len(vendors) == 1 else None
 
 
 def _fallback(requested: Vendor) -> GpuVendor:

@@ -15,7 +15,7 @@ from gridweave_clients.gateway.endpoints import (
     EndpointResponse,
     StopEndpointRequest,
 )
-from gridweave_controller.phases import EndpointPhase
+from gridweave_controller.phases import EndpointPhase, EndpointStopReason
 from gridweave_runtime.clients import state_dependency
 from job_gateway.gateway import Gateway
 from job_gateway.services import endpoints
@@ -59,7 +59,9 @@ async def delete_endpoint(endpoint_id: EndpointId, gateway: CurrentGateway) -> E
     endpoint = await endpoints.stop_endpoint(
         crd=gateway.crd,
         endpoint_id=endpoint_id,
-        request=StopEndpointRequest(reason=endpoints.DELETED, message="deleted on request"),
+        request=StopEndpointRequest(
+            reason=EndpointStopReason.DELETED, message="deleted on request"
+        ),
     )
     return endpoints.endpoint_response(endpoint)
 

@@ -10,7 +10,7 @@ placement, and long-polls the reconciler until it runs.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from gridweave_clients.gateway.endpoints import (
     CreateEndpointRequest,
@@ -28,9 +28,12 @@ from gridweave_controller.errors import (
 )
 from gridweave_controller.models import Endpoint
 from gridweave_controller.operations import AsyncClientBase
-from gridweave_controller.phases import EndpointPhase
+from gridweave_controller.phases import (
+    EndpointPhase,
+    EndpointStopReason,
+    endpoint_is_replaceable,
+)
 from gridweave_runtime.errors import InvalidRequest
-from job_gateway.endpoints.reconciler import IDLE
 from job_gateway.errors import (
     ClusterUnavailable,
     EndpointAlreadyExists,
@@ -43,7 +46,6 @@ from job_gateway.scheduling import SchedulingLoop
 from job_gateway.services.jobs import impossible_field
 
 __all__ = [
-    "DELETED",
     "SettledWait",
     "create_endpoint",
     "endpoint_response",
@@ -56,8 +58,6 @@ __all__ = [
 #: Waits until an endpoint runs, has failed or is gone, at most the given seconds, in a copy
 #: later than the given resourceVersion.
 SettledWait = Callable[[str, float, str | None], Awaitable[None]]
-#: The reason of an endpoint stopped by ``DELETE /v1/endpoints/{id}``.
-DELETED = "Deleted"
 
 
 @contextmanager
@@ -92,11 +92,15 @@ def endpoint_response(endpoint: Endpoint) -> EndpointResponse:
         url=status.url,
         node=status.node,
         gpu_indices=list(status.gpu_indices),
+        placed_vendor=status.vendor,
         ready_replicas=status.ready_replicas,
         health=status.health,
         created_at=endpoint.metadata.creation_timestamp,
         started_at=status.started_at,
         stopped_at=status.stopped_at,
+        previous_started_at=status.previous_started_at,
+        previous_stopped_at=status.previous_stopped_at,
+        previous_vendor=status.previous_vendor,
         billed_seconds=status.billed_seconds,
         vram_mb=spec.vram_mb,
         gpu_count=spec.gpu_count,
@@ -113,7 +117,12 @@ async def create_endpoint(
     scheduler: Scheduler,
     request: CreateEndpointRequest,
 ) -> Endpoint:
-    """Create the endpoint in Pending; 422 naming the field when it could never run here."""
+    """Create the endpoint in Pending; 422 naming the field when it could never run here.
+
+    An endpoint of the id that exists is a 409, unless ``replace_ended`` asks to replace it
+    and it is Failed or Stopped other than Idle: its object is then deleted and this one
+    created (the platform settled its billing first).
+    """
     if request.mode == "vllm":
         if not any(not gpu.simulated for node in scheduler.inventory.nodes for gpu in node.gpus):
             raise InvalidRequest(
@@ -140,21 +149,36 @@ async def create_endpoint(
     if impossible is not None:
         raise InvalidRequest(impossible_field(impossible), impossible.message)
     with crd_errors(request.endpoint_id):
-        return await crd.create_endpoint(
-            request.endpoint_id,
-            request.user_id,
-            vram_mb=request.vram_mb,
-            model=request.model,
-            mode=request.mode,
-            model_ref=request.model_ref,
-            function_ref=request.function_ref,
-            owner=request.owner,
-            gpu_count=request.gpu_count,
-            vendor=request.vendor,
-            min_replicas=request.min_replicas,
-            max_replicas=request.max_replicas,
-            idle_seconds=request.idle_seconds,
-        )
+        try:
+            return await _create(crd, request)
+        except AlreadyExists:
+            if not request.replace_ended:
+                raise
+            existing = await crd.get_endpoint(request.endpoint_id)
+            if not endpoint_is_replaceable(existing.phase, existing.status.reason):
+                raise
+            # ended and never woken again (only Idle is): nothing runs, nothing is held
+            with suppress(NotFound):
+                await crd.delete_endpoint(request.endpoint_id)
+            return await _create(crd, request)
+
+
+async def _create(crd: AsyncClientBase, request: CreateEndpointRequest) -> Endpoint:
+    return await crd.create_endpoint(
+        request.endpoint_id,
+        request.user_id,
+        vram_mb=request.vram_mb,
+        model=request.model,
+        mode=request.mode,
+        model_ref=request.model_ref,
+        function_ref=request.function_ref,
+        owner=request.owner,
+        gpu_count=request.gpu_count,
+        vendor=request.vendor,
+        min_replicas=request.min_replicas,
+        max_replicas=request.max_replicas,
+        idle_seconds=request.idle_seconds,
+    )
 
 
 async def get_endpoint(*, crd: AsyncClientBase, endpoint_id: str) -> Endpoint:
@@ -206,7 +230,9 @@ async def wake_endpoint(
     if endpoint.phase is EndpointPhase.FAILED:
         raise EndpointFailed(endpoint_id=endpoint_id, reason=endpoint.status.reason)
     if endpoint.phase is EndpointPhase.STOPPED:
-        if endpoint.status.reason != IDLE:  # a call that saw it idle just before a stop
+        if (
+            endpoint.status.reason != EndpointStopReason.IDLE
+        ):  # a call that saw it idle just before a stop
             raise EndpointStopped(endpoint_id=endpoint_id, reason=endpoint.status.reason)
         loop.wake_endpoint(endpoint)
     if endpoint.phase is not EndpointPhase.RUNNING and wait_s > 0:

@@ -40,8 +40,9 @@ PROXIED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 async def deploy_endpoint(
     body: DeployEndpointRequest, user: UserDep, services: ServicesDep
 ) -> EndpointResponse:
-    """Deploy a model or a class (402 without one billing period's credits, 409 a taken
-    name, 422 naming the field: no GPU could hold it, vllm without a GPU)."""
+    """Deploy a model or a class (402 without the credits of its first holds: two billing
+    periods at max_replicas; 409 a name in service: an endpoint Failed or Stopped other
+    than Idle is replaced; 422 naming the field: no GPU could hold it, vllm without a GPU)."""
     return await endpoints.deploy_endpoint(services, user=user, request=body)
 
 

@@ -22,14 +22,24 @@ The rules, applied on every pass (``interval_seconds``) to the endpoints last ob
    (ready replicas when it closed, at least 1, at most ``max_replicas``) GPU-seconds of
    ``gpu_count`` GPUs at the price of ``vendor`` and ``vram_mb`` (the GPU share).
 3. A run that ended (Stopped, Failed) records its last, partial period (the run's seconds
-   rounded up, the controller's billing rule) and releases the hold placed ahead.
+   rounded up, the controller's billing rule) and releases the hold placed ahead. The run
+   ends at its recorded stop: ``stoppedAt``, or, for a run a redeploy (a wake) replaced
+   before billing saw it end, the ``previousStoppedAt`` the gateway wrote; only a run
+   older than that is billed to the last time billing saw it Running.
 
-A hold covers ``period_seconds`` x ``max_replicas`` x ``gpu_count`` at the dearest price
-the endpoint may run at; metering caps a charge at its hold. Nothing is kept but in
-memory: after a restart, a run's first unrecorded period is found by asking metering for
-the records of its periods, newest first, so a restart mid-period records every period
-ended meanwhile and none twice. An endpoint stopped for idleness keeps its run's last
-period settled and places the next run's holds when it wakes.
+Each run is billed with the endpoint as billing last saw it in that run (its own spec,
+node, replicas and GPUs' vendor), never with a later run's. An endpoint asking for vendor
+``any`` is priced at the vendor of the GPUs it was placed on (``placed_vendor``, the
+gateway's ``status.vendor``); only when that is unknown at the dearest vendor's price.
+
+A hold covers ``period_seconds`` x ``max_replicas`` x ``gpu_count`` at that price
+(``services/holds.endpoint_hold_amount``, the deploy check's rule too); metering caps a
+charge at its hold. Nothing is kept but in memory: after a restart, a run's first
+unrecorded period is found by asking metering for the records of its periods, newest
+first, so a restart mid-period records every period ended meanwhile and none twice. An
+endpoint stopped for idleness keeps its run's last period settled and places the next
+run's holds when it wakes. A deploy that replaces an ended endpoint of the same name
+settles its last run first (:meth:`EndpointBilling.settle_replaced`).
 """
 
 from __future__ import annotations
@@ -60,18 +70,14 @@ from gridweave_clients.gateway.endpoints import EndpointResponse, StopEndpointRe
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering import operations as metering_ops
 from gridweave_clients.metering.models import RecordUsageRequest
-from gridweave_clients.metering.pricing import (
-    PriceTable,
-    UnknownVendor,
-    VramBeyondPriceTable,
-    price_per_gpu_second,
-)
+from gridweave_clients.metering.pricing import PriceTable
 from gridweave_controller.billing import billed_seconds
-from gridweave_controller.phases import EndpointPhase
+from gridweave_controller.phases import EndpointPhase, EndpointStopReason
 from gridweave_controller.vendors import GpuVendor
+from gridweave_runtime.errors import InvalidRequest
+from platform_service.services.holds import endpoint_hold_amount, hold_amount
 
 __all__ = [
-    "OUT_OF_CREDITS",
     "EndpointBilling",
     "ListEndpoints",
     "StopEndpoint",
@@ -82,15 +88,12 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-#: The reason an endpoint is stopped with when its owner cannot pay its next period.
-OUT_OF_CREDITS = "OutOfCredits"
 #: Stops an endpoint: ``(endpoint_id, reason, message)``.
 StopEndpoint = Callable[[str, str, str], Awaitable[object]]
-#: The vendor of an endpoint's GPUs when it asked for any (the inventory's); None: unknown.
-VendorOf = Callable[[EndpointResponse], str | None]
 #: The current endpoints (the gateway's informer cache, or its API).
 ListEndpoints = Callable[[], Awaitable[Iterable[EndpointResponse]]]
 _ENDED = frozenset({EndpointPhase.STOPPED, EndpointPhase.FAILED})
+_SETTLED_KEPT = 8
 
 
 def over_gateway_api(gateway: AsyncGatewayClient) -> tuple[ListEndpoints, StopEndpoint]:
@@ -113,9 +116,12 @@ def period_key(endpoint_id: str, started_at: datetime, index: int) -> str:
 
 @dataclass
 class _Run:
-    """What billing knows of one run: how far it is recorded and held."""
+    """What billing knows of one run: the endpoint as last seen in it, how far it is
+    recorded and held."""
 
     started_at: datetime
+    view: EndpointResponse
+    seen_running_at: float | None = None  # the clock when last seen Running
     next_period: int | None = None  # the first period not recorded; None: not looked up yet
     held: set[int] = field(default_factory=set)  # the periods whose hold is in place
     replicas: int = 1
@@ -127,6 +133,30 @@ class _Run:
 class _Meter:
     endpoint: EndpointResponse
     runs: dict[datetime, _Run] = field(default_factory=dict)
+    #: The latest runs settled to their end and forgotten (a late copy does not revive one).
+    settled: dict[datetime, None] = field(default_factory=dict)
+
+    def forget_run(self, started: datetime) -> None:
+        """Forget a run settled to its end, remembering that it was."""
+        self.runs.pop(started, None)
+        self.settled[started] = None
+        while len(self.settled) > _SETTLED_KEPT:
+            del self.settled[next(iter(self.settled))]
+
+
+def _previous_run(endpoint: EndpointResponse) -> EndpointResponse | None:
+    """The run a redeploy replaced, as it ended (from ``previous*``); None: none recorded."""
+    if endpoint.previous_started_at is None or endpoint.previous_stopped_at is None:
+        return None
+    return endpoint.model_copy(
+        update={
+            "phase": EndpointPhase.STOPPED,
+            "started_at": endpoint.previous_started_at,
+            "stopped_at": endpoint.previous_stopped_at,
+            "placed_vendor": endpoint.previous_vendor,
+            "ready_replicas": 0,
+        }
+    )
 
 
 class EndpointBilling:
@@ -140,7 +170,6 @@ class EndpointBilling:
         prices: PriceTable,
         stop: StopEndpoint,
         period_seconds: int = 60,
-        vendor_of: VendorOf | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if period_seconds < 1:
@@ -150,7 +179,6 @@ class EndpointBilling:
         self.prices = prices
         self.period_seconds = period_seconds
         self._stop = stop
-        self._vendor_of = vendor_of
         self._clock = clock
         self._meters: dict[str, _Meter] = {}
 
@@ -160,11 +188,20 @@ class EndpointBilling:
         """The endpoint as it is now (an informer's add or update)."""
         meter = self._meters.setdefault(endpoint.id, _Meter(endpoint))
         meter.endpoint = endpoint
+        previous, replaced = _previous_run(endpoint), endpoint.previous_started_at
+        if previous is not None and replaced is not None:
+            if replaced not in meter.runs and replaced not in meter.settled:
+                # a run replaced while billing did not look (down, or restarted): settled
+                # to its recorded stop; periods recorded before are found at metering
+                meter.runs[replaced] = _Run(replaced, previous)
         started = endpoint.started_at
-        if started is not None and started not in meter.runs:
-            meter.runs[started] = _Run(started)
-        run = meter.runs.get(started) if started is not None else None
-        if run is not None and endpoint.ready_replicas > 0:
+        if started is None or started in meter.settled:
+            return
+        run = meter.runs.setdefault(started, _Run(started, endpoint))
+        run.view = endpoint
+        if endpoint.phase is EndpointPhase.RUNNING:
+            run.seen_running_at = self._clock()
+        if endpoint.ready_replicas > 0:
             run.replicas = min(endpoint.ready_replicas, max(1, endpoint.max_replicas))
 
     async def run(self, list_endpoints: ListEndpoints, *, interval_seconds: float = 5.0) -> None:
@@ -197,10 +234,24 @@ class EndpointBilling:
             # a finished run that is not the current one is forgotten
             for started, run in list(meter.runs.items()):
                 if run.finished and started != meter.endpoint.started_at:
-                    del meter.runs[started]
+                    meter.forget_run(started)
 
-    async def _settle_run(self, endpoint: EndpointResponse, run: _Run, now: float) -> None:
-        current = endpoint.started_at == run.started_at
+    async def settle_replaced(self, endpoint: EndpointResponse) -> None:
+        """Settle every run of an ended endpoint whose object a deploy of its name is about
+        to replace (the new object has the same id, and none of this one's times)."""
+        self.observe(endpoint)
+        meter = self._meters[endpoint.id]
+        now = self._clock()
+        for run in list(meter.runs.values()):
+            if not run.finished:
+                await self._settle_run(endpoint, run, now)
+        for started in list(meter.runs):
+            meter.forget_run(started)
+
+    async def _settle_run(self, current_view: EndpointResponse, run: _Run, now: float) -> None:
+        current = current_view.started_at == run.started_at
+        # the run billed as it was (a later run's spec, node or vendor never applies)
+        endpoint = current_view if current else run.view
         running = current and endpoint.phase is EndpointPhase.RUNNING
         start = run.started_at.timestamp()
         if running:
@@ -208,7 +259,7 @@ class EndpointBilling:
             closed = int(ran // self.period_seconds)  # periods fully ended
             total = None
         else:
-            total = self._run_seconds(endpoint, run, current, now)
+            total = self._run_seconds(current_view, run)
             closed = math.ceil(total / self.period_seconds)
         if run.next_period is None:
             run.next_period = await self._first_unrecorded(endpoint, run, closed)
@@ -228,44 +279,59 @@ class EndpointBilling:
             await self._release(endpoint, run, index)
         run.finished = True
 
-    def _run_seconds(self, endpoint: EndpointResponse, run: _Run, current: bool, now: float) -> int:
-        """Billed seconds of an ended run (the controller's rule: rounded up)."""
-        if current and endpoint.stopped_at is not None:
-            return billed_seconds(max(0.0, (endpoint.stopped_at - run.started_at).total_seconds()))
-        # replaced by a redeploy (its stop time cleared): billed to when it was last seen
-        return billed_seconds(max(0.0, now - run.started_at.timestamp()))
+    def _run_seconds(self, current_view: EndpointResponse, run: _Run) -> int:
+        """Billed seconds of an ended run (the controller's rule: rounded up), to its
+        recorded stop: ``stoppedAt`` as seen in the run, else the ``previousStoppedAt`` of
+        the redeploy that replaced it, else (replaced twice unseen) when last seen Running."""
+        stop: float | None = None
+        if run.view.started_at == run.started_at and run.view.stopped_at is not None:
+            stop = run.view.stopped_at.timestamp()
+        elif (
+            current_view.previous_started_at == run.started_at
+            and current_view.previous_stopped_at is not None
+        ):
+            stop = current_view.previous_stopped_at.timestamp()
+        elif run.seen_running_at is not None:
+            stop = run.seen_running_at
+        ran = 0.0 if stop is None else stop - run.started_at.timestamp()
+        return billed_seconds(max(0.0, ran))
 
     # -- money ----------------------------------------------------------------------------
 
     def _vendor(self, endpoint: EndpointResponse) -> str:
+        """The vendor priced: the one asked for, else the placed GPUs', else the dearest."""
         if endpoint.vendor != "any":
             return endpoint.vendor
-        known = self._vendor_of(endpoint) if self._vendor_of is not None else None
-        return known or self._dearest_vendor(endpoint)
+        return endpoint.placed_vendor or self._dearest_vendor(endpoint)
 
     def _dearest_vendor(self, endpoint: EndpointResponse) -> str:
         priced: list[tuple[int, str]] = []
         for vendor in sorted(self.prices.root):
             try:
-                priced.append(
-                    (
-                        price_per_gpu_second(self.prices, vendor=vendor, vram_mb=endpoint.vram_mb),
-                        vendor,
-                    )
+                price = hold_amount(
+                    self.prices,
+                    vendor=vendor,
+                    vram_mb=endpoint.vram_mb,
+                    gpu_count=1,
+                    timeout_seconds=1,
                 )
-            except (UnknownVendor, VramBeyondPriceTable):
+            except InvalidRequest:
                 continue
+            priced.append((price, vendor))
         return max(priced)[1] if priced else "nvidia"
 
     def _hold_amount(self, endpoint: EndpointResponse) -> int:
-        vendor = endpoint.vendor if endpoint.vendor != "any" else self._dearest_vendor(endpoint)
         try:
-            price = price_per_gpu_second(self.prices, vendor=vendor, vram_mb=endpoint.vram_mb)
-        except (UnknownVendor, VramBeyondPriceTable):
-            price = 0
-        replicas = max(1, endpoint.max_replicas)
-        # a free price still holds 1: the settlement needs a hold to close
-        return max(1, price * self.period_seconds * endpoint.gpu_count * replicas)
+            return endpoint_hold_amount(
+                self.prices,
+                vendor=self._vendor(endpoint),
+                vram_mb=endpoint.vram_mb,
+                gpu_count=endpoint.gpu_count,
+                max_replicas=endpoint.max_replicas,
+                period_seconds=self.period_seconds,
+            )
+        except InvalidRequest:  # a vendor or VRAM the table does not price: free, held 1
+            return 1
 
     async def _ensure_hold(self, endpoint: EndpointResponse, run: _Run, index: int) -> bool:
         """The hold of period ``index`` (replay-safe); False: the owner is short (stopped)."""
@@ -302,7 +368,7 @@ class EndpointBilling:
             f"({self._hold_amount(endpoint)} micro-credits; {available or 0} available)"
         )
         _log.info("endpoint %s stopped: %s", endpoint.id, message)
-        await self._stop(endpoint.id, OUT_OF_CREDITS, message)
+        await self._stop(endpoint.id, EndpointStopReason.OUT_OF_CREDITS, message)
         run.out_of_credits = True
 
     async def _first_unrecorded(self, endpoint: EndpointResponse, run: _Run, closed: int) -> int:

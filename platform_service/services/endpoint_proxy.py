@@ -34,12 +34,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import anyio
 import httpx
-from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from gridweave_clients.gateway import endpoints as gw
-from gridweave_controller.phases import EndpointPhase
+from gridweave_controller.phases import EndpointPhase, EndpointStopReason
 from platform_service.errors import EndpointNotServing, EndpointUnreachable, NotFound
 from platform_service.services.downstream import as_user, downstream_errors
 from platform_service.services.endpoint_stats import EndpointStats
@@ -78,8 +79,6 @@ _NOT_FORWARDED = HOP_BY_HOP | {
 # Transport errors of a call that never reached the endpoint (safe to send again).
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _STARTING = frozenset({EndpointPhase.PENDING, EndpointPhase.DEPLOYING})
-IDLE_REASON = "Idle"
-OUT_OF_CREDITS_REASON = "OutOfCredits"
 
 
 def forwarded_headers(headers: Mapping[str, str], *, request: bool) -> dict[str, str]:
@@ -223,7 +222,7 @@ class EndpointProxy:
 def _wakes(endpoint: gw.EndpointResponse) -> bool:
     if endpoint.phase in _STARTING:
         return True
-    return endpoint.phase is EndpointPhase.STOPPED and endpoint.reason == IDLE_REASON
+    return endpoint.phase is EndpointPhase.STOPPED and endpoint.reason == EndpointStopReason.IDLE
 
 
 def _not_serving(
@@ -244,7 +243,7 @@ def _not_serving(
             code="endpoint_failed",
             **details,
         )
-    if endpoint.reason == OUT_OF_CREDITS_REASON:
+    if endpoint.reason == EndpointStopReason.OUT_OF_CREDITS:
         return EndpointNotServing(
             f"endpoint {name} was stopped: its owner ran out of credits",
             status_code=402,
@@ -260,11 +259,27 @@ def _not_serving(
     )
 
 
+class _Relayed(StreamingResponse):
+    """The upstream answer passed on as its bytes arrive, the upstream closed in a finally
+    however the relay ends: read to its end, the client gone (Starlette then raises, or
+    cancels the relay, and skips any background task), or an error."""
+
+    def __init__(self, upstream: httpx.Response) -> None:
+        super().__init__(
+            upstream.aiter_raw(),
+            status_code=upstream.status_code,
+            headers=forwarded_headers(upstream.headers, request=False),
+        )
+        self.upstream = upstream
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            with anyio.CancelScope(shield=True):  # closed even when the relay was cancelled
+                await self.upstream.aclose()
+
+
 def _streamed(response: httpx.Response) -> StreamingResponse:
     """The upstream answer passed on as its bytes arrive; the connection closed after."""
-    return StreamingResponse(
-        response.aiter_raw(),
-        status_code=response.status_code,
-        headers=forwarded_headers(response.headers, request=False),
-        background=BackgroundTask(response.aclose),
-    )
+    return _Relayed(response)

@@ -5,9 +5,11 @@ digits of an HMAC of the user and the name, so two users' endpoints of one name 
 endpoints, and a name finds its endpoint without a table. Another user's endpoint is
 answered exactly like a missing one (404).
 
-A deployment is refused with 402 when the owner's available credits do not cover one
-billing period of the replicas it starts with (at least one): the endpoint's usage is then
-held and settled period by period (``services/endpoint_billing.py``).
+A deployment is refused with 402 (naming the amount needed) when the owner's available
+credits do not cover the first holds the billing places: two billing periods at
+``max_replicas`` (``services/holds.endpoint_hold_amount``, the one rule of both); the
+endpoint's usage is then held and settled period by period
+(``services/endpoint_billing.py``).
 """
 
 from __future__ import annotations
@@ -32,12 +34,18 @@ from gridweave_clients.platform.endpoints import (
     EndpointListResponse,
     EndpointResponse,
 )
+from gridweave_controller.phases import endpoint_is_replaceable
 from gridweave_runtime.errors import InvalidRequest
 from gridweave_runtime.storage import ObjectStore, ObjectStoreError
 from platform_service.errors import DownstreamUnavailable, InsufficientCredits, NotFound
 from platform_service.models import Role
 from platform_service.services.downstream import as_user, downstream_errors, platform_error
-from platform_service.services.holds import hold_amount
+from platform_service.services.endpoint_billing import EndpointBilling
+from platform_service.services.holds import (
+    ENDPOINT_FIRST_HOLDS,
+    endpoint_hold_amount,
+    hold_amount,
+)
 from platform_service.services.keys import AuthenticatedUser
 
 __all__ = [
@@ -69,6 +77,9 @@ class EndpointServices:
     wake_seconds: float
     #: Where a user's model may come from (directories or storage URIs); admins: anywhere.
     model_roots: tuple[str, ...] = ()
+    #: The endpoint billing (None: endpoints are not billed): a replaced endpoint's last run
+    #: is settled through it before its object goes.
+    billing: EndpointBilling | None = None
 
 
 def endpoint_id_for(secret: bytes, *, user_id: str, name: str) -> str:
@@ -86,7 +97,8 @@ def _price_per_second(services: EndpointServices, endpoint: gw.EndpointResponse)
     try:
         return hold_amount(
             services.prices,
-            vendor=endpoint.vendor,
+            # an ``any`` endpoint is billed at its placed GPUs' price, once placed
+            vendor=endpoint.placed_vendor or endpoint.vendor,
             vram_mb=endpoint.vram_mb,
             gpu_count=endpoint.gpu_count,
             timeout_seconds=1,
@@ -130,14 +142,16 @@ def endpoint_response(
 async def _check_credits(
     services: EndpointServices, *, user_id: str, request: DeployEndpointRequest
 ) -> None:
-    """402 unless the user's available credits cover one period of the first replicas."""
-    needed = hold_amount(
+    """402 unless the user's available credits cover the first holds the billing places."""
+    needed = endpoint_hold_amount(
         services.prices,
         vendor=request.vendor,
         vram_mb=request.vram_mb,
         gpu_count=request.gpu_count,
-        timeout_seconds=services.billing_seconds,
-    ) * max(1, request.min_replicas)
+        max_replicas=request.max_replicas,
+        period_seconds=services.billing_seconds,
+        periods=ENDPOINT_FIRST_HOLDS,
+    )
     with downstream_errors("credit_service", passed=()):
         try:
             account = await services.credit.run(as_user(credit_ops.get_account(user_id), user_id))
@@ -147,8 +161,9 @@ async def _check_credits(
             available, figures = 0, {"balance": 0, "held": 0}
     if available < needed:
         raise InsufficientCredits(
-            f"not enough credits: one billing period ({services.billing_seconds} s) of this "
-            f"endpoint costs {needed} micro-credits, {available} are available",
+            f"not enough credits: this endpoint holds {needed} micro-credits to start "
+            f"({ENDPOINT_FIRST_HOLDS} billing periods of {services.billing_seconds} s at "
+            f"{max(1, request.max_replicas)} replicas), {available} are available",
             **figures,
             available=available,
             needed=needed,
@@ -214,6 +229,7 @@ async def deploy_endpoint(
     check_model_source(request, roots=services.model_roots, admin=user.role == Role.ADMIN)
     user_id = user.user_id
     endpoint_id = endpoint_id_for(services.id_secret, user_id=user_id, name=request.name)
+    replaced = await _replaced_endpoint(services, user_id=user_id, endpoint_id=endpoint_id)
     await _check_credits(services, user_id=user_id, request=request)
     function_ref = None
     if request.function is not None:
@@ -238,6 +254,7 @@ async def deploy_endpoint(
         min_replicas=request.min_replicas,
         max_replicas=request.max_replicas,
         idle_seconds=request.idle_seconds,
+        replace_ended=replaced,
     )
     try:
         endpoint = await services.gateway.run(as_user(gw.create_endpoint(creation), user_id))
@@ -256,6 +273,24 @@ async def deploy_endpoint(
                     service="job_gateway",
                 ) from exc
     return endpoint_response(services, endpoint)
+
+
+async def _replaced_endpoint(services: EndpointServices, *, user_id: str, endpoint_id: str) -> bool:
+    """Whether the deploy replaces an ended endpoint of its name (Failed, or Stopped other
+    than Idle: see ``endpoint_is_replaceable``); its last run is settled first, so its
+    billing ends with it and never mixes with the new endpoint's (same id, new runs). Any
+    other endpoint of the name stays, and the gateway answers 409."""
+    with downstream_errors("job_gateway", passed=()):
+        try:
+            existing = await services.gateway.run(as_user(gw.get_endpoint(endpoint_id), user_id))
+        except ServiceNotFound:
+            return False
+    if existing.user_id != user_id or not endpoint_is_replaceable(existing.phase, existing.reason):
+        return False
+    if services.billing is not None:
+        with downstream_errors("metering_service", passed=()):
+            await services.billing.settle_replaced(existing)
+    return True
 
 
 async def get_own_endpoint(

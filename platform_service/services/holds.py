@@ -1,4 +1,5 @@
-"""A job's credit hold: price x timeout x GPUs, placed before the job reaches the gateway.
+"""Credit holds: a job's (price x timeout x GPUs, placed before the job reaches the gateway)
+and the amount of an endpoint's billing-period holds (placed by ``endpoint_billing``).
 
 The price is metering's (``gridweave_clients.metering.pricing``, the same table and the
 same variable), so the hold always covers what metering bills for a job that runs to its
@@ -25,7 +26,9 @@ from platform_service.errors import InsufficientCredits, PlatformError
 from platform_service.services.downstream import as_user, downstream_errors
 
 __all__ = [
+    "ENDPOINT_FIRST_HOLDS",
     "HoldKeyReused",
+    "endpoint_hold_amount",
     "hold_amount",
     "hold_is_open",
     "place_job_hold",
@@ -54,6 +57,31 @@ def hold_amount(
         raise InvalidRequest("vram_mb", refusal)
     # a free price still holds 1: the settlement needs a hold to close
     return max(1, max(prices) * timeout_seconds * gpu_count)
+
+
+#: The billing periods an endpoint holds at once: the one running and the next (renewed one
+#: period ahead). A deployment must be able to place this many holds to be accepted.
+ENDPOINT_FIRST_HOLDS = 2
+
+
+def endpoint_hold_amount(
+    table: PriceTable,
+    *,
+    vendor: str,
+    vram_mb: int,
+    gpu_count: int,
+    max_replicas: int,
+    period_seconds: int,
+    periods: int = 1,
+) -> int:
+    """Micro-credits of ``periods`` billing-period holds of an endpoint: each covers
+    ``period_seconds`` x ``max_replicas`` (at least 1) at the price :func:`hold_amount` holds
+    (the dearest vendor's for ``any``). The deploy check and every hold of the billing use
+    this one rule, so an accepted deployment can place its first holds."""
+    period = hold_amount(
+        table, vendor=vendor, vram_mb=vram_mb, gpu_count=gpu_count, timeout_seconds=period_seconds
+    )
+    return period * max(1, max_replicas) * periods
 
 
 async def place_job_hold(

@@ -151,6 +151,30 @@ class TestEndpointSetters:
         stopped = transport.api.set_endpoint_stopped(name, "UserStopped")
         assert stopped.status.billed_seconds >= first_run + 1
 
+    def test_the_placed_gpus_vendor_is_recorded_and_a_redeploy_keeps_the_run_it_replaced(
+        self, transport: Transport
+    ) -> None:
+        api = transport.api
+        endpoint = make_endpoint(transport, vendor="any")
+        placed = api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [0], "amd")
+        assert placed.status.vendor == "amd"
+        running = api.set_endpoint_running(endpoint.name, "http://gpu-node-1:9000")
+        stopped = api.set_endpoint_stopped(endpoint.name, "Idle", "no request")
+        woken = api.set_endpoint_deploying(endpoint.name, "gpu-node-2", [1], "nvidia")
+        assert woken.status.vendor == "nvidia"
+        assert woken.status.started_at is None and woken.status.stopped_at is None
+        assert woken.status.previous_started_at == running.status.started_at
+        assert woken.status.previous_stopped_at == stopped.status.stopped_at
+        assert woken.status.previous_vendor == "amd"
+        again = api.set_endpoint_running(endpoint.name, "http://gpu-node-2:9000")
+        redeployed = api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [0])
+        assert redeployed.status.vendor is None  # placed on GPUs of no known maker
+        assert redeployed.status.previous_started_at == again.status.started_at
+        assert redeployed.status.previous_stopped_at is not None
+        with pytest.raises(Invalid) as refused:
+            api.set_endpoint_deploying(make_endpoint(transport).name, "n1", [0], "any")
+        assert refused.value.field == "vendor"
+
     def test_a_repeat_with_other_arguments_is_a_conflict(self, transport: Transport) -> None:
         endpoint = make_endpoint(transport)
         transport.api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [0])

@@ -203,6 +203,25 @@ class TestEndpointsPlaced:
         assert (endpoint.phase, job.phase) == (EndpointPhase.DEPLOYING, JobPhase.ALLOCATED)
         assert {endpoint.status.gpu_indices, job.status.gpu_indices} == {(0,), (1,)}
 
+    def test_an_endpoint_of_any_vendor_records_the_placed_gpus_maker(self) -> None:
+        """Billing prices an ``any`` endpoint at the vendor it was placed on (status.vendor)."""
+
+        async def scenario() -> Endpoint:
+            crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
+            amd = TWO_GPUS.replace("nvidia", "amd").replace("NVIDIA A100 80GB", "AMD MI250X")
+            scheduler = Scheduler(load_inventory_text(amd))
+            loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
+            loop.follow_endpoint(
+                await crd.create_endpoint(
+                    "ep", "alice", vram_mb=GIB, mode="custom", function_ref="f", vendor="any"
+                )
+            )
+            assert (await loop.run_pass()).written == 1
+            return await crd.get_endpoint("ep")
+
+        placed = asyncio.run(scenario())
+        assert (placed.phase, placed.status.vendor) == (EndpointPhase.DEPLOYING, "amd")
+
     def test_a_stopped_endpoint_is_placed_again_once_per_wake(self) -> None:
         async def scenario() -> tuple[int, int, Endpoint, int]:
             crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")

@@ -20,8 +20,9 @@ from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.gateway.endpoints import EndpointResponse
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, price_per_gpu_second
-from gridweave_controller.phases import EndpointPhase
-from platform_service.services.endpoint_billing import OUT_OF_CREDITS, EndpointBilling, period_key
+from gridweave_controller.phases import EndpointPhase, EndpointStopReason
+from platform_service.services.endpoint_billing import EndpointBilling, period_key
+from platform_service.services.holds import ENDPOINT_FIRST_HOLDS, endpoint_hold_amount
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 
 pytestmark = [pytest.mark.postgres]
@@ -30,6 +31,8 @@ T = TypeVar("T")
 PERIOD = 60
 VRAM = 16_384
 PRICE = price_per_gpu_second(DEFAULT_PRICE_TABLE, vendor="nvidia", vram_mb=VRAM)
+AMD_PRICE = price_per_gpu_second(DEFAULT_PRICE_TABLE, vendor="amd", vram_mb=VRAM)
+OUT_OF_CREDITS = EndpointStopReason.OUT_OF_CREDITS
 STARTED = datetime(2026, 1, 5, 12, 0, 0, 250_000, tzinfo=UTC)
 
 
@@ -241,3 +244,130 @@ class TestOutOfCredits:
         view = endpoint_view(f"nobody-{uuid.uuid4().hex[:8]}")
         world.settle(view, at=1)
         assert [stop[:2] for stop in world.stops] == [(view.id, OUT_OF_CREDITS)]
+
+
+class TestPlacedVendor:
+    """An endpoint asking for ``any`` is billed at the vendor the gateway placed it on."""
+
+    def test_held_and_charged_at_the_placed_vendors_price(self, world: World) -> None:
+        assert AMD_PRICE < PRICE  # the placed vendor is the cheaper one
+        owner = funded(world)
+        view = endpoint_view(owner, vendor="any", placed_vendor="amd")
+        world.settle(view, at=10)
+        assert world.held(owner) == 2 * PERIOD * AMD_PRICE
+        world.settle(view, at=70)
+        assert world.charged(owner) == PERIOD * AMD_PRICE
+        assert [r["vendor"] for r in world.records(owner)] == ["amd"]
+
+    def test_an_unknown_placement_is_held_and_charged_at_the_dearest(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner, vendor="any")
+        world.settle(view, at=70)
+        assert world.charged(owner) == PERIOD * PRICE
+        assert world.held(owner) == 2 * PERIOD * PRICE
+
+
+def woken(view: EndpointResponse, *, stopped_after: float, woken_after: float) -> Any:
+    """``view`` stopped idle after ``stopped_after`` s and running again from
+    ``woken_after`` s, as the gateway answers then (the first run kept as ``previous_*``)."""
+    assert view.started_at is not None
+    return view.model_copy(
+        update={
+            "started_at": view.started_at + timedelta(seconds=woken_after),
+            "previous_started_at": view.started_at,
+            "previous_stopped_at": view.started_at + timedelta(seconds=stopped_after),
+            "previous_vendor": view.placed_vendor,
+        }
+    )
+
+
+class TestRecordedStop:
+    """A run billing never saw end is billed to its recorded stop, not to the pass."""
+
+    def test_a_run_replaced_by_a_wake_unseen_ends_at_its_recorded_stop(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner)
+
+        async def scenario(billing: EndpointBilling) -> None:
+            world.clock.at(10)
+            billing.observe(view)
+            await billing.settle()
+            # billing saw nothing (the gateway unreachable) while the endpoint stopped idle
+            # at 70.2 s and was woken at 500 s
+            world.clock.at(600)
+            billing.observe(woken(view, stopped_after=70.2, woken_after=500))
+            await billing.settle()
+
+        world.billing()(scenario)
+        assert world.charged(owner) == (71 + PERIOD) * PRICE  # 71 s, then the new run's 60
+        assert world.held(owner) == 2 * PERIOD * PRICE  # the new run's two periods only
+
+    def test_a_restarted_billing_settles_the_replaced_run_once(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner, vendor="any", placed_vendor="amd")
+        world.settle(view, at=65)  # period 0 charged; 1 and 2 held
+        later = woken(view, stopped_after=100, woken_after=300).model_copy(
+            update={"placed_vendor": "nvidia"}
+        )
+        world.settle(later, at=310)  # a restarted billing: the first run from previous_*
+        world.settle(later, at=320)
+        assert world.charged(owner) == 100 * AMD_PRICE  # at its own vendor's price
+        assert world.held(owner) == 2 * PERIOD * PRICE  # the new run's, on NVIDIA
+
+
+class TestFirstHolds:
+    def test_what_a_deploy_checks_is_what_the_first_holds_take(self, world: World) -> None:
+        view = endpoint_view("x", vendor="any", max_replicas=3, ready_replicas=1)
+        needed = endpoint_hold_amount(
+            DEFAULT_PRICE_TABLE,
+            vendor="any",
+            vram_mb=VRAM,
+            gpu_count=1,
+            max_replicas=3,
+            period_seconds=PERIOD,
+            periods=ENDPOINT_FIRST_HOLDS,
+        )
+        owner = funded(world, amount=needed)
+        world.settle(view.model_copy(update={"user_id": owner, "owner": owner}), at=1)
+        assert world.stops == []
+        assert world.held(owner) == needed == 2 * 3 * PERIOD * PRICE
+
+
+class TestReplacedEndpoint:
+    def test_the_old_run_is_settled_once_and_never_with_the_new_endpoint(
+        self, world: World
+    ) -> None:
+        owner = funded(world)
+        old = endpoint_view(owner, vram_mb=VRAM)
+        new = endpoint_view(
+            owner,
+            id=old.id,
+            vram_mb=2 * VRAM,
+            started_at=STARTED + timedelta(seconds=200),
+            node="node-b",
+        )
+
+        async def scenario(billing: EndpointBilling) -> None:
+            world.clock.at(30)
+            billing.observe(old)
+            await billing.settle()
+            world.clock.at(150)  # a deploy of its name: the stopped endpoint replaced
+            await billing.settle_replaced(stopped(old, 90))
+            world.clock.at(150)
+            billing.observe(old)  # a listing from before the replacement, late
+            await billing.settle()
+            world.clock.at(265)
+            billing.observe(new)
+            await billing.settle()
+
+        world.billing()(scenario)
+        records = world.records(owner)
+        old_keys = {period_key(old.id, STARTED, i) for i in range(3)}
+        mine = [r for r in records if r["hold_reference"] in old_keys]
+        assert sorted(r["wall_seconds"] for r in mine) == [30.0, 60.0]  # 90 s, once
+        assert {r["vram_mb"] for r in mine} == {VRAM}
+        theirs = [r for r in records if r not in mine]
+        assert [(r["vram_mb"], r["node"]) for r in theirs] == [(2 * VRAM, "node-b")]
+        new_price = price_per_gpu_second(DEFAULT_PRICE_TABLE, vendor="nvidia", vram_mb=2 * VRAM)
+        assert world.charged(owner) == 90 * PRICE + PERIOD * new_price
+        assert world.held(owner) == 2 * PERIOD * new_price

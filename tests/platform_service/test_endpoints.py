@@ -8,11 +8,13 @@ test_endpoints_served.py.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
 import pytest
 
+from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE
 from gridweave_clients.platform.endpoints import DeployEndpointRequest
 from gridweave_runtime.errors import InvalidRequest
 from platform_service.errors import NotFound
@@ -26,6 +28,7 @@ from platform_service.services.endpoints import (
     endpoint_id_for,
     endpoint_name,
 )
+from platform_service.services.holds import endpoint_hold_amount
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer, User, pickled
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
@@ -194,6 +197,32 @@ class TestDeployRefusals:
         assert error["available"] == 0
         assert error["needed"] > 0
 
+    def test_the_credits_of_the_first_holds_are_needed_and_named(
+        self, platform: PlatformServer, credit: CreditServer
+    ) -> None:
+        """Two billing periods at max_replicas: what the billing holds first."""
+        body = deploy_body(name="sized", max_replicas=2)
+        needed = endpoint_hold_amount(
+            DEFAULT_PRICE_TABLE,
+            vendor="nvidia",
+            vram_mb=4096,
+            gpu_count=1,
+            max_replicas=2,
+            period_seconds=60,
+            periods=2,
+        )
+        short = platform.new_user()
+        credit.fund(short.user_id, needed - 1)
+        refused = platform.http.post("/v1/endpoints", json=body, headers=short.headers)
+        assert refused.status_code == 402, refused.text
+        error = refused.json()["error"]
+        assert (error["needed"], error["available"]) == (needed, needed - 1)
+        assert str(needed) in error["message"]
+        enough = platform.new_user()
+        credit.fund(enough.user_id, needed)
+        accepted = platform.http.post("/v1/endpoints", json=body, headers=enough.headers)
+        assert accepted.status_code == 201, accepted.text
+
     def test_calls_need_an_api_key(self, platform: PlatformServer) -> None:
         response = platform.http.post("/v1/endpoints/chat/v1/chat/completions", json={})
         assert response.status_code == 401
@@ -271,6 +300,64 @@ class TestEndpointsOfAUser:
         assert call.status_code == 409, call.text
         error = call.json()["error"]
         assert (error["code"], error["reason"]) == ("endpoint_stopped", "Deleted")
+
+    def test_a_stopped_endpoints_name_is_deployed_again(
+        self, platform: PlatformServer, alice: User
+    ) -> None:
+        first = self._deploy(platform, alice, "again")
+        platform.http.delete("/v1/endpoints/again", headers=alice.headers).raise_for_status()
+        call = platform.http.post("/v1/endpoints/again/v1/completions", headers=alice.headers)
+        assert "deploy it again" in call.json()["error"]["message"]
+        second = self._deploy(platform, alice, "again")
+        assert second["endpoint_id"] == first["endpoint_id"]
+        assert (second["phase"], second["reason"], second["stopped_at"]) == ("Pending", None, None)
+        listed = platform.http.get("/v1/endpoints", headers=alice.headers).json()["endpoints"]
+        assert [e["phase"] for e in listed if e["name"] == "again"] == ["Pending"]
+
+    def test_an_any_vendor_endpoint_records_the_vendor_it_was_placed_on(
+        self, platform: PlatformServer, alice: User, gateway: GatewayServer
+    ) -> None:
+        """What billing prices it at: the gateway's answer carries the placed GPUs' maker."""
+        response = platform.http.post(
+            "/v1/endpoints", json=deploy_body(name="anywhere", vendor="any"), headers=alice.headers
+        )
+        assert response.status_code == 201, response.text
+        internal = {"Authorization": f"Bearer {INTERNAL_TOKEN}"}
+        deadline = time.monotonic() + 30
+        while True:
+            placed = gateway.http.get(
+                f"/v1/endpoints/{response.json()['endpoint_id']}", headers=internal
+            ).json()
+            if placed["phase"] != "Pending" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert placed["node"] is not None, placed
+        nodes = gateway.http.get("/v1/inventory", headers=internal).json()["nodes"]
+        gpus = {
+            (node["name"], gpu["index"]): gpu["vendor"] for node in nodes for gpu in node["gpus"]
+        }
+        assert placed["placed_vendor"] == gpus[(placed["node"], placed["gpu_indices"][0])]
+
+    @pytest.mark.parametrize("reason", ["Idle", None])
+    def test_an_endpoint_in_service_keeps_its_name(
+        self, platform: PlatformServer, alice: User, gateway: GatewayServer, reason: str | None
+    ) -> None:
+        """Scaled to zero (the next call wakes it) or not stopped: 409, nothing replaced."""
+        name = f"kept-{(reason or 'live').lower()}"
+        deployed = self._deploy(platform, alice, name)
+        if reason is not None:
+            gateway.http.post(
+                f"/v1/endpoints/{deployed['endpoint_id']}/stop",
+                json={"reason": reason},
+                headers={"Authorization": f"Bearer {INTERNAL_TOKEN}"},
+            ).raise_for_status()
+        before = platform.http.get(f"/v1/endpoints/{name}", headers=alice.headers).json()
+        again = platform.http.post(
+            "/v1/endpoints", json=deploy_body(name=name), headers=alice.headers
+        )
+        assert again.status_code == 409, again.text
+        after = platform.http.get(f"/v1/endpoints/{name}", headers=alice.headers).json()
+        assert after["created_at"] == before["created_at"]
 
     def test_out_of_credits_answers_402_and_the_api_says_why(
         self, platform: PlatformServer, alice: User, gateway: GatewayServer

@@ -228,8 +228,9 @@ export interface paths {
         put?: never;
         /**
          * Deploy Endpoint
-         * @description Deploy a model or a class (402 without one billing period's credits, 409 a taken
-         *     name, 422 naming the field: no GPU could hold it, vllm without a GPU).
+         * @description Deploy a model or a class (402 without the credits of its first holds: two billing
+         *     periods at max_replicas; 409 a name in service: an endpoint Failed or Stopped other
+         *     than Idle is replaced; 422 naming the field: no GPU could hold it, vllm without a GPU).
          */
         post: operations["deploy_endpoint"];
         delete?: never;
