@@ -2,8 +2,9 @@
 
 Each fixture starts only what a module asks for: credit_service (``credit``, from
 ``tests.support.credit_server``), metering, the faucet and chain_service (``chain``, its
-batches sealed only when a test asks; metering delivers its receipts there) on PostgreSQL,
-the gateway on the real apiserver. ``platform`` is the platform calling all of them; a
+batches sealed only when a test asks; metering delivers its receipts there) and
+kuberay-service's node registry (``node_registry``) on PostgreSQL, the gateway on the real
+apiserver. ``platform`` is the platform calling all of them; a
 module needing less defines its own.
 """
 
@@ -17,6 +18,7 @@ import pytest
 from tests.chain_service.factories import chain_settings, running_chain
 from tests.faucet_service.factories import faucet_settings, running_faucet
 from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
+from tests.kuberay_service.node_factories import Registry, serve_registry
 from tests.metering_service.factories import metering_settings, running_metering
 from tests.platform_service.factories import (
     MAX_SUBMISSION,
@@ -53,6 +55,17 @@ def gateway(
         metering_service_url=str(metering.base_url),
     ) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def node_registry(postgres: PostgresTestServer) -> Iterator[Registry]:
+    """The real kuberay-service with its node registry (join keys, nodes) on PostgreSQL."""
+    url = postgres.create_database("gwkuberay")
+    try:
+        with serve_registry(url, internal_token=INTERNAL_TOKEN) as served:
+            yield served
+    finally:
+        postgres.drop_database(url)
 
 
 @pytest.fixture(scope="module")
@@ -139,6 +152,7 @@ def platform(
     metering: httpx.Client,
     faucet: httpx.Client,
     chain: httpx.Client,
+    node_registry: Registry,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[PlatformServer]:
     """The platform calling every real service, on the gateway's object store."""
@@ -150,6 +164,7 @@ def platform(
         metering_service_url=str(metering.base_url),
         faucet_service_url=str(faucet.base_url),
         chain_service_url=str(chain.base_url),
+        kuberay_url=node_registry.url,
         storage_dir=gateway.storage_dir,
         max_submission_bytes=MAX_SUBMISSION,
     )

@@ -17,7 +17,6 @@ from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
 from tests.kuberay_service.node_factories import (
     Registry,
     node_headers,
-    serve_registry,
     validate,
     validate_body,
 )
@@ -29,7 +28,6 @@ from tests.platform_service.factories import (
 )
 from tests.support.credit_server import INTERNAL_TOKEN
 from tests.support.kubeapi import KubeAPI
-from tests.support.postgres import PostgresTestServer
 
 pytestmark = pytest.mark.postgres
 
@@ -37,21 +35,11 @@ MASTER = "https://master.example:8800"
 
 
 @pytest.fixture(scope="module")
-def registry(postgres: PostgresTestServer) -> Iterator[Registry]:
-    url = postgres.create_database("gwkuberay")
-    try:
-        with serve_registry(url, internal_token=INTERNAL_TOKEN) as served:
-            yield served
-    finally:
-        postgres.drop_database(url)
-
-
-@pytest.fixture(scope="module")
 def gateway(
-    kubeapi: KubeAPI, registry: Registry, tmp_path_factory: pytest.TempPathFactory
+    kubeapi: KubeAPI, node_registry: Registry, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[GatewayServer]:
     """The real gateway whose inventory is the registry's nodes, read again every 0.2 s."""
-    source = NodeRegistrySource(NodeRegistryClient(registry.url, INTERNAL_TOKEN))
+    source = NodeRegistrySource(NodeRegistryClient(node_registry.url, INTERNAL_TOKEN))
     with running_gateway(
         kubeapi,
         tmp_path_factory.mktemp("gateway"),
@@ -66,7 +54,7 @@ def gateway(
 @pytest.fixture(scope="module")
 def platform(
     platform_database: str,
-    registry: Registry,
+    node_registry: Registry,
     gateway: GatewayServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[PlatformServer]:
@@ -74,7 +62,7 @@ def platform(
         platform_database,
         tmp_path_factory.mktemp("platform"),
         gateway_url=gateway.url,
-        kuberay_url=registry.url,
+        kuberay_url=node_registry.url,
         node_join_url=MASTER,
     )
     with running_platform(settings) as server:
@@ -90,12 +78,12 @@ def _create_key(platform: PlatformServer, **fields: Any) -> dict[str, Any]:
     return body
 
 
-def _joined_node(platform: PlatformServer, registry: Registry) -> str:
+def _joined_node(platform: PlatformServer, node_registry: Registry) -> str:
     """A machine joined with a key made through the platform (validated and registered)."""
     key = _create_key(platform)
-    answer = validate(registry, validate_body(key["key"]))
+    answer = validate(node_registry, validate_body(key["key"]))
     assert answer.status_code == 200, answer.text
-    with registry.client(node_headers(answer.json()["node_token"])) as http:
+    with node_registry.client(node_headers(answer.json()["node_token"])) as http:
         assert http.post("/v1/nodes/register").status_code == 200
     name: str = answer.json()["name"]
     return name
@@ -176,7 +164,7 @@ class TestCreateJoinKey:
 
 class TestRevokeJoinKey:
     def test_a_revoked_key_joins_nothing(
-        self, platform: PlatformServer, registry: Registry
+        self, platform: PlatformServer, node_registry: Registry
     ) -> None:
         created = _create_key(platform)
         revoked = platform.http.delete(
@@ -184,7 +172,7 @@ class TestRevokeJoinKey:
         )
         assert revoked.status_code == 200, revoked.text
         assert revoked.json()["revoked_at"] is not None
-        answer = validate(registry, validate_body(created["key"]))
+        answer = validate(node_registry, validate_body(created["key"]))
         assert answer.status_code == 403 and "revoked" in answer.text
 
     def test_an_unknown_key_is_404_and_a_malformed_one_422(self, platform: PlatformServer) -> None:
@@ -211,9 +199,9 @@ class TestRevokeJoinKey:
 
 class TestCordon:
     def test_a_cordoned_node_takes_no_new_work_until_uncordoned(
-        self, platform: PlatformServer, registry: Registry
+        self, platform: PlatformServer, node_registry: Registry
     ) -> None:
-        name = _joined_node(platform, registry)
+        name = _joined_node(platform, node_registry)
         assert _until(platform, name, [True, True, True]) == [True, True, True]
         cordoned = platform.http.put(
             f"/v1/admin/nodes/{name}/cordon",
@@ -235,9 +223,9 @@ class TestCordon:
         assert _until(platform, name, [True, True, True]) == [True, True, True]
 
     def test_drain_cordons_and_says_what_still_holds_the_node(
-        self, platform: PlatformServer, registry: Registry
+        self, platform: PlatformServer, node_registry: Registry
     ) -> None:
-        name = _joined_node(platform, registry)
+        name = _joined_node(platform, node_registry)
         assert _until(platform, name, [True, True, True]) == [True, True, True]
         drained = platform.http.post(
             f"/v1/admin/nodes/{name}/drain", headers=platform.admin.headers
