@@ -6,6 +6,13 @@ absent, and waited for; then its height, transaction hash and the node's inclusi
 are stored with the batch. After a crash anywhere in between, the next round finds the
 transaction in the chain (or in the mempool cache) and only records it: a batch is
 anchored once, and batch n + 1 never before batch n (the application refuses it).
+
+It runs as an outbox worker on a thread of its own: a batch sealed in this process (by the
+sealer or ``POST /v1/batches``) wakes it; otherwise it looks every
+``CHAIN_ANCHOR_IDLE_SECONDS`` (for batches another replica sealed, or after the node or the
+database was away). Only a sent anchor is polled for at the short
+``CHAIN_ANCHOR_POLL_SECONDS``: an idle anchorer asking the database 20 times a second cost
+CPU the settlement path of the same machine would have had.
 """
 
 from __future__ import annotations
@@ -17,8 +24,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
-from anyio import CapacityLimiter, to_thread
 from fastapi import FastAPI
 
 from chain_service.cometbft_rpc import CometRpc, CometRpcError
@@ -26,21 +31,29 @@ from chain_service.services.anchors import next_unanchored_batch, record_anchor
 from chain_service.settings import ChainSettings
 from gridweave_clients.chain.encoding import anchor_tx
 from gridweave_runtime.database import Database
+from gridweave_runtime.outbox_worker import OutboxWorker, running_worker, wake_worker
 
-__all__ = ["BatchAnchorer", "anchoring_batches"]
+__all__ = ["BatchAnchorer", "anchoring_batches", "wake_anchorer"]
+
+_ATTRIBUTE = "batch_anchorer"  # where the app keeps it
 
 _logger = logging.getLogger("gridweave")
 
 
-class BatchAnchorer:
+class BatchAnchorer(OutboxWorker):
     """Anchors the sealed batches in CometBFT, one at a time, in order."""
 
+    label = "chain: the anchorer"
+
     def __init__(self, database: Database, settings: ChainSettings, rpc: CometRpc) -> None:
+        super().__init__(poll_seconds=settings.anchor_idle_seconds)
         self.database = database
         self.settings = settings
         self.rpc = rpc
-        self._thread = CapacityLimiter(1)
         self._chain_id: str | None = None
+
+    def deliver_round(self) -> bool:
+        return self.anchor_next()  # one anchored: the next may be waiting
 
     def anchor_next(self) -> bool:
         """Anchor the lowest unanchored batch; False when there is none.
@@ -102,15 +115,10 @@ class BatchAnchorer:
             anchored += 1
         return anchored
 
-    async def run(self) -> None:
-        """Anchor batches as they are sealed, until cancelled."""
-        while True:
-            try:
-                await to_thread.run_sync(self.anchor_waiting, limiter=self._thread)
-            except Exception as exc:  # the node or the database away: wait, try again
-                _logger.warning("chain: anchoring failed (%s); trying again", exc)
-                await anyio.sleep(1.0)
-            await anyio.sleep(self.settings.anchor_poll_seconds)
+
+def wake_anchorer(app: FastAPI) -> None:
+    """Tell the app's anchorer, if it runs, that a batch was sealed."""
+    wake_worker(app, _ATTRIBUTE)
 
 
 @asynccontextmanager
@@ -121,13 +129,10 @@ async def anchoring_batches(app: FastAPI) -> AsyncIterator[None]:
         yield
         return
     rpc = CometRpc(settings.cometbft_rpc_url, timeout=settings.anchor_timeout_seconds)
-    anchorer = BatchAnchorer(app.state.database, settings, rpc)
     try:
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(anchorer.run)
-            try:
-                yield
-            finally:
-                tasks.cancel_scope.cancel()
+        async with running_worker(
+            app, _ATTRIBUTE, BatchAnchorer(app.state.database, settings, rpc)
+        ):
+            yield
     finally:
         rpc.close()

@@ -8,14 +8,14 @@ takes an advisory lock, and the batches' constraints refuse an overlap anyway.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio
 from anyio import CapacityLimiter, to_thread
 from fastapi import FastAPI
 
-from chain_service.anchorer import anchoring_batches
+from chain_service.anchorer import anchoring_batches, wake_anchorer
 from chain_service.services.batches import seal_batch
 from chain_service.settings import ChainSettings
 from chain_service.signing import SigningKey
@@ -29,10 +29,17 @@ _logger = logging.getLogger("gridweave")
 class BatchSealer:
     """Seals the waiting receipts into batches on an interval."""
 
-    def __init__(self, database: Database, settings: ChainSettings, key: SigningKey) -> None:
+    def __init__(
+        self,
+        database: Database,
+        settings: ChainSettings,
+        key: SigningKey,
+        on_sealed: Callable[[], None] = lambda: None,
+    ) -> None:
         self.database = database
         self.settings = settings
         self.key = key
+        self.on_sealed = on_sealed  # safe from any thread: wakes the anchorer
         self._thread = CapacityLimiter(1)
 
     def seal_waiting(self) -> int:
@@ -46,6 +53,7 @@ class BatchSealer:
             if batch is None:
                 return sealed
             sealed += 1
+            self.on_sealed()
             if batch.leaf_count < self.settings.batch_max_receipts:
                 return sealed
 
@@ -62,7 +70,9 @@ class BatchSealer:
 @asynccontextmanager
 async def sealing_batches(app: FastAPI) -> AsyncIterator[None]:
     """While the app serves: the batch sealer, and the anchorer when ``CHAIN_ENABLED``."""
-    sealer = BatchSealer(app.state.database, app.state.settings, app.state.signing_key)
+    sealer = BatchSealer(
+        app.state.database, app.state.settings, app.state.signing_key, lambda: wake_anchorer(app)
+    )
     async with anchoring_batches(app), anyio.create_task_group() as tasks:
         tasks.start_soon(sealer.run)
         try:

@@ -62,7 +62,16 @@ class ChainSettings(ServiceSettings):
         default=0.05,
         gt=0,
         le=60,
-        description="How often a sent anchor is looked for in the chain, and idle batches for.",
+        description="How often a sent anchor is looked for in the chain until committed.",
+    )
+    anchor_idle_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=3600,
+        description=(
+            "How often an idle anchorer looks for batches to anchor (a batch sealed in this "
+            "process wakes it at once; this finds those of other replicas, and retries)."
+        ),
     )
     anchor_timeout_seconds: float = Field(
         default=30.0,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Depends, Path, Request
 
+from chain_service.anchorer import wake_anchorer
 from chain_service.routers.common import SessionDep, SettingsDep, SigningKeyDep
 from chain_service.services import batches
 from gridweave_clients.chain.models import BatchResponse, SealResponse
@@ -20,9 +21,13 @@ router = APIRouter(
 
 
 @router.post("")
-def seal_batch(session: SessionDep, settings: SettingsDep, key: SigningKeyDep) -> SealResponse:
+def seal_batch(
+    request: Request, session: SessionDep, settings: SettingsDep, key: SigningKeyDep
+) -> SealResponse:
     """Seal the receipts not in a batch yet (at most the batch maximum) into one now."""
     row = batches.seal_batch(session, key=key, max_receipts=settings.batch_max_receipts)
+    if row is not None:
+        wake_anchorer(request.app)
     return SealResponse(batch=None if row is None else batches.batch_response(row))
 
 

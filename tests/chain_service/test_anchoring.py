@@ -182,6 +182,33 @@ def test_each_batch_is_anchored_once_in_order_with_its_height_hash_and_proof(
         rpc.close()
 
 
+@pytest.mark.parametrize("sealed_by", ["route", "sealer"])
+def test_a_batch_sealed_in_the_process_wakes_the_anchorer(
+    sealed_by: str, node: LocalNode, chain_database: str, tmp_path: Path
+) -> None:
+    """The idle look is an hour away: only the seal's wake-up can anchor within seconds."""
+    settings = chain_settings(
+        chain_database,
+        tmp_path,
+        signing_key_file=tmp_path / "signing.pem",
+        enabled=True,
+        cometbft_rpc_url=node.rpc_url,
+        anchor_idle_seconds=3600.0,
+        batch_interval_seconds=0.5 if sealed_by == "sealer" else 3600.0,
+    )
+    with running_chain(settings) as chain:
+        time.sleep(0.5)  # the anchorer's first round has found nothing and waits
+        chain.post("/v1/receipts", json=receipt_body())
+        if sealed_by == "route":
+            seal(chain)
+        deadline = time.monotonic() + 15
+        while chain.get("/v1/batches/1").status_code == 404 or (
+            chain.get("/v1/batches/1").json()["anchor"] is None
+        ):
+            assert time.monotonic() < deadline, "the sealed batch was not anchored"
+            time.sleep(0.05)
+
+
 class TestTheApplicationRefuses:
     def _tx(self, key: SigningKey, batch_id: int = 1, first_seq: int = 1) -> bytes:
         fields: dict[str, Any] = {
