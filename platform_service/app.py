@@ -50,6 +50,7 @@ from platform_service.services.endpoint_proxy import EndpointProxy
 from platform_service.services.endpoints import EndpointServices
 from platform_service.services.jobs import JobServices
 from platform_service.services.keys import api_key_secret
+from platform_service.services.outcomes import LogStreamSlots
 from platform_service.services.registry import MaintenanceWindow
 from platform_service.services.registry_tokens import load_token_signer
 from platform_service.settings import DATABASE_NAME, PlatformSettings
@@ -149,6 +150,7 @@ def create_app(
         prices=settings.price_table,
         id_secret=hmac_key,
     )
+    app.state.log_streams = LogStreamSlots(settings.max_log_streams_per_user)
     list_endpoints, stop_endpoint = over_gateway_api(gateway)
     billing = (
         EndpointBilling(

@@ -13,6 +13,7 @@ Tree::
         ├── IdempotencyConflict    409  (body: job_id, differing_fields)
         ├── JobNotFinished         409  (body: job_id, phase)
         ├── JobDidNotComplete      409  (body: job_id, phase, reason, message, traceback)
+        ├── TooManyLogStreams      429  (body: limit; the user's live log streams are open)
         ├── RegistryScopeRefused   403  (body: refused; another user's repository)
         ├── RegistryPushRefused    403  (body: usage_bytes, quota_bytes; over quota)
         ├── RegistryReadOnly       503  (a push while the registry collects garbage)
@@ -52,6 +53,7 @@ __all__ = [
     "RegistryReadOnly",
     "RegistryRefusal",
     "RegistryScopeRefused",
+    "TooManyLogStreams",
 ]
 
 
@@ -133,6 +135,15 @@ class JobDidNotComplete(PlatformError):
     code = "job_did_not_complete"
     status_code = 409
     message = "the job finished without a result"
+
+
+class TooManyLogStreams(PlatformError):
+    """The user holds as many live log streams open as allowed
+    (``PLATFORM_MAX_LOG_STREAMS_PER_USER``)."""
+
+    code = "too_many_log_streams"
+    status_code = 429
+    message = "too many live log streams are open"
 
 
 class EndpointNotServing(PlatformError):

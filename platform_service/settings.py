@@ -82,6 +82,15 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
         le=10,
         description="How often a live log stream (server-sent events) reads the job's output.",
     )
+    max_log_streams_per_user: int = Field(
+        default=8,
+        ge=1,
+        le=1_000,
+        description=(
+            "Most live log streams (server-sent events) one user holds open at once, per "
+            "platform process; one more is 429 too_many_log_streams."
+        ),
+    )
     gateway_url: str = Field(
         default="http://127.0.0.1:8200",
         validation_alias=AliasChoices("GATEWAY_URL"),

@@ -15,6 +15,7 @@ from gridweave_runtime.storage.layout import (
     attempt_objects,
     input_objects,
 )
+from gridweave_runtime.storage.logs import LogSlice, log_part_key, log_parts_uri, read_log
 from gridweave_runtime.storage.store import (
     LocalObjectStore,
     ObjectNotFound,
@@ -32,6 +33,7 @@ __all__ = [
     "AttemptObjects",
     "InputObjects",
     "LocalObjectStore",
+    "LogSlice",
     "ObjectNotFound",
     "ObjectStorageSettings",
     "ObjectStore",
@@ -40,7 +42,10 @@ __all__ = [
     "StorageConfig",
     "attempt_objects",
     "input_objects",
+    "log_part_key",
+    "log_parts_uri",
     "open_object_store",
+    "read_log",
 ]
 
 

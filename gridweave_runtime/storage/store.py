@@ -50,6 +50,20 @@ class ObjectStore(Protocol):
         """Read the object at ``uri`` (this store's scheme); ObjectNotFound when missing."""
         ...
 
+    def get_range(self, uri: str, start: int, end: int | None = None) -> bytes:
+        """Bytes ``[start, end)`` of the object at ``uri`` (to its end without ``end``; short
+        or empty past it); ObjectNotFound when missing."""
+        ...
+
+    def size(self, uri: str) -> int:
+        """The size in bytes of the object at ``uri``; ObjectNotFound when missing."""
+        ...
+
+    def list_names(self, uri: str, *, after: str = "") -> list[str]:
+        """The names of the objects under the folder ``uri`` (``<uri>/<name>``), sorted,
+        only those greater than ``after``; empty when there are none."""
+        ...
+
     def delete(self, key: str) -> None:
         """Remove ``key`` if it exists (a missing key is not an error)."""
         ...
@@ -67,6 +81,17 @@ class StorageConfig:
     s3_region: str = "us-east-1"
 
 
+#: The prefix of a local object being written (renamed into place when complete).
+_TEMP = ".tmp-"
+
+
+def _file_path(uri: str) -> Path:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        raise ObjectStoreError(f"not a file:// URI: {uri}")
+    return Path(unquote(parsed.path))
+
+
 class LocalObjectStore:
     """Objects as files under ``root``; URIs ``file:///abs/path``."""
 
@@ -81,22 +106,58 @@ class LocalObjectStore:
         """Write atomically (a temporary file renamed into place)."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as handle:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=_TEMP, delete=False) as handle:
             handle.write(data)
         os.replace(handle.name, path)
         return path.as_uri()
 
     def get(self, uri: str) -> bytes:
         """Read a ``file://`` URI."""
-        parsed = urlparse(uri)
-        if parsed.scheme != "file":
-            raise ObjectStoreError(f"not a file:// URI: {uri}")
         try:
-            return Path(unquote(parsed.path)).read_bytes()
+            return _file_path(uri).read_bytes()
         except FileNotFoundError as exc:
             raise ObjectNotFound(f"no object at {uri}") from exc
         except OSError as exc:
             raise ObjectStoreError(f"cannot read {uri}: {exc}") from exc
+
+    def get_range(self, uri: str, start: int, end: int | None = None) -> bytes:
+        """A positional read of a ``file://`` URI."""
+        path = _file_path(uri)
+        if end is not None and end <= start:
+            self.size(uri)  # a missing object is still ObjectNotFound
+            return b""
+        try:
+            with path.open("rb") as handle:
+                handle.seek(start)
+                return handle.read() if end is None else handle.read(end - start)
+        except FileNotFoundError as exc:
+            raise ObjectNotFound(f"no object at {uri}") from exc
+        except OSError as exc:
+            raise ObjectStoreError(f"cannot read {uri}: {exc}") from exc
+
+    def size(self, uri: str) -> int:
+        """The file's size (``stat``)."""
+        path = _file_path(uri)
+        try:
+            if not path.is_file():
+                raise ObjectNotFound(f"no object at {uri}")
+            return path.stat().st_size
+        except FileNotFoundError as exc:
+            raise ObjectNotFound(f"no object at {uri}") from exc
+        except OSError as exc:
+            raise ObjectStoreError(f"cannot read {uri}: {exc}") from exc
+
+    def list_names(self, uri: str, *, after: str = "") -> list[str]:
+        """The files in the folder of a ``file://`` URI (half-written temporary files left
+        out: they are hidden until renamed into place)."""
+        folder = _file_path(uri)
+        try:
+            names = [entry.name for entry in os.scandir(folder) if entry.is_file()]
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise ObjectStoreError(f"cannot list {uri}: {exc}") from exc
+        return sorted(name for name in names if name > after and not name.startswith(_TEMP))
 
     def delete(self, key: str) -> None:
         """Remove the file of ``key`` if it is there, and the folders it leaves empty."""
@@ -149,16 +210,61 @@ class S3ObjectStore:
 
     def get(self, uri: str) -> bytes:
         """One GET Object of an ``s3://bucket/key`` URI (any bucket)."""
-        parsed = urlparse(uri)
-        if parsed.scheme != "s3" or not parsed.netloc:
-            raise ObjectStoreError(f"not an s3:// URI: {uri}")
+        bucket, key = _s3_location(uri)
         try:
-            answer = self._client.get_object(Bucket=parsed.netloc, Key=parsed.path.lstrip("/"))
+            answer = self._client.get_object(Bucket=bucket, Key=key)
             return bytes(answer["Body"].read())
         except Exception as exc:
-            if _error_code(exc) in {"NoSuchKey", "404", "NotFound"}:
+            if _error_code(exc) in _MISSING:
                 raise ObjectNotFound(f"no object at {uri}") from exc
             raise ObjectStoreError(f"cannot read {uri}: {exc}") from exc
+
+    def get_range(self, uri: str, start: int, end: int | None = None) -> bytes:
+        """One ranged GET Object (``Range: bytes=start-end``)."""
+        bucket, key = _s3_location(uri)
+        if end is not None and end <= start:
+            self.size(uri)
+            return b""
+        wanted = f"bytes={start}-" + ("" if end is None else str(end - 1))
+        try:
+            answer = self._client.get_object(Bucket=bucket, Key=key, Range=wanted)
+            return bytes(answer["Body"].read())
+        except Exception as exc:
+            code = _error_code(exc)
+            if code == "InvalidRange":  # starts at or past the end
+                self.size(uri)
+                return b""
+            if code in _MISSING:
+                raise ObjectNotFound(f"no object at {uri}") from exc
+            raise ObjectStoreError(f"cannot read {uri}: {exc}") from exc
+
+    def size(self, uri: str) -> int:
+        """One HEAD Object."""
+        bucket, key = _s3_location(uri)
+        try:
+            return int(self._client.head_object(Bucket=bucket, Key=key)["ContentLength"])
+        except Exception as exc:
+            if _error_code(exc) in _MISSING:
+                raise ObjectNotFound(f"no object at {uri}") from exc
+            raise ObjectStoreError(f"cannot read {uri}: {exc}") from exc
+
+    def list_names(self, uri: str, *, after: str = "") -> list[str]:
+        """ListObjectsV2 of the prefix ``<key>/``, from after ``after`` (``StartAfter``)."""
+        bucket, key = _s3_location(uri)
+        prefix = key.rstrip("/") + "/"
+        names: list[str] = []
+        options: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+        if after:
+            options["StartAfter"] = prefix + after
+        try:
+            for page in self._client.get_paginator("list_objects_v2").paginate(**options):
+                for item in page.get("Contents", []):
+                    name = str(item["Key"])[len(prefix) :]
+                    if "/" not in name and name > after:
+                        names.append(name)
+        except Exception as exc:
+            raise ObjectStoreError(f"cannot list {uri}: {exc}") from exc
+        return sorted(names)
 
     def delete(self, key: str) -> None:
         """One DELETE Object (S3 answers a missing key with success too)."""
@@ -173,6 +279,18 @@ class S3ObjectStore:
             self._client.head_bucket(Bucket=self.bucket)
         except Exception:
             self._client.create_bucket(Bucket=self.bucket)
+
+
+#: botocore's codes of a missing object (GET answers NoSuchKey, HEAD a bare 404).
+_MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
+
+
+def _s3_location(uri: str) -> tuple[str, str]:
+    """The bucket and key of an ``s3://bucket/key`` URI."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "s3" or not parsed.netloc:
+        raise ObjectStoreError(f"not an s3:// URI: {uri}")
+    return parsed.netloc, parsed.path.lstrip("/")
 
 
 def _error_code(exc: Exception) -> str | None:

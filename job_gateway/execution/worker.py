@@ -28,7 +28,12 @@ from typing import IO, Any
 
 import cloudpickle
 
-from gridweave_runtime.storage import StorageConfig, attempt_objects, open_object_store
+from gridweave_runtime.storage import (
+    StorageConfig,
+    attempt_objects,
+    log_part_key,
+    open_object_store,
+)
 from job_gateway.execution.outcome import MAX_MESSAGE_CHARS, Outcome, outcome_key
 
 __all__ = ["AttemptSpec", "JobWorker", "run_attempt"]
@@ -144,6 +149,7 @@ def run_attempt(spec: AttemptSpec) -> Outcome:
     )
     outcome = outcome.model_copy(update={"reusable": _left_clean(threads_before)})
     store.put(outcome_key(spec.job_id, spec.attempt), outcome.model_dump_json().encode())
+    mirror.delete_parts()  # the whole outputs are there: readers no longer need them
     return outcome
 
 
@@ -224,8 +230,9 @@ def _ray_node_id() -> str:
         return ""
 
 
-#: While a job runs, what it printed so far is written to the object store this often, so
-#: the platform's live log (server-sent events) can follow it; all of it again at the end.
+#: While a job runs, what it printed since the last upload is appended to the object store
+#: this often (a part, :mod:`gridweave_runtime.storage.logs`), so the platform's live log
+#: (server-sent events) can follow it; the whole output is written once at the end.
 LIVE_OUTPUT_SECONDS = 0.5
 
 
@@ -235,20 +242,22 @@ class _Captured:
     data: bytes = b""
     fileno: int = -1  # the capture file while capturing
 
-    def so_far(self) -> bytes:
-        """What was written until now (a positional read: the writers' offset stays)."""
+    def since(self, offset: int) -> bytes:
+        """What was written after ``offset`` until now (a positional read: the writers'
+        offset stays)."""
         try:
-            return os.pread(self.fileno, os.fstat(self.fileno).st_size, 0)
+            return os.pread(self.fileno, max(0, os.fstat(self.fileno).st_size - offset), offset)
         except OSError:
             return b""
 
 
 class _LiveOutput:
-    """A thread writing each capture's bytes so far to its object while they grow."""
+    """A thread appending what each capture gained to its object's parts while it grows."""
 
     def __init__(self, store: Any, targets: list[tuple[str, _Captured]]) -> None:
         self._store = store
         self._targets = targets
+        self._parts: list[str] = []
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gw-live-output", daemon=True)
         self._thread.start()
@@ -262,18 +271,29 @@ class _LiveOutput:
                 except (OSError, ValueError):
                     pass
             for key, captured in self._targets:
-                data = captured.so_far()
-                if len(data) != written[key]:
-                    try:
-                        self._store.put(key, data)
-                    except Exception:  # the final write at the end still happens
-                        continue
-                    written[key] = len(data)
+                new = captured.since(written[key])
+                if not new:
+                    continue
+                part = log_part_key(key, written[key], written[key] + len(new))
+                self._parts.append(part)  # deleted at the end even if its upload seemed to fail
+                try:
+                    self._store.put(part, new)
+                except Exception:  # sent again, with what follows, at the next tick
+                    continue
+                written[key] += len(new)
 
     def stop(self) -> None:
         """Stop and wait for the thread (the final, whole outputs are the caller's)."""
         self._stopped.set()
         self._thread.join()
+
+    def delete_parts(self) -> None:
+        """Delete the parts uploaded (after the whole outputs were written)."""
+        for part in self._parts:
+            try:
+                self._store.delete(part)
+            except Exception:  # readers take the whole object first: a leftover part is unread
+                continue
 
 
 @contextmanager

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from gridweave_clients.credit.models import IdempotencyKey
 from gridweave_clients.fields import UtcDatetime
@@ -28,6 +30,29 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 #: The result's media type: the SDK's pickled bytes, handed over unread.
 PICKLE_MEDIA_TYPE = "application/vnd.gridweave.pickle"
 Offset = Annotated[int, Query(ge=0, le=2**62, description="Byte offset to read from.")]
+
+
+class _HeldStream(StreamingResponse):
+    """A live log stream that gives its user's slot back however it ends (finished, the
+    client gone, or never started)."""
+
+    def __init__(
+        self,
+        events: AsyncIterator[str],
+        *,
+        headers: dict[str, str],
+        slots: outcomes.LogStreamSlots,
+        user_id: str,
+    ) -> None:
+        super().__init__(events, media_type="text/event-stream", headers=headers)
+        self._slots = slots
+        self._user_id = user_id
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._slots.give_back(self._user_id)
 
 
 @router.post("", status_code=201)
@@ -155,10 +180,14 @@ async def get_job_logs(
 @router.get(
     "/{job_id}/logs/stream",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "Server-sent events."}},
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "Server-sent events."},
+        429: {"description": "The user's live log streams are all open (too_many_log_streams)."},
+    },
 )
 async def stream_job_logs(
     job_id: JobId,
+    request: Request,
     user: UserDep,
     services: JobServicesDep,
     settings: SettingsDep,
@@ -173,11 +202,14 @@ async def stream_job_logs(
     stderr_offset: Offset = 0,
 ) -> StreamingResponse:
     """Live logs as server-sent events (``stdout``, ``stderr``, then ``end``), one line per
-    event; each event's id is the position after it, so a reconnection resumes there."""
+    event; each event's id is the position after it, so a reconnection resumes there. A user
+    holds at most ``PLATFORM_MAX_LOG_STREAMS_PER_USER`` open (429 ``too_many_log_streams``)."""
     start = (stdout_offset, stderr_offset)
     if last_event_id:
         start = outcomes.parse_log_position(last_event_id, field="Last-Event-ID")
     await jobs.get_own_job(services, user_id=user.user_id, job_id=job_id)  # 404 before 200
+    slots: outcomes.LogStreamSlots = request.app.state.log_streams
+    slots.take(user.user_id)
     events = outcomes.stream_job_logs(
         services,
         user_id=user.user_id,
@@ -185,10 +217,11 @@ async def stream_job_logs(
         start=start,
         poll_seconds=settings.log_poll_seconds,
     )
-    return StreamingResponse(
+    return _HeldStream(
         events,
-        media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        slots=slots,
+        user_id=user.user_id,
     )
 
 
@@ -209,15 +242,14 @@ async def download_job_log(
 ) -> Response:
     """One output stream of the job's latest attempt as a text file: all of it, or the page
     of ``length`` bytes from ``offset``; ``X-Log-Size`` is the whole stream's size."""
-    data = await outcomes.job_log_bytes(
-        services, user_id=user.user_id, job_id=job_id, stream=stream
+    read = await outcomes.job_log_bytes(
+        services, user_id=user.user_id, job_id=job_id, stream=stream, offset=offset, length=length
     )
-    end = len(data) if length is None else offset + length
     return Response(
-        data[offset:end],
+        read.data,
         media_type="text/plain; charset=utf-8",
         headers={
             "Content-Disposition": f'attachment; filename="{job_id}.{stream}.txt"',
-            "X-Log-Size": str(len(data)),
+            "X-Log-Size": str(read.size),
         },
     )

@@ -19,18 +19,26 @@ from gridweave_clients.gateway import operations as gw_ops
 from gridweave_clients.platform.models import JobLogsResponse
 from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase
 from gridweave_runtime.errors import InvalidRequest
-from gridweave_runtime.storage import ObjectNotFound, ObjectStore, ObjectStoreError
+from gridweave_runtime.storage import (
+    LogSlice,
+    ObjectNotFound,
+    ObjectStore,
+    ObjectStoreError,
+    read_log,
+)
 from platform_service.errors import (
     DownstreamFailed,
     DownstreamUnavailable,
     JobDidNotComplete,
     JobNotFinished,
+    TooManyLogStreams,
 )
 from platform_service.services.downstream import as_user, downstream_errors
 from platform_service.services.jobs import JobServices, get_own_job
 
 __all__ = [
     "LOG_STREAMS",
+    "LogStreamSlots",
     "MAX_LINE_BYTES",
     "MAX_TRACEBACK_BYTES",
     "job_log_bytes",
@@ -45,6 +53,9 @@ MAX_TRACEBACK_BYTES = 64 * 1024
 #: A line longer than this is sent in pieces rather than held back until its newline.
 MAX_LINE_BYTES = 64 * 1024
 LOG_STREAMS = ("stdout", "stderr")
+#: The most of one output a live stream reads per poll (a reconnection far behind catches up
+#: in steps, without waiting).
+STREAM_READ_BYTES = 1024 * 1024
 #: A comment line this often keeps proxies from closing a quiet stream.
 _HEARTBEAT_SECONDS = 15.0
 
@@ -61,14 +72,22 @@ async def _outcome(
         )
 
 
-async def _read(store: ObjectStore, uri: str | None) -> bytes:
-    """The object at ``uri``; empty when nothing is (or was ever) there."""
+async def _read_range(
+    store: ObjectStore,
+    uri: str | None,
+    start: int,
+    end: int | None = None,
+    *,
+    last: int | None = None,
+) -> LogSlice:
+    """Bytes ``[start, end)`` of the output at ``uri`` (only those: a ranged read), the last
+    ``last`` of them with ``last``; empty when nothing is (or was ever) there."""
     if uri is None:
-        return b""
+        return LogSlice(b"", 0, 0)
     try:
-        return await to_thread.run_sync(store.get, uri)
+        return await to_thread.run_sync(lambda: read_log(store, uri, start, end, last=last))
     except ObjectNotFound:
-        return b""
+        return LogSlice(b"", 0, 0)
     except ObjectStoreError as exc:
         raise DownstreamUnavailable(
             "object storage is unavailable: try again", service="storage"
@@ -84,7 +103,8 @@ async def job_result(
     if outcome.phase not in JOB_TERMINAL_PHASES:
         raise JobNotFinished(job_id=job_id, phase=outcome.phase.value)
     if outcome.phase is not JobPhase.COMPLETED:
-        traceback = (await _read(services.store, outcome.error_ref))[-MAX_TRACEBACK_BYTES:]
+        read = await _read_range(services.store, outcome.error_ref, 0, last=MAX_TRACEBACK_BYTES)
+        traceback = read.data
         raise JobDidNotComplete(
             f"the job ended {outcome.phase.value}"
             + (f": {outcome.message}" if outcome.message else ""),
@@ -106,13 +126,13 @@ async def job_result(
         ) from exc
 
 
-def _tail(data: bytes, offset: int, limit: int) -> tuple[str, int, bool]:
+async def _tail(
+    store: ObjectStore, uri: str | None, offset: int, limit: int
+) -> tuple[str, int, bool]:
     """The text from ``offset`` (its last ``limit`` bytes), the next offset, truncated."""
-    start = min(offset, len(data))
-    truncated = len(data) - start > limit
-    if truncated:
-        start = len(data) - limit
-    return data[start:].decode("utf-8", errors="replace"), len(data), truncated
+    read = await _read_range(store, uri, offset, last=limit)
+    truncated = read.start > min(offset, read.size)
+    return read.data.decode("utf-8", errors="replace"), read.size, truncated
 
 
 async def job_logs(
@@ -126,11 +146,11 @@ async def job_logs(
 ) -> JobLogsResponse:
     """stdout and stderr of the job's latest attempt that ran, from the offsets given."""
     outcome = await _outcome(services, user_id=user_id, job_id=job_id)
-    stdout, stdout_next, stdout_cut = _tail(
-        await _read(services.store, outcome.stdout_ref), stdout_offset, limit
+    stdout, stdout_next, stdout_cut = await _tail(
+        services.store, outcome.stdout_ref, stdout_offset, limit
     )
-    stderr, stderr_next, stderr_cut = _tail(
-        await _read(services.store, outcome.stderr_ref), stderr_offset, limit
+    stderr, stderr_next, stderr_cut = await _tail(
+        services.store, outcome.stderr_ref, stderr_offset, limit
     )
     return JobLogsResponse(
         job_id=job_id,
@@ -145,11 +165,53 @@ async def job_logs(
     )
 
 
-async def job_log_bytes(services: JobServices, *, user_id: str, job_id: str, stream: str) -> bytes:
-    """All of one stream (``stdout`` or ``stderr``) of the job's latest attempt."""
+async def job_log_bytes(
+    services: JobServices,
+    *,
+    user_id: str,
+    job_id: str,
+    stream: str,
+    offset: int = 0,
+    length: int | None = None,
+) -> LogSlice:
+    """One stream (``stdout`` or ``stderr``) of the job's latest attempt: all of it, or the
+    ``length`` bytes from ``offset`` (only those are read), with the stream's size."""
     outcome = await _outcome(services, user_id=user_id, job_id=job_id)
     ref = outcome.stdout_ref if stream == "stdout" else outcome.stderr_ref
-    return await _read(services.store, ref)
+    return await _read_range(
+        services.store, ref, offset, None if length is None else offset + length
+    )
+
+
+class LogStreamSlots:
+    """How many live log streams each user holds open (this process), at most ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._open: dict[str, int] = {}
+
+    def take(self, user_id: str) -> None:
+        """One more stream for ``user_id``; TooManyLogStreams (429) past the limit."""
+        held = self._open.get(user_id, 0)
+        if held >= self.limit:
+            raise TooManyLogStreams(
+                f"{held} live log streams are open, the most one user may hold "
+                f"(PLATFORM_MAX_LOG_STREAMS_PER_USER={self.limit}): close one and retry",
+                limit=self.limit,
+            )
+        self._open[user_id] = held + 1
+
+    def give_back(self, user_id: str) -> None:
+        """A stream of ``user_id`` ended."""
+        held = self._open.get(user_id, 0) - 1
+        if held > 0:
+            self._open[user_id] = held
+        else:
+            self._open.pop(user_id, None)
+
+    def held(self, user_id: str) -> int:
+        """How many streams ``user_id`` holds open now."""
+        return self._open.get(user_id, 0)
 
 
 _LOG_POSITION = re.compile(r"([0-9]{1,19})\.([0-9]{1,19})")
@@ -163,10 +225,9 @@ def parse_log_position(value: str, *, field: str) -> tuple[int, int]:
     return int(found[1]), int(found[2])
 
 
-def _complete_lines(data: bytes, offset: int, *, finished: bool) -> list[bytes]:
-    """The whole lines of ``data`` from ``offset`` (the rest too once the job finished, or
-    when it has grown past :data:`MAX_LINE_BYTES`)."""
-    chunk = data[min(offset, len(data)) :]
+def _complete_lines(chunk: bytes, *, finished: bool) -> list[bytes]:
+    """The whole lines of ``chunk`` (the rest too once ``finished``: the job ended and this is
+    the output's end; or when it has grown past :data:`MAX_LINE_BYTES`)."""
     end = len(chunk) if finished else chunk.rfind(b"\n") + 1
     if end == 0 and len(chunk) >= MAX_LINE_BYTES:
         end = MAX_LINE_BYTES
@@ -199,12 +260,21 @@ async def stream_job_logs(
     while True:
         outcome = await _outcome(services, user_id=user_id, job_id=job_id)
         refs = (outcome.stdout_ref, outcome.stderr_ref)
+        behind = False  # a read stopped short of the output's end: read again at once
         for index, name in enumerate(LOG_STREAMS):
-            data = await _read(services.store, refs[index])
-            for line in _complete_lines(data, offsets[index], finished=outcome.finished):
+            offset = offsets[index]
+            read = await _read_range(
+                services.store, refs[index], offset, offset + STREAM_READ_BYTES
+            )
+            at_end = read.end >= read.size
+            chunk = read.data if read.start == offset else b""
+            for line in _complete_lines(chunk, finished=outcome.finished and at_end):
                 offsets[index] += len(line)
                 quiet_since = time.monotonic()
                 yield _event(name, line, (offsets[0], offsets[1]))
+            behind = behind or (not at_end and offsets[index] > offset)
+        if behind:
+            continue
         if outcome.finished:
             yield f"id: {offsets[0]}.{offsets[1]}\nevent: end\ndata: {outcome.phase.value}\n\n"
             return

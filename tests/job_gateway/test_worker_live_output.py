@@ -1,4 +1,5 @@
-"""A running attempt's output reaches the object store while it runs (the live log reads it).
+"""A running attempt's output reaches the object store while it runs (the live log reads it),
+each upload carrying only what is new.
 
 The attempt runs in a process of its own, as in a Ray worker: its file descriptors 1 and 2
 are real (pytest's capture replaces only this process's ``sys.stdout``).
@@ -14,12 +15,16 @@ import time
 from pathlib import Path
 
 import cloudpickle
+import pytest
 
 from gridweave_runtime.storage import (
     LocalObjectStore,
     ObjectNotFound,
     StorageConfig,
     attempt_objects,
+    log_part_key,
+    log_parts_uri,
+    read_log,
 )
 from job_gateway.execution.worker import LIVE_OUTPUT_SECONDS, AttemptSpec
 
@@ -40,7 +45,9 @@ def _talker() -> str:
 
     print("first line", flush=True)
     sys.stderr.write("a warning\n")
-    time.sleep(3.0)
+    time.sleep(1.5)
+    print("second line", flush=True)
+    time.sleep(1.5)
     print("last line")  # not flushed by the function: the end writes it
     return "done"
 
@@ -62,18 +69,26 @@ def test_output_is_in_the_store_while_the_attempt_runs(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    seen = b""
-    deadline = time.monotonic() + 2.5  # the function sleeps 3 s after its first line
-    while time.monotonic() < deadline and not seen:
-        try:
-            seen = store.get(store.uri(objects.stdout))
-        except ObjectNotFound:
-            time.sleep(0.05)
+    stdout = store.uri(objects.stdout)
+    seen, parts = b"", set()
+    deadline = time.monotonic() + 2.8  # the function ends 3 s after its first line
+    while time.monotonic() < deadline and seen != b"first line\nsecond line\n":
+        seen = read_log(store, stdout).data
+        parts |= set(store.list_names(log_parts_uri(stdout)))
+        time.sleep(0.05)
     running = process.poll() is None
     _, errors = process.communicate(timeout=60)
     assert process.returncode == 0, errors
-    assert seen == b"first line\n" and running, "stdout was not in the store while it ran"
+    assert seen == b"first line\nsecond line\n" and running, "stdout was not in the store"
     assert LIVE_OUTPUT_SECONDS <= 1.0
-    assert store.get(store.uri(objects.stdout)) == b"first line\nlast line\n"
+    # each upload carried only what was new: one part per line, none sent twice
+    assert sorted(parts) == [
+        log_part_key("", 0, 11).split("/")[-1],
+        log_part_key("", 11, 23).split("/")[-1],
+    ]
+    assert store.get(stdout) == b"first line\nsecond line\nlast line\n"
     assert store.get(store.uri(objects.stderr)) == b"a warning\n"
+    assert store.list_names(log_parts_uri(stdout)) == []  # the parts went with the end
+    with pytest.raises(ObjectNotFound):
+        store.size(log_parts_uri(stdout))
     assert "reusable True" in errors  # the mirror thread ended before the cleanliness check

@@ -108,10 +108,13 @@ class PlatformServer:
 
 
 @contextmanager
-def running_platform(settings: PlatformSettings) -> Iterator[PlatformServer]:
-    """The platform on a loopback port (database migrated) with a bootstrapped admin."""
+def running_platform(
+    settings: PlatformSettings, *, store: LocalObjectStore | None = None
+) -> Iterator[PlatformServer]:
+    """The platform on a loopback port (database migrated) with a bootstrapped admin; its
+    object store the settings' directory unless ``store`` is given."""
     storage_dir = settings.storage_dir or settings.state_dir / "objects"
-    app = create_app(settings, store=LocalObjectStore(storage_dir))
+    app = create_app(settings, store=store or LocalObjectStore(storage_dir))
     try:
         with app.state.database.session() as session:
             admin_key = create_admin_key(
