@@ -8,7 +8,8 @@ sign-up code instead (which finishes the sign-up).
 The cookie's token and the CSRF token are 32 random bytes each; only their HMAC-SHA256
 (the API keys' HMAC key) is stored, so the table alone cannot replay a session. A session
 lives ``PLATFORM_SESSION_HOURS`` at most, ends at sign-out, and ends with the key it was
-started with (revoking that key signs its browsers out). A write made with the cookie must
+started with (revoking that key signs its browsers out). Expired and ended sessions are
+deleted at the next sign-in (:func:`purge_sessions`). A write made with the cookie must
 carry the CSRF token in ``X-CSRF-Token``: a page of another origin can make the browser send
 the cookie (were SameSite ever relaxed) but cannot read the token.
 """
@@ -21,7 +22,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from gridweave_clients.faucet import FaucetClient
@@ -45,6 +46,7 @@ __all__ = [
     "SignedIn",
     "end_session",
     "find_session_user",
+    "purge_sessions",
     "send_sign_in_code",
     "sign_in",
     "start_session",
@@ -92,10 +94,25 @@ def _hash(hmac_key: bytes, token: str) -> str:
     return hmac.new(hmac_key, b"web session " + token.encode(), hashlib.sha256).hexdigest()
 
 
+def purge_sessions(session: Session, *, now: datetime) -> int:
+    """Delete the sessions that expired or were ended before ``now`` (flushed, not
+    committed); how many went. No request can use them again: they are only rows."""
+    result = session.execute(
+        delete(WebSessionModel).where(
+            or_(WebSessionModel.expires_at <= now, WebSessionModel.ended_at.is_not(None))
+        )
+    )
+    session.flush()
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
 def start_session(
     session: Session, *, hmac_key: bytes, user: AuthenticatedUser, lifetime: timedelta
 ) -> NewWebSession:
-    """A new session for ``user``, tied to the key it signed in with (flushed, not committed)."""
+    """A new session for ``user``, tied to the key it signed in with (flushed, not
+    committed); the sessions that expired or ended meanwhile are purged with it, so the
+    table holds only live ones and those since the last sign-in."""
+    purge_sessions(session, now=datetime.now(UTC))
     token = secrets.token_urlsafe(_TOKEN_BYTES)
     csrf_token = secrets.token_urlsafe(_TOKEN_BYTES)
     expires_at = datetime.now(UTC) + lifetime

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from sqlalchemy import create_engine, text
 
 from tests.faucet_service.factories import latest_code
 from tests.platform_service.factories import (
@@ -151,6 +152,45 @@ class TestSignOut:
     def test_a_made_up_cookie_is_401(self, platform: PlatformServer) -> None:
         response = httpx.get(f"{platform.url}/v1/me", cookies={"gw_session": "A" * 43})
         assert response.status_code == 401
+
+
+class TestPurge:
+    def test_a_sign_in_deletes_the_expired_and_ended_sessions(
+        self, platform: PlatformServer, platform_database: str
+    ) -> None:
+        user = platform.new_user()
+        engine = create_engine(platform_database)
+        mine = {"user": user.user_id}
+        count = text("SELECT count(*) FROM web_sessions WHERE user_id = :user")
+        live = text(
+            "SELECT count(*) FROM web_sessions WHERE user_id = :user AND expires_at > now()"
+        )
+        try:
+            with httpx.Client(base_url=platform.url, timeout=30) as ended_tab:
+                token = _sign_in(ended_tab, user).json()["csrf_token"]
+                ended_tab.delete("/v1/sessions/current", headers={"X-CSRF-Token": token})
+            with engine.connect() as connection:
+                assert connection.execute(count, mine).scalar_one() == 1  # ended, still a row
+            with httpx.Client(base_url=platform.url, timeout=30) as expired_tab:
+                _sign_in(expired_tab, user)  # the ended one goes
+                with engine.begin() as connection:
+                    assert connection.execute(count, mine).scalar_one() == 1
+                    connection.execute(
+                        text(
+                            "UPDATE web_sessions SET expires_at = now() - interval '1 second'"
+                            " WHERE user_id = :user"
+                        ),
+                        mine,
+                    )
+                assert expired_tab.get("/v1/me").status_code == 401
+            with httpx.Client(base_url=platform.url, timeout=30) as live_tab:
+                _sign_in(live_tab, user)  # the expired one goes
+                assert live_tab.get("/v1/me").status_code == 200
+            with engine.connect() as connection:
+                assert connection.execute(count, mine).scalar_one() == 1
+                assert connection.execute(live, mine).scalar_one() == 1
+        finally:
+            engine.dispose()
 
 
 class TestLastUsed:
