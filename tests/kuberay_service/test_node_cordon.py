@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from gridweave_clients.errors import NotFound
+from gridweave_clients.errors import Forbidden, NotFound
+from gridweave_clients.errors import InvalidRequest as ClientInvalidRequest
 from gridweave_clients.nodes import NodeListResponse, NodeRegistryClient
 from job_gateway.inventory import inventory_from_nodes
 from tests.kuberay_service.node_factories import (
@@ -106,5 +107,29 @@ class TestRefusals:
     def test_an_unknown_node_is_404(self, database: str) -> None:
         with serve_registry(database) as registry:
             with NodeRegistryClient(registry.url, TOKEN, role="admin") as client:
-                with pytest.raises(NotFound):
+                with pytest.raises(NotFound) as raised:
                     client.cordon_node("gpu-nowhere", cordoned=True)
+        assert (raised.value.code, raised.value.status_code) == ("not_found", 404)
+        assert "gpu-nowhere" in str(raised.value)
+
+
+class TestStatusErrors:
+    """The node registry client reads kuberay-service's Status refusals: reason, fields."""
+
+    def test_a_refused_body_names_its_fields_and_reason(self, database: str) -> None:
+        with serve_registry(database) as registry:
+            with NodeRegistryClient(registry.url, TOKEN, role="admin") as client:
+                with pytest.raises(ClientInvalidRequest) as raised:
+                    client.request("POST", "/v1/nodes/join-keys", json={"max_uses": 0})
+        assert (raised.value.code, raised.value.status_code) == ("invalid", 422)
+        assert [item["field"] for item in raised.value.details["fields"]] == ["max_uses"]
+
+    def test_a_node_reason_becomes_its_code(self, database: str) -> None:
+        with serve_registry(database) as registry:
+            key = create_key(registry)
+            with registry.client(ADMIN) as http:
+                assert http.delete(f"/v1/nodes/join-keys/{key['id']}").status_code == 200
+            with NodeRegistryClient(registry.url, TOKEN) as client:
+                with pytest.raises(Forbidden) as raised:
+                    client.request("POST", "/v1/nodes/validate", json=validate_body(key["key"]))
+        assert raised.value.code == "join_key_revoked" and "revoked" in str(raised.value)

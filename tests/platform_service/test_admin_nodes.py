@@ -180,6 +180,7 @@ class TestRevokeJoinKey:
             "/v1/admin/join-keys/jk_00ff", headers=platform.admin.headers
         )
         assert unknown.status_code == 404, unknown.text
+        assert unknown.json()["error"]["code"] == "not_found"
         malformed = platform.http.delete(
             "/v1/admin/join-keys/key-1", headers=platform.admin.headers
         )
@@ -260,4 +261,5 @@ class TestCordon:
                 method, path, json=body, headers=platform.admin.headers
             )
             assert response.status_code == 404, response.text
-            assert "gpu-nowhere" in response.json()["error"]["message"]
+            error = response.json()["error"]
+            assert (error["code"], error["message"]) == ("not_found", "no node 'gpu-nowhere'")
