@@ -138,6 +138,8 @@ def deploy(
     It is served at <platform>/v1/endpoints/NAME/ with your API key; an OpenAI client's
     base_url is <platform>/v1/endpoints/NAME/v1. You pay per second while it runs, per
     replica; it scales to zero after --idle without calls and wakes on the next one.
+    NAME of a stopped or failed endpoint is deployed again (it is replaced); one running,
+    starting or scaled to zero is kept (stop it first).
 
     Examples:
 
