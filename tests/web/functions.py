@@ -14,3 +14,10 @@ def ticker(seconds: float) -> int:
         count += 1
         time.sleep(0.5)
     return count
+
+
+class Greeter:
+    """A user's class served as the dashboard test's endpoint: ``greet`` is its route."""
+
+    def greet(self, name: str) -> str:
+        return f"hello, {name}"

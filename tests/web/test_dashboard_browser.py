@@ -1,19 +1,24 @@
 """The dashboard in a real browser against the real all-in-one (``gridweave up``).
 
 Seeds what a person would have (a user signed up through the faucet with a job submitted by
-the SDK and printing as it runs, images pushed past the user's registry quota with crane, a
-second user, the admin), then runs the Playwright suite (``web/e2e``) in Debian's Chromium,
-headless: the job appears, its printed line arrives in the page within 3 s, the second user
-cannot see it, every VRAM bar equals the API's figure, the over-quota push shows on the
-registry page, a join key is made and revoked, credits are granted, axe finds no serious
-violation on any page, and each page is saved as a screenshot under
-``web/test-results/screenshots``. ``make web`` builds what it needs first.
+the SDK and printing as it runs, images pushed past the user's registry quota with crane, an
+endpoint deployed by the SDK and called three times, a second user, the admin), then runs
+the Playwright suite (``web/e2e``) in Debian's Chromium, headless: the job appears, its
+printed line arrives in the page within 3 s, its timeline lists its transitions, the second
+user cannot see it (nor the endpoint), the endpoint page's figures are the API's, a
+registered user signs in with a code emailed on request (read here from the console and
+handed to the browser test in a file), every VRAM bar equals the API's figure, the
+over-quota push shows on the registry page, a join key is made and revoked, credits are
+granted, axe finds no serious violation on any page, and each page is saved as a screenshot
+under ``web/test-results/screenshots``. ``make web`` builds what it needs first.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +43,7 @@ WEB = Path(__file__).resolve().parents[2] / "web"
 CHROMIUM = Path("/usr/bin/chromium")
 EMAIL = "dashboard-user@example.com"
 #: The user's registry quota, and a layer: the second push begins under it and ends over it.
+ENDPOINT = "greeter"
 QUOTA = 300_000
 LAYER = 200_000
 
@@ -102,6 +108,33 @@ def _push_over_quota(
     assert refused.returncode != 0 and "registry quota exceeded" in refused.stderr
 
 
+def _deploy_and_call_endpoint() -> None:
+    """The user's endpoint, running and called three times (its figures on its page)."""
+    greeter = gw.endpoint(vram="1GB", idle="30m")(functions.Greeter).deploy(ENDPOINT)
+    greeter.wait_until_running(timeout=300)
+    for name in ("ann", "bob", "cy"):
+        assert greeter.greet(name) == f"hello, {name}"
+
+
+def _hand_over_sign_in_code(platform: AllInOneProcess, path: Path) -> threading.Thread:
+    """Write the sign-in code the all-in-one prints for ``EMAIL`` to ``path`` once it is
+    mailed (the browser test asks for it, then reads it there)."""
+
+    def watch() -> None:
+        try:
+            found = platform.wait_for(
+                rf"mail to {re.escape(EMAIL)}: Your Gridweave sign-in code is (\d+)",
+                timeout_s=400,
+            )
+        except AssertionError:
+            return  # the browser test fails on its own, waiting for the file
+        path.write_text(found.group(1))
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
 def test_the_dashboard_in_chromium(workdir: Path) -> None:
     missing = _missing()
     if missing is not None:
@@ -125,6 +158,9 @@ def test_the_dashboard_in_chromium(workdir: Path) -> None:
         while running.status().phase != "Running":
             assert time.monotonic() < deadline, running.status()
             time.sleep(0.2)
+        _deploy_and_call_endpoint()
+        code_file = workdir / "sign-in-code.txt"
+        watcher = _hand_over_sign_in_code(platform, code_file)
         environment = {
             **os.environ,
             "DASHBOARD_URL": platform.url("web"),
@@ -134,6 +170,9 @@ def test_the_dashboard_in_chromium(workdir: Path) -> None:
             "USER_ID": signed_up.user.user_id,
             "JOB_ID": running.job_id,
             "FINISHED_JOB_ID": finished.job_id,
+            "ENDPOINT_NAME": ENDPOINT,
+            "USER_EMAIL": EMAIL,
+            "SIGN_IN_CODE_FILE": str(code_file),
             "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1",
         }
         try:
@@ -148,6 +187,7 @@ def test_the_dashboard_in_chromium(workdir: Path) -> None:
             )
         finally:
             running.cancel()
+    watcher.join(timeout=30)  # the console ended with the all-in-one: so does the watch
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
     shots = sorted(path.name for path in (WEB / "test-results" / "screenshots").glob("*.png"))
-    assert len(shots) >= 13, shots
+    assert len(shots) >= 16, shots

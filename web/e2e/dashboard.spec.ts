@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { expect, test } from "@playwright/test";
 import { env, reviewPage, signIn } from "./helpers";
 
@@ -46,7 +47,57 @@ test("a line the job prints arrives in the page within 3 s", async ({ page }) =>
   expect(printedAt, latest).toBeGreaterThan(0);
   expect(arrivedAt - printedAt, `"${latest}" arrived after`).toBeLessThan(3);
   await expect(page.getByTestId("job-node")).not.toHaveText("—");
+  // the timeline is the job's conditions: allocated, then running, each with its time
+  const timeline = page.getByRole("list", { name: "Phase timeline" });
+  await expect(timeline.getByTestId("timeline-step").filter({ hasText: /^Allocated/ })).toHaveCount(1);
+  await expect(timeline.getByTestId("timeline-step").filter({ hasText: /^Running/ })).toHaveCount(1);
+  await expect(timeline.getByTestId("timeline-step").last()).toHaveText("Now: Running");
   await reviewPage(page, "04-job-detail");
+});
+
+test("endpoint detail: replicas, health and the calls the API counted", async ({ page }) => {
+  const name = env("ENDPOINT_NAME");
+  await signIn(page, env("USER_KEY"), "/endpoints");
+  await page.getByRole("main").getByRole("link", { name, exact: true }).click();
+  await expect(page.getByRole("heading", { name, exact: true })).toBeVisible();
+  await expect(page.getByTestId("endpoint-replicas")).toHaveText(/^[1-9]\d* ready$/);
+  const stats = (await (await page.request.get(`/v1/endpoints/${name}/-/stats`)).json()) as {
+    requests: number;
+    latency_p50_ms: number | null;
+  };
+  expect(stats.requests).toBeGreaterThanOrEqual(3); // the SDK called it three times
+  await expect(page.getByTestId("stat-requests")).toHaveText(String(stats.requests));
+  expect(stats.latency_p50_ms).not.toBeNull();
+  await expect(page.getByTestId("stat-p50")).toHaveText(/\d ms|\d s/);
+  await expect(page.getByTestId("stat-p99")).toHaveText(/\d ms|\d s/);
+  await expect(page.getByTestId("endpoint-logs")).toContainText("not available");
+  await reviewPage(page, "15-endpoint-detail");
+});
+
+test("a registered user signs in with a code emailed on request", async ({ page }) => {
+  await page.goto("/sign-in?next=%2Fjobs");
+  await page.getByRole("tab", { name: "Email code" }).click();
+  await page.getByLabel("Email").fill(env("USER_EMAIL"));
+  await page.getByRole("button", { name: "Email me a code" }).click();
+  await expect(page.getByTestId("code-sent")).toContainText("sign-in code went to");
+  await reviewPage(page, "16-sign-in-email-code");
+  // the all-in-one prints the mail on its console; the Python side writes the code here
+  let code = "";
+  await expect
+    .poll(() => {
+      try {
+        code = readFileSync(env("SIGN_IN_CODE_FILE"), "utf8").trim();
+      } catch {
+        code = "";
+      }
+      return code;
+    }, { timeout: 30_000 })
+    .toMatch(/^\d{6}$/);
+  await page.getByLabel("Code").fill(code);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByTestId("signed-in-as")).toHaveText(env("USER_EMAIL"));
+  await expect(page.getByRole("heading", { name: "Jobs" })).toBeVisible();
+  await expect(page.getByTestId("first-key")).toHaveCount(0); // no new key: the user has theirs
 });
 
 test("a second user cannot see the first user's job", async ({ page }) => {
@@ -57,6 +108,9 @@ test("a second user cannot see the first user's job", async ({ page }) => {
   await expect(page.getByRole("link", { name: jobId })).toHaveCount(0);
   await page.goto(`/jobs/${jobId}`);
   await expect(page.getByRole("alert")).toBeVisible();
+  await page.goto(`/endpoints/${env("ENDPOINT_NAME")}`);
+  await expect(page.getByRole("alert")).toContainText("no such endpoint");
+  await reviewPage(page, "17-endpoint-not-found");
 });
 
 test("admin pages: each VRAM bar equals the API's figure", async ({ page }) => {
