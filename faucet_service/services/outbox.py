@@ -12,17 +12,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 from email.message import EmailMessage
+from typing import Literal
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from faucet_service.models import OutboxMessageModel, OutboxState
+from faucet_service.settings import FaucetSettings
 from gridweave_clients.faucet.models import OutboxMessageResponse, OutboxPageResponse
 
 __all__ = [
     "QueuedMessage",
     "claim_due_message",
     "list_outbox_messages",
+    "queue_code_email",
     "record_attempt",
     "write_to_outbox",
 ]
@@ -44,6 +47,17 @@ def write_to_outbox(session: Session, message: EmailMessage, *, queued: bool) ->
         )
     )
     session.flush()
+
+
+def queue_code_email(
+    session: Session, message: EmailMessage, *, settings: FaucetSettings
+) -> Literal["smtp", "outbox"]:
+    """Queue a code's email for the sender (an SMTP server is set) or keep it; commits. How
+    it will reach its recipient."""
+    queued = settings.smtp_host is not None
+    write_to_outbox(session, message, queued=queued)
+    session.commit()
+    return "smtp" if queued else "outbox"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ tries, then it locks; and one more: a right code is spent (``used_at``), so it s
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Literal
 
 from sqlalchemy import or_, select
 from sqlalchemy.dialects.postgresql import insert
@@ -29,7 +28,7 @@ from faucet_service.errors import (
 from faucet_service.mailboxes import mailbox_of
 from faucet_service.mailer import sign_in_email
 from faucet_service.models import SignInCodeModel
-from faucet_service.services.outbox import write_to_outbox
+from faucet_service.services.outbox import queue_code_email
 from faucet_service.services.rate_limits import count_address_request, count_request
 from faucet_service.settings import FaucetSettings
 from gridweave_clients.faucet.models import SignInCodeResponse, SignInVerifiedResponse
@@ -88,10 +87,7 @@ def send_sign_in_code(
     message = sign_in_email(
         recipient=email, code=code, expires_at=expires_at, sender=settings.smtp_from
     )
-    queued = settings.smtp_host is not None
-    write_to_outbox(session, message, queued=queued)
-    session.commit()
-    delivery: Literal["smtp", "outbox"] = "smtp" if queued else "outbox"
+    delivery = queue_code_email(session, message, settings=settings)
     return SignInCodeResponse(
         email=email, user_id=user_id, expires_at=expires_at, delivery=delivery
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Literal
 
 from sqlalchemy import or_, select
 from sqlalchemy.dialects.postgresql import insert
@@ -23,7 +22,7 @@ from faucet_service.mailer import verification_email
 from faucet_service.models import VerificationModel
 from faucet_service.services.grants import grant_response, record_grant, refuse_if_onboarded
 from faucet_service.services.minting import mint_pending
-from faucet_service.services.outbox import write_to_outbox
+from faucet_service.services.outbox import queue_code_email
 from faucet_service.services.rate_limits import count_address_request, count_request
 from faucet_service.settings import FaucetSettings
 from gridweave_clients.credit import CreditClient
@@ -86,10 +85,7 @@ def sign_up(
     message = verification_email(
         recipient=email, code=code, expires_at=expires_at, sender=settings.smtp_from
     )
-    queued = settings.smtp_host is not None
-    write_to_outbox(session, message, queued=queued)
-    session.commit()
-    delivery: Literal["smtp", "outbox"] = "smtp" if queued else "outbox"
+    delivery = queue_code_email(session, message, settings=settings)
     return SignUpResponse(email=email, user_id=user_id, expires_at=expires_at, delivery=delivery)
 
 
