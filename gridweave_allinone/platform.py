@@ -21,7 +21,7 @@ from typing import IO
 
 from gridweave_allinone.kube import KubeAccess, start_kube
 from gridweave_allinone.mail import OutboxWatcher
-from gridweave_allinone.secrets import internal_token, secrets_dir
+from gridweave_allinone.secrets import dashboard_proxy_secret, internal_token, secrets_dir
 from gridweave_allinone.services import Wiring, service_waves
 from gridweave_allinone.settings import AllInOneSettings
 from gridweave_allinone.supervisor import StartFailed, Supervisor
@@ -108,7 +108,12 @@ class AllInOne:
         )
         supervisor = self._supervisor = Supervisor(state / "logs")
         urls: dict[str, str] = {}
-        for wave in service_waves(self.settings, service_kubeconfig=self._kube.service_kubeconfig):
+        waves = service_waves(
+            self.settings,
+            service_kubeconfig=self._kube.service_kubeconfig,
+            proxy_secret=dashboard_proxy_secret(state),
+        )
+        for wave in waves:
             children = [
                 supervisor.add(
                     spec.name,

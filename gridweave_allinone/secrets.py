@@ -2,7 +2,8 @@
 
 The internal token is what every service trusts on internal calls, and (through the
 platform's default) the key API keys are hashed with: it must survive restarts, or every
-issued API key would stop working.
+issued API key would stop working. The dashboard's proxy secret is given only to the
+dashboard and the platform.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["internal_token", "secrets_dir"]
+__all__ = ["dashboard_proxy_secret", "internal_token", "secrets_dir"]
 
 _TOKEN_BYTES = 32
 
@@ -26,7 +27,17 @@ def secrets_dir(state_dir: Path) -> Path:
 
 def internal_token(state_dir: Path) -> str:
     """The internal token of this state directory: read, or made and written once."""
-    path = secrets_dir(state_dir) / "internal-token"
+    return _kept_secret(state_dir, "internal-token")
+
+
+def dashboard_proxy_secret(state_dir: Path) -> str:
+    """The secret by which the platform knows its dashboard's proxy (and believes the
+    browser's address it forwards): read, or made and written once."""
+    return _kept_secret(state_dir, "dashboard-proxy-secret")
+
+
+def _kept_secret(state_dir: Path, name: str) -> str:
+    path = secrets_dir(state_dir) / name
     try:
         token = path.read_text().strip()
     except FileNotFoundError:

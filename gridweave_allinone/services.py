@@ -65,10 +65,16 @@ class Wiring:
 
 
 def service_waves(
-    settings: AllInOneSettings, *, service_kubeconfig: Path
+    settings: AllInOneSettings, *, service_kubeconfig: Path, proxy_secret: str | None = None
 ) -> list[list[ServiceSpec]]:
-    """The services in start order: each wave needs only those of the waves before it."""
+    """The services in start order: each wave needs only those of the waves before it.
+
+    ``proxy_secret`` goes to the dashboard (``WEB_PROXY_SECRET``) and the platform
+    (``PLATFORM_DASHBOARD_PROXY_SECRET``) only: with it the platform believes the browser's
+    address the dashboard forwards.
+    """
     url = settings.url
+    proxied = {} if proxy_secret is None else {"PLATFORM_DASHBOARD_PROXY_SECRET": proxy_secret}
     shared_urls = {
         "CREDIT_SERVICE_URL": url("credit"),
         "METERING_SERVICE_URL": url("metering"),
@@ -119,7 +125,7 @@ def service_waves(
             spec("faucet", "FAUCET_", "faucet", shared_urls),
             spec("gateway", "GATEWAY_", None, gateway_env),
         ],
-        [spec("platform", "PLATFORM_", "platform", shared_urls)],
+        [spec("platform", "PLATFORM_", "platform", {**shared_urls, **proxied})],
         # the registry asks the platform for its token key at start; crane refuses a token
         # realm on a loopback IP address, hence localhost; the dashboard proxies /v1 to the
         # platform and shows every service's health and metrics to admins
@@ -131,6 +137,7 @@ def service_waves(
                 settings.port("web"),
                 env={
                     "WEB_PLATFORM_URL": url("platform"),
+                    **({} if proxy_secret is None else {"WEB_PROXY_SECRET": proxy_secret}),
                     "WEB_SERVICE_URLS": json.dumps(
                         {name: url(name) for name in DASHBOARD_SERVICES}, sort_keys=True
                     ),

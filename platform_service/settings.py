@@ -70,6 +70,15 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
         le=64 * 2**20,
         description="Most bytes of stdout and of stderr one logs answer carries (the tail).",
     )
+    dashboard_proxy_secret: SecretStr | None = Field(
+        default=None,
+        description=(
+            "The dashboard's proxy secret (its WEB_PROXY_SECRET): a request carrying it in "
+            "X-Gridweave-Proxy came through the dashboard, and only then is its "
+            "X-Forwarded-For believed as the end user's address (the faucet's per-address "
+            "limits). Unset: X-Forwarded-For is never believed."
+        ),
+    )
     session_hours: float = Field(
         default=12,
         gt=0,

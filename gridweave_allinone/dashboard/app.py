@@ -1,9 +1,14 @@
 """The dashboard's ASGI app: static files, the ``/v1`` proxy, the admins' diagnostics.
 
-- ``/v1/...``: forwarded to the platform as it came (method, path, query, body, cookies,
-  CSRF header), the answer streamed back unbuffered (server-sent events included);
+- ``/v1/...``: forwarded to the platform as it came (method, the raw path with its
+  percent-encoding intact, query, cookies, CSRF header; the body streamed as it arrives,
+  never held whole), the answer streamed back unbuffered (server-sent events included);
   ``X-Forwarded-Proto`` says how the browser came, so the platform marks cookies Secure over
-  HTTPS.
+  HTTPS. ``X-Forwarded-For`` is replaced by the one address this server saw (a client's own
+  is dropped), with ``X-Gridweave-Proxy`` carrying ``WEB_PROXY_SECRET``: the platform
+  believes the address only with that secret (``PLATFORM_DASHBOARD_PROXY_SECRET``), so the
+  faucet's per-address limits count the browser's address, and a caller from anywhere else
+  cannot name one.
 - ``/-/diagnostics``: each service's ``/healthz`` and ``/metrics`` text, for admins only (the
   platform's ``/v1/me`` with the caller's cookie says who is asking).
 - anything else: a file of the built app, or ``index.html`` (the app routes in the page).
@@ -31,11 +36,23 @@ from starlette.routing import Route
 
 from gridweave_allinone.dashboard.settings import DEFAULT_DIST_DIR, DashboardSettings
 
-__all__ = ["create_dashboard_app"]
+__all__ = ["PROXY_SECRET_HEADER", "create_dashboard_app"]
 
+#: The header carrying ``WEB_PROXY_SECRET`` to the platform (whoever else sends it: dropped).
+PROXY_SECRET_HEADER = "x-gridweave-proxy"
 #: Request headers not forwarded: hop-by-hop ones and those the proxy sets itself.
 _DROPPED_REQUEST = frozenset(
-    {"host", "connection", "keep-alive", "transfer-encoding", "te", "upgrade", "x-forwarded-proto"}
+    {
+        "host",
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "upgrade",
+        "x-forwarded-proto",
+        "x-forwarded-for",
+        PROXY_SECRET_HEADER,
+    }
 )
 _DROPPED_RESPONSE = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length"})
 _NOT_BUILT = """<!doctype html><html lang="en"><head><title>Gridweave</title></head>
@@ -49,6 +66,7 @@ def create_dashboard_app(
     """The dashboard app; ``transport`` replaces the network to the platform (tests)."""
     settings = settings or DashboardSettings()
     dist = (settings.dist_dir or DEFAULT_DIST_DIR).resolve()
+    proxy_secret = settings.proxy_secret.get_secret_value() if settings.proxy_secret else None
     client = httpx.AsyncClient(
         base_url=settings.platform_url,
         transport=transport,
@@ -63,12 +81,25 @@ def create_dashboard_app(
             if name.lower() not in _DROPPED_REQUEST
         ]
         headers.append(("x-forwarded-proto", request.url.scheme))
+        if request.client is not None:
+            # the browser's address as this server saw it (uvicorn already took a local TLS
+            # terminator's X-Forwarded-For); one address, never a client's own list
+            headers.append(("x-forwarded-for", request.client.host))
+        if proxy_secret is not None:
+            headers.append((PROXY_SECRET_HEADER, proxy_secret))
+        # the path as the browser sent it: decoding it would turn "%2F" into "/" (another
+        # route) and "%25" into "%"
+        target: bytes = request.scope.get("raw_path") or request.url.path.encode()
+        if request.url.query:
+            target += b"?" + request.url.query.encode()
+        streamed = request.method not in ("GET", "HEAD", "OPTIONS") or (
+            "content-length" in request.headers or "transfer-encoding" in request.headers
+        )
         upstream = client.build_request(
             request.method,
-            request.url.path,
-            params=request.url.query.encode(),
+            client.base_url.copy_with(raw_path=target),
             headers=headers,
-            content=await request.body(),
+            content=request.stream() if streamed else None,
         )
         try:
             answer = await client.send(upstream, stream=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["DEFAULT_DIST_DIR", "DashboardSettings"]
@@ -23,6 +23,14 @@ class DashboardSettings(BaseSettings):
     platform_url: str = Field(
         default="http://127.0.0.1:8100",
         description="The platform the dashboard's /v1 requests are proxied to.",
+    )
+    proxy_secret: SecretStr | None = Field(
+        default=None,
+        description=(
+            "Sent to the platform with each proxied request (X-Gridweave-Proxy) beside the "
+            "browser's address in X-Forwarded-For; the platform believes that address only "
+            "when this equals its PLATFORM_DASHBOARD_PROXY_SECRET. The all-in-one makes one."
+        ),
     )
     dist_dir: Path | None = Field(
         default=None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 from typing import Annotated
 
@@ -44,17 +45,38 @@ async def _hmac_key(request: Request) -> bytes:
     return key
 
 
+#: The header by which the dashboard's proxy proves itself (``PLATFORM_DASHBOARD_PROXY_SECRET``).
+DASHBOARD_PROXY_HEADER = "x-gridweave-proxy"
+
+
+def _ip(value: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(value.strip()))
+    except ValueError:
+        return None
+
+
 async def _client_address(request: Request) -> str | None:
-    """The end user's IP address as this server saw it (``X-Forwarded-For`` is not believed).
+    """The end user's IP address: the connection's, or, on a request from the dashboard's
+    proxy (its ``X-Gridweave-Proxy`` equal to ``PLATFORM_DASHBOARD_PROXY_SECRET``), the one
+    it names in ``X-Forwarded-For``. From anyone else ``X-Forwarded-For`` is not believed:
+    a caller from the internet would name any address and escape the per-address limits.
 
     None when the peer has none (a Unix socket): the faucet then counts the platform's.
     """
+    settings: PlatformSettings = request.app.state.settings
+    secret = settings.dashboard_proxy_secret
+    presented = request.headers.get(DASHBOARD_PROXY_HEADER)
+    if secret is not None and presented is not None:
+        if hmac.compare_digest(presented.encode(), secret.get_secret_value().encode()):
+            # the dashboard sends one address; were it ever a list, its own (last) counts
+            forwarded = request.headers.get("x-forwarded-for", "").split(",")[-1]
+            address = _ip(forwarded)
+            if address is not None:
+                return address
     if request.client is None:
         return None
-    try:
-        return str(ipaddress.ip_address(request.client.host))
-    except ValueError:
-        return None
+    return _ip(request.client.host)
 
 
 SessionDep = Annotated[Session, Depends(session_dependency)]

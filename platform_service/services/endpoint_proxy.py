@@ -75,6 +75,7 @@ _NOT_FORWARDED = HOP_BY_HOP | {
     "x-csrf-token",
     "x-gridweave-user",
     "x-gridweave-role",
+    "x-gridweave-proxy",  # the dashboard's proxy secret (PLATFORM_DASHBOARD_PROXY_SECRET)
 }
 # Transport errors of a call that never reached the endpoint (safe to send again).
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)

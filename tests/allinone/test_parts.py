@@ -15,7 +15,7 @@ import pytest
 
 from gridweave_allinone.kube import start_kube
 from gridweave_allinone.platform import AllInOne, AlreadyRunning, _lock_state_dir
-from gridweave_allinone.secrets import internal_token
+from gridweave_allinone.secrets import dashboard_proxy_secret, internal_token
 from gridweave_allinone.services import Wiring, service_waves
 from gridweave_allinone.settings import DEFAULT_PORTS, AllInOneSettings
 from gridweave_allinone.supervisor import StartFailed, Supervisor
@@ -84,6 +84,25 @@ def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Pat
     assert "GATEWAY_DATABASE_URL" not in gateway
     assert gateway["GATEWAY_RAY_PORT"] == str(DEFAULT_PORTS["ray"] + 1000)
     assert specs["kuberay"].env["KUBERAY_KUBECONFIG"].endswith("kuberay.kubeconfig")
+
+
+def test_the_dashboards_proxy_secret_goes_to_the_dashboard_and_the_platform_only(
+    tmp_path: Path,
+) -> None:
+    settings = AllInOneSettings(state_dir=tmp_path)
+    secret = dashboard_proxy_secret(tmp_path)
+    assert dashboard_proxy_secret(tmp_path) == secret and len(secret) >= 40  # kept
+    assert (tmp_path / "secrets" / "dashboard-proxy-secret").stat().st_mode & 0o077 == 0
+    waves = service_waves(settings, service_kubeconfig=tmp_path / "k", proxy_secret=secret)
+    wiring = Wiring("postgresql://u@/postgres", {})
+    holders = {
+        spec.name: name
+        for wave in waves
+        for spec in wave
+        for name, value in spec.environment(wiring, "127.0.0.1").items()
+        if value == secret
+    }
+    assert holders == {"web": "WEB_PROXY_SECRET", "platform": "PLATFORM_DASHBOARD_PROXY_SECRET"}
 
 
 def test_a_service_that_dies_is_started_again_and_all_are_stopped(tmp_path: Path) -> None:

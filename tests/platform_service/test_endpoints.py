@@ -135,6 +135,7 @@ class TestForwardedHeaders:
                 "Cookie": "gw_session=s",
                 "X-CSRF-Token": "t",
                 "X-Gridweave-User": "mallory",
+                "X-Gridweave-Proxy": "the dashboard's proxy secret",
                 "Host": "platform",
                 "Connection": "keep-alive, X-Private",
                 "X-Private": "p",
