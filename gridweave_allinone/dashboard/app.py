@@ -89,7 +89,8 @@ def create_dashboard_app(
             headers.append((PROXY_SECRET_HEADER, proxy_secret))
         # the path as the browser sent it: decoding it would turn "%2F" into "/" (another
         # route) and "%25" into "%"
-        target: bytes = request.scope.get("raw_path") or request.url.path.encode()
+        prefix = client.base_url.raw_path.rstrip(b"/")  # a platform under a path of its own
+        target: bytes = prefix + (request.scope.get("raw_path") or request.url.path.encode())
         if request.url.query:
             target += b"?" + request.url.query.encode()
         streamed = request.method not in ("GET", "HEAD", "OPTIONS") or (

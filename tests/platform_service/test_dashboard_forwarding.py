@@ -113,6 +113,15 @@ class TestForwarded:
         plain = httpx.get(f"{recorded}/v1/me", timeout=10).json()
         assert plain["forwarded_for"] == ["127.0.0.1"]
 
+    def test_a_platform_under_a_path_gets_it_before_the_raw_path(
+        self, recorder: Recorder, tmp_path: Path
+    ) -> None:
+        with serve_in_thread(recorder) as upstream:
+            settings = DashboardSettings(platform_url=f"{upstream}/platform", dist_dir=tmp_path)
+            with serve_in_thread(create_dashboard_app(settings)) as url:
+                answer = httpx.get(f"{url}/v1/jobs/a%2Fb", timeout=10).json()
+        assert answer["raw_path"] == "/platform/v1/jobs/a%2Fb"
+
     def test_without_a_secret_none_is_sent(self, recorder: Recorder, tmp_path: Path) -> None:
         with serve_in_thread(recorder) as upstream:
             settings = DashboardSettings(platform_url=upstream, dist_dir=tmp_path)
