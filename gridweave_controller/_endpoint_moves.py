@@ -148,6 +148,40 @@ def _ended(
     )
 
 
+def pending(
+    name: str, status: Mapping[str, Any], *, reason: str, message: str, now: datetime
+) -> StatusChange | None:
+    """Deploying or Running -> Pending: placed again (its node was lost).
+
+    Node, GPUs and URL are cleared (the VRAM is no longer held). A run that was Running
+    ends here: ``stoppedAt`` is now and its seconds go to ``billedSeconds``, while
+    ``startedAt`` and ``vendor`` stay, so billing settles that run to this stop at its own
+    GPUs' price, and the next placement keeps it as ``previous*`` (the gap is never billed).
+    """
+    phase = current_phase(status)
+    if not check_endpoint_move(name, phase, EndpointPhase.PENDING):
+        return None
+    ran = phase is EndpointPhase.RUNNING and status.get("startedAt") is not None
+    return StatusChange(
+        fields={
+            "phase": EndpointPhase.PENDING.value,
+            "node": None,
+            "gpuIndices": None,
+            "url": None,
+            "readyReplicas": 0,
+            "health": "Unknown",
+            "stoppedAt": format_precise_timestamp(now) if ran else None,
+            "reason": reason,
+            "message": message or None,
+            **_billed_run(phase, status, now),
+        },
+        conditions=(
+            ConditionUpdate(READY, _FALSE, reason, message),
+            ConditionUpdate(HEALTHY, _UNKNOWN, reason, "", only_if_present=True),
+        ),
+    )
+
+
 def stopped(
     name: str, status: Mapping[str, Any], *, reason: str, message: str, now: datetime
 ) -> StatusChange | None:

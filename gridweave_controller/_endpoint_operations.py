@@ -202,6 +202,22 @@ class EndpointOperations:
             )
         )
 
+    @operation(post("/endpoints/{endpoint_id}/pending"))
+    def set_endpoint_pending(
+        self: FlowContext, endpoint_id: str, reason: str, message: str = ""
+    ) -> Flow[Endpoint]:
+        """Deploying or Running -> Pending: back to placement (its node was lost)."""
+        check_outcome(reason, message, None)
+        return (
+            yield from _write(
+                self,
+                endpoint_id,
+                lambda status, _spec, now: _endpoint_moves.pending(
+                    endpoint_id, status, reason=reason, message=message, now=now
+                ),
+            )
+        )
+
     @operation(post("/endpoints/{endpoint_id}/health"))
     def set_endpoint_health(
         self: FlowContext,

@@ -34,6 +34,7 @@ __all__ = [
     "set_endpoint_deploying",
     "set_endpoint_failed",
     "set_endpoint_health",
+    "set_endpoint_pending",
     "set_endpoint_running",
     "set_endpoint_stopped",
     "set_job_allocated",
@@ -102,6 +103,7 @@ set_endpoint_deploying = _ACTIVE.set_endpoint_deploying
 set_endpoint_running = _ACTIVE.set_endpoint_running
 set_endpoint_stopped = _ACTIVE.set_endpoint_stopped
 set_endpoint_failed = _ACTIVE.set_endpoint_failed
+set_endpoint_pending = _ACTIVE.set_endpoint_pending
 set_endpoint_health = _ACTIVE.set_endpoint_health
 watch_jobs = _ACTIVE.watch_jobs
 watch_endpoints = _ACTIVE.watch_endpoints

@@ -15,6 +15,7 @@ GridweaveEndpoint::
     Pending -> Deploying -> Running -> Stopped | Failed
     Running, Stopped, Failed -> Deploying  (redeploy)
     Pending, Deploying -> Stopped | Failed  (stopped before it ran; bad spec or image)
+    Deploying, Running -> Pending           (placed again: its node was lost)
 """
 
 from __future__ import annotations
@@ -97,8 +98,8 @@ _E = EndpointPhase
 #: Allowed endpoint moves: phase -> the phases it may move to.
 ENDPOINT_MOVES: Mapping[EndpointPhase, frozenset[EndpointPhase]] = {
     _E.PENDING: frozenset({_E.DEPLOYING, _E.STOPPED, _E.FAILED}),
-    _E.DEPLOYING: frozenset({_E.RUNNING, _E.STOPPED, _E.FAILED}),
-    _E.RUNNING: frozenset({_E.STOPPED, _E.FAILED, _E.DEPLOYING}),
+    _E.DEPLOYING: frozenset({_E.RUNNING, _E.STOPPED, _E.FAILED, _E.PENDING}),
+    _E.RUNNING: frozenset({_E.STOPPED, _E.FAILED, _E.DEPLOYING, _E.PENDING}),
     _E.STOPPED: frozenset({_E.DEPLOYING}),
     _E.FAILED: frozenset({_E.DEPLOYING}),
 }

@@ -263,4 +263,4 @@ class Gateway:
                 self.scheduler.set_inventory(inventory)
                 self.loop.poke()
             # requeues are counted by the job informer (_job_updated), like every requeue
-            await self.node_loss.check(inventory, self.jobs.list())
+            await self.node_loss.check(inventory, self.jobs.list(), self.endpoints.list())

@@ -14,7 +14,9 @@ applications once, then takes each endpoint one step:
 - Running: probe; ``set_endpoint_health`` when the health or the replicas changed; no
   application (Serve lost it): deployed again, Unhealthy meanwhile;
 - Running, idle past ``idleSeconds``: ``set_endpoint_stopped("Idle")``, application deleted;
-- Stopped, Failed or deleted: the application deleted.
+- Stopped, Failed or deleted: the application deleted;
+- Pending again (its node was lost: ``job_gateway.node_loss``): the application deleted,
+  and deployed anew once the scheduling loop has placed it on another node.
 
 Placement is not here: the scheduling loop places Pending (and woken) endpoints and writes
 Deploying with the node and GPUs, so endpoints and jobs share one scheduler and one
@@ -51,6 +53,8 @@ __all__ = ["EndpointReconciler", "ReplicaSeen"]
 
 _log = logging.getLogger(__name__)
 _ENDED = (EndpointPhase.STOPPED, EndpointPhase.FAILED)
+#: Phases with no application to run: one still there is deleted.
+_UNDEPLOYED = (*_ENDED, EndpointPhase.PENDING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +107,7 @@ class EndpointReconciler:
         """An added or updated endpoint."""
         self._endpoints[endpoint.name] = endpoint
         self._deleted.discard(endpoint.name)
-        if endpoint.phase is EndpointPhase.DEPLOYING or endpoint.phase in _ENDED:
+        if endpoint.phase is EndpointPhase.DEPLOYING or endpoint.phase in _UNDEPLOYED:
             self._tick.set()  # deploy or clean up now, not at the next tick
         self._answer_waiters(endpoint.name)
 
@@ -224,7 +228,7 @@ class EndpointReconciler:
     async def _step(self, endpoint: Endpoint) -> None:
         name = endpoint.name
         try:
-            if endpoint.phase in _ENDED:
+            if endpoint.phase in _UNDEPLOYED:
                 if self._present(name):
                     await self._delete(name)
                 self._forget(name)

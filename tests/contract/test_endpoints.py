@@ -229,6 +229,51 @@ class TestEndpointSetters:
         assert (caught.value.current, caught.value.target) == ("Failed", "Running")
         assert transport.api.set_endpoint_deploying(endpoint.name, "n2", [1]).phase == "Deploying"
 
+    def test_a_lost_node_sends_a_running_endpoint_back_to_placement_and_ends_its_run(
+        self, transport: Transport
+    ) -> None:
+        api = transport.api
+        endpoint = make_endpoint(transport, vendor="any")
+        api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [0], "amd")
+        running = api.set_endpoint_running(endpoint.name, "http://gpu-node-1:9000")
+        api.set_endpoint_health(endpoint.name, True, "ok", 2)
+        lost = api.set_endpoint_pending(endpoint.name, "NodeLost", "node gpu-node-1 is NotReady")
+        assert lost.phase is EndpointPhase.PENDING
+        assert (lost.status.reason, lost.status.message) == (
+            "NodeLost",
+            "node gpu-node-1 is NotReady",
+        )
+        assert lost.status.node is None and not lost.status.gpu_indices
+        assert lost.status.url is None and lost.status.ready_replicas == 0
+        ready = lost.status.condition("Ready")
+        assert ready is not None and (ready.status, ready.reason) == ("False", "NodeLost")
+        # the run ends at the loss, priced at its own GPUs; billing sees it settled there
+        assert lost.status.started_at == running.status.started_at
+        assert lost.status.stopped_at is not None and lost.status.vendor == "amd"
+        assert lost.status.billed_seconds >= 1
+        again = api.set_endpoint_pending(endpoint.name, "NodeLost", "node gpu-node-1 is NotReady")
+        assert again.metadata.resource_version == lost.metadata.resource_version
+        placed = api.set_endpoint_deploying(endpoint.name, "gpu-node-2", [1], "nvidia")
+        assert placed.status.previous_started_at == running.status.started_at
+        assert placed.status.previous_stopped_at == lost.status.stopped_at
+        assert placed.status.previous_vendor == "amd"
+        assert placed.status.started_at is None and placed.status.stopped_at is None
+        assert placed.status.billed_seconds == lost.status.billed_seconds  # the gap is free
+
+    def test_only_a_placed_endpoint_goes_back_to_placement(self, transport: Transport) -> None:
+        api = transport.api
+        endpoint = make_endpoint(transport)
+        api.set_endpoint_stopped(endpoint.name, "UserStopped")
+        with pytest.raises(InvalidTransition):  # a stopped one is woken, never lost
+            api.set_endpoint_pending(endpoint.name, "NodeLost")
+        deploying = make_endpoint(transport)
+        api.set_endpoint_deploying(deploying.name, "n1", [0])
+        lost = api.set_endpoint_pending(deploying.name, "NodeLost")
+        assert lost.status.stopped_at is None and lost.status.started_at is None
+        with pytest.raises(Invalid) as refused:
+            api.set_endpoint_pending(deploying.name, "Node Lost")
+        assert refused.value.field == "reason"
+
     @pytest.mark.parametrize(
         ("setter", "arguments", "reached_by"),
         [
@@ -236,6 +281,7 @@ class TestEndpointSetters:
             ("set_endpoint_running", ("http://n1:9000",), ("deploying",)),
             ("set_endpoint_stopped", ("UserStopped",), ("deploying", "running")),
             ("set_endpoint_failed", ("Crashed", "oom"), ("deploying",)),
+            ("set_endpoint_pending", ("NodeLost", "n1 is gone"), ("deploying", "running")),
             ("set_endpoint_health", (True, "ok", 1), ("deploying", "running")),
         ],
     )

@@ -44,6 +44,9 @@ ALLOWED_ENDPOINT_MOVES = {
     (E.PENDING, E.FAILED),
     (E.DEPLOYING, E.STOPPED),
     (E.DEPLOYING, E.FAILED),
+    # back to placement when the node it was placed on is lost
+    (E.DEPLOYING, E.PENDING),
+    (E.RUNNING, E.PENDING),
 }
 
 

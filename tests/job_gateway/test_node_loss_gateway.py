@@ -1,6 +1,7 @@
 """Node loss in the running gateway, on the real Kubernetes API, with a static inventory file
 that is rewritten while it runs: a cordoned node keeps its jobs, a node dropped from the file
-has them requeued onto another node (or Failed ``NodeLost`` when no retry is left)."""
+has them requeued onto another node (or Failed ``NodeLost`` when no retry is left), and its
+endpoints sent back to placement."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gridweave_controller import JobPhase
+from gridweave_controller import Endpoint, EndpointPhase, JobPhase
 from tests.job_gateway.execution_factories import wait_until
 from tests.job_gateway.gateway_factories import GatewayServer, running_gateway, submit_body
 from tests.job_gateway.metrics_reading import metric_value
@@ -97,3 +98,61 @@ class TestNodeLossInTheGateway:
                 failed.status.message or "",
             )
             assert metric_value(gateway.http, "gridweave_gateway_requeues_total") == 1
+
+
+def _endpoint_in(gateway: GatewayServer, name: str, phase: EndpointPhase) -> Endpoint:
+    wait_until(lambda: gateway.crd.get_endpoint(name).phase is phase, what=f"{name}: {phase}")
+    return gateway.crd.get_endpoint(name)
+
+
+def _held_mb(gateway: GatewayServer) -> dict[str, int]:
+    answer = gateway.http.get("/v1/inventory").json()
+    return {n["name"]: sum(g["held_mb"] for g in n["gpus"]) for n in answer["nodes"]}
+
+
+class TestEndpointNodeLossInTheGateway:
+    def test_an_endpoint_on_a_lost_node_waits_pending_then_is_placed_elsewhere(
+        self, kubeapi: KubeAPI, tmp_path: Path
+    ) -> None:
+        with running_gateway(
+            kubeapi,
+            tmp_path,
+            inventory_yaml=_inventory(**{"gpu-x": False, "gpu-y": True}),
+            inventory_refresh_seconds=REFRESH_S,
+            node_lost_grace_seconds=GRACE_S,
+            pass_interval_seconds=0.2,
+        ) as gateway:
+            inventory_file = tmp_path / "inventory.yaml"
+            crd = gateway.crd
+            name = crd.create_endpoint(
+                "ep-lost", "user-1", vram_mb=20000, vendor="nvidia", function_ref="fn/ep.pkl"
+            ).name
+            placed = _endpoint_in(gateway, name, EndpointPhase.DEPLOYING)
+            assert placed.status.node == "gpu-x"
+            # the reconciler's write (no Serve here): the run billing counts starts
+            running = crd.set_endpoint_running(name, "http://127.0.0.1:8900/gw/ep-lost")
+            assert _held_mb(gateway)["gpu-x"] == 20000
+
+            # gpu-x leaves the file while gpu-y is cordoned: back to placement, waiting
+            _rewrite(inventory_file, _inventory(**{"gpu-y": True}))
+            lost = _endpoint_in(gateway, name, EndpointPhase.PENDING)
+            assert lost.status.reason == "NodeLost"
+            assert re.fullmatch(
+                r"node gpu-x is gone from the inventory \(for \d+ s\); placed again",
+                lost.status.message or "",
+            )
+            ready = lost.status.condition("Ready")
+            assert ready is not None and (ready.status, ready.reason) == ("False", "NodeLost")
+            assert lost.status.node is None and lost.status.url is None
+            assert lost.status.stopped_at is not None  # the run ends at the loss
+            time.sleep(GRACE_S + 3 * REFRESH_S)  # several passes: nothing fits, it waits
+            assert crd.get_endpoint(name).phase is EndpointPhase.PENDING
+            assert _held_mb(gateway) == {"gpu-y": 0}
+
+            # gpu-y takes work again: placed there, the lost run kept for billing
+            _rewrite(inventory_file, _inventory(**{"gpu-y": False}))
+            again = _endpoint_in(gateway, name, EndpointPhase.DEPLOYING)
+            assert again.status.node == "gpu-y"
+            assert again.status.previous_started_at == running.status.started_at
+            assert again.status.previous_stopped_at == lost.status.stopped_at
+            wait_until(lambda: _held_mb(gateway) == {"gpu-y": 20000}, what="gpu-y held")
