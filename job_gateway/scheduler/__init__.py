@@ -32,6 +32,7 @@ from job_gateway.scheduler.types import (
     PlacementRequest,
     Policy,
     Reservation,
+    endpoint_vram_mb,
 )
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "Reservation",
     "Scheduler",
     "endpoint_allocation",
+    "endpoint_vram_mb",
     "job_allocation",
     "rank_key",
     "schedule",

@@ -6,7 +6,9 @@ follows: every add/update event goes to :meth:`AllocationMap.apply_job` (or
 O(GPUs of that object); nothing is rebuilt per decision.
 
 Holding rules: a job holds VRAM while Allocated or Running, an endpoint while Deploying or
-Running, in both cases only with ``status.node`` and ``status.gpuIndices`` set. A
+Running, in both cases only with ``status.node`` and ``status.gpuIndices`` set. An endpoint
+holds ``vramMb`` x ``maxReplicas`` on each GPU: every replica Serve may start runs on its
+one placement, so the map never counts less than Serve may use. A
 provisional hold (a placement put here before its status write is seen) survives an event
 that still shows the object waiting (Pending), and goes when the object holds for real,
 reaches any other phase, is removed, or the gateway calls :meth:`AllocationMap.remove` after
@@ -22,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.phases import EndpointPhase, JobPhase
-from job_gateway.scheduler.types import Allocation, AllocationKey
+from job_gateway.scheduler.types import Allocation, AllocationKey, endpoint_vram_mb
 
 __all__ = [
     "ENDPOINT_HOLDING_PHASES",
@@ -48,13 +50,12 @@ def job_allocation(job: Job) -> Allocation | None:
 
 
 def endpoint_allocation(endpoint: Endpoint) -> Allocation | None:
-    """What ``endpoint`` holds now, or None."""
-    status = endpoint.status
+    """What ``endpoint`` holds now (``maxReplicas`` replicas' VRAM on each GPU), or None."""
+    status, spec = endpoint.status, endpoint.spec
     if status.phase not in ENDPOINT_HOLDING_PHASES or not status.node or not status.gpu_indices:
         return None
-    return Allocation(
-        "endpoint", endpoint.name, status.node, status.gpu_indices, endpoint.spec.vram_mb
-    )
+    held = endpoint_vram_mb(spec.vram_mb, spec.max_replicas)
+    return Allocation("endpoint", endpoint.name, status.node, status.gpu_indices, held)
 
 
 class AllocationMap:

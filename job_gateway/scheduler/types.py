@@ -25,6 +25,7 @@ __all__ = [
     "PlacementRequest",
     "Policy",
     "Reservation",
+    "endpoint_vram_mb",
 ]
 
 #: What holds VRAM: a GridweaveJob or a GridweaveEndpoint.
@@ -58,6 +59,12 @@ class Allocation:
     def key(self) -> AllocationKey:
         """(kind, name)."""
         return (self.kind, self.name)
+
+
+def endpoint_vram_mb(vram_mb: int, max_replicas: int) -> int:
+    """VRAM an endpoint holds on each of its GPUs: ``vram_mb`` for every replica Serve may
+    start (all replicas run on the endpoint's one placement, each with its own share)."""
+    return vram_mb * max(1, max_replicas)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,11 +110,12 @@ class PlacementRequest:
 
     @classmethod
     def from_endpoint(cls, endpoint: Endpoint, *, priority: int = 0) -> PlacementRequest:
-        """The request of a GridweaveEndpoint waiting to be deployed."""
+        """The request of a GridweaveEndpoint waiting to be deployed: room on each GPU for
+        ``maxReplicas`` replicas."""
         created = endpoint.metadata.creation_timestamp
         return cls(
             name=endpoint.name,
-            vram_mb=endpoint.spec.vram_mb,
+            vram_mb=endpoint_vram_mb(endpoint.spec.vram_mb, endpoint.spec.max_replicas),
             gpu_count=endpoint.spec.gpu_count,
             vendor=endpoint.spec.vendor,
             priority=priority,

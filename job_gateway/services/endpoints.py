@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 
 from gridweave_clients.gateway.endpoints import (
     CreateEndpointRequest,
@@ -41,7 +42,7 @@ from job_gateway.errors import (
     EndpointNotFound,
     EndpointStopped,
 )
-from job_gateway.scheduler import PlacementRequest, Scheduler
+from job_gateway.scheduler import PlacementRequest, Scheduler, endpoint_vram_mb
 from job_gateway.scheduling import SchedulingLoop
 from job_gateway.services.jobs import impossible_field
 
@@ -148,6 +149,14 @@ async def create_endpoint(
     impossible = scheduler.check(asked)
     if impossible is not None:
         raise InvalidRequest(impossible_field(impossible), impossible.message)
+    held = endpoint_vram_mb(request.vram_mb, request.max_replicas)
+    impossible = scheduler.check(replace(asked, vram_mb=held))
+    if impossible is not None:  # one replica fits, max_replicas of them on its GPUs do not
+        raise InvalidRequest(
+            "max_replicas",
+            f"{request.max_replicas} replicas of {request.vram_mb} MiB share the endpoint's "
+            f"GPUs ({held} MiB on each): {impossible.message}",
+        )
     with crd_errors(request.endpoint_id):
         try:
             return await _create(crd, request)

@@ -130,6 +130,7 @@ def endpoint_object(
     gpu_count: int = 1,
     vendor: Vendor = "any",
     created: datetime = _CREATED,
+    max_replicas: int = 1,
 ) -> Endpoint:
     """A GridweaveEndpoint as the store returns it."""
     status: dict[str, Any] = {"phase": phase, "gpuIndices": list(gpu_indices)}
@@ -151,6 +152,7 @@ def endpoint_object(
                 "vramMb": vram_mb,
                 "gpuCount": gpu_count,
                 "vendor": vendor,
+                "maxReplicas": max_replicas,
             },
             "status": status,
         }

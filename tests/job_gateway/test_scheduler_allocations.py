@@ -109,6 +109,14 @@ class TestEndpoints:
             (GIB, GIB) if holds else (0, 0)
         )
 
+    def test_an_endpoint_holds_its_vram_once_per_replica_serve_may_start(self) -> None:
+        endpoint = endpoint_object(
+            "e", phase="Running", node="n", gpu_indices=[0, 1], vram_mb=GIB, max_replicas=3
+        )
+        allocations = AllocationMap.from_objects(endpoints=[endpoint])
+        assert [allocations.held_mb("n", i) for i in (0, 1)] == [3 * GIB, 3 * GIB]
+        assert PlacementRequest.from_endpoint(endpoint).vram_mb == 3 * GIB
+
     def test_a_job_and_an_endpoint_of_one_name_are_two_objects(self) -> None:
         allocations = AllocationMap()
         allocations.apply_job(

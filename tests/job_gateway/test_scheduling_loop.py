@@ -203,6 +203,32 @@ class TestEndpointsPlaced:
         assert (endpoint.phase, job.phase) == (EndpointPhase.DEPLOYING, JobPhase.ALLOCATED)
         assert {endpoint.status.gpu_indices, job.status.gpu_indices} == {(0,), (1,)}
 
+    def test_an_endpoint_holds_room_for_max_replicas_on_its_gpu(self) -> None:
+        """Every replica Serve may start runs on the one placement: the map holds them all."""
+
+        async def scenario() -> tuple[Endpoint, Job, int]:
+            crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
+            scheduler = Scheduler(load_inventory_text(TWO_GPUS))
+            loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
+            loop.follow_endpoint(
+                await crd.create_endpoint(
+                    "ep", "alice", vram_mb=30 * GIB, max_replicas=2, mode="custom", function_ref="f"
+                )
+            )
+            await loop.run_pass()
+            endpoint = await crd.get_endpoint("ep")
+            scheduler.allocations.apply_endpoint(endpoint)
+            held = scheduler.allocations.held_mb("gpu-a", endpoint.status.gpu_indices[0])
+            loop.follow_endpoint(endpoint)
+            loop.follow(await crd.create_job("job", "alice", "file:///f", vram_mb=30 * GIB))
+            await loop.run_pass()
+            return endpoint, await crd.get_job("job"), held
+
+        endpoint, job, held = asyncio.run(scenario())
+        assert held == 60 * GIB  # two replicas of 30 GiB, not one
+        assert job.phase is JobPhase.ALLOCATED
+        assert job.status.gpu_indices != endpoint.status.gpu_indices  # 20 GiB left there
+
     def test_an_endpoint_of_any_vendor_records_the_placed_gpus_maker(self) -> None:
         """Billing prices an ``any`` endpoint at the vendor it was placed on (status.vendor)."""
 
