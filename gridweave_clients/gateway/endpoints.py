@@ -19,20 +19,26 @@ from gridweave_controller.phases import EndpointPhase
 from gridweave_controller.vendors import GpuVendor
 
 __all__ = [
+    "MAX_LOG_LINES",
     "MAX_REPLICAS",
     "MAX_WAKE_SECONDS",
     "CreateEndpointRequest",
     "EndpointId",
     "EndpointListResponse",
+    "EndpointLogsResponse",
     "EndpointMode",
     "EndpointResponse",
     "IdleSeconds",
+    "LogLines",
     "ModelName",
+    "ReplicaLog",
+    "ReplicaLogStream",
     "Replicas",
     "StopEndpointRequest",
     "create_endpoint",
     "delete_endpoint",
     "get_endpoint",
+    "get_endpoint_logs",
     "list_endpoints",
     "stop_endpoint",
     "wake_endpoint",
@@ -42,6 +48,8 @@ __all__ = [
 MAX_REPLICAS = 64
 #: The longest a wake may long-poll for the endpoint to run, seconds.
 MAX_WAKE_SECONDS = 600
+#: The most lines of one replica's stream a logs read answers.
+MAX_LOG_LINES = 1000
 
 EndpointId = Annotated[
     str,
@@ -67,6 +75,14 @@ ModelName = Annotated[
         max_length=512,
         pattern=r"^[\x21-\x7e]+$",
         description="The model's id or name (printable ASCII, no spaces).",
+    ),
+]
+LogLines = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=MAX_LOG_LINES,
+        description="The most lines of each replica's stdout and stderr, the latest.",
     ),
 ]
 StopReason = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z][A-Za-z0-9]*$")]
@@ -159,6 +175,33 @@ class EndpointListResponse(BaseModel):
     endpoints: list[EndpointResponse]
 
 
+class ReplicaLogStream(BaseModel):
+    """The last lines of one stream of a replica's process (the user's text, never markup)."""
+
+    stream: Literal["stdout", "stderr"]
+    lines: list[str]
+    truncated: bool = Field(description="Older lines were left out (the line or byte bound).")
+
+
+class ReplicaLog(BaseModel):
+    """One Serve replica of the endpoint and what its process wrote."""
+
+    replica: str = Field(description="Ray Serve's id of the replica.")
+    state: str = Field(description="Its Ray actor's state: ALIVE, RESTARTING, DEAD, ...")
+    started_at: datetime | None = None
+    streams: list[ReplicaLogStream] = Field(default_factory=list)
+    error: str | None = Field(default=None, description="Why its files could not be read.")
+
+
+class EndpointLogsResponse(BaseModel):
+    """The endpoint's replicas (running ones first, then the latest ended), each with the
+    last lines of its stdout and stderr; ``message`` says why there are none."""
+
+    replicas: list[ReplicaLog]
+    lines: int = Field(description="The most lines given per stream.")
+    message: str | None = None
+
+
 @validate_call
 def create_endpoint(request: CreateEndpointRequest) -> Operation[EndpointResponse]:
     """Create the endpoint (Pending); 422 naming the field, 409 for a taken id."""
@@ -169,6 +212,20 @@ def create_endpoint(request: CreateEndpointRequest) -> Operation[EndpointRespons
 def get_endpoint(endpoint_id: EndpointId) -> Operation[EndpointResponse]:
     """One endpoint."""
     return model_operation("GET", f"/v1/endpoints/{endpoint_id}", EndpointResponse)
+
+
+@validate_call
+def get_endpoint_logs(
+    endpoint_id: EndpointId, *, lines: LogLines = 200
+) -> Operation[EndpointLogsResponse]:
+    """The last ``lines`` of each replica's stdout and stderr (running replicas and the
+    latest ended ones)."""
+    return model_operation(
+        "GET",
+        f"/v1/endpoints/{endpoint_id}/logs",
+        EndpointLogsResponse,
+        params={"lines": str(lines)},
+    )
 
 
 @validate_call

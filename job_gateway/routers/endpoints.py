@@ -12,13 +12,15 @@ from gridweave_clients.gateway.endpoints import (
     CreateEndpointRequest,
     EndpointId,
     EndpointListResponse,
+    EndpointLogsResponse,
     EndpointResponse,
+    LogLines,
     StopEndpointRequest,
 )
 from gridweave_controller.phases import EndpointPhase, EndpointStopReason
 from gridweave_runtime.clients import state_dependency
 from job_gateway.gateway import Gateway
-from job_gateway.services import endpoints
+from job_gateway.services import endpoint_logs, endpoints
 
 __all__ = ["router"]
 
@@ -51,6 +53,22 @@ async def get_endpoint(endpoint_id: EndpointId, gateway: CurrentGateway) -> Endp
     """One endpoint."""
     endpoint = await endpoints.get_endpoint(crd=gateway.crd, endpoint_id=endpoint_id)
     return endpoints.endpoint_response(endpoint)
+
+
+@router.get("/{endpoint_id}/logs")
+async def get_endpoint_logs(
+    endpoint_id: EndpointId, gateway: CurrentGateway, lines: Annotated[LogLines, Query()] = 200
+) -> EndpointLogsResponse:
+    """The last ``lines`` of each replica's stdout and stderr, read on the replica's node
+    (running replicas first, then the latest ended ones, at most eight)."""
+    return await endpoint_logs.read_endpoint_logs(
+        crd=gateway.crd,
+        app_prefix=(
+            gateway.endpoint_settings.serve_app_prefix if gateway.reconciler is not None else None
+        ),
+        endpoint_id=endpoint_id,
+        lines=lines,
+    )
 
 
 @router.delete("/{endpoint_id}")

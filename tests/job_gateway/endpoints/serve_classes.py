@@ -47,3 +47,17 @@ class BrokenOnLoad:
 
     def call(self) -> str:
         return "unreachable"
+
+
+class Talker:
+    """Prints what it is told (stdout) and warns on stderr: its replica's logs."""
+
+    def __init__(self) -> None:
+        print("talker ready", flush=True)
+
+    def say(self, text: str) -> str:
+        print(text, flush=True)
+        import sys
+
+        print(f"warned: {text}", file=sys.stderr, flush=True)
+        return text
