@@ -18,8 +18,10 @@ from gridweave_clients._core import Operation, model_operation
 from gridweave_clients.fields import RequestBody
 from gridweave_clients.gateway.endpoints import (
     MAX_REPLICAS,
+    EndpointLogsResponse,
     EndpointMode,
     IdleSeconds,
+    LogLines,
     ModelName,
     Replicas,
 )
@@ -30,11 +32,14 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "DeployEndpointRequest",
     "EndpointListResponse",
+    "EndpointLogsResponse",
     "EndpointName",
     "EndpointResponse",
     "EndpointStatsResponse",
+    "LogLines",
     "deploy_endpoint",
     "get_endpoint",
+    "get_endpoint_logs",
     "get_endpoint_stats",
     "list_endpoints",
     "stop_endpoint",
@@ -186,3 +191,13 @@ def stop_endpoint(name: EndpointName) -> Operation[EndpointResponse]:
 def get_endpoint_stats(name: EndpointName) -> Operation[EndpointStatsResponse]:
     """The calls one of the caller's endpoints took: counts, latency, cold starts."""
     return model_operation("GET", f"/v1/endpoints/{name}/-/stats", EndpointStatsResponse)
+
+
+@validate_call
+def get_endpoint_logs(
+    name: EndpointName, *, lines: LogLines = 200
+) -> Operation[EndpointLogsResponse]:
+    """The last ``lines`` of each replica's stdout and stderr (another user's endpoint is 404)."""
+    return model_operation(
+        "GET", f"/v1/endpoints/{name}/-/logs", EndpointLogsResponse, params={"lines": str(lines)}
+    )

@@ -3,26 +3,28 @@
 ``/v1/endpoints/{name}/{path}`` (any method) is the endpoint itself, proxied (an OpenAI
 client's ``base_url`` is ``<platform>/v1/endpoints/{name}/v1``). ``-/...`` paths are never
 proxied (the replicas' own routes); ``/v1/endpoints/{name}/-/stats`` is the platform's figures
-of the calls the endpoint took.
+of the calls the endpoint took, ``/v1/endpoints/{name}/-/logs`` its replicas' output.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from starlette.responses import Response
 
 from gridweave_clients.platform.endpoints import (
     DeployEndpointRequest,
     EndpointListResponse,
+    EndpointLogsResponse,
     EndpointName,
     EndpointResponse,
     EndpointStatsResponse,
+    LogLines,
 )
 from gridweave_runtime.clients import state_dependency
 from platform_service.routers.common import UserDep
-from platform_service.services import endpoints
+from platform_service.services import endpoint_logs, endpoints
 from platform_service.services.endpoint_proxy import EndpointProxy
 from platform_service.services.endpoints import EndpointServices
 
@@ -74,6 +76,21 @@ async def get_endpoint_stats(
     user's endpoint is 404."""
     await endpoints.get_own_endpoint(services, user_id=user.user_id, name=name)
     return proxy.stats.snapshot(user_id=user.user_id, name=name)
+
+
+@router.get("/{name}/-/logs", operation_id="get_endpoint_logs")
+async def get_endpoint_logs(
+    name: NamePath,
+    user: UserDep,
+    services: ServicesDep,
+    lines: Annotated[LogLines, Query()] = 200,
+) -> EndpointLogsResponse:
+    """The last ``lines`` of each replica's stdout and stderr: the running replicas first, then
+    the latest ended ones (a stopped endpoint's, while their node keeps the files). The text
+    is the endpoint's own output. Another user's endpoint is 404."""
+    return await endpoint_logs.get_endpoint_logs(
+        services, user_id=user.user_id, name=name, lines=lines
+    )
 
 
 async def call_endpoint(

@@ -263,6 +263,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/endpoints/{name}/-/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Endpoint Logs
+         * @description The last ``lines`` of each replica's stdout and stderr: the running replicas first, then
+         *     the latest ended ones (a stopped endpoint's, while their node keeps the files). The text
+         *     is the endpoint's own output. Another user's endpoint is 404.
+         */
+        get: operations["get_endpoint_logs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/endpoints/{name}/-/stats": {
         parameters: {
             query?: never;
@@ -1185,6 +1207,22 @@ export interface components {
             endpoints: components["schemas"]["EndpointResponse"][];
         };
         /**
+         * EndpointLogsResponse
+         * @description The endpoint's replicas (running ones first, then the latest ended), each with the
+         *     last lines of its stdout and stderr; ``message`` says why there are none.
+         */
+        EndpointLogsResponse: {
+            /**
+             * Lines
+             * @description The most lines given per stream.
+             */
+            lines: number;
+            /** Message */
+            message?: string | null;
+            /** Replicas */
+            replicas: components["schemas"]["ReplicaLog"][];
+        };
+        /**
          * EndpointPhase
          * @description The phase of a GridweaveEndpoint (``status.phase``; a missing status reads as Pending).
          * @enum {string}
@@ -1975,6 +2013,49 @@ export interface components {
             user_id: string;
         };
         /**
+         * ReplicaLog
+         * @description One Serve replica of the endpoint and what its process wrote.
+         */
+        ReplicaLog: {
+            /**
+             * Error
+             * @description Why its files could not be read.
+             */
+            error?: string | null;
+            /**
+             * Replica
+             * @description Ray Serve's id of the replica.
+             */
+            replica: string;
+            /** Started At */
+            started_at?: string | null;
+            /**
+             * State
+             * @description Its Ray actor's state: ALIVE, RESTARTING, DEAD, ...
+             */
+            state: string;
+            /** Streams */
+            streams?: components["schemas"]["ReplicaLogStream"][];
+        };
+        /**
+         * ReplicaLogStream
+         * @description The last lines of one stream of a replica's process (the user's text, never markup).
+         */
+        ReplicaLogStream: {
+            /** Lines */
+            lines: string[];
+            /**
+             * Stream
+             * @enum {string}
+             */
+            stream: "stdout" | "stderr";
+            /**
+             * Truncated
+             * @description Older lines were left out (the line or byte bound).
+             */
+            truncated: boolean;
+        };
+        /**
          * SessionResponse
          * @description The signed-in user, the session's CSRF token and end; a new user's first key.
          */
@@ -2758,6 +2839,41 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EndpointResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    get_endpoint_logs: {
+        parameters: {
+            query?: {
+                /** @description The most lines of each replica's stdout and stderr, the latest. */
+                lines?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The endpoint's name: lowercase letters, digits and '-', 50 at most. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointLogsResponse"];
                 };
             };
             /** @description Validation Error */
