@@ -1,9 +1,10 @@
-import { screen, waitFor } from "@testing-library/react";
+import { screen, waitFor, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
 import { http, HttpResponse } from "msw";
 import { expect, test } from "vitest";
 import { renderApp } from "../test/render";
 import { endpoint, server } from "../test/server";
-import { millis } from "./EndpointDetail";
+import { LOG_LINES, millis } from "./EndpointDetail";
 
 const STATS = {
   name: "chat",
@@ -23,9 +24,12 @@ const STATS = {
   latency_p99_ms: 250,
 };
 
+const NO_LOGS = { replicas: [], lines: LOG_LINES, message: "no replica of this endpoint has run in this Ray session" };
+
 test("the endpoint's replicas, health, request figures and cold starts are shown", async () => {
   const asked: string[] = [];
   server.use(
+    http.get("*/v1/endpoints/chat/-/logs", () => HttpResponse.json(NO_LOGS)),
     http.get("*/v1/endpoints/chat", () => HttpResponse.json(endpoint("chat"))),
     http.get("*/v1/endpoints/chat/-/stats", ({ request }) => {
       asked.push(new URL(request.url).pathname);
@@ -43,13 +47,14 @@ test("the endpoint's replicas, health, request figures and cold starts are shown
   expect(screen.getByTestId("stat-p99")).toHaveTextContent("250 ms");
   expect(screen.getByTestId("stat-cold-starts")).toHaveTextContent("3, last 12.4 s");
   expect(screen.getByText(/start again when the platform restarts/)).toBeInTheDocument();
-  expect(screen.getByTestId("endpoint-logs")).toHaveTextContent("not available");
+  await waitFor(() => expect(screen.getByTestId("endpoint-logs")).toHaveTextContent("No replica logs: no replica of this endpoint has run"));
   expect(asked).toContain("/v1/endpoints/chat/-/stats");
 });
 
 test("an endpoint without calls shows dashes, not zeros, for latency", async () => {
   server.use(
     http.get("*/v1/endpoints/idle", () => HttpResponse.json(endpoint("idle", "Stopped"))),
+    http.get("*/v1/endpoints/idle/-/logs", () => HttpResponse.json(NO_LOGS)),
     http.get("*/v1/endpoints/idle/-/stats", () =>
       HttpResponse.json({
         ...STATS,
@@ -84,4 +89,47 @@ test("the endpoints list links each endpoint to its page", async () => {
 
 test("milliseconds read as ms, seconds past ten seconds", () => {
   expect([millis(null), millis(3.21), millis(18.4), millis(12_400)]).toEqual(["—", "3.2 ms", "18 ms", "12.4 s"]);
+});
+
+test("each replica's stdout and stderr show as plain text, refreshed on request", async () => {
+  const asked: string[] = [];
+  let reads = 0;
+  server.use(
+    http.get("*/v1/endpoints/chat", () => HttpResponse.json(endpoint("chat"))),
+    http.get("*/v1/endpoints/chat/-/stats", () => HttpResponse.json(STATS)),
+    http.get("*/v1/endpoints/chat/-/logs", ({ request }) => {
+      asked.push(new URL(request.url).search);
+      reads += 1;
+      return HttpResponse.json({
+        lines: LOG_LINES,
+        message: null,
+        replicas: [
+          {
+            replica: "abc123",
+            state: "ALIVE",
+            started_at: "2026-12-01T10:00:00Z",
+            error: null,
+            streams: [
+              { stream: "stdout", lines: ["ready", `<img src=x onerror="alert(1)"> read ${reads}`], truncated: true },
+              { stream: "stderr", lines: ["INFO GET /greet 200"], truncated: false },
+            ],
+          },
+          { replica: "old999", state: "DEAD", started_at: "2026-12-01T09:00:00Z", error: "its node did not answer", streams: [] },
+        ],
+      });
+    }),
+  );
+  const { container } = renderApp("/endpoints/chat");
+  const stdout = await screen.findByRole("region", { name: "Replica abc123" });
+  expect(within(stdout).getByTestId("replica-stdout")).toHaveTextContent('<img src=x onerror="alert(1)"> read 1');
+  expect(container.querySelector("img")).toBeNull(); // the user's text is never markup
+  expect(within(stdout).getByText(/older ones left out/)).toBeInTheDocument();
+  expect(within(stdout).getByTestId("replica-stderr")).toHaveTextContent("INFO GET /greet 200");
+  expect(within(stdout).getByRole("heading")).toHaveTextContent("abc123 · running");
+  const dead = screen.getByRole("region", { name: "Replica old999" });
+  expect(dead).toHaveTextContent("dead");
+  expect(dead).toHaveTextContent("could not be read: its node did not answer");
+  await userEvent.click(screen.getByRole("button", { name: "Refresh" }));
+  await waitFor(() => expect(within(stdout).getByTestId("replica-stdout")).toHaveTextContent("read 2"));
+  expect(asked[0]).toBe(`?lines=${LOG_LINES}`);
 });

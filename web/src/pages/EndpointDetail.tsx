@@ -1,6 +1,6 @@
 import { useQuery } from "@tanstack/react-query";
 import { Link, useParams } from "react-router";
-import { api, credits, errorMessage, unwrap, when } from "../api/client";
+import { api, credits, errorMessage, type Schemas, unwrap, when } from "../api/client";
 import { Card, PhaseBadge } from "../components/Layout";
 
 /** Milliseconds, rounded for reading ("—" when there is no figure yet). */
@@ -16,6 +16,68 @@ function Figure({ label, value, testId }: { label: string; value: string | numbe
       <dt className="text-xs text-slate-600">{label}</dt>
       <dd className="text-xl" data-testid={testId}>{value}</dd>
     </div>
+  );
+}
+
+/** The most lines of each replica's stdout and stderr the page asks for. */
+export const LOG_LINES = 200;
+
+function ReplicaSection({ replica }: { replica: Schemas["ReplicaLog"] }) {
+  return (
+    <section aria-label={`Replica ${replica.replica}`} data-testid="replica-log" className="space-y-1">
+      <h3 className="text-sm font-medium">
+        Replica <code>{replica.replica}</code> · {replica.state === "ALIVE" ? "running" : replica.state.toLowerCase()} · started {when(replica.started_at)}
+      </h3>
+      {replica.error && <p className="text-sm text-red-700">Its logs could not be read: {replica.error}</p>}
+      {(replica.streams ?? []).map((stream) => (
+        <div key={stream.stream}>
+          <p className="text-xs text-slate-600">
+            {stream.stream}{stream.truncated ? ` (the last ${stream.lines.length} lines; older ones left out)` : ""}
+          </p>
+          {/* the replica's own output: plain text, never markup */}
+          <pre
+            tabIndex={0}
+            aria-label={`${stream.stream} of replica ${replica.replica}`}
+            data-testid={`replica-${stream.stream}`}
+            className={`max-h-72 overflow-auto whitespace-pre-wrap break-all rounded bg-slate-900 p-3 font-mono text-xs ${stream.stream === "stderr" ? "text-amber-200" : "text-slate-100"}`}
+          >
+            {stream.lines.length ? stream.lines.join("\n") : "(empty)"}
+          </pre>
+        </div>
+      ))}
+    </section>
+  );
+}
+
+function ReplicaLogs({ name }: { name: string }) {
+  const logs = useQuery({
+    queryKey: ["endpoint-logs", name],
+    queryFn: async () =>
+      unwrap(await api.GET("/v1/endpoints/{name}/-/logs", { params: { path: { name }, query: { lines: LOG_LINES } } })),
+    refetchInterval: 5_000,
+  });
+  return (
+    <Card title="Replica logs">
+      <div className="mb-2 flex items-center gap-3 text-xs text-slate-600">
+        <span>The last {LOG_LINES} lines of each replica&apos;s stdout and stderr, running replicas first; read again every 5 s while this tab is open.</span>
+        <button
+          type="button"
+          onClick={() => void logs.refetch()}
+          disabled={logs.isFetching}
+          className="rounded border border-slate-300 px-2 py-0.5 text-slate-800 hover:bg-slate-50 disabled:opacity-60"
+        >
+          {logs.isFetching ? "Refreshing…" : "Refresh"}
+        </button>
+        {logs.dataUpdatedAt > 0 && <span data-testid="logs-read-at">Read {new Date(logs.dataUpdatedAt).toLocaleTimeString()}</span>}
+      </div>
+      {logs.isError && <p role="alert" className="text-sm text-red-700">{errorMessage(logs.error)}</p>}
+      <div data-testid="endpoint-logs" className="space-y-3">
+        {logs.data && logs.data.replicas.length === 0 && (
+          <p className="text-sm">No replica logs{logs.data.message ? `: ${logs.data.message}` : "."}</p>
+        )}
+        {logs.data?.replicas.map((replica) => <ReplicaSection key={replica.replica} replica={replica} />)}
+      </div>
+    </Card>
   );
 }
 
@@ -91,11 +153,7 @@ export function EndpointDetail() {
           </p>
         )}
       </Card>
-      <Card title="Logs">
-        <p className="text-sm" data-testid="endpoint-logs">
-          Replica logs are not available here yet: neither the gateway nor Ray Serve exposes an endpoint&apos;s replica logs through the API. The endpoint&apos;s phase, health and reason above come from its status.
-        </p>
-      </Card>
+      <ReplicaLogs name={data.name} />
       <Link className="text-sm text-blue-800 underline" to="/endpoints">All endpoints</Link>
     </div>
   );
