@@ -18,6 +18,7 @@ from tests.platform_service.conftest import (  # noqa: F401  (the whole stack, a
     faucet,
     gateway,
     metering,
+    node_registry,
     platform,
     platform_database,
 )
