@@ -241,12 +241,14 @@ class TestBilling:
         metering: httpx.Client,
     ) -> None:
         poor = platform.new_user()
-        credit.fund(poor.user_id, PERIOD * NVIDIA_1G)  # one period, not the next
+        credit.fund(poor.user_id, 2 * PERIOD * NVIDIA_1G)  # the first two holds: accepted
         gw.configure(url=platform.url, api_key=poor.key)
         cloudpickle.register_pickle_by_value(endpoint_factories)
         try:
             with billing_running(gateway, credit, metering):
                 endpoint = gw.endpoint(vram="1GB", vendor="nvidia", idle=0)(Greeter).deploy("poor")
+                # the owner spends one period elsewhere before it runs: one period, not two
+                credit.place_hold(poor.user_id, PERIOD * NVIDIA_1G, f"elsewhere-{poor.user_id}")
 
                 def out_of_credits() -> bool:
                     status = endpoint.status()
