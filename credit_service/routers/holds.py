@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Response
+from fastapi import APIRouter, Depends, Path, Query, Response
 
 from credit_service.routers.common import AsyncConnectionsDep, NamespaceDep, SessionDep
 from credit_service.services import holds
 from gridweave_clients.credit.models import (
     CaptureHoldRequest,
     HoldResponse,
+    OpenHoldsPageResponse,
     PlaceHoldRequest,
+    Reference,
     ReleaseHoldRequest,
     SettleRequest,
 )
@@ -40,6 +42,19 @@ def place_hold(
     )
     mark_replayed(response, replayed)
     return result
+
+
+@router.get("/v1/holds")
+def list_open_holds(
+    session: SessionDep,
+    reference_prefix: Annotated[Reference, Query()],
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    after_id: Annotated[DatabaseId | None, Query()] = None,
+) -> OpenHoldsPageResponse:
+    """Open holds whose reference starts with ``reference_prefix``, oldest first."""
+    return holds.list_open_holds(
+        session, reference_prefix=reference_prefix, limit=limit, after_id=after_id
+    )
 
 
 @router.get("/v1/holds/{hold_id}")

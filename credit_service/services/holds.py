@@ -23,11 +23,16 @@ from credit_service.services.ledger import (
     move_money,
     settle_hold,
 )
-from gridweave_clients.credit.models import HoldResponse
+from gridweave_clients.credit.models import (
+    HoldResponse,
+    OpenHoldResponse,
+    OpenHoldsPageResponse,
+)
 
 __all__ = [
     "capture_hold",
     "get_hold",
+    "list_open_holds",
     "place_hold",
     "release_hold",
     "settle_reference",
@@ -104,6 +109,30 @@ def get_hold(session: Session, *, hold_id: int) -> HoldResponse:
     hold = _Hold(*row[:6])
     account = AccountState(id=hold.account_id, user_id=row[6], balance=row[7], held=row[8])
     return _hold_response(hold, account)
+
+
+def list_open_holds(
+    session: Session, *, reference_prefix: str, limit: int, after_id: int | None
+) -> OpenHoldsPageResponse:
+    """Open holds whose reference starts with ``reference_prefix`` (literally), oldest first."""
+    escaped = reference_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    query = (
+        select(HoldModel.id, AccountModel.user_id, HoldModel.amount, HoldModel.reference)
+        .join(AccountModel, AccountModel.id == HoldModel.account_id)
+        .where(HoldModel.status == HoldStatus.OPEN)
+        .where(HoldModel.reference.like(escaped + "%", escape="\\"))
+        .order_by(HoldModel.id)
+        .limit(limit + 1)
+    )
+    if after_id is not None:
+        query = query.where(HoldModel.id > after_id)
+    rows = session.execute(query).all()
+    holds = [
+        OpenHoldResponse(hold_id=row[0], user_id=row[1], amount=row[2], reference=row[3])
+        for row in rows[:limit]
+    ]
+    more = len(rows) > limit
+    return OpenHoldsPageResponse(holds=holds, next_after_id=holds[-1].hold_id if more else None)
 
 
 def place_hold(

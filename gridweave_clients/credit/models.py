@@ -27,6 +27,8 @@ __all__ = [
     "LedgerPageResponse",
     "MintRequest",
     "MovementResponse",
+    "OpenHoldResponse",
+    "OpenHoldsPageResponse",
     "PlaceHoldRequest",
     "Reference",
     "ReleaseHoldRequest",
@@ -193,6 +195,23 @@ class HoldResponse(BaseModel):
     status: str
     reference: str | None
     account: AccountResponse
+
+
+class OpenHoldResponse(BaseModel):
+    """An open hold, as listed by its reference's prefix."""
+
+    hold_id: int
+    user_id: str
+    amount: int
+    reference: str
+
+
+class OpenHoldsPageResponse(BaseModel):
+    """Open holds whose reference starts with a prefix, oldest first; pass
+    ``next_after_id`` as ``after_id`` for the next page (None: no more)."""
+
+    holds: list[OpenHoldResponse]
+    next_after_id: int | None
 
 
 class PlacedHold(HoldResponse):

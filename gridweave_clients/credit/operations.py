@@ -26,6 +26,7 @@ from gridweave_clients.credit.models import (
     LedgerPageResponse,
     MintRequest,
     MovementResponse,
+    OpenHoldsPageResponse,
     PlacedHold,
     PlaceHoldRequest,
     Reference,
@@ -42,6 +43,7 @@ __all__ = [
     "get_account",
     "get_hold",
     "list_ledger",
+    "list_open_holds",
     "mint",
     "open_account",
     "place_hold",
@@ -153,6 +155,18 @@ def _placed_hold(answer: Answer) -> PlacedHold:
 def get_hold(hold_id: HoldId) -> Operation[HoldResponse]:
     """A hold and its account."""
     return model_operation("GET", f"/v1/holds/{hold_id}", HoldResponse)
+
+
+@validate_call
+def list_open_holds(
+    reference_prefix: Reference, *, limit: LedgerLimit = 100, after_id: HoldId | None = None
+) -> Operation[OpenHoldsPageResponse]:
+    """Open holds whose reference starts with ``reference_prefix``, oldest first
+    (``after_id`` pages on): what a payer that holds ahead finds of its own after a restart."""
+    params = {"reference_prefix": reference_prefix, "limit": str(limit)}
+    if after_id is not None:
+        params["after_id"] = str(after_id)
+    return model_operation("GET", "/v1/holds", OpenHoldsPageResponse, params=params)
 
 
 @validate_call

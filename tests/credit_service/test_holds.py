@@ -306,3 +306,41 @@ class TestSettlement:
         response = await client.post("/v1/settlements", json=settle, headers=AUTH)
         assert response.status_code == 200
         assert response.json()["account"]["balance"] == 970
+
+
+class TestListOpenHolds:
+    async def test_open_holds_by_literal_prefix_paged_oldest_first(
+        self, client: httpx.AsyncClient
+    ) -> None:
+        await mint(client, "alice", 1_000, "m")
+        for index, reference in enumerate(["ep:a:1:0", "ep:a:1:1", "ep:b:2:0", "job-1", "epXa"]):
+            assert (await place(client, "alice", 10, f"h{index}", reference)).status_code == 200
+        settled = await client.post(
+            "/v1/settlements",
+            json={"reference": "ep:a:1:0", "user_id": "alice", "amount": 4},
+            headers=AUTH,
+        )
+        assert settled.status_code == 200
+
+        first = await client.get(
+            "/v1/holds", params={"reference_prefix": "ep:", "limit": 1}, headers=AUTH
+        )
+        assert first.status_code == 200
+        page = first.json()
+        assert [h["reference"] for h in page["holds"]] == ["ep:a:1:1"]
+        assert page["holds"][0]["user_id"] == "alice" and page["holds"][0]["amount"] == 10
+        rest = await client.get(
+            "/v1/holds",
+            params={"reference_prefix": "ep:", "after_id": page["next_after_id"]},
+            headers=AUTH,
+        )
+        assert [h["reference"] for h in rest.json()["holds"]] == ["ep:b:2:0"]
+        assert rest.json()["next_after_id"] is None
+        # "_" and "%" are literal: a pattern character matches only itself
+        like = await client.get("/v1/holds", params={"reference_prefix": "ep_"}, headers=AUTH)
+        assert like.json()["holds"] == []
+
+    async def test_a_missing_prefix_is_422_naming_it(self, client: httpx.AsyncClient) -> None:
+        response = await client.get("/v1/holds", headers=AUTH)
+        assert response.status_code == 422
+        assert "reference_prefix" in response.text
