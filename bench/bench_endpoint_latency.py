@@ -44,6 +44,7 @@ import gridweave as gw
 from bench.report import machine_line, write_section
 from gridweave_clients.gateway import GatewayClient
 from gridweave_clients.gateway import endpoints as gateway_ops
+from gridweave_runtime.serve_key import SERVE_KEY_HEADER, serve_key
 from job_gateway.execution import ExecutionSettings
 from platform_service.app import create_app
 from platform_service.services.bootstrap import create_admin_key
@@ -195,6 +196,7 @@ def _time_calls(direct_url: str, proxied_url: str, api_key: str, args: argparse.
         "direct": f"{direct_url}/work",
         "proxied": f"{proxied_url}/work",
         "key": api_key,
+        "serve_key": serve_key(INTERNAL_TOKEN),  # what the platform sends Serve, too
         "calls": args.calls,
         "warmup": args.warmup,
         "ms": args.work_ms,
@@ -208,14 +210,15 @@ def run_client(spec: dict[str, Any]) -> None:
     """The timing client: print the seconds of each direct and each proxied call as JSON."""
     body = [spec["ms"]]
     key = {"Authorization": f"Bearer {spec['key']}"}
+    serve = {SERVE_KEY_HEADER: spec["serve_key"]}
     direct: list[float] = []
     proxied: list[float] = []
     with httpx.Client(timeout=60) as http:
         for _ in range(spec["warmup"]):
-            _timed_post(http, spec["direct"], body, {})
+            _timed_post(http, spec["direct"], body, serve)
             _timed_post(http, spec["proxied"], body, key)
         for _ in range(spec["calls"]):
-            direct.append(_timed_post(http, spec["direct"], body, {}))
+            direct.append(_timed_post(http, spec["direct"], body, serve))
             proxied.append(_timed_post(http, spec["proxied"], body, key))
     print(json.dumps({"direct": direct, "proxied": proxied}))
 

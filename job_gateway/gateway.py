@@ -21,6 +21,7 @@ from gridweave_controller.informer import AsyncInformer
 from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_controller.phases import JobPhase
+from gridweave_runtime.serve_key import serve_key
 from gridweave_runtime.storage import ObjectStore
 from job_gateway.collector import collector_paused
 from job_gateway.endpoints import EndpointReconciler, EndpointSettings
@@ -111,6 +112,7 @@ class Gateway:
                 self.endpoint_settings,
                 storage=settings.storage_config(),
                 inventory=lambda: self.scheduler.inventory,
+                serve_key=serve_key(_internal_token(settings)),
             )
         self.node_loss = NodeLossWatch(
             crd,
@@ -264,3 +266,11 @@ class Gateway:
                 self.loop.poke()
             # requeues are counted by the job informer (_job_updated), like every requeue
             await self.node_loss.check(inventory, self.jobs.list(), self.endpoints.list())
+
+
+def _internal_token(settings: GatewaySettings) -> str:
+    """The internal token the Serve key derives from (the app refuses to start without)."""
+    token = settings.internal_token
+    if token is None or not token.get_secret_value():
+        raise ValueError("endpoints on Ray Serve need GRIDWEAVE_INTERNAL_TOKEN")
+    return token.get_secret_value()

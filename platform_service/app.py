@@ -24,6 +24,7 @@ from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.nodes import AsyncNodeRegistryClient
 from gridweave_runtime.app import create_service_app
 from gridweave_runtime.clients import install_client
+from gridweave_runtime.serve_key import SERVE_KEY_HEADER, serve_key
 from gridweave_runtime.storage import ObjectStore, open_object_store
 from platform_service.auth import ApiKeyMiddleware
 from platform_service.openapi import apply_operation_ids, document_for
@@ -178,6 +179,7 @@ def create_app(
         timeout=httpx.Timeout(10.0, read=settings.endpoint_read_timeout_seconds),
         limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
         trust_env=False,
+        headers={SERVE_KEY_HEADER: serve_key(token)},  # every replica demands it
     )
     install_client(app, "endpoint_proxy", EndpointProxy(app.state.endpoints, upstream))
     if billing is not None:

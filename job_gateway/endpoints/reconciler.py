@@ -41,6 +41,7 @@ from gridweave_controller.errors import CrdError
 from gridweave_controller.models import Endpoint
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_controller.phases import EndpointPhase, EndpointStopReason
+from gridweave_runtime.serve_key import SERVE_KEY_HEADER, serve_key_digest
 from gridweave_runtime.storage import StorageConfig
 from job_gateway.endpoints import serve_control
 from job_gateway.endpoints.replica import STATS_PATH, ReplicaConfig
@@ -76,8 +77,10 @@ class EndpointReconciler:
         *,
         storage: StorageConfig,
         inventory: Callable[[], Inventory],
+        serve_key: str,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``serve_key``: what every replica demands (``gridweave_runtime.serve_key``)."""
         self.crd = crd
         self.settings = settings
         self.storage = storage
@@ -85,6 +88,9 @@ class EndpointReconciler:
         self._clock = clock
         self._endpoints: dict[str, Endpoint] = {}
         self._deleted: set[str] = set()
+        #: Endpoints seen sent back to placement (Pending): their application goes first,
+        #: even when the informer's next copy (placed again) comes before the tick.
+        self._undeploy: set[str] = set()
         self._apps: dict[str, AppState] = {}
         #: Where this gateway deployed each application, and when (monotonic).
         self._deployed: dict[str, tuple[str, tuple[int, ...], float]] = {}
@@ -97,8 +103,11 @@ class EndpointReconciler:
         #: Serve's HTTP proxy as Serve has it (a Serve found running keeps its own port).
         self._proxy = (settings.serve_host, settings.serve_port)
         self._serving = False
+        self._key_digest = serve_key_digest(serve_key)
         self._http = httpx.AsyncClient(
-            timeout=settings.endpoint_probe_timeout_seconds, trust_env=False
+            timeout=settings.endpoint_probe_timeout_seconds,
+            trust_env=False,
+            headers={SERVE_KEY_HEADER: serve_key},
         )
 
     # -- what the informer delivers --------------------------------------------------------
@@ -107,6 +116,10 @@ class EndpointReconciler:
         """An added or updated endpoint."""
         self._endpoints[endpoint.name] = endpoint
         self._deleted.discard(endpoint.name)
+        if endpoint.phase is EndpointPhase.PENDING and (
+            endpoint.name in self._apps or endpoint.name in self._deployed
+        ):
+            self._undeploy.add(endpoint.name)
         if endpoint.phase is EndpointPhase.DEPLOYING or endpoint.phase in _UNDEPLOYED:
             self._tick.set()  # deploy or clean up now, not at the next tick
         self._answer_waiters(endpoint.name)
@@ -223,7 +236,12 @@ class EndpointReconciler:
         for name in orphans:  # an endpoint deleted while no gateway watched
             if self._present(name):
                 await self._delete(name)
-        await asyncio.gather(*(self._step(e) for e in list(self._endpoints.values())))
+        undeploy, self._undeploy = self._undeploy, set()
+        for name in undeploy:  # placed again (maybe already): a new application, next tick
+            if self._present(name):
+                await self._delete(name)
+        steps = [e for e in self._endpoints.values() if e.name not in undeploy]
+        await asyncio.gather(*(self._step(e) for e in steps))
 
     async def _step(self, endpoint: Endpoint) -> None:
         name = endpoint.name
@@ -321,6 +339,7 @@ class EndpointReconciler:
             endpoint_id=endpoint.name,
             mode=spec.mode,
             storage=self.storage,
+            key_digest=self._key_digest,
             devices=visible_devices(self._inventory(), node, indices, spec.vendor),
             model=spec.model,
             model_ref=spec.model_ref,

@@ -9,6 +9,11 @@ user's is loaded it shows the process exactly the GPUs the gateway chose
 Every request but the statistics route counts: the time of the last one and how many are
 under way answer ``GET /-/gw/stats``, which the reconciler's probe reads for health and
 for the idle rule (scale to zero).
+
+Serve's HTTP proxy has no auth, so the replica checks every request for the cluster's Serve
+key (``gridweave_runtime.serve_key``: the platform's proxy and the probe send it) against
+the digest it was given, answers 401 without it, and removes the header before the backend
+(the user's code) sees the request.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import cloudpickle
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from gridweave_runtime.serve_key import SERVE_KEY_HEADER, serve_key_matches
 from gridweave_runtime.storage import StorageConfig, open_object_store
 
 __all__ = [
@@ -49,6 +55,8 @@ class ReplicaConfig:
     endpoint_id: str
     mode: str
     storage: StorageConfig
+    #: SHA-256 of the Serve key every request must carry (the key itself never comes here).
+    key_digest: str
     devices: dict[str, str] = field(default_factory=dict)
     model: str | None = None
     model_ref: str | None = None
@@ -98,6 +106,11 @@ class EndpointReplica:
 
     async def __call__(self, request: Request) -> Response:
         """Route one HTTP request (``/gw/<id>/...`` reaches here as ``...``)."""
+        if not serve_key_matches(request.headers.get(SERVE_KEY_HEADER), self.config.key_digest):
+            return error_response(
+                401, "unauthorized", "call endpoints through the Gridweave platform"
+            )
+        request = _without_key(request)
         path = _own_path(request)
         if path == STATS_PATH:
             return JSONResponse(self.stats())
@@ -125,6 +138,14 @@ class EndpointReplica:
     def _done(self) -> None:
         self.in_flight -= 1
         self.last_request_at = time.time()
+
+
+def _without_key(request: Request) -> Request:
+    """The request as the backend sees it: without the Serve key's header."""
+    key = SERVE_KEY_HEADER.encode()
+    scope = dict(request.scope)
+    scope["headers"] = [(k, v) for k, v in request.scope["headers"] if k.lower() != key]
+    return Request(scope, request.receive)
 
 
 def _own_path(request: Request) -> str:

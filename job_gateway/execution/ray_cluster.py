@@ -6,14 +6,21 @@ session), so it, and the detached worker actors on it, survive a gateway restart
 declares the local node's label ``gridweave.io/node=<name>`` (which pins the node's jobs
 to it) and the node's GPUs from the inventory (``--num-gpus``, simulated ones included;
 jobs ask ``num_gpus=0`` since the gateway, not Ray, chooses the GPUs).
+
+Every Ray worker (a job's process, an endpoint's replica) inherits the environment of
+``ray start``, so the head is started without the gateway's secrets
+(:func:`ray_environment`): a job must not read ``GRIDWEAVE_INTERNAL_TOKEN`` (every internal
+route, and the Serve key derived from it) from its own ``os.environ``.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,12 +37,27 @@ __all__ = [
     "connect_ray",
     "ensure_local_head",
     "head_processes",
+    "ray_environment",
     "ray_temp_dir",
     "stop_local_head",
 ]
 
 _log = logging.getLogger(__name__)
 _START_TIMEOUT_S = 120.0
+#: Parts of a variable's name that mark a secret the Ray workers must not inherit.
+_SECRET_MARKS = ("TOKEN", "SECRET", "PASSWORD", "DATABASE_URL", "PRIVATE_KEY")
+
+
+def ray_environment(environment: Mapping[str, str]) -> dict[str, str]:
+    """``environment`` less the secrets (names with ``TOKEN``, ``SECRET``, ``PASSWORD``,
+    ``DATABASE_URL`` or ``PRIVATE_KEY``): what the head, and so every worker, starts with.
+    Ray's own ``RAY_*`` variables stay (``RAY_AUTH_TOKEN``: every Ray process needs it)."""
+    return {
+        name: value
+        for name, value in environment.items()
+        if name.upper().startswith("RAY_")
+        or not any(mark in name.upper() for mark in _SECRET_MARKS)
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +108,7 @@ def ensure_local_head(
         stderr=subprocess.PIPE,
         text=True,
         timeout=_START_TIMEOUT_S,
+        env=ray_environment(os.environ),  # the workers inherit it: no secrets
     )
     if started.returncode != 0:
         raise RuntimeError(

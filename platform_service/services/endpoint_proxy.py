@@ -41,6 +41,7 @@ from starlette.types import Receive, Scope, Send
 
 from gridweave_clients.gateway import endpoints as gw
 from gridweave_controller.phases import EndpointPhase, EndpointStopReason
+from gridweave_runtime.serve_key import SERVE_KEY_HEADER
 from platform_service.errors import EndpointNotServing, EndpointUnreachable, NotFound
 from platform_service.services.downstream import as_user, downstream_errors
 from platform_service.services.endpoint_stats import EndpointStats
@@ -76,6 +77,7 @@ _NOT_FORWARDED = HOP_BY_HOP | {
     "x-gridweave-user",
     "x-gridweave-role",
     "x-gridweave-proxy",  # the dashboard's proxy secret (PLATFORM_DASHBOARD_PROXY_SECRET)
+    SERVE_KEY_HEADER,  # the upstream client's own (a caller's would replace it)
 }
 # Transport errors of a call that never reached the endpoint (safe to send again).
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)

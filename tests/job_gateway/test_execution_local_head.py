@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gridweave_runtime.local_ray import head_processes, ray_temp_dir
 from job_gateway.execution import NODE_LABEL, stop_local_head
+from job_gateway.execution.ray_cluster import ray_environment
 from tests.job_gateway.execution_factories import wait_until
 from tests.support.http_server import free_port
 from tests.support.kubeapi import REPO_ROOT
@@ -88,3 +89,23 @@ class TestLocalHead:
         assert adopted["started"] is False  # the same head, found on its port
         assert adopted["adopted"] is True  # the worker outlived the killed gateway
         assert pids
+
+
+class TestRayEnvironment:
+    def test_the_head_and_so_every_worker_starts_without_the_gateways_secrets(self) -> None:
+        gateway = {
+            "PATH": "/usr/bin",
+            "PYTHONPATH": "/srv/gridweave",
+            "GRIDWEAVE_INTERNAL_TOKEN": "every internal route",
+            "GATEWAY_DATABASE_URL": "postgresql://gw:pw@db/gw",
+            "PLATFORM_DASHBOARD_PROXY_SECRET": "s",
+            "HF_TOKEN": "t",
+            "RAY_AUTH_TOKEN": "ray's own",
+            "RAY_ADDRESS": "127.0.0.1:6380",
+        }
+        assert ray_environment(gateway) == {
+            "PATH": "/usr/bin",
+            "PYTHONPATH": "/srv/gridweave",
+            "RAY_AUTH_TOKEN": "ray's own",
+            "RAY_ADDRESS": "127.0.0.1:6380",
+        }

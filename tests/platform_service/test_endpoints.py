@@ -136,6 +136,7 @@ class TestForwardedHeaders:
                 "X-CSRF-Token": "t",
                 "X-Gridweave-User": "mallory",
                 "X-Gridweave-Proxy": "the dashboard's proxy secret",
+                "X-Gridweave-Serve-Key": "a caller's guess (the platform sends its own)",
                 "Host": "platform",
                 "Connection": "keep-alive, X-Private",
                 "X-Private": "p",

@@ -8,15 +8,38 @@ import sys
 import time
 import uuid
 import zipfile
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import cloudpickle
 import httpx
 
+from gridweave_runtime.serve_key import SERVE_KEY_HEADER, serve_key
 from gridweave_runtime.storage import LocalObjectStore
 from tests.job_gateway.endpoints import serve_classes
-from tests.job_gateway.gateway_factories import GatewayServer
+from tests.job_gateway.gateway_factories import TOKEN, GatewayServer
+
+#: What the platform's proxy sends every replica (the Serve key of the gateway's token).
+SERVE_HEADERS = {SERVE_KEY_HEADER: serve_key(TOKEN)}
+
+
+class ServeCalls:
+    """Direct calls to Serve's proxy as the platform makes them: with the Serve key."""
+
+    def get(self, url: str, **options: Any) -> httpx.Response:
+        return httpx.get(url, headers=SERVE_HEADERS, **options)
+
+    def post(self, url: str, **options: Any) -> httpx.Response:
+        return httpx.post(url, headers=SERVE_HEADERS, **options)
+
+    def stream(
+        self, method: str, url: str, **options: Any
+    ) -> AbstractContextManager[httpx.Response]:
+        return httpx.stream(method, url, headers=SERVE_HEADERS, **options)
+
+
+serve = ServeCalls()
 
 
 def new_endpoint_id(prefix: str = "ep") -> str:

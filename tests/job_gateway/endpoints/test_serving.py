@@ -20,10 +20,12 @@ import httpx
 import openai
 import pytest
 
+from gridweave_runtime.serve_key import SERVE_KEY_HEADER
 from job_gateway.endpoints import EndpointSettings
 from job_gateway.execution import ExecutionSettings
 from tests.job_gateway.endpoints import serve_classes
 from tests.job_gateway.endpoints.factories import (
+    SERVE_HEADERS,
     create,
     endpoint_body,
     free_port,
@@ -31,13 +33,14 @@ from tests.job_gateway.endpoints.factories import (
     minilm,
     new_endpoint_id,
     pickled_class,
+    serve,
     sse_events,
     tiny_gpt2_in_subprocess,
     wait_for,
     wait_running,
 )
 from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld
-from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
+from tests.job_gateway.gateway_factories import TOKEN, GatewayServer, running_gateway
 from tests.support.kubeapi import KubeAPI
 
 pytestmark = pytest.mark.kubeapi
@@ -99,17 +102,17 @@ class TestCustomEndpoint:
         assert view["node"] == "node-b" and len(view["gpu_indices"]) == 1
         assert view["url"].endswith(f"/gw/{endpoint_id}")
         url = view["url"]
-        assert httpx.post(f"{url}/greet", json={"name": "ada"}).json() == "hello ada"
-        assert httpx.post(f"{url}/add", json=[2, 3]).json() == 5
-        where = httpx.post(f"{url}/where").json()
+        assert serve.post(f"{url}/greet", json={"name": "ada"}).json() == "hello ada"
+        assert serve.post(f"{url}/add", json=[2, 3]).json() == 5
+        where = serve.post(f"{url}/where").json()
         assert where["ray_node_id"] == ray_world.node_ids["node-b"]
         assert where["HIP_VISIBLE_DEVICES"] == str(view["gpu_indices"][0])
         assert where["CUDA_VISIBLE_DEVICES"] is None
-        failed = httpx.post(f"{url}/fail")
+        failed = serve.post(f"{url}/fail")
         assert failed.status_code == 500
         assert failed.json()["error"] == {"type": "ValueError", "message": "refused on purpose"}
-        assert httpx.post(f"{url}/_private").status_code == 404
-        assert httpx.get(f"{url}/greet").status_code == 405
+        assert serve.post(f"{url}/_private").status_code == 404
+        assert serve.get(f"{url}/greet").status_code == 405
         healthy = wait_for(gateway, endpoint_id, lambda v: v["health"] == "Healthy")
         assert healthy["ready_replicas"] == 1
 
@@ -142,7 +145,7 @@ def wait_for_app_gone(url: str, timeout: float = 60.0) -> int:
     """The status Serve's proxy answers once the application is deleted."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status = httpx.post(f"{url}/greet", json={"name": "x"}).status_code
+        status = serve.post(f"{url}/greet", json={"name": "x"}).status_code
         if status == 404:
             return status
         time.sleep(0.2)
@@ -157,7 +160,7 @@ class TestScaleToZero:
         first = wait_running(gateway, endpoint_id)
         node, index = first["node"], first["gpu_indices"][0]
         running_free = free_vram(gateway, node, index)
-        assert httpx.post(f"{first['url']}/greet", json={"name": "a"}).status_code == 200
+        assert serve.post(f"{first['url']}/greet", json={"name": "a"}).status_code == 200
         idle = wait_for(gateway, endpoint_id, lambda v: v["phase"] == "Stopped", timeout=60)
         assert idle["reason"] == "Idle"
         assert free_vram(gateway, node, index) == running_free + 1024  # VRAM freed
@@ -175,13 +178,13 @@ class TestScaleToZero:
         url = str(woken[0]["url"])
 
         def call(i: int) -> httpx.Response:
-            return httpx.post(f"{url}/greet", json={"name": str(i)}, timeout=60)
+            return serve.post(f"{url}/greet", json={"name": str(i)}, timeout=60)
 
         with ThreadPoolExecutor(10) as pool:
             answers = list(pool.map(call, range(10)))
         assert [a.status_code for a in answers] == [200] * 10
         assert sorted(a.json() for a in answers) == sorted(f"hello {i}" for i in range(10))
-        stats = httpx.get(f"{url}/-/gw/stats").json()
+        stats = serve.get(f"{url}/-/gw/stats").json()
         assert stats["requests"] == 10  # one replica served them all, fresh from the wake
         gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
 
@@ -195,6 +198,48 @@ class TestScaleToZero:
         gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
 
 
+class TestServeKey:
+    def test_a_call_without_the_platforms_key_is_refused(self, gateway: GatewayServer) -> None:
+        """Serve's proxy is open to every process on the head node (a job's too): only a
+        call with the Serve key reaches the replica; the probe sends it (Running)."""
+        endpoint_id = custom_endpoint(gateway)
+        url = wait_running(gateway, endpoint_id)["url"]
+        for headers in ({}, {SERVE_KEY_HEADER: "0" * 64}, {SERVE_KEY_HEADER: TOKEN}):
+            for answer in (
+                httpx.post(f"{url}/greet", json={"name": "x"}, headers=headers),
+                httpx.get(f"{url}/-/gw/stats", headers=headers),
+            ):
+                assert answer.status_code == 401, headers
+                assert answer.json()["error"]["type"] == "unauthorized"
+        assert serve.post(f"{url}/greet", json={"name": "x"}).json() == "hello x"
+        assert serve.get(f"{url}/-/gw/stats").json()["requests"] == 1  # refused ones: none
+        gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
+
+
+class TestNodeLost:
+    def test_back_to_pending_deletes_the_application_and_deploys_it_again(
+        self, gateway: GatewayServer
+    ) -> None:
+        endpoint_id = custom_endpoint(gateway, vram_mb=2048)
+        first = wait_running(gateway, endpoint_id)
+        before = serve.get(f"{first['url']}/-/gw/stats").json()
+        # what the node-loss watch writes once the node is lost past the grace period
+        gateway.crd.set_endpoint_pending(endpoint_id, "NodeLost", "node gone (for 60 s)")
+        again = wait_for(
+            gateway,
+            endpoint_id,
+            lambda v: v["phase"] == "Running" and v["started_at"] != first["started_at"],
+            timeout=120,
+        )
+        after = serve.get(f"{again['url']}/-/gw/stats").json()
+        assert after["replica"] != before["replica"]  # a new application, not the old one
+        assert again["previous_started_at"] == first["started_at"]
+        node, index = again["node"], again["gpu_indices"][0]
+        held = free_vram(gateway, node, index)
+        gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
+        wait_for(gateway, endpoint_id, lambda _v: free_vram(gateway, node, index) == held + 2048)
+
+
 class TestReplicaCrash:
     def test_a_killed_replica_is_restarted_and_health_flips_and_recovers(
         self, gateway: GatewayServer
@@ -202,15 +247,15 @@ class TestReplicaCrash:
         endpoint_id = custom_endpoint(gateway)
         view = wait_running(gateway, endpoint_id)
         wait_for(gateway, endpoint_id, lambda v: v["health"] == "Healthy")
-        before = httpx.get(f"{view['url']}/-/gw/stats").json()
+        before = serve.get(f"{view['url']}/-/gw/stats").json()
         os.kill(int(before["pid"]), signal.SIGKILL)
         sick = wait_for(gateway, endpoint_id, lambda v: v["health"] == "Unhealthy", timeout=60)
         assert sick["phase"] == "Running"
         back = wait_for(gateway, endpoint_id, lambda v: v["health"] == "Healthy", timeout=180)
         assert back["ready_replicas"] == 1
-        after = httpx.get(f"{view['url']}/-/gw/stats").json()
+        after = serve.get(f"{view['url']}/-/gw/stats").json()
         assert after["pid"] != before["pid"]
-        assert httpx.post(f"{view['url']}/add", json={"a": 1, "b": 2}).json() == 3
+        assert serve.post(f"{view['url']}/add", json={"a": 1, "b": 2}).json() == 3
         gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
 
 
@@ -228,6 +273,17 @@ class TestApi:
         assert answer.status_code == 422
         field = answer.json()["error"]["fields"][0]
         assert field["field"] == "vram_mb" and "24576" in field["message"]
+
+    def test_replicas_that_do_not_fit_one_gpu_together_name_max_replicas(
+        self, gateway: GatewayServer
+    ) -> None:
+        body = endpoint_body(
+            new_endpoint_id(), vram_mb=16384, max_replicas=2, function_ref="file:///c.pkl"
+        )
+        answer = gateway.http.post("/v1/endpoints", json=body)
+        assert answer.status_code == 422
+        field = answer.json()["error"]["fields"][0]
+        assert field["field"] == "max_replicas" and "32768" in field["message"]
 
     @pytest.mark.parametrize(
         ("change", "field"),
@@ -288,9 +344,9 @@ class TestTransformersEndpoint:
             ),
         )
         url = wait_running(gateway, endpoint_id, timeout=240)["url"]
-        models = httpx.get(f"{url}/v1/models").json()
+        models = serve.get(f"{url}/v1/models").json()
         assert models["data"][0]["id"] == "tiny-gpt2"
-        completion = httpx.post(
+        completion = serve.post(
             f"{url}/v1/completions",
             json={"model": "tiny-gpt2", "prompt": "the quick brown", "max_tokens": 5},
             timeout=60,
@@ -302,14 +358,14 @@ class TestTransformersEndpoint:
             "completion_tokens": 5,
             "total_tokens": 8,
         }
-        chat = httpx.post(
+        chat = serve.post(
             f"{url}/v1/chat/completions",
             json={"messages": [{"role": "user", "content": "the lazy dog"}], "max_tokens": 6},
             timeout=60,
         ).json()
         assert chat["choices"][0]["message"]["role"] == "assistant"
         assert chat["usage"]["completion_tokens"] == 6
-        with httpx.stream(
+        with serve.stream(
             "POST",
             f"{url}/v1/chat/completions",
             json={
@@ -328,7 +384,9 @@ class TestTransformersEndpoint:
         # greedy decoding: the stream says what the whole answer said
         assert "".join(pieces).strip() == chat["choices"][0]["message"]["content"].strip()
         assert chunks[-1]["choices"][0]["finish_reason"] == "length"
-        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        client = openai.OpenAI(
+            base_url=f"{url}/v1", api_key="unused", max_retries=0, default_headers=SERVE_HEADERS
+        )
         said = client.chat.completions.create(
             model="tiny-gpt2",
             messages=[{"role": "user", "content": "the lazy dog"}],
@@ -345,7 +403,7 @@ class TestTransformersEndpoint:
             )
         ]
         assert "".join(deltas) == "".join(pieces)
-        refused = httpx.post(f"{url}/v1/completions", json={"prompt": 3})
+        refused = serve.post(f"{url}/v1/completions", json={"prompt": 3})
         assert refused.status_code == 400
         assert refused.json()["error"]["type"] == "invalid_request_error"
         gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
@@ -364,7 +422,7 @@ class TestTransformersEndpoint:
             ),
         )
         url = wait_running(gateway, endpoint_id, timeout=240)["url"]
-        answer = httpx.post(
+        answer = serve.post(
             f"{url}/v1/embeddings",
             json={"input": ["a cat sits on the mat", "a kitten on a rug", "stock prices fell"]},
             timeout=60,
@@ -377,7 +435,7 @@ class TestTransformersEndpoint:
             return float(dot / (sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5))
 
         assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2])
-        wrong = httpx.post(f"{url}/v1/completions", json={"prompt": "x"})
+        wrong = serve.post(f"{url}/v1/completions", json={"prompt": "x"})
         assert wrong.status_code == 400
         gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
 
@@ -402,15 +460,15 @@ class TestRehydration:
         with running_gateway(kubeapi, tmp_path / "first", **options) as first:
             endpoint_id = custom_endpoint(first)
             view = wait_running(first, endpoint_id)
-            before = httpx.get(f"{view['url']}/-/gw/stats").json()
+            before = serve.get(f"{view['url']}/-/gw/stats").json()
         # no gateway: the application serves on
-        assert httpx.post(f"{view['url']}/greet", json={"name": "x"}).json() == "hello x"
+        assert serve.post(f"{view['url']}/greet", json={"name": "x"}).json() == "hello x"
         with running_gateway(
             kubeapi, tmp_path / "second", namespace=first.namespace, **options
         ) as second:
             time.sleep(3)  # several ticks of the new reconciler
             again = wait_for(second, endpoint_id, lambda v: v["health"] == "Healthy")
-            after = httpx.get(f"{view['url']}/-/gw/stats").json()
+            after = serve.get(f"{view['url']}/-/gw/stats").json()
             assert (again["phase"], again["started_at"]) == ("Running", view["started_at"])
             assert (after["replica"], after["pid"]) == (before["replica"], before["pid"])
             assert after["requests"] == before["requests"] + 1  # adopted, not redeployed
@@ -428,7 +486,7 @@ class TestAutoscaling:
 
         def load() -> None:  # 8 requests under way until a second replica runs
             while not loaded.is_set():
-                answer = httpx.post(f"{url}/slow", json={"seconds": 1.0}, timeout=120)
+                answer = serve.post(f"{url}/slow", json={"seconds": 1.0}, timeout=120)
                 answers.append(answer.status_code)
 
         with ThreadPoolExecutor(8) as pool:
