@@ -17,7 +17,9 @@ def ticker(seconds: float) -> int:
 
 
 class Greeter:
-    """A user's class served as the dashboard test's endpoint: ``greet`` is its route."""
+    """A user's class served as the dashboard test's endpoint: ``greet`` is its route, and
+    prints ``greeting <name>`` (its replica's logs on the endpoint's page)."""
 
     def greet(self, name: str) -> str:
+        print(f"greeting {name}", flush=True)
         return f"hello, {name}"

@@ -5,12 +5,13 @@ the SDK and printing as it runs, images pushed past the user's registry quota wi
 endpoint deployed by the SDK and called three times, a second user, the admin), then runs
 the Playwright suite (``web/e2e``) in Debian's Chromium, headless: the job appears, its
 printed line arrives in the page within 3 s, its timeline lists its transitions, the second
-user cannot see it (nor the endpoint), the endpoint page's figures are the API's, a
-registered user signs in with a code emailed on request (read here from the console and
-handed to the browser test in a file), every VRAM bar equals the API's figure, the
-over-quota push shows on the registry page, a join key is made and revoked, credits are
-granted, axe finds no serious violation on any page, and each page is saved as a screenshot
-under ``web/test-results/screenshots``. ``make web`` builds what it needs first.
+user cannot see it (nor the endpoint), the endpoint page's figures are the API's and a line
+its replica printed shows there, a registered user signs in with a code emailed on request
+(read here from the console and handed to the browser test in a file), every VRAM bar equals
+the API's figure, the over-quota push shows on the registry page, a join key is made and
+revoked, credits are granted, axe finds no serious violation on any page, and each page is
+saved as a screenshot under ``web/test-results/screenshots``. ``make web`` builds what it
+needs first.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ test("a line the job prints arrives in the page within 3 s", async ({ page }) =>
   await reviewPage(page, "04-job-detail");
 });
 
-test("endpoint detail: replicas, health and the calls the API counted", async ({ page }) => {
+test("endpoint detail: replicas, health, the calls the API counted and a printed line", async ({ page }) => {
   const name = env("ENDPOINT_NAME");
   await signIn(page, env("USER_KEY"), "/endpoints");
   await page.getByRole("main").getByRole("link", { name, exact: true }).click();
@@ -70,7 +70,9 @@ test("endpoint detail: replicas, health and the calls the API counted", async ({
   expect(stats.latency_p50_ms).not.toBeNull();
   await expect(page.getByTestId("stat-p50")).toHaveText(/\d ms|\d s/);
   await expect(page.getByTestId("stat-p99")).toHaveText(/\d ms|\d s/);
-  await expect(page.getByTestId("endpoint-logs")).toContainText("not available");
+  // the SDK's last call printed "greeting cy" in the replica: its stdout on the page
+  await expect(page.getByTestId("replica-stdout").first()).toContainText("greeting cy", { timeout: 15_000 });
+  await expect(page.getByTestId("replica-log").first()).toContainText("running");
   await reviewPage(page, "15-endpoint-detail");
 });
 
