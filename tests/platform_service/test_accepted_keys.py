@@ -25,6 +25,7 @@ def test_a_revoked_key_is_forgotten_and_never_remembered_again() -> None:
     accepted = AcceptedKeys(seconds=60)
     accepted.put("gw_live_alice", ALICE)
     accepted.put("gw_live_bob", BOB)
+    assert ALICE.key_id is not None
     accepted.forget(ALICE.key_id)
     assert accepted.get("gw_live_alice") is None
     accepted.put("gw_live_alice", ALICE)  # a check that read the key before the revocation
