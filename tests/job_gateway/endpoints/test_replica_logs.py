@@ -20,6 +20,7 @@ from job_gateway.endpoints.replica_logs import MAX_LINE_CHARS, clean_line, tail_
 from job_gateway.execution import ExecutionSettings
 from tests.job_gateway.endpoints import serve_classes
 from tests.job_gateway.endpoints.factories import (
+    SERVE_HEADERS,
     create,
     endpoint_body,
     free_port,
@@ -111,7 +112,10 @@ class TestReplicaLogs:
         view = wait_running(gateway, endpoint_id)
         assert view["node"] == "node-b"  # a worker node: the read runs there
         said = f"<b>hello</b> \x1b[31m{endpoint_id}"
-        assert httpx.post(f"{view['url']}/say", json={"text": said}).json() == said
+        assert (
+            httpx.post(f"{view['url']}/say", json={"text": said}, headers=SERVE_HEADERS).json()
+            == said
+        )
 
         logs = wait_for_line(gateway, endpoint_id, "stdout", f"<b>hello</b> {endpoint_id}")
         (replica,) = logs["replicas"]
