@@ -1,14 +1,40 @@
 /// <reference types="vitest/config" />
 import tailwindcss from "@tailwindcss/vite";
 import react from "@vitejs/plugin-react";
-import { defineConfig } from "vite";
+import { brotliCompressSync, constants, gzipSync } from "node:zlib";
+import { defineConfig, type Plugin } from "vite";
 
 // `npm run dev` proxies /v1 to a platform (GRIDWEAVE_PLATFORM_URL, default the all-in-one's);
 // `gridweave up` serves the built files itself with the same proxy.
 const platform = process.env.GRIDWEAVE_PLATFORM_URL ?? "http://127.0.0.1:8100";
 
+/** Each built text file beside its brotli (.br) and gzip (.gz) copies, when they are smaller:
+ * the dashboard's server sends the one the browser accepts, compressed once at build. */
+function precompress(): Plugin {
+  return {
+    name: "gridweave-precompress",
+    apply: "build",
+    enforce: "post",
+    generateBundle(_options, bundle) {
+      for (const file of Object.values(bundle)) {
+        if (!/\.(js|css|html|svg|json)$/.test(file.fileName)) continue;
+        const source = file.type === "chunk" ? file.code : file.source;
+        const raw = typeof source === "string" ? Buffer.from(source) : Buffer.from(source);
+        const copies = {
+          br: brotliCompressSync(raw, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }),
+          gz: gzipSync(raw, { level: 9 }),
+        };
+        for (const [suffix, packed] of Object.entries(copies)) {
+          if (packed.length < raw.length)
+            this.emitFile({ type: "asset", fileName: `${file.fileName}.${suffix}`, source: packed });
+        }
+      }
+    },
+  };
+}
+
 export default defineConfig({
-  plugins: [react(), tailwindcss()],
+  plugins: [react(), tailwindcss(), precompress()],
   server: { port: 3000, proxy: { "/v1": { target: platform, changeOrigin: false } } },
   build: { outDir: "dist", sourcemap: false, chunkSizeWarningLimit: 1200 },
   test: {

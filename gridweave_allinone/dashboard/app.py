@@ -12,13 +12,16 @@
 - ``/-/diagnostics``: each service's ``/healthz`` and ``/metrics`` text, for admins only (the
   platform's ``/v1/me`` with the caller's cookie says who is asking).
 - anything else: a file of the built app, or ``index.html`` (the app routes in the page).
-  Hashed assets are cached for a year; ``index.html`` never.
+  Hashed assets are cached for a year; ``index.html`` never. Each is sent as its build's
+  brotli or gzip copy when the browser accepts one (``Vary: Accept-Encoding``).
 """
 
 from __future__ import annotations
 
+import mimetypes
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import httpx
@@ -147,11 +150,12 @@ def create_dashboard_app(
         if not index.is_file():
             return HTMLResponse(_NOT_BUILT, status_code=503)
         wanted = (dist / request.path_params["path"]).resolve()
+        accepted = request.headers.get("accept-encoding", "")
         if wanted.is_file() and wanted.is_relative_to(dist) and wanted != index:
             immutable = wanted.parent.name == "assets"  # vite names them by content hash
             cache = "public, max-age=31536000, immutable" if immutable else "no-cache"
-            return FileResponse(wanted, headers={"Cache-Control": cache})
-        return FileResponse(index, headers={"Cache-Control": "no-cache"})
+            return _file(wanted, cache, accepted)
+        return _file(index, "no-cache", accepted)
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -168,6 +172,31 @@ def create_dashboard_app(
         Route("/{path:path}", static),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
+
+
+#: The build's precompressed copies (web/vite.config.ts), best first: (encoding, suffix).
+_PRECOMPRESSED = (("br", ".br"), ("gzip", ".gz"))
+
+
+def _accepts(accept_encoding: str, encoding: str) -> bool:
+    """Whether an ``Accept-Encoding`` value takes ``encoding`` (named, with no ``q=0``)."""
+    for part in accept_encoding.lower().split(","):
+        name, _, params = part.partition(";")
+        if name.strip() == encoding:
+            return params.replace(" ", "") not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+    return False
+
+
+def _file(path: Path, cache: str, accept_encoding: str) -> FileResponse:
+    """``path``, or its precompressed copy the browser accepts (brotli, then gzip)."""
+    headers = {"Cache-Control": cache, "Vary": "Accept-Encoding"}
+    for encoding, suffix in _PRECOMPRESSED:
+        packed = path.with_name(path.name + suffix)
+        if _accepts(accept_encoding, encoding) and packed.is_file():
+            media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+            headers["Content-Encoding"] = encoding
+            return FileResponse(packed, media_type=media_type, headers=headers)
+    return FileResponse(path, headers=headers)
 
 
 async def _probe(

@@ -4,6 +4,7 @@ the admins' diagnostics."""
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +33,10 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "dist" / "assets").mkdir(parents=True)
     (root / "dist" / "index.html").write_text(INDEX)
     (root / "dist" / "assets" / "index-abc123.js").write_text("console.log(1)")
+    # the build's precompressed copies (told apart from the file by their content)
+    (root / "dist" / "assets" / "index-abc123.js.gz").write_bytes(gzip.compress(b"gz copy"))
+    (root / "dist" / "assets" / "index-abc123.js.br").write_bytes(b"br copy")
+    (root / "dist" / "index.html.gz").write_bytes(gzip.compress(INDEX.encode()))
     (root / "secret.txt").write_text("not served")
     return root / "dist"
 
@@ -63,10 +68,30 @@ class TestFiles:
     def test_hashed_assets_are_cached_and_nothing_outside_is_served(
         self, browser: httpx.Client
     ) -> None:
-        asset = browser.get("/assets/index-abc123.js")
+        asset = browser.get("/assets/index-abc123.js", headers={"Accept-Encoding": "identity"})
         assert asset.text == "console.log(1)" and "immutable" in asset.headers["cache-control"]
         for escape in ("/../secret.txt", "/assets/../../secret.txt", "/%2e%2e/secret.txt"):
             assert "not served" not in browser.get(escape).text, escape
+
+    def test_a_precompressed_copy_is_sent_when_the_browser_takes_it(
+        self, browser: httpx.Client
+    ) -> None:
+        def raw(path: str, accept: str) -> tuple[bytes, httpx.Headers]:
+            with browser.stream("GET", path, headers={"Accept-Encoding": accept}) as answer:
+                assert answer.status_code == 200, (path, accept)
+                return b"".join(answer.iter_raw()), answer.headers
+
+        body, headers = raw("/assets/index-abc123.js", "gzip, deflate, br, zstd")
+        assert body == b"br copy" and headers["content-encoding"] == "br"
+        assert headers["content-type"].startswith("text/javascript")
+        assert "immutable" in headers["cache-control"] and headers["vary"] == "Accept-Encoding"
+        body, headers = raw("/assets/index-abc123.js", "gzip, br;q=0")
+        assert gzip.decompress(body) == b"gz copy" and headers["content-encoding"] == "gzip"
+        body, headers = raw("/assets/index-abc123.js", "identity")
+        assert body == b"console.log(1)" and "content-encoding" not in headers
+        body, headers = raw("/jobs", "br, gzip")  # index.html has no brotli copy here
+        assert gzip.decompress(body).decode() == INDEX and headers["content-encoding"] == "gzip"
+        assert headers["cache-control"] == "no-cache"
 
     def test_without_a_build_it_says_how_to_make_one(
         self, platform: PlatformServer, tmp_path: Path

@@ -1,17 +1,22 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { lazy, Suspense, useEffect } from "react";
 import { Navigate, Route, Routes, useLocation, useNavigate } from "react-router";
-import { SESSION_EXPIRED, api, unwrap } from "./api/client";
+import { SESSION_EXPIRED, type Schemas, api, unwrap } from "./api/client";
+import { takeEarly } from "./api/early";
 import { Layout } from "./components/Layout";
-import { EndpointDetail } from "./pages/EndpointDetail";
-import { Endpoints } from "./pages/Endpoints";
-import { JobDetail } from "./pages/JobDetail";
 import { Jobs, jobsPageQuery, NO_FILTERS } from "./pages/Jobs";
-import { Keys } from "./pages/Keys";
-import { Overview } from "./pages/Overview";
 import { SignIn } from "./pages/SignIn";
 
-// Recharts and the admin pages load when first shown: the jobs page paints without them.
+// Every page but the jobs page and sign-in (a few kB, where an ended session lands) loads
+// when first shown (Recharts, Radix's dialog, the admin pages): /jobs paints with the main
+// script alone.
+const Overview = lazy(() => import("./pages/Overview").then((m) => ({ default: m.Overview })));
+const JobDetail = lazy(() => import("./pages/JobDetail").then((m) => ({ default: m.JobDetail })));
+const Endpoints = lazy(() => import("./pages/Endpoints").then((m) => ({ default: m.Endpoints })));
+const EndpointDetail = lazy(() =>
+  import("./pages/EndpointDetail").then((m) => ({ default: m.EndpointDetail })),
+);
+const Keys = lazy(() => import("./pages/Keys").then((m) => ({ default: m.Keys })));
 const Credits = lazy(() => import("./pages/Credits").then((m) => ({ default: m.Credits })));
 const Nodes = lazy(() => import("./pages/admin/Nodes").then((m) => ({ default: m.Nodes })));
 const RegistryQuotas = lazy(() => import("./pages/admin/RegistryQuotas").then((m) => ({ default: m.RegistryQuotas })));
@@ -22,7 +27,8 @@ const Users = lazy(() => import("./pages/admin/Users").then((m) => ({ default: m
 export function useMe() {
   return useQuery({
     queryKey: ["me"],
-    queryFn: async () => unwrap(await api.GET("/v1/me")),
+    queryFn: async () =>
+      (await takeEarly<Schemas["UserResponse"]>("/v1/me")) ?? unwrap(await api.GET("/v1/me")),
     retry: false,
     staleTime: 60_000,
   });

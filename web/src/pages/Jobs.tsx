@@ -1,8 +1,8 @@
-import * as Checkbox from "@radix-ui/react-checkbox";
 import { keepPreviousData, queryOptions, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { Link } from "react-router";
-import { api, errorMessage, type JobPhase, unwrap, when } from "../api/client";
+import { api, errorMessage, type JobPhase, type Schemas, unwrap, when } from "../api/client";
+import { takeEarly } from "../api/early";
 import { PhaseBadge } from "../components/Layout";
 
 export const PAGE_SIZE = 50;
@@ -17,6 +17,9 @@ export function jobsPageQuery({ phase, from, to }: Filters, cursor: string | und
   return queryOptions({
     queryKey: ["jobs", "page", { phase, from, to }, cursor],
     queryFn: async () =>
+      (!cursor && !phase && !from && !to
+        ? await takeEarly<Schemas["JobListResponse"]>(`/v1/jobs?limit=${PAGE_SIZE}`)
+        : undefined) ??
       unwrap(
         await api.GET("/v1/jobs", {
           params: {
@@ -33,16 +36,16 @@ export function jobsPageQuery({ phase, from, to }: Filters, cursor: string | und
   });
 }
 
+/** A native checkbox: accessible as it is, and no primitive library on the page's script. */
 function Tick({ checked, onChange, label }: { checked: boolean; onChange: (value: boolean) => void; label: string }) {
   return (
-    <Checkbox.Root
+    <input
+      type="checkbox"
       checked={checked}
-      onCheckedChange={(value) => onChange(value === true)}
+      onChange={(event) => onChange(event.target.checked)}
       aria-label={label}
-      className="flex h-4 w-4 items-center justify-center rounded border border-slate-500 bg-white"
-    >
-      <Checkbox.Indicator className="text-xs leading-none">✓</Checkbox.Indicator>
-    </Checkbox.Root>
+      className="h-4 w-4 accent-slate-800"
+    />
   );
 }
 
