@@ -109,6 +109,9 @@ def deploy_app(
         health_check_period_s=health_check_period_s,
         health_check_timeout_s=30.0,
         graceful_shutdown_timeout_s=2.0,
+        # no access log: the probe's call every few seconds would bury the replica's own
+        # output in its logs (the platform counts the calls itself)
+        logging_config={"enable_access_log": False},
         **scaling,
     )(EndpointReplica)
     target = serve.RunTarget(

@@ -123,7 +123,9 @@ class TestReplicaLogs:
         assert replica["replica"] and replica["started_at"]
         stdout = stream_lines(logs, "stdout")
         assert stdout[0] == "talker ready"  # Ray's own marker lines are left out
-        assert f"warned: <b>hello</b> {endpoint_id}" in stream_lines(logs, "stderr")
+        stderr = stream_lines(logs, "stderr")
+        assert f"warned: <b>hello</b> {endpoint_id}" in stderr
+        assert not [line for line in stderr if " -- GET " in line or " -- POST " in line], stderr
 
         one = read_logs(gateway, endpoint_id, lines=1)
         assert stream_lines(one, "stdout") == [f"<b>hello</b> {endpoint_id}"]
