@@ -27,6 +27,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,14 @@ def _read_on_node(key: str, pid: int, max_lines: int) -> None:
     _internal_kv_put(key, json.dumps(answer).encode(), overwrite=True, namespace=_KV_NAMESPACE)
 
 
+@cache
+def _reader() -> Any:
+    """The reader as a Ray remote function, made once (each one made is exported to Ray)."""
+    import ray
+
+    return ray.remote(num_cpus=0, max_retries=0)(_read_on_node)
+
+
 def find_replicas(app: str, *, limit: int = MAX_REPLICAS) -> list[ReplicaProcess]:
     """The application's replicas: the running ones first, then the latest started."""
     from ray._private import state  # the GCS tables; ray.util.state needs the dashboard
@@ -155,7 +164,7 @@ def read_replica_logs(app: str, *, lines: int, timeout_s: float = 20.0) -> list[
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     replicas = find_replicas(app)
-    reader = ray.remote(num_cpus=0, max_retries=0)(_read_on_node)
+    reader = _reader()
     keys = {r.replica: uuid.uuid4().hex for r in replicas}
     runs = {
         reader.options(
