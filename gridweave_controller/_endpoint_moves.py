@@ -75,6 +75,7 @@ def deploying(
             **_previous_run(phase, status, now),
             "url": None,
             "readyReplicas": 0,
+            "runReplicas": None,
             "health": "Unknown",
             "startedAt": None,
             "stoppedAt": None,
@@ -90,15 +91,20 @@ def deploying(
 
 
 def _previous_run(phase: EndpointPhase, status: Mapping[str, Any], now: datetime) -> dict[str, Any]:
-    """The bounds of the run a redeploy replaces (none if it never ran: the last kept)."""
+    """The run a redeploy (or a node loss) replaces, as billing settles it: its bounds, its
+    GPUs' maker, node and indices, and the ready replicas last probed in it (``runReplicas``).
+    None if it never ran, or if it is kept already (a node loss recorded it): the last kept."""
     started = status.get("startedAt")
-    if started is None:
+    if started is None or started == status.get("previousStartedAt"):
         return {}
     stopped = format_precise_timestamp(now) if phase is EndpointPhase.RUNNING else None
     return {
         "previousStartedAt": started,
         "previousStoppedAt": stopped or status.get("stoppedAt"),
         "previousVendor": status.get("vendor"),
+        "previousNode": status.get("node"),
+        "previousGpuIndices": status.get("gpuIndices"),
+        "previousReplicas": status.get("runReplicas"),
     }
 
 
@@ -156,7 +162,8 @@ def pending(
     Node, GPUs and URL are cleared (the VRAM is no longer held). A run that was Running
     ends here: ``stoppedAt`` is now and its seconds go to ``billedSeconds``, while
     ``startedAt`` and ``vendor`` stay, so billing settles that run to this stop at its own
-    GPUs' price, and the next placement keeps it as ``previous*`` (the gap is never billed).
+    GPUs' price; the run is kept as ``previous*`` here, with the node and GPUs it ran on
+    (the next placement keeps it: the gap is never billed).
     """
     phase = current_phase(status)
     if not check_endpoint_move(name, phase, EndpointPhase.PENDING):
@@ -164,6 +171,7 @@ def pending(
     ran = phase is EndpointPhase.RUNNING and status.get("startedAt") is not None
     return StatusChange(
         fields={
+            **(_previous_run(phase, status, now) if ran else {}),
             "phase": EndpointPhase.PENDING.value,
             "node": None,
             "gpuIndices": None,
@@ -225,6 +233,8 @@ def health(
     fields: dict[str, Any] = {"health": value}
     if ready_replicas is not None:
         fields["readyReplicas"] = ready_replicas
+        if ready_replicas > 0:  # the run's replicas, kept when it ends (billing's to settle)
+            fields["runReplicas"] = ready_replicas
     condition = next((c for c in status.get("conditions") or [] if c.get("type") == HEALTHY), None)
     unchanged = (
         all(status.get(key) == wanted for key, wanted in fields.items())

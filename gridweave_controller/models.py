@@ -209,10 +209,16 @@ class EndpointStatus(_WireModel):
     health: Health = "Unknown"
     started_at: datetime | None = None
     stopped_at: datetime | None = None
-    #: The run the last redeploy replaced: start, stop, GPUs' maker (billing's to settle).
+    #: The run the last redeploy replaced: start, stop, GPUs' maker, node, GPU indices and
+    #: replicas (billing's to settle).
     previous_started_at: datetime | None = None
     previous_stopped_at: datetime | None = None
     previous_vendor: GpuVendor | None = None
+    previous_node: str | None = None
+    previous_gpu_indices: tuple[int, ...] | None = None
+    previous_replicas: int | None = None
+    #: The ready replicas last probed in the current (or last) run; kept when it ends.
+    run_replicas: int | None = None
     billed_seconds: int = 0
     reason: str | None = None
     message: str | None = None

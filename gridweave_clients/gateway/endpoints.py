@@ -155,6 +155,15 @@ class EndpointResponse(BaseModel):
     previous_vendor: GpuVendor | None = Field(
         default=None, description="The placed vendor of the run the last redeploy replaced."
     )
+    previous_node: str | None = Field(
+        default=None, description="The node of the run the last redeploy replaced."
+    )
+    previous_gpu_indices: list[int] | None = Field(
+        default=None, description="The GPU indices of the run the last redeploy replaced."
+    )
+    previous_replicas: int | None = Field(
+        default=None, description="The ready replicas last probed in the replaced run."
+    )
     billed_seconds: int = 0
     vram_mb: int
     gpu_count: int = 1

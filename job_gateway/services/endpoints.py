@@ -102,6 +102,11 @@ def endpoint_response(endpoint: Endpoint) -> EndpointResponse:
         previous_started_at=status.previous_started_at,
         previous_stopped_at=status.previous_stopped_at,
         previous_vendor=status.previous_vendor,
+        previous_node=status.previous_node,
+        previous_gpu_indices=(
+            None if status.previous_gpu_indices is None else list(status.previous_gpu_indices)
+        ),
+        previous_replicas=status.previous_replicas,
         billed_seconds=status.billed_seconds,
         vram_mb=spec.vram_mb,
         gpu_count=spec.gpu_count,

@@ -1,45 +1,33 @@
-"""Endpoint billing: every running second paid for, per replica and GPU share, exactly once.
+"""Endpoint billing: every running second paid for, per replica and GPU share, exactly once;
+settling periods and moving money (what a run was: ``endpoint_runs``).
 
-The platform runs it (``install_billing``: a task of its loop, every
+The platform runs it (``install_billing``: a pass on start, then every
 ``PLATFORM_ENDPOINT_BILLING_INTERVAL_SECONDS``), reading the endpoints and stopping them
-through the gateway's endpoint API (``over_gateway_api``); several platforms may run it at
-once (every write below is keyed, see the rules).
+through the gateway's endpoint API; several platforms may run it at once (every write is
+keyed). A run (Running from ``started_at``) is cut into *periods* of ``period_seconds``;
+period ``j`` has its own credit hold, referenced by its *period key*
+(``ep:{endpoint id}:{start in microseconds}:{j}``), and is settled by one usage record
+under that reference: metering keeps one record per reference and credit_service settles
+a reference once, so money for a period moves once whatever is sent again. Rules per pass:
 
-An endpoint runs in *runs* (Running from ``started_at`` to ``stopped_at``); each run is cut
-into billing *periods* of ``period_seconds`` counted from its start. Period ``j`` of the run
-that started at ``S`` has its own credit hold, placed with the reference
-``ep:{endpoint id}:{S in microseconds}:{j}`` (its *period key*), and is settled by one usage
-record with metering under that reference: metering keeps one record per hold reference
-and credit_service settles a reference once, so a period is charged once whatever is sent
-again (the money moves once, in credit_service's settlement).
-
-The rules, applied on every pass (``interval_seconds``) to the endpoints last observed:
-
-1. While Running in period ``c``: the holds of ``c`` and ``c + 1`` are in place (the hold
-   renews one period ahead). A hold the owner cannot pay (402) stops the endpoint through
-   the gateway with reason ``OutOfCredits``: it never runs a period it has no hold for.
-2. Every period of the run that has ended is recorded: ``period_seconds`` x replicas
-   (ready replicas when it closed, at least 1, at most ``max_replicas``) GPU-seconds of
-   ``gpu_count`` GPUs at the price of ``vendor`` and ``vram_mb`` (the GPU share).
-3. A run that ended (Stopped, Failed) records its last, partial period (the run's seconds
-   rounded up, the controller's billing rule) and releases the hold placed ahead. The run
-   ends at its recorded stop: ``stoppedAt``, or, for a run a redeploy (a wake) replaced
-   before billing saw it end, the ``previousStoppedAt`` the gateway wrote; only a run
-   older than that is billed to the last time billing saw it Running.
-
-Each run is billed with the endpoint as billing last saw it in that run (its own spec,
-node, replicas and GPUs' vendor), never with a later run's. An endpoint asking for vendor
-``any`` is priced at the vendor of the GPUs it was placed on (``placed_vendor``, the
-gateway's ``status.vendor``); only when that is unknown at the dearest vendor's price.
+1. While Running in period ``c``: the holds of ``c`` and ``c + 1`` are in place. A hold the
+   owner cannot pay (402) stops the endpoint with reason ``OutOfCredits``.
+2. Every ended period is recorded: ``period_seconds`` x replicas (ready when it closed, 1 to
+   ``max_replicas``) GPU-seconds of ``gpu_count`` GPUs at the price of ``vendor`` (for
+   ``any``: the placed GPUs' ``placed_vendor``, else the dearest) and ``vram_mb``.
+3. An ended run records its last, partial period (seconds rounded up) and releases the hold
+   placed ahead. It ends at ``stoppedAt``, else at the ``previousStoppedAt`` of the redeploy
+   or node loss that replaced it (billed then on its ``previousNode``/``previousGpuIndices``
+   with its ``previousReplicas``), else when billing last saw it Running.
+4. An open endpoint hold (listed from credit_service before the endpoints) whose run no
+   view names and billing does not follow (replaced twice unseen, endpoint deleted) is
+   released: every period before it is recorded, and its run's stop is recorded nowhere.
 
 A hold covers ``period_seconds`` x ``max_replicas`` x ``gpu_count`` at that price
-(``services/holds.endpoint_hold_amount``, the deploy check's rule too); metering caps a
-charge at its hold. Nothing is kept but in memory: after a restart, a run's first
-unrecorded period is found by asking metering for the records of its periods, newest
-first, so a restart mid-period records every period ended meanwhile and none twice. An
-endpoint stopped for idleness keeps its run's last period settled and places the next
-run's holds when it wakes. A deploy that replaces an ended endpoint of the same name
-settles its last run first (:meth:`EndpointBilling.settle_replaced`).
+(``holds.endpoint_hold_amount``, the deploy check's rule). Nothing is kept but in memory:
+a restarted billing finds a run's first unrecorded period at metering (newest first) and
+the holds it placed at credit_service. A deploy that replaces an ended endpoint of the
+same name settles its last run first (:meth:`EndpointBilling.settle_replaced`).
 """
 
 from __future__ import annotations
@@ -50,7 +38,6 @@ import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import cast
 
@@ -58,6 +45,7 @@ from fastapi import FastAPI
 
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.credit import operations as credit_ops
+from gridweave_clients.credit.models import OpenHoldResponse
 from gridweave_clients.errors import (
     Conflict,
     NotFound,
@@ -71,11 +59,22 @@ from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering import operations as metering_ops
 from gridweave_clients.metering.models import RecordUsageRequest
 from gridweave_clients.metering.pricing import PriceTable
-from gridweave_controller.billing import billed_seconds
 from gridweave_controller.phases import EndpointPhase, EndpointStopReason
 from gridweave_controller.vendors import GpuVendor
-from gridweave_runtime.errors import InvalidRequest
-from platform_service.services.holds import endpoint_hold_amount, hold_amount
+from platform_service.services.endpoint_runs import (
+    PERIOD_KEY_PREFIX,
+    Meter,
+    OrphanRun,
+    Run,
+    orphaned_runs,
+    period_hold_amount,
+    period_key,
+    previous_run,
+    priced_vendor,
+    record_gpu_indices,
+    run_seconds,
+    started_from_micros,
+)
 
 __all__ = [
     "EndpointBilling",
@@ -92,8 +91,6 @@ _log = logging.getLogger(__name__)
 StopEndpoint = Callable[[str, str, str], Awaitable[object]]
 #: The current endpoints (the gateway's informer cache, or its API).
 ListEndpoints = Callable[[], Awaitable[Iterable[EndpointResponse]]]
-_ENDED = frozenset({EndpointPhase.STOPPED, EndpointPhase.FAILED})
-_SETTLED_KEPT = 8
 
 
 def over_gateway_api(gateway: AsyncGatewayClient) -> tuple[ListEndpoints, StopEndpoint]:
@@ -107,56 +104,6 @@ def over_gateway_api(gateway: AsyncGatewayClient) -> tuple[ListEndpoints, StopEn
         return await gateway.run(gateway_ops.stop_endpoint(endpoint_id, request))
 
     return list_endpoints, stop
-
-
-def period_key(endpoint_id: str, started_at: datetime, index: int) -> str:
-    """The reference of the hold (and the usage record) of one billing period of a run."""
-    return f"ep:{endpoint_id}:{round(started_at.timestamp() * 1_000_000)}:{index}"
-
-
-@dataclass
-class _Run:
-    """What billing knows of one run: the endpoint as last seen in it, how far it is
-    recorded and held."""
-
-    started_at: datetime
-    view: EndpointResponse
-    seen_running_at: float | None = None  # the clock when last seen Running
-    next_period: int | None = None  # the first period not recorded; None: not looked up yet
-    held: set[int] = field(default_factory=set)  # the periods whose hold is in place
-    replicas: int = 1
-    out_of_credits: bool = False
-    finished: bool = False
-
-
-@dataclass
-class _Meter:
-    endpoint: EndpointResponse
-    runs: dict[datetime, _Run] = field(default_factory=dict)
-    #: The latest runs settled to their end and forgotten (a late copy does not revive one).
-    settled: dict[datetime, None] = field(default_factory=dict)
-
-    def forget_run(self, started: datetime) -> None:
-        """Forget a run settled to its end, remembering that it was."""
-        self.runs.pop(started, None)
-        self.settled[started] = None
-        while len(self.settled) > _SETTLED_KEPT:
-            del self.settled[next(iter(self.settled))]
-
-
-def _previous_run(endpoint: EndpointResponse) -> EndpointResponse | None:
-    """The run a redeploy replaced, as it ended (from ``previous*``); None: none recorded."""
-    if endpoint.previous_started_at is None or endpoint.previous_stopped_at is None:
-        return None
-    return endpoint.model_copy(
-        update={
-            "phase": EndpointPhase.STOPPED,
-            "started_at": endpoint.previous_started_at,
-            "stopped_at": endpoint.previous_stopped_at,
-            "placed_vendor": endpoint.previous_vendor,
-            "ready_replicas": 0,
-        }
-    )
 
 
 class EndpointBilling:
@@ -180,42 +127,66 @@ class EndpointBilling:
         self.period_seconds = period_seconds
         self._stop = stop
         self._clock = clock
-        self._meters: dict[str, _Meter] = {}
+        self._meters: dict[str, Meter] = {}
 
     # -- what the gateway delivers --------------------------------------------------------
 
     def observe(self, endpoint: EndpointResponse) -> None:
         """The endpoint as it is now (an informer's add or update)."""
-        meter = self._meters.setdefault(endpoint.id, _Meter(endpoint))
+        meter = self._meters.setdefault(endpoint.id, Meter(endpoint))
         meter.endpoint = endpoint
-        previous, replaced = _previous_run(endpoint), endpoint.previous_started_at
-        if previous is not None and replaced is not None:
-            if replaced not in meter.runs and replaced not in meter.settled:
-                # a run replaced while billing did not look (down, or restarted): settled
-                # to its recorded stop; periods recorded before are found at metering
-                meter.runs[replaced] = _Run(replaced, previous)
+        previous, replaced = previous_run(endpoint), endpoint.previous_started_at
+        if previous is not None and replaced is not None and replaced not in meter.settled:
+            # a run replaced while billing did not look (down, or restarted) is settled to
+            # its recorded stop, on its own node and GPUs, with the replicas recorded for
+            # it; periods recorded before are found at metering
+            old = meter.runs.setdefault(replaced, Run(replaced, previous))
+            if endpoint.previous_node is not None:
+                old.view = previous  # as recorded (a node loss cleared the current node)
+            if endpoint.previous_replicas:
+                old.replicas = min(endpoint.previous_replicas, max(1, endpoint.max_replicas))
         started = endpoint.started_at
         if started is None or started in meter.settled:
             return
-        run = meter.runs.setdefault(started, _Run(started, endpoint))
-        run.view = endpoint
+        run = meter.runs.setdefault(started, Run(started, endpoint))
+        if started != replaced:
+            run.view = endpoint
         if endpoint.phase is EndpointPhase.RUNNING:
             run.seen_running_at = self._clock()
         if endpoint.ready_replicas > 0:
             run.replicas = min(endpoint.ready_replicas, max(1, endpoint.max_replicas))
 
     async def run(self, list_endpoints: ListEndpoints, *, interval_seconds: float = 5.0) -> None:
-        """Observe the listed endpoints and settle, every ``interval_seconds``, until cancelled."""
+        """One :meth:`billing_pass` now (on start) and every ``interval_seconds``, until
+        cancelled."""
         while True:
             try:
-                for endpoint in await list_endpoints():
-                    self.observe(endpoint)
-                await self.settle()
+                await self.billing_pass(list_endpoints)
             except ServiceError as exc:  # the gateway unreachable: the next pass again
                 _log.warning("endpoint billing pass failed: %s", exc)
             except Exception:  # every pass is tried again; nothing is lost by waiting
                 _log.exception("endpoint billing pass failed")
             await asyncio.sleep(interval_seconds)
+
+    async def billing_pass(self, list_endpoints: ListEndpoints) -> None:
+        """Observe the listed endpoints, settle them, and close the holds of runs no longer
+        current. The open holds are read before the endpoints, so each was placed for a run
+        that started before the listing: one the listing does not name has ended."""
+        holds = await self._open_holds()
+        listed_at = self._clock()
+        endpoints = list(await list_endpoints())
+        for endpoint in endpoints:
+            self.observe(endpoint)
+        await self.settle()
+        orphans = orphaned_runs(
+            holds,
+            endpoints,
+            self._meters,
+            listed_at=listed_at,
+            grace_seconds=self.period_seconds,
+        )
+        for orphan in orphans:
+            await self._settle_orphan(orphan)
 
     # -- one pass -------------------------------------------------------------------------
 
@@ -248,18 +219,59 @@ class EndpointBilling:
         for started in list(meter.runs):
             meter.forget_run(started)
 
-    async def _settle_run(self, current_view: EndpointResponse, run: _Run, now: float) -> None:
+    async def _settle_orphan(self, orphan: OrphanRun) -> None:
+        """Close the open holds of a run no view names any more (replaced twice, deleted).
+
+        Its stop is recorded nowhere: it is settled to the best recorded bound, the start
+        of its first period still held (every period before it is recorded; a hold is
+        placed only once its period, or the one before, has begun), so nothing more is
+        charged: every hold left is released, each once (by its period key), but one whose
+        period metering recorded, which metering's settlement closes.
+        """
+        started = started_from_micros(orphan.started_micros)
+        meter = self._meters.get(orphan.endpoint_id)
+        if meter is not None and started in meter.runs:
+            meter.forget_run(started)
+        _log.info(
+            "endpoint %s: run of %s no longer current; %d hold(s) released",
+            orphan.endpoint_id,
+            started.isoformat(),
+            len(orphan.holds),
+        )
+        user_id = meter.endpoint.user_id if meter is not None else None
+        for _, hold in sorted(orphan.holds.items()):
+            # a recorded period is metering's to settle (its settlement may be pending)
+            if not await self._recorded(user_id or hold.user_id, hold.reference):
+                await self._release(hold.reference, hold.user_id)
+
+    async def _open_holds(self) -> list[OpenHoldResponse]:
+        """Every open endpoint hold (all owners), oldest first."""
+        holds: list[OpenHoldResponse] = []
+        after: int | None = None
+        while True:
+            page = await self.credit.run(
+                credit_ops.list_open_holds(PERIOD_KEY_PREFIX, limit=1000, after_id=after)
+            )
+            holds.extend(page.holds)
+            if page.next_after_id is None:
+                return holds
+            after = page.next_after_id
+
+    async def _settle_run(self, current_view: EndpointResponse, run: Run, now: float) -> None:
         current = current_view.started_at == run.started_at
-        # the run billed as it was (a later run's spec, node or vendor never applies)
-        endpoint = current_view if current else run.view
+        # the run billed as it was (a later run's spec, node or vendor never applies; a run
+        # a node loss ended, as recorded then)
+        kept = current_view.previous_started_at == run.started_at
+        endpoint = current_view if current and not kept else run.view
         running = current and endpoint.phase is EndpointPhase.RUNNING
+        owner = endpoint.billing_owner
         start = run.started_at.timestamp()
         if running:
             ran = max(0.0, now - start)
             closed = int(ran // self.period_seconds)  # periods fully ended
             total = None
         else:
-            total = self._run_seconds(current_view, run)
+            total = run_seconds(current_view, run)
             closed = math.ceil(total / self.period_seconds)
         if run.next_period is None:
             run.next_period = await self._first_unrecorded(endpoint, run, closed)
@@ -276,64 +288,18 @@ class EndpointBilling:
                     break
             return
         for index in (closed, closed + 1):  # placed ahead, never run
-            await self._release(endpoint, run, index)
+            await self._release(period_key(endpoint.id, run.started_at, index), owner)
         run.finished = True
-
-    def _run_seconds(self, current_view: EndpointResponse, run: _Run) -> int:
-        """Billed seconds of an ended run (the controller's rule: rounded up), to its
-        recorded stop: ``stoppedAt`` as seen in the run, else the ``previousStoppedAt`` of
-        the redeploy that replaced it, else (replaced twice unseen) when last seen Running."""
-        stop: float | None = None
-        if run.view.started_at == run.started_at and run.view.stopped_at is not None:
-            stop = run.view.stopped_at.timestamp()
-        elif (
-            current_view.previous_started_at == run.started_at
-            and current_view.previous_stopped_at is not None
-        ):
-            stop = current_view.previous_stopped_at.timestamp()
-        elif run.seen_running_at is not None:
-            stop = run.seen_running_at
-        ran = 0.0 if stop is None else stop - run.started_at.timestamp()
-        return billed_seconds(max(0.0, ran))
 
     # -- money ----------------------------------------------------------------------------
 
     def _vendor(self, endpoint: EndpointResponse) -> str:
-        """The vendor priced: the one asked for, else the placed GPUs', else the dearest."""
-        if endpoint.vendor != "any":
-            return endpoint.vendor
-        return endpoint.placed_vendor or self._dearest_vendor(endpoint)
-
-    def _dearest_vendor(self, endpoint: EndpointResponse) -> str:
-        priced: list[tuple[int, str]] = []
-        for vendor in sorted(self.prices.root):
-            try:
-                price = hold_amount(
-                    self.prices,
-                    vendor=vendor,
-                    vram_mb=endpoint.vram_mb,
-                    gpu_count=1,
-                    timeout_seconds=1,
-                )
-            except InvalidRequest:
-                continue
-            priced.append((price, vendor))
-        return max(priced)[1] if priced else "nvidia"
+        return priced_vendor(self.prices, endpoint)
 
     def _hold_amount(self, endpoint: EndpointResponse) -> int:
-        try:
-            return endpoint_hold_amount(
-                self.prices,
-                vendor=self._vendor(endpoint),
-                vram_mb=endpoint.vram_mb,
-                gpu_count=endpoint.gpu_count,
-                max_replicas=endpoint.max_replicas,
-                period_seconds=self.period_seconds,
-            )
-        except InvalidRequest:  # a vendor or VRAM the table does not price: free, held 1
-            return 1
+        return period_hold_amount(self.prices, endpoint, self.period_seconds)
 
-    async def _ensure_hold(self, endpoint: EndpointResponse, run: _Run, index: int) -> bool:
+    async def _ensure_hold(self, endpoint: EndpointResponse, run: Run, index: int) -> bool:
         """The hold of period ``index`` (replay-safe); False: the owner is short (stopped)."""
         if index in run.held:
             return True
@@ -358,7 +324,7 @@ class EndpointBilling:
         return True
 
     async def _out_of_credits(
-        self, endpoint: EndpointResponse, run: _Run, exc: ServiceError
+        self, endpoint: EndpointResponse, run: Run, exc: ServiceError
     ) -> None:
         if run.out_of_credits:
             return
@@ -371,27 +337,24 @@ class EndpointBilling:
         await self._stop(endpoint.id, EndpointStopReason.OUT_OF_CREDITS, message)
         run.out_of_credits = True
 
-    async def _first_unrecorded(self, endpoint: EndpointResponse, run: _Run, closed: int) -> int:
+    async def _first_unrecorded(self, endpoint: EndpointResponse, run: Run, closed: int) -> int:
         """The first period of the run metering has no record of (newest first)."""
         index = closed
         while index > 0:
             reference = period_key(endpoint.id, run.started_at, index - 1)
-            page = await self.metering.run(
-                metering_ops.list_usage(endpoint.user_id, hold_reference=reference, limit=1)
-            )
-            if page.records:
+            if await self._recorded(endpoint.user_id, reference):
                 break
             index -= 1
         return index
 
-    async def _record(
-        self, endpoint: EndpointResponse, run: _Run, index: int, seconds: int
-    ) -> None:
+    async def _recorded(self, user_id: str, reference: str) -> bool:
+        """Whether metering has the usage record of that period key."""
+        operation = metering_ops.list_usage(user_id, hold_reference=reference, limit=1)
+        return bool((await self.metering.run(operation)).records)
+
+    async def _record(self, endpoint: EndpointResponse, run: Run, index: int, seconds: int) -> None:
         """One period's usage to metering, which settles its hold."""
         reference = period_key(endpoint.id, run.started_at, index)
-        indices = list(endpoint.gpu_indices)
-        if len(indices) != endpoint.gpu_count or len(set(indices)) != len(indices):
-            indices = list(range(endpoint.gpu_count))
         period_start = run.started_at.timestamp() + index * self.period_seconds
         request = RecordUsageRequest(
             endpoint_id=endpoint.id,
@@ -399,7 +362,7 @@ class EndpointBilling:
             user_id=endpoint.user_id,
             owner_id=endpoint.billing_owner,
             node=endpoint.node or "unknown",
-            gpu_indices=indices,
+            gpu_indices=record_gpu_indices(endpoint),
             vram_mb=endpoint.vram_mb,
             vendor=cast(GpuVendor, self._vendor(endpoint)),
             gpu_count=endpoint.gpu_count,
@@ -414,10 +377,10 @@ class EndpointBilling:
             # the first record stands, and it alone settled the hold
             _log.info("endpoint %s period %d recorded before: %s", endpoint.id, index, exc)
 
-    async def _release(self, endpoint: EndpointResponse, run: _Run, index: int) -> None:
-        """Give back a hold placed ahead for a period the run never reached (once)."""
-        reference = period_key(endpoint.id, run.started_at, index)
-        operation = credit_ops.settle(reference=reference, user_id=endpoint.billing_owner, amount=0)
+    async def _release(self, reference: str, owner: str) -> None:
+        """Give back the whole hold of a period never run (once: a settlement of its
+        reference moves money once). The one way billing closes a hold without a record."""
+        operation = credit_ops.settle(reference=reference, user_id=owner, amount=0)
         try:
             await self.credit.run(operation)
         except (NotFound, Conflict):

@@ -166,11 +166,21 @@ class TestEndpointSetters:
         assert woken.status.previous_started_at == running.status.started_at
         assert woken.status.previous_stopped_at == stopped.status.stopped_at
         assert woken.status.previous_vendor == "amd"
+        # the replaced run's own placement and replicas (no probe counted one: unknown)
+        assert woken.status.previous_node == "gpu-node-1"
+        assert woken.status.previous_gpu_indices == (0,)
+        assert woken.status.previous_replicas is None
         again = api.set_endpoint_running(endpoint.name, "http://gpu-node-2:9000")
+        api.set_endpoint_health(endpoint.name, True, "ok", 3)
+        api.set_endpoint_health(endpoint.name, True, "ok", 0)  # a probe of none keeps 3
         redeployed = api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [0])
         assert redeployed.status.vendor is None  # placed on GPUs of no known maker
         assert redeployed.status.previous_started_at == again.status.started_at
         assert redeployed.status.previous_stopped_at is not None
+        assert redeployed.status.previous_node == "gpu-node-2"
+        assert redeployed.status.previous_gpu_indices == (1,)
+        assert redeployed.status.previous_replicas == 3
+        assert redeployed.status.run_replicas is None  # the new run counts its own
         with pytest.raises(Invalid) as refused:
             api.set_endpoint_deploying(make_endpoint(transport).name, "n1", [0], "any")
         assert refused.value.field == "vendor"
@@ -257,6 +267,12 @@ class TestEndpointSetters:
         assert placed.status.previous_started_at == running.status.started_at
         assert placed.status.previous_stopped_at == lost.status.stopped_at
         assert placed.status.previous_vendor == "amd"
+        # the lost run keeps the node, GPUs and replicas it ran with (recorded at the loss)
+        assert lost.status.previous_started_at == running.status.started_at
+        assert (lost.status.previous_node, lost.status.previous_gpu_indices) == ("gpu-node-1", (0,))
+        assert placed.status.previous_node == "gpu-node-1"
+        assert placed.status.previous_gpu_indices == (0,)
+        assert placed.status.previous_replicas == 2
         assert placed.status.started_at is None and placed.status.stopped_at is None
         assert placed.status.billed_seconds == lost.status.billed_seconds  # the gap is free
 

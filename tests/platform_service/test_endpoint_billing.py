@@ -371,3 +371,114 @@ class TestReplacedEndpoint:
         new_price = price_per_gpu_second(DEFAULT_PRICE_TABLE, vendor="nvidia", vram_mb=2 * VRAM)
         assert world.charged(owner) == 90 * PRICE + PERIOD * new_price
         assert world.held(owner) == 2 * PERIOD * new_price
+
+
+def replaced_twice(view: EndpointResponse, *, second: float, third: float) -> Any:
+    """``view``'s endpoint woken at ``second`` s, that run redeployed at ``third`` s: the
+    first run is named by no field any more (``previous_*`` is the second run)."""
+    assert view.started_at is not None
+    return view.model_copy(
+        update={
+            "started_at": view.started_at + timedelta(seconds=third),
+            "previous_started_at": view.started_at + timedelta(seconds=second),
+            "previous_stopped_at": view.started_at + timedelta(seconds=third),
+            "previous_vendor": view.placed_vendor,
+        }
+    )
+
+
+class TestRunsNoLongerCurrent:
+    """Every hold billing placed ends settled or released, whatever it missed."""
+
+    def sweep(self, world: World, *views: EndpointResponse, at: float) -> None:
+        """One pass of a fresh billing (a restarted platform) listing ``views``."""
+        world.clock.at(at)
+
+        async def listing() -> list[EndpointResponse]:
+            return list(views)
+
+        async def scenario(billing: EndpointBilling) -> None:
+            await billing.billing_pass(listing)
+
+        world.billing()(scenario)
+
+    def test_a_run_replaced_twice_after_a_restart_has_its_holds_released_once(
+        self, world: World
+    ) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner)
+        world.settle(view, at=65)  # period 0 charged; periods 1 and 2 held
+        later = replaced_twice(view, second=400, third=1000)
+        self.sweep(world, later, at=1010)  # restarted: the first run is named nowhere
+        first = [period_key(view.id, STARTED, i) for i in (1, 2)]
+        assert not [r for r in world.records(owner) if r["hold_reference"] in first]
+        # the second run (its recorded 600 s) and the third's two holds; the first run's
+        # periods 1 and 2 released, nothing more charged for them
+        assert world.charged(owner) == (PERIOD + 600) * PRICE
+        assert world.held(owner) == 2 * PERIOD * PRICE
+        self.sweep(world, later, at=1020)
+        assert world.charged(owner) == (PERIOD + 600) * PRICE
+        assert world.held(owner) == 2 * PERIOD * PRICE
+
+    def test_a_deleted_endpoints_holds_are_released(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner)
+        world.settle(view, at=130)  # periods 0 and 1 charged; 2 and 3 held
+        assert world.held(owner) == 2 * PERIOD * PRICE
+        self.sweep(world, at=200)  # the endpoint is gone from the listing
+        assert world.held(owner) == 0
+        assert world.charged(owner) == 2 * PERIOD * PRICE
+
+    def test_a_run_that_just_started_is_left_to_a_later_pass(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner)
+        world.settle(view, at=5)
+        self.sweep(world, at=30)  # a listing that lags the run: its holds stand
+        assert world.held(owner) == 2 * PERIOD * PRICE
+
+
+class TestReplacedRunRecorded:
+    """A replaced run settled by a restarted billing is recorded as it ran."""
+
+    def test_on_its_own_node_gpus_and_replicas(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner, max_replicas=3, ready_replicas=3, gpu_indices=[2])
+        world.settle(view, at=65)  # period 0 charged at 3 replicas
+        later = woken(view, stopped_after=100, woken_after=300).model_copy(
+            update={
+                "node": "node-b",
+                "gpu_indices": [0],
+                "ready_replicas": 1,
+                "previous_node": "node-a",
+                "previous_gpu_indices": [2],
+                "previous_replicas": 3,
+            }
+        )
+        world.settle(later, at=310)  # another platform settles the first run's last period
+        first = {period_key(view.id, STARTED, i) for i in range(3)}
+        mine = [r for r in world.records(owner) if r["hold_reference"] in first]
+        assert sorted(r["wall_seconds"] for r in mine) == [40.0 * 3, 60.0 * 3]
+        assert {(r["node"], tuple(r["gpu_indices"])) for r in mine} == {("node-a", (2,))}
+        assert world.charged(owner) == 100 * 3 * PRICE
+
+    def test_a_hold_beyond_the_recorded_stop_is_released(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner)
+        # billing's clock ahead of the gateway's: periods 0 and 1 charged, 2 and 3 held
+        world.clock.at(130)
+
+        async def listing() -> list[EndpointResponse]:
+            return [stopped(view, 50)]  # the gateway recorded the stop at 50 s
+
+        async def scenario(billing: EndpointBilling) -> None:
+            billing.observe(view)
+            await billing.settle()
+            # ended in period 0: 1 and 2 released as placed ahead, 3 (beyond) as no
+            # longer current; a second pass moves nothing
+            await billing.billing_pass(listing)
+            assert world.held(owner) == 0
+            await billing.billing_pass(listing)
+
+        world.billing()(scenario)
+        assert world.charged(owner) == 2 * PERIOD * PRICE  # the first record of each stands
+        assert world.held(owner) == 0

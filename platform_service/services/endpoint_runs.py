@@ -1,0 +1,234 @@
+"""Reading an endpoint's runs for billing: which runs there are, how each ended, on which
+node, GPUs and replicas, what one period of it is priced at, and which open holds belong
+to no run billing still follows.
+
+Pure (no I/O): ``endpoint_billing`` asks the services and moves the money. A run is known
+from the gateway's view of its endpoint: the current run (``startedAt``), and the run the
+last redeploy or node loss replaced (``previous*``: its start, stop, GPUs' maker, node, GPU
+indices and the replicas last probed in it). A run older than that (replaced twice while
+no billing looked) is known only by the holds placed for it: their references name the
+endpoint, the run's start and the period.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from gridweave_clients.credit.models import OpenHoldResponse
+from gridweave_clients.gateway.endpoints import EndpointResponse
+from gridweave_clients.metering.pricing import PriceTable
+from gridweave_controller.billing import billed_seconds
+from gridweave_controller.phases import EndpointPhase
+from gridweave_runtime.errors import InvalidRequest
+from platform_service.services.holds import endpoint_hold_amount, hold_amount
+
+__all__ = [
+    "PERIOD_KEY_PREFIX",
+    "Meter",
+    "OrphanRun",
+    "Run",
+    "orphaned_runs",
+    "period_hold_amount",
+    "period_key",
+    "previous_run",
+    "priced_vendor",
+    "record_gpu_indices",
+    "run_seconds",
+    "started_from_micros",
+]
+
+#: Every endpoint hold's reference starts with this (``credit_service`` lists them by it).
+PERIOD_KEY_PREFIX = "ep:"
+_SETTLED_KEPT = 8
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def period_key(endpoint_id: str, started_at: datetime, index: int) -> str:
+    """The reference of the hold (and the usage record) of one billing period of a run."""
+    return f"{PERIOD_KEY_PREFIX}{endpoint_id}:{_micros(started_at)}:{index}"
+
+
+def _micros(moment: datetime) -> int:
+    return round(moment.timestamp() * 1_000_000)
+
+
+def _parse_period_key(reference: str) -> tuple[str, int, int] | None:
+    """``(endpoint id, run start in microseconds, period)``; None: not a period key."""
+    if not reference.startswith(PERIOD_KEY_PREFIX):
+        return None
+    parts = reference[len(PERIOD_KEY_PREFIX) :].rsplit(":", 2)
+    if len(parts) != 3:
+        return None
+    endpoint_id, start, index = parts
+    if not endpoint_id or not start.isdigit() or not index.isdigit():
+        return None
+    return endpoint_id, int(start), int(index)
+
+
+@dataclass
+class Run:
+    """What billing knows of one run: the endpoint as last seen in it, how far it is
+    recorded and held."""
+
+    started_at: datetime
+    view: EndpointResponse
+    seen_running_at: float | None = None  # the clock when last seen Running
+    next_period: int | None = None  # the first period not recorded; None: not looked up yet
+    held: set[int] = field(default_factory=set)  # the periods whose hold is in place
+    replicas: int = 1
+    out_of_credits: bool = False
+    finished: bool = False
+
+
+@dataclass
+class Meter:
+    endpoint: EndpointResponse
+    runs: dict[datetime, Run] = field(default_factory=dict)
+    #: The latest runs settled to their end and forgotten (a late copy does not revive one).
+    settled: dict[datetime, None] = field(default_factory=dict)
+
+    def has_settled(self, started: datetime) -> bool:
+        """Whether this billing settled that run to its end (every period recorded)."""
+        run = self.runs.get(started)
+        return started in self.settled or (run is not None and run.finished)
+
+    def forget_run(self, started: datetime) -> None:
+        """Forget a run settled to its end, remembering that it was."""
+        self.runs.pop(started, None)
+        self.settled[started] = None
+        while len(self.settled) > _SETTLED_KEPT:
+            del self.settled[next(iter(self.settled))]
+
+
+def previous_run(endpoint: EndpointResponse) -> EndpointResponse | None:
+    """The run a redeploy or a node loss replaced, as it ended, on its own node and GPUs
+    (``previous*``); None: none recorded."""
+    if endpoint.previous_started_at is None or endpoint.previous_stopped_at is None:
+        return None
+    update: dict[str, object] = {
+        "phase": EndpointPhase.STOPPED,
+        "started_at": endpoint.previous_started_at,
+        "stopped_at": endpoint.previous_stopped_at,
+        "placed_vendor": endpoint.previous_vendor,
+        "ready_replicas": 0,
+    }
+    if endpoint.previous_node is not None:
+        update["node"] = endpoint.previous_node
+    if endpoint.previous_gpu_indices is not None:
+        update["gpu_indices"] = list(endpoint.previous_gpu_indices)
+    return endpoint.model_copy(update=update)
+
+
+def run_seconds(current_view: EndpointResponse, run: Run) -> int:
+    """Billed seconds of an ended run (the controller's rule: rounded up), to its recorded
+    stop: ``stoppedAt`` as seen in the run, else the ``previousStoppedAt`` of the redeploy
+    that replaced it, else (replaced twice unseen) when billing last saw it Running."""
+    stop: float | None = None
+    if run.view.started_at == run.started_at and run.view.stopped_at is not None:
+        stop = run.view.stopped_at.timestamp()
+    elif (
+        current_view.previous_started_at == run.started_at
+        and current_view.previous_stopped_at is not None
+    ):
+        stop = current_view.previous_stopped_at.timestamp()
+    elif run.seen_running_at is not None:
+        stop = run.seen_running_at
+    ran = 0.0 if stop is None else stop - run.started_at.timestamp()
+    return billed_seconds(max(0.0, ran))
+
+
+def priced_vendor(prices: PriceTable, endpoint: EndpointResponse) -> str:
+    """The vendor a run is priced at: the one asked for, else the placed GPUs', else the
+    dearest the table prices at its VRAM."""
+    if endpoint.vendor != "any":
+        return endpoint.vendor
+    if endpoint.placed_vendor:
+        return endpoint.placed_vendor
+    priced: list[tuple[int, str]] = []
+    for vendor in sorted(prices.root):
+        try:
+            price = hold_amount(
+                prices, vendor=vendor, vram_mb=endpoint.vram_mb, gpu_count=1, timeout_seconds=1
+            )
+        except InvalidRequest:
+            continue
+        priced.append((price, vendor))
+    return max(priced)[1] if priced else "nvidia"
+
+
+def period_hold_amount(prices: PriceTable, endpoint: EndpointResponse, period_seconds: int) -> int:
+    """Micro-credits one period's hold takes (``holds.endpoint_hold_amount``)."""
+    try:
+        return endpoint_hold_amount(
+            prices,
+            vendor=priced_vendor(prices, endpoint),
+            vram_mb=endpoint.vram_mb,
+            gpu_count=endpoint.gpu_count,
+            max_replicas=endpoint.max_replicas,
+            period_seconds=period_seconds,
+        )
+    except InvalidRequest:  # a vendor or VRAM the table does not price: free, held 1
+        return 1
+
+
+def record_gpu_indices(endpoint: EndpointResponse) -> list[int]:
+    """The GPU indices a usage record names: the run's, else ``0..gpu_count - 1``."""
+    indices = list(endpoint.gpu_indices)
+    if len(indices) != endpoint.gpu_count or len(set(indices)) != len(indices):
+        return list(range(endpoint.gpu_count))
+    return indices
+
+
+@dataclass(frozen=True)
+class OrphanRun:
+    """A run with open holds that no endpoint view names any more (replaced twice unseen,
+    or its endpoint deleted): its holds, by period."""
+
+    endpoint_id: str
+    started_micros: int
+    holds: dict[int, OpenHoldResponse]
+
+
+def orphaned_runs(
+    holds: Iterable[OpenHoldResponse],
+    endpoints: Iterable[EndpointResponse],
+    followed: Mapping[str, Meter],
+    *,
+    listed_at: float,
+    grace_seconds: float,
+) -> list[OrphanRun]:
+    """The runs of ``holds`` (listed before ``endpoints``) that are no longer current.
+
+    A run is current while billing follows it unsettled, or its endpoint's view names it
+    (``startedAt`` or ``previousStartedAt``) and billing has not settled it to its end; any
+    other run's holds are orphaned (for a run settled here: held beyond its recorded stop,
+    by a clock ahead of the gateway's or another platform's late view). A run that started
+    less than ``grace_seconds`` before ``listed_at`` is left for a later pass (a listing may
+    lag the run its hold was placed for).
+    """
+    named: set[tuple[str, int]] = set()
+    for endpoint in endpoints:
+        meter = followed.get(endpoint.id)
+        for moment in (endpoint.started_at, endpoint.previous_started_at):
+            if moment is None or (meter is not None and meter.has_settled(moment)):
+                continue  # a run settled to its end here has no period left to hold
+            named.add((endpoint.id, _micros(moment)))
+    for endpoint_id, meter in followed.items():
+        named.update((endpoint_id, _micros(s)) for s, r in meter.runs.items() if not r.finished)
+    runs: dict[tuple[str, int], dict[int, OpenHoldResponse]] = {}
+    for hold in holds:
+        parsed = _parse_period_key(hold.reference)
+        if parsed is None:
+            continue
+        endpoint_id, started, index = parsed
+        if (endpoint_id, started) in named or listed_at - started / 1e6 < grace_seconds:
+            continue
+        runs.setdefault((endpoint_id, started), {})[index] = hold
+    return [OrphanRun(e, s, periods) for (e, s), periods in sorted(runs.items())]
+
+
+def started_from_micros(micros: int) -> datetime:
+    """A run's start from the microseconds of its period keys."""
+    return _EPOCH + timedelta(microseconds=micros)
