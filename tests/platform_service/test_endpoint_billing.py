@@ -482,3 +482,28 @@ class TestReplacedRunRecorded:
         world.billing()(scenario)
         assert world.charged(owner) == 2 * PERIOD * PRICE  # the first record of each stands
         assert world.held(owner) == 0
+
+    def test_a_run_a_node_loss_ended_on_the_node_it_lost(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner, max_replicas=2, ready_replicas=2, gpu_indices=[1])
+        lost = view.model_copy(  # Pending again: node and GPUs cleared, the run kept
+            update={
+                "phase": EndpointPhase.PENDING,
+                "reason": "NodeLost",
+                "node": None,
+                "gpu_indices": [],
+                "ready_replicas": 0,
+                "stopped_at": STARTED + timedelta(seconds=100),
+                "previous_started_at": STARTED,
+                "previous_stopped_at": STARTED + timedelta(seconds=100),
+                "previous_node": "node-a",
+                "previous_gpu_indices": [1],
+                "previous_replicas": 2,
+            }
+        )
+        world.settle(lost, at=150)  # a restarted billing sees only the loss
+        records = world.records(owner)
+        assert sorted(r["wall_seconds"] for r in records) == [40.0 * 2, 60.0 * 2]
+        assert {(r["node"], tuple(r["gpu_indices"])) for r in records} == {("node-a", (1,))}
+        assert world.charged(owner) == 100 * 2 * PRICE
+        assert world.held(owner) == 0
