@@ -1,6 +1,8 @@
 /// <reference types="vitest/config" />
 import tailwindcss from "@tailwindcss/vite";
 import react from "@vitejs/plugin-react";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { brotliCompressSync, constants, gzipSync } from "node:zlib";
 import { defineConfig, type Plugin } from "vite";
 
@@ -9,24 +11,23 @@ import { defineConfig, type Plugin } from "vite";
 const platform = process.env.GRIDWEAVE_PLATFORM_URL ?? "http://127.0.0.1:8100";
 
 /** Each built text file beside its brotli (.br) and gzip (.gz) copies, when they are smaller:
- * the dashboard's server sends the one the browser accepts, compressed once at build. */
+ * the dashboard's server sends the one the browser accepts, compressed once at build. Made
+ * from the files as written (writeBundle), so every other plugin's last change is in them. */
 function precompress(): Plugin {
   return {
     name: "gridweave-precompress",
     apply: "build",
-    enforce: "post",
-    generateBundle(_options, bundle) {
-      for (const file of Object.values(bundle)) {
-        if (!/\.(js|css|html|svg|json)$/.test(file.fileName)) continue;
-        const source = file.type === "chunk" ? file.code : file.source;
-        const raw = typeof source === "string" ? Buffer.from(source) : Buffer.from(source);
+    writeBundle(options, bundle) {
+      const dir = options.dir ?? "dist";
+      for (const fileName of Object.keys(bundle)) {
+        if (!/\.(js|css|html|svg|json)$/.test(fileName)) continue;
+        const raw = readFileSync(join(dir, fileName));
         const copies = {
           br: brotliCompressSync(raw, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }),
           gz: gzipSync(raw, { level: 9 }),
         };
         for (const [suffix, packed] of Object.entries(copies)) {
-          if (packed.length < raw.length)
-            this.emitFile({ type: "asset", fileName: `${file.fileName}.${suffix}`, source: packed });
+          if (packed.length < raw.length) writeFileSync(join(dir, `${fileName}.${suffix}`), packed);
         }
       }
     },
