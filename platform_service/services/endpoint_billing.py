@@ -172,7 +172,11 @@ class EndpointBilling:
         """Observe the listed endpoints, settle them, and close the holds of runs no longer
         current. The open holds are read before the endpoints, so each was placed for a run
         that started before the listing: one the listing does not name has ended."""
-        holds = await self._open_holds()
+        try:
+            holds = await self._open_holds()
+        except ServiceError as exc:  # settling goes on; the holds are looked at next pass
+            _log.warning("open endpoint holds not listed: %s", exc)
+            holds = []
         listed_at = self._clock()
         endpoints = list(await list_endpoints())
         for endpoint in endpoints:

@@ -1,5 +1,7 @@
 """Credit holds: a job's (price x timeout x GPUs, placed before the job reaches the gateway)
-and the amount of an endpoint's billing-period holds (placed by ``endpoint_billing``).
+and the amount of an endpoint's billing-period holds (placed by ``endpoint_billing``, which
+ends each one settled by its period's usage record or released, even for a run it never
+saw end: its passes look up the open ones at credit_service).
 
 The price is metering's (``gridweave_clients.metering.pricing``, the same table and the
 same variable), so the hold always covers what metering bills for a job that runs to its
