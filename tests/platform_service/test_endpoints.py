@@ -314,7 +314,8 @@ class TestEndpointsOfAUser:
         assert second["endpoint_id"] == first["endpoint_id"]
         assert (second["phase"], second["reason"], second["stopped_at"]) == ("Pending", None, None)
         listed = platform.http.get("/v1/endpoints", headers=alice.headers).json()["endpoints"]
-        assert [e["phase"] for e in listed if e["name"] == "again"] == ["Pending"]
+        # one endpoint of that name, the new run: the scheduler may have placed it already
+        assert [e["phase"] for e in listed if e["name"] == "again"] in (["Pending"], ["Deploying"])
 
     def test_an_any_vendor_endpoint_records_the_vendor_it_was_placed_on(
         self, platform: PlatformServer, alice: User, gateway: GatewayServer
