@@ -8,12 +8,10 @@ lag a write this gateway just made).
 from __future__ import annotations
 
 import asyncio
-import heapq
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from operator import itemgetter
 
 from gridweave_clients.gateway.models import (
     JobConditionResponse,
@@ -190,21 +188,22 @@ def page_jobs(
     def position(job: Job) -> tuple[datetime, str]:
         return (job.metadata.creation_timestamp or EPOCH, job.name)
 
-    # each job's position once; the page is the `limit` greatest positions before the
-    # cursor (a heap of limit + 1, not a sort of every job the user has)
-    matching = [
-        (where, job)
-        for job in jobs
-        if job.spec.user_id == user_id and (not phases or job.phase in phases)
-        for where in (position(job),)
-        if (created_after is None or where[0] >= created_after)
-        and (created_before is None or where[0] < created_before)
-    ]
-    remaining = (item for item in matching if after is None or item[0] < after)
-    top = heapq.nlargest(limit + 1, remaining, key=itemgetter(0))
-    page = [job for _where, job in top[:limit]]
-    more = len(top) > limit and bool(page)
-    next_cursor = encode_cursor(*top[limit - 1][0]) if more else None
+    matching = sorted(
+        (
+            job
+            for job in jobs
+            if job.spec.user_id == user_id
+            and (not phases or job.phase in phases)
+            and (created_after is None or position(job)[0] >= created_after)
+            and (created_before is None or position(job)[0] < created_before)
+        ),
+        key=position,
+        reverse=True,
+    )
+    remaining = [job for job in matching if after is None or position(job) < after]
+    page = remaining[:limit]
+    more = len(remaining) > limit and bool(page)
+    next_cursor = encode_cursor(*position(page[-1])) if more else None
     return JobPage(jobs=page, total=len(matching), next_cursor=next_cursor)
 
 
