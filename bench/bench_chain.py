@@ -7,11 +7,14 @@
 2. Anchoring latency (``CHAIN_ENABLED``, a real single-node CometBFT, ``timeout_commit``
    100 ms): for each of N batches, from ``POST /v1/batches`` (sealed) until the batch has
    its anchor stored (sent, committed, proof fetched), p50 and p99.
-3. Settlement throughput with the chain off and on: ``POST /v1/usage`` (settle a job's
-   hold through credit_service) from 8 threads, metering without ``CHAIN_SERVICE_URL``
-   (receipts queue in the outbox, nothing delivered) and with chain_service running,
-   anchoring in CometBFT, the deliverer sending every receipt meanwhile; alternated.
-   credit, metering and chain_service each run as their own process, as deployed.
+3. Settlement throughput in three modes (:data:`MODES`), alternated: ``POST /v1/usage``
+   (settle a job's hold through credit_service) from 8 threads, metering without
+   ``CHAIN_SERVICE_URL`` (receipts queue in the outbox, nothing delivered); with
+   chain_service at ``CHAIN_ENABLED=false`` (the deliverer sends every receipt into the hash
+   chain, batches sealed every ``--batch-seconds``); and at ``CHAIN_ENABLED=true`` (each
+   batch also anchored in a real CometBFT). credit, metering and chain_service each run as
+   their own process, as deployed. Beside each rate, the CPU milliseconds per settlement
+   of each component's processes (PostgreSQL: the backends of the run's databases).
 
 Run from the repository root: ``.venv/bin/python -m bench.bench_chain``.
 """
@@ -170,8 +173,16 @@ class SettlementRun:
     cpu_ms: dict[str, float]
 
 
-def settlements_per_second(postgres: Any, state: Path, count: int, *, mode: str) -> SettlementRun:
-    """Usage records settled per second with the chain in ``mode`` (one of :data:`MODES`).
+def settlements_per_second(
+    postgres: Any,
+    state: Path,
+    count: int,
+    *,
+    mode: str,
+    batch_seconds: float = ChainSettings.model_fields["batch_interval_seconds"].default,
+) -> SettlementRun:
+    """Usage records settled per second with the chain in ``mode`` (one of :data:`MODES`),
+    chain_service sealing a batch (and anchoring it) every ``batch_seconds``.
 
     Each service is its own process (``python -m <package>``), as a deployment runs them:
     the chain's work competes with the settlement path for the machine's cores, not for
@@ -202,7 +213,7 @@ def settlements_per_second(postgres: Any, state: Path, count: int, *, mode: str)
                     **shared,
                     "CHAIN_DATABASE_URL": databases["x"],
                     "CHAIN_SIGNING_KEY_FILE": str(state / "settle-key.pem"),
-                    "CHAIN_BATCH_INTERVAL_SECONDS": "1",
+                    "CHAIN_BATCH_INTERVAL_SECONDS": str(batch_seconds),
                     "CHAIN_ENABLED": str(mode == "anchored").lower(),
                 }
                 if mode == "anchored":
@@ -300,6 +311,12 @@ def main() -> None:
     parser.add_argument(
         "--only-settlements", action="store_true", help="skip receipts/s and anchoring"
     )
+    parser.add_argument(
+        "--batch-seconds",
+        type=float,
+        default=ChainSettings.model_fields["batch_interval_seconds"].default,
+        help="CHAIN_BATCH_INTERVAL_SECONDS of the settlement runs (default: the setting's)",
+    )
     args = parser.parse_args()
     with start_test_postgres() as postgres, tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp)
@@ -320,7 +337,9 @@ def main() -> None:
         for pair in range(args.pairs):
             order = MODES if pair % 2 == 0 else tuple(reversed(MODES))
             for mode in order:
-                run = settlements_per_second(postgres, state, args.settlements, mode=mode)
+                run = settlements_per_second(
+                    postgres, state, args.settlements, mode=mode, batch_seconds=args.batch_seconds
+                )
                 runs.append(run)
                 _print_run(pair, run)
         _summary(runs)
