@@ -8,68 +8,24 @@ lines are checked on files written here.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from job_gateway.endpoints import EndpointSettings
 from job_gateway.endpoints.replica_logs import MAX_LINE_CHARS, clean_line, tail_lines
-from job_gateway.execution import ExecutionSettings
 from tests.job_gateway.endpoints import serve_classes
 from tests.job_gateway.endpoints.factories import (
     SERVE_HEADERS,
     create,
     endpoint_body,
-    free_port,
     new_endpoint_id,
     pickled_class,
     wait_for,
     wait_running,
 )
-from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld
-from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
-from tests.support.kubeapi import KubeAPI
-
-
-@pytest.fixture(scope="module")
-def serve_port(ray_world: RayWorld) -> Iterator[int]:
-    """Serve on the session's Ray for this module, stopped after it."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from ray import serve
-
-    port = free_port()
-    serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port})
-    try:
-        yield port
-    finally:
-        serve.shutdown()  # type: ignore[no-untyped-call]
-
-
-@pytest.fixture(scope="module")
-def gateway(
-    serve_port: int, kubeapi: KubeAPI, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[GatewayServer]:
-    """The gateway with execution on: it places and deploys endpoints."""
-    with running_gateway(
-        kubeapi,
-        tmp_path_factory.mktemp("endpoint-logs"),
-        inventory_yaml=INVENTORY_YAML,
-        execution=ExecutionSettings(executor_poll_seconds=0.05, warm_spares_per_node=0),
-        endpoint_settings=EndpointSettings(
-            serve_port=serve_port,
-            endpoint_probe_seconds=0.5,
-            endpoint_probe_timeout_seconds=1.0,
-            endpoint_deploy_timeout_seconds=240,
-        ),
-        pass_interval_seconds=0.5,
-    ) as server:
-        yield server
+from tests.job_gateway.gateway_factories import GatewayServer
 
 
 def read_logs(gateway: GatewayServer, endpoint_id: str, **params: Any) -> dict[str, Any]:

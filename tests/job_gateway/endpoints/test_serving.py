@@ -11,7 +11,6 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,6 @@ from tests.job_gateway.endpoints.factories import (
     SERVE_HEADERS,
     create,
     endpoint_body,
-    free_port,
     free_vram,
     minilm,
     new_endpoint_id,
@@ -44,44 +42,6 @@ from tests.job_gateway.gateway_factories import TOKEN, GatewayServer, running_ga
 from tests.support.kubeapi import KubeAPI
 
 pytestmark = pytest.mark.kubeapi
-
-
-@pytest.fixture(scope="module")
-def serve_port(ray_world: RayWorld) -> Iterator[int]:
-    """Serve on the session's Ray for this module, stopped after it."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from ray import serve
-
-    port = free_port()
-    serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port})
-    try:
-        yield port
-    finally:
-        serve.shutdown()  # type: ignore[no-untyped-call]
-
-
-@pytest.fixture(scope="module")
-def gateway(
-    serve_port: int, kubeapi: KubeAPI, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[GatewayServer]:
-    """The gateway with execution on: it places, deploys and probes endpoints."""
-    with running_gateway(
-        kubeapi,
-        tmp_path_factory.mktemp("endpoints"),
-        inventory_yaml=INVENTORY_YAML,
-        execution=ExecutionSettings(executor_poll_seconds=0.05, warm_spares_per_node=0),
-        endpoint_settings=EndpointSettings(
-            serve_port=serve_port,
-            endpoint_probe_seconds=0.5,
-            endpoint_probe_timeout_seconds=1.0,
-            endpoint_deploy_timeout_seconds=240,
-        ),
-        pass_interval_seconds=0.5,
-    ) as server:
-        yield server
 
 
 def custom_endpoint(
