@@ -91,6 +91,10 @@ class EndpointReconciler:
         #: Endpoints seen sent back to placement (Pending): their application goes first,
         #: even when the informer's next copy (placed again) comes before the tick.
         self._undeploy: set[str] = set()
+        #: Applications this gateway deleted (Serve deletes in the background, and may list
+        #: one as running for a moment): never adopted; a new one of the name is deployed
+        #: once Serve no longer lists the old.
+        self._going: set[str] = set()
         self._apps: dict[str, AppState] = {}
         #: Where this gateway deployed each application, and when (monotonic).
         self._deployed: dict[str, tuple[str, tuple[int, ...], float]] = {}
@@ -228,6 +232,7 @@ class EndpointReconciler:
         self._apps = await asyncio.to_thread(
             serve_control.read_apps, self.settings.serve_app_prefix
         )
+        self._going &= set(self._apps)  # what Serve no longer lists is gone
         for name in list(self._deleted):
             if self._present(name):
                 await self._delete(name)
@@ -260,7 +265,7 @@ class EndpointReconciler:
     async def _deploying(self, endpoint: Endpoint) -> None:
         name = endpoint.name
         app = self._apps.get(name)
-        if app is not None and app.status == "DELETING":
+        if name in self._going or (app is not None and app.status == "DELETING"):
             return  # an earlier run's application is still going away
         if app is None or self._moved(endpoint):
             await self._deploy(endpoint)
@@ -364,6 +369,7 @@ class EndpointReconciler:
 
     async def _delete(self, name: str) -> None:
         await asyncio.to_thread(serve_control.delete_app, name, self.settings.serve_app_prefix)
+        self._going.add(name)
         self._apps.pop(name, None)
         self._forget(name)
 
