@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import APIRouter, Depends, Header, Request
 from sqlalchemy.orm import Session
 
 from faucet_service.settings import FaucetSettings
@@ -24,6 +24,7 @@ __all__ = [
     "SessionDep",
     "SettingsDep",
     "canonical_address",
+    "internal_router",
 ]
 
 
@@ -67,3 +68,8 @@ CreditDep = Annotated[CreditClient, Depends(state_dependency("credit_client", Cr
 SettingsDep = Annotated[FaucetSettings, Depends(_settings)]
 CallerDep = Annotated[Caller, Depends(require_internal_caller)]
 ClientAddressDep = Annotated[str, Depends(_client_address)]
+
+
+def internal_router(prefix: str, tag: str) -> APIRouter:
+    """The router of one resource: every route requires the internal token."""
+    return APIRouter(prefix=prefix, tags=[tag], dependencies=[Depends(require_internal_caller)])

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import Response
 
-from faucet_service.routers.common import ClientAddressDep, CreditDep, SessionDep, SettingsDep
+from faucet_service.routers.common import (
+    ClientAddressDep,
+    CreditDep,
+    SessionDep,
+    SettingsDep,
+    internal_router,
+)
 from faucet_service.services import refills
 from gridweave_clients.faucet.models import RefillRequest, RefillResponse
-from gridweave_runtime.auth import require_internal_caller
 
 __all__ = ["router"]
 
-router = APIRouter(
-    prefix="/v1/refills", tags=["refills"], dependencies=[Depends(require_internal_caller)]
-)
+router = internal_router("/v1/refills", "refills")
 
 
 @router.post("", status_code=201)

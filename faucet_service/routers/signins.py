@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import Request
 
-from faucet_service.routers.common import ClientAddressDep, SessionDep, SettingsDep
+from faucet_service.routers.common import ClientAddressDep, SessionDep, SettingsDep, internal_router
 from faucet_service.sender import wake_mail_sender
 from faucet_service.services import signins
 from gridweave_clients.faucet.models import (
@@ -13,13 +13,10 @@ from gridweave_clients.faucet.models import (
     SignInVerifiedResponse,
     VerifySignInRequest,
 )
-from gridweave_runtime.auth import require_internal_caller
 
 __all__ = ["router"]
 
-router = APIRouter(
-    prefix="/v1/signins", tags=["signins"], dependencies=[Depends(require_internal_caller)]
-)
+router = internal_router("/v1/signins", "signins")
 
 
 @router.post("", status_code=202)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import Request
 
-from faucet_service.routers.common import ClientAddressDep, CreditDep, SessionDep, SettingsDep
+from faucet_service.routers.common import (
+    ClientAddressDep,
+    CreditDep,
+    SessionDep,
+    SettingsDep,
+    internal_router,
+)
 from faucet_service.sender import wake_mail_sender
 from faucet_service.services import signups
 from gridweave_clients.faucet.models import (
@@ -13,13 +19,10 @@ from gridweave_clients.faucet.models import (
     VerifyRequest,
     VerifyResponse,
 )
-from gridweave_runtime.auth import require_internal_caller
 
 __all__ = ["router"]
 
-router = APIRouter(
-    prefix="/v1/signups", tags=["signups"], dependencies=[Depends(require_internal_caller)]
-)
+router = internal_router("/v1/signups", "signups")
 
 
 @router.post("", status_code=202)
