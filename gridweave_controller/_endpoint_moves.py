@@ -90,15 +90,32 @@ def deploying(
     )
 
 
+#: The ``previous*`` fields, by the key an ``earlierRuns`` entry gives each.
+_PREVIOUS_FIELDS = {
+    "startedAt": "previousStartedAt",
+    "stoppedAt": "previousStoppedAt",
+    "vendor": "previousVendor",
+    "node": "previousNode",
+    "gpuIndices": "previousGpuIndices",
+    "replicas": "previousReplicas",
+}
+#: The most runs ``earlierRuns`` keeps (the oldest goes first): billing settles each run
+#: as soon as it sees one list it, so only that many replacements unseen by any billing
+#: in a row lose the oldest run's stop (its holds are then released: see ``endpoint_runs``).
+EARLIER_RUNS_KEPT = 16
+
+
 def _previous_run(phase: EndpointPhase, status: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     """The run a redeploy (or a node loss) replaces, as billing settles it: its bounds, its
     GPUs' maker, node and indices, and the ready replicas last probed in it (``runReplicas``).
-    None if it never ran, or if it is kept already (a node loss recorded it): the last kept."""
+    None if it never ran, or if it is kept already (a node loss recorded it): the last kept.
+    The run ``previous*`` named before moves to the end of ``earlierRuns``, so a run
+    replaced twice before billing saw the first replacement is still settled to its stop."""
     started = status.get("startedAt")
     if started is None or started == status.get("previousStartedAt"):
         return {}
     stopped = format_precise_timestamp(now) if phase is EndpointPhase.RUNNING else None
-    return {
+    fields: dict[str, Any] = {
         "previousStartedAt": started,
         "previousStoppedAt": stopped or status.get("stoppedAt"),
         "previousVendor": status.get("vendor"),
@@ -106,6 +123,12 @@ def _previous_run(phase: EndpointPhase, status: Mapping[str, Any], now: datetime
         "previousGpuIndices": status.get("gpuIndices"),
         "previousReplicas": status.get("runReplicas"),
     }
+    if status.get("previousStartedAt") is not None and status.get("previousStoppedAt"):
+        kept = {key: status.get(field) for key, field in _PREVIOUS_FIELDS.items()}
+        entry = {key: value for key, value in kept.items() if value is not None}
+        earlier = [*(status.get("earlierRuns") or []), entry]
+        fields["earlierRuns"] = earlier[-EARLIER_RUNS_KEPT:]
+    return fields
 
 
 def running(

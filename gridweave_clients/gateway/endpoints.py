@@ -23,6 +23,7 @@ __all__ = [
     "MAX_REPLICAS",
     "MAX_WAKE_SECONDS",
     "CreateEndpointRequest",
+    "EndedRunResponse",
     "EndpointId",
     "EndpointListResponse",
     "EndpointLogsResponse",
@@ -124,6 +125,18 @@ class StopEndpointRequest(RequestBody):
     message: str = Field(default="", max_length=1024)
 
 
+class EndedRunResponse(BaseModel):
+    """A run replaced before the previous one: its bounds, GPUs' maker, node, GPU indices
+    and the ready replicas last probed in it."""
+
+    started_at: datetime
+    stopped_at: datetime
+    vendor: GpuVendor | None = None
+    node: str | None = None
+    gpu_indices: list[int] | None = None
+    replicas: int | None = None
+
+
 class EndpointResponse(BaseModel):
     """An endpoint: what was asked, where it is served, in which phase, how healthy."""
 
@@ -163,6 +176,10 @@ class EndpointResponse(BaseModel):
     )
     previous_replicas: int | None = Field(
         default=None, description="The ready replicas last probed in the replaced run."
+    )
+    earlier_runs: list[EndedRunResponse] = Field(
+        default_factory=list,
+        description="Runs replaced before the previous one, oldest first (billing's to settle).",
     )
     billed_seconds: int = 0
     vram_mb: int

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from gridweave_clients.gateway.endpoints import (
     CreateEndpointRequest,
+    EndedRunResponse,
     EndpointResponse,
     StopEndpointRequest,
 )
@@ -107,6 +108,17 @@ def endpoint_response(endpoint: Endpoint) -> EndpointResponse:
             None if status.previous_gpu_indices is None else list(status.previous_gpu_indices)
         ),
         previous_replicas=status.previous_replicas,
+        earlier_runs=[
+            EndedRunResponse(
+                started_at=run.started_at,
+                stopped_at=run.stopped_at,
+                vendor=run.vendor,
+                node=run.node,
+                gpu_indices=None if run.gpu_indices is None else list(run.gpu_indices),
+                replicas=run.replicas,
+            )
+            for run in status.earlier_runs
+        ],
         billed_seconds=status.billed_seconds,
         vram_mb=spec.vram_mb,
         gpu_count=spec.gpu_count,

@@ -18,9 +18,12 @@ a reference once, so money for a period moves once whatever is sent again. Rules
 3. An ended run records its last, partial period (seconds rounded up) and releases the hold
    placed ahead. It ends at ``stoppedAt``, else at the ``previousStoppedAt`` of the redeploy
    or node loss that replaced it (billed then on its ``previousNode``/``previousGpuIndices``
-   with its ``previousReplicas``), else when billing last saw it Running.
+   with its ``previousReplicas``), or its entry in ``earlierRuns`` (a run replaced again
+   before billing saw it: the gateway keeps the last ``EARLIER_RUNS_KEPT``), else when
+   billing last saw it Running.
 4. An open endpoint hold (listed from credit_service before the endpoints) whose run no
-   view names and billing does not follow (replaced twice unseen, endpoint deleted) is
+   view names and billing does not follow (replaced more often than ``earlierRuns`` keeps
+   while unseen, endpoint deleted) is
    released: every period before it is recorded, and its run's stop is recorded nowhere.
 
 A hold covers ``period_seconds`` x ``max_replicas`` x ``gpu_count`` at that price
@@ -66,6 +69,7 @@ from platform_service.services.endpoint_runs import (
     Meter,
     OrphanRun,
     Run,
+    earlier_runs,
     orphaned_runs,
     period_hold_amount,
     period_key,
@@ -135,6 +139,13 @@ class EndpointBilling:
         """The endpoint as it is now (an informer's add or update)."""
         meter = self._meters.setdefault(endpoint.id, Meter(endpoint))
         meter.endpoint = endpoint
+        for started_earlier, earlier, replicas in earlier_runs(endpoint):
+            # replaced twice (or more) while billing did not look: settled the same way
+            if started_earlier not in meter.settled:
+                old = meter.runs.setdefault(started_earlier, Run(started_earlier, earlier))
+                old.view = earlier
+                if replicas:
+                    old.replicas = min(replicas, max(1, endpoint.max_replicas))
         previous, replaced = previous_run(endpoint), endpoint.previous_started_at
         if previous is not None and replaced is not None and replaced not in meter.settled:
             # a run replaced while billing did not look (down, or restarted) is settled to

@@ -5,9 +5,10 @@ to no run billing still follows.
 Pure (no I/O): ``endpoint_billing`` asks the services and moves the money. A run is known
 from the gateway's view of its endpoint: the current run (``startedAt``), and the run the
 last redeploy or node loss replaced (``previous*``: its start, stop, GPUs' maker, node, GPU
-indices and the replicas last probed in it). A run older than that (replaced twice while
-no billing looked) is known only by the holds placed for it: their references name the
-endpoint, the run's start and the period.
+indices and the replicas last probed in it), and the runs replaced before that
+(``earlierRuns``, the same figures; a bounded list). A run older still (more replacements
+than that list keeps while no billing looked) is known only by the holds placed for it:
+their references name the endpoint, the run's start and the period.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "Meter",
     "OrphanRun",
     "Run",
+    "earlier_runs",
     "orphaned_runs",
     "period_hold_amount",
     "period_key",
@@ -41,7 +43,7 @@ __all__ = [
 
 #: Every endpoint hold's reference starts with this (``credit_service`` lists them by it).
 PERIOD_KEY_PREFIX = "ep:"
-_SETTLED_KEPT = 8
+_SETTLED_KEPT = 32  # above the runs a view names (``EARLIER_RUNS_KEPT`` + 2)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -121,6 +123,27 @@ def previous_run(endpoint: EndpointResponse) -> EndpointResponse | None:
     return endpoint.model_copy(update=update)
 
 
+def earlier_runs(
+    endpoint: EndpointResponse,
+) -> list[tuple[datetime, EndpointResponse, int | None]]:
+    """The runs replaced before the ``previous*`` one (``earlierRuns``), oldest first: each
+    run's start, the run as it ended, on its own node and GPUs, and the ready replicas last
+    probed in it."""
+    runs: list[tuple[datetime, EndpointResponse, int | None]] = []
+    for ended in endpoint.earlier_runs:
+        update: dict[str, object] = {
+            "phase": EndpointPhase.STOPPED,
+            "started_at": ended.started_at,
+            "stopped_at": ended.stopped_at,
+            "placed_vendor": ended.vendor,
+            "node": ended.node,
+            "gpu_indices": list(ended.gpu_indices or []),
+            "ready_replicas": 0,
+        }
+        runs.append((ended.started_at, endpoint.model_copy(update=update), ended.replicas))
+    return runs
+
+
 def run_seconds(current_view: EndpointResponse, run: Run) -> int:
     """Billed seconds of an ended run (the controller's rule: rounded up), to its recorded
     stop: ``stoppedAt`` as seen in the run, else the ``previousStoppedAt`` of the redeploy
@@ -133,10 +156,16 @@ def run_seconds(current_view: EndpointResponse, run: Run) -> int:
         and current_view.previous_stopped_at is not None
     ):
         stop = current_view.previous_stopped_at.timestamp()
+    elif (ended := _earlier_stop(current_view, run.started_at)) is not None:
+        stop = ended.timestamp()
     elif run.seen_running_at is not None:
         stop = run.seen_running_at
     ran = 0.0 if stop is None else stop - run.started_at.timestamp()
     return billed_seconds(max(0.0, ran))
+
+
+def _earlier_stop(endpoint: EndpointResponse, started: datetime) -> datetime | None:
+    return next((r.stopped_at for r in endpoint.earlier_runs if r.started_at == started), None)
 
 
 def priced_vendor(prices: PriceTable, endpoint: EndpointResponse) -> str:
@@ -211,7 +240,8 @@ def orphaned_runs(
     named: set[tuple[str, int]] = set()
     for endpoint in endpoints:
         meter = followed.get(endpoint.id)
-        for moment in (endpoint.started_at, endpoint.previous_started_at):
+        earlier = [run.started_at for run in endpoint.earlier_runs]
+        for moment in (endpoint.started_at, endpoint.previous_started_at, *earlier):
             if moment is None or (meter is not None and meter.has_settled(moment)):
                 continue  # a run settled to its end here has no period left to hold
             named.add((endpoint.id, _micros(moment)))

@@ -185,6 +185,30 @@ class TestEndpointSetters:
             api.set_endpoint_deploying(make_endpoint(transport).name, "n1", [0], "any")
         assert refused.value.field == "vendor"
 
+    def test_a_run_replaced_twice_is_kept_in_earlier_runs(self, transport: Transport) -> None:
+        api = transport.api
+        endpoint = make_endpoint(transport)
+        api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [1], "amd")
+        first = api.set_endpoint_running(endpoint.name, "http://gpu-node-1:9000")
+        api.set_endpoint_health(endpoint.name, True, "ok", 2)
+        ended = api.set_endpoint_stopped(endpoint.name, "Idle", "no request")
+        api.set_endpoint_deploying(endpoint.name, "gpu-node-2", [0])
+        assert api.get_endpoint(endpoint.name).status.earlier_runs == ()
+        second = api.set_endpoint_running(endpoint.name, "http://gpu-node-2:9000")
+        again = api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [0])
+        assert again.status.previous_started_at == second.status.started_at
+        [kept] = again.status.earlier_runs
+        assert (kept.started_at, kept.stopped_at) == (
+            first.status.started_at,
+            ended.status.stopped_at,
+        )
+        assert (kept.vendor, kept.node, kept.gpu_indices, kept.replicas) == (
+            "amd",
+            "gpu-node-1",
+            (1,),
+            2,
+        )
+
     def test_a_repeat_with_other_arguments_is_a_conflict(self, transport: Transport) -> None:
         endpoint = make_endpoint(transport)
         transport.api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [0])

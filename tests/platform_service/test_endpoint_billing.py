@@ -8,6 +8,7 @@ billing's clock, set by each test; money is read from credit_service's ledger.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -20,10 +21,13 @@ from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.gateway.endpoints import EndpointResponse
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, price_per_gpu_second
+from gridweave_controller import crd
 from gridweave_controller.phases import EndpointPhase, EndpointStopReason
+from job_gateway.services.endpoints import endpoint_response
 from platform_service.services.endpoint_billing import EndpointBilling, period_key
 from platform_service.services.holds import ENDPOINT_FIRST_HOLDS, endpoint_hold_amount
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
+from tests.support.kubeapi import KubeAPI
 
 pytestmark = [pytest.mark.postgres]
 
@@ -507,3 +511,40 @@ class TestReplacedRunRecorded:
         assert {(r["node"], tuple(r["gpu_indices"])) for r in records} == {("node-a", (1,))}
         assert world.charged(owner) == 100 * 2 * PRICE
         assert world.held(owner) == 0
+
+
+class TestRunsReplacedUnseen:
+    """Runs the gateway replaced while no billing looked are each settled to their
+    recorded stop: the gateway's own view (real apiserver) names every one."""
+
+    def test_three_runs_replaced_unseen_are_each_charged_their_seconds(
+        self,
+        world: World,
+        kubeapi: KubeAPI,
+        kube_namespace: str,
+        request: pytest.FixtureRequest,
+    ) -> None:
+        owner = funded(world)
+        api = crd.init_k8s_client(kubeconfig=kubeapi.kubeconfig, namespace=kube_namespace)
+        request.addfinalizer(api.store.close)
+        name = f"ep-{uuid.uuid4().hex[:10]}"
+        api.create_endpoint(name, owner, vram_mb=VRAM, model="m", vendor="nvidia")
+        for node in ("node-a", "node-b", "node-c"):  # three runs, each stopped idle
+            api.set_endpoint_deploying(name, node, [0], "nvidia")
+            api.set_endpoint_running(name, f"http://{node}:9000")
+            api.set_endpoint_health(name, True, "ok", 1)
+            time.sleep(0.01)
+            api.set_endpoint_stopped(name, EndpointStopReason.IDLE, "no request")
+        api.set_endpoint_deploying(name, "node-d", [0], "nvidia")
+        current = api.set_endpoint_running(name, "http://node-d:9000")
+        view = endpoint_response(current)
+        assert current.status.started_at is not None
+        since = current.status.started_at.timestamp() - STARTED.timestamp()
+        world.settle(view, at=since + 10)
+        # every replaced run charged its seconds, exactly what the gateway counted, once
+        assert current.status.billed_seconds >= 3
+        assert world.charged(owner) == current.status.billed_seconds * PRICE
+        assert {r["node"] for r in world.records(owner)} == {"node-a", "node-b", "node-c"}
+        world.settle(view, at=since + 11)  # a restarted billing: nothing more
+        assert world.charged(owner) == current.status.billed_seconds * PRICE
+        assert world.held(owner) == 2 * PERIOD * PRICE  # the current run's two periods
