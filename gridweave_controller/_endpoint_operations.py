@@ -6,12 +6,14 @@ See :mod:`gridweave_controller._job_operations` for how the clients and routes a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 from gridweave_controller import _endpoint_moves
 from gridweave_controller._flow import Create, Delete, Flow, FlowContext, Get, List, Move
 from gridweave_controller._objects import new_object, user_field_selector
 from gridweave_controller._operation import delete, get, operation, post
+from gridweave_controller._status_change import StatusChange
 from gridweave_controller.errors import Invalid
 from gridweave_controller.models import Endpoint, EndpointMode, Vendor
 from gridweave_controller.store import ENDPOINTS
@@ -34,6 +36,30 @@ __all__ = ["EndpointOperations"]
 def _write(context: FlowContext, endpoint_id: str, move: Move) -> Flow[Endpoint]:
     check_name(endpoint_id, field="endpoint_id")
     return Endpoint.from_raw((yield from context.write_status(ENDPOINTS, endpoint_id, move)))
+
+
+class _OutcomeMove(Protocol):
+    """A move out of the serving phases with a reason: stopped, failed or pending."""
+
+    def __call__(
+        self, name: str, status: Mapping[str, Any], *, reason: str, message: str, now: datetime
+    ) -> StatusChange | None: ...
+
+
+def _write_outcome(
+    context: FlowContext, endpoint_id: str, move: _OutcomeMove, reason: str, message: str
+) -> Flow[Endpoint]:
+    """The stop, the failure and the return to placement: the reason checked, then ``move``."""
+    check_outcome(reason, message, None)
+    return (
+        yield from _write(
+            context,
+            endpoint_id,
+            lambda status, _spec, now: move(
+                endpoint_id, status, reason=reason, message=message, now=now
+            ),
+        )
+    )
 
 
 class EndpointOperations:
@@ -175,15 +201,8 @@ class EndpointOperations:
         self: FlowContext, endpoint_id: str, reason: str, message: str = ""
     ) -> Flow[Endpoint]:
         """Pending, Deploying or Running -> Stopped."""
-        check_outcome(reason, message, None)
         return (
-            yield from _write(
-                self,
-                endpoint_id,
-                lambda status, _spec, now: _endpoint_moves.stopped(
-                    endpoint_id, status, reason=reason, message=message, now=now
-                ),
-            )
+            yield from _write_outcome(self, endpoint_id, _endpoint_moves.stopped, reason, message)
         )
 
     @operation(post("/endpoints/{endpoint_id}/failed"))
@@ -191,15 +210,8 @@ class EndpointOperations:
         self: FlowContext, endpoint_id: str, reason: str, message: str = ""
     ) -> Flow[Endpoint]:
         """Pending, Deploying or Running -> Failed."""
-        check_outcome(reason, message, None)
         return (
-            yield from _write(
-                self,
-                endpoint_id,
-                lambda status, _spec, now: _endpoint_moves.failed(
-                    endpoint_id, status, reason=reason, message=message, now=now
-                ),
-            )
+            yield from _write_outcome(self, endpoint_id, _endpoint_moves.failed, reason, message)
         )
 
     @operation(post("/endpoints/{endpoint_id}/pending"))
@@ -207,15 +219,8 @@ class EndpointOperations:
         self: FlowContext, endpoint_id: str, reason: str, message: str = ""
     ) -> Flow[Endpoint]:
         """Deploying or Running -> Pending: back to placement (its node was lost)."""
-        check_outcome(reason, message, None)
         return (
-            yield from _write(
-                self,
-                endpoint_id,
-                lambda status, _spec, now: _endpoint_moves.pending(
-                    endpoint_id, status, reason=reason, message=message, now=now
-                ),
-            )
+            yield from _write_outcome(self, endpoint_id, _endpoint_moves.pending, reason, message)
         )
 
     @operation(post("/endpoints/{endpoint_id}/health"))
