@@ -261,9 +261,11 @@ class Gateway:
             except InventoryError:
                 _log.warning("inventory unavailable; keeping the last one", exc_info=True)
                 continue
-            if inventory != self.scheduler.inventory:
+            current = self.scheduler.inventory
+            if inventory != current:
                 self.scheduler.set_inventory(inventory)
-                self.loop.poke()
+                if not inventory.same_capacity(current):  # a new reading alone places nothing
+                    self.loop.poke()
             # requeues are counted by the job informer (_job_updated), like every requeue
             await self.node_loss.check(inventory, self.jobs.list(), self.endpoints.list())
 

@@ -23,6 +23,7 @@ __all__ = [
     "TimeoutSeconds",
     "Vendor",
     "VramMb",
+    "InventoryAllocationResponse",
     "InventoryGpuResponse",
     "InventoryNodeResponse",
     "InventoryResponse",
@@ -177,8 +178,23 @@ class JobResultResponse(BaseModel):
     stderr_ref: str | None
 
 
+class InventoryAllocationResponse(BaseModel):
+    """A job or endpoint holding VRAM on a GPU (an endpoint: for every replica it may run)."""
+
+    kind: Literal["job", "endpoint"]
+    name: str = Field(description="The job id or the endpoint id.")
+    display_name: str | None = Field(
+        default=None,
+        description="What the platform's pages call it (the job id, the endpoint's own name).",
+    )
+    user_id: str | None = Field(description="Who submitted it; None: not known yet.")
+    owner: str | None = Field(description="The account billed; None: not known yet.")
+    vram_mb: int = Field(description="VRAM it holds on this GPU, MiB.")
+
+
 class InventoryGpuResponse(BaseModel):
-    """One GPU as the scheduler sees it: its VRAM and how much of it jobs and endpoints hold."""
+    """One GPU as the scheduler sees it: its VRAM, how much of it jobs and endpoints hold,
+    and how much was measured in use."""
 
     index: int
     vendor: str
@@ -186,8 +202,19 @@ class InventoryGpuResponse(BaseModel):
     vram_mb: int
     held_mb: int = Field(description="VRAM held by allocated or running jobs and endpoints.")
     free_mb: int = Field(description="vram_mb - held_mb (never negative).")
+    used_mb: int | None = Field(
+        default=None,
+        description=(
+            "VRAM measured in use (the node's last heartbeat, or NVML on the gateway's "
+            "machine), MiB; None: not measured (AMD, declared or simulated GPUs)."
+        ),
+    )
     schedulable: bool = Field(description="False: cordoned, takes no new work.")
     simulated: bool = Field(description="No real device: a declared stand-in.")
+    allocations: list[InventoryAllocationResponse] = Field(
+        default_factory=list,
+        description="What holds the VRAM, largest first (empty where the caller may not see it).",
+    )
 
 
 class InventoryNodeResponse(BaseModel):

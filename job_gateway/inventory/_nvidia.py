@@ -1,4 +1,5 @@
-"""NVIDIA GPUs of this machine through NVML (``nvidia-ml-py``, imported as ``pynvml``).
+"""NVIDIA GPUs of this machine through NVML (``nvidia-ml-py``, imported as ``pynvml``), with
+the VRAM in use when read (``used_mb``).
 
 The import is guarded: without the package or the driver, the probe finds no GPU. NVML
 numbers devices in PCI bus order; the executor sets ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` so that
@@ -54,7 +55,8 @@ def nvidia_gpus(nvml: NvmlLibrary, node: str) -> list[Gpu]:
             try:
                 handle = nvml.nvmlDeviceGetHandleByIndex(index)
                 name = nvml.nvmlDeviceGetName(handle)
-                total = int(nvml.nvmlDeviceGetMemoryInfo(handle).total)
+                memory = nvml.nvmlDeviceGetMemoryInfo(handle)
+                total, used = int(memory.total), int(memory.used)
             except nvml.NVMLError as exc:  # one lost GPU does not hide the others
                 _log.warning("NVIDIA GPU %d skipped: %s", index, exc)
                 continue
@@ -69,6 +71,7 @@ def nvidia_gpus(nvml: NvmlLibrary, node: str) -> list[Gpu]:
                     vendor="nvidia",
                     model=model.strip() or "NVIDIA GPU",
                     vram_mb=total // _MIB,
+                    used_mb=min(max(used, 0), total) // _MIB,
                 )
             )
         return gpus

@@ -4,13 +4,15 @@ Invariants (checked on construction): node names are unique; each GPU names its 
 GPU indices are unique on a node. ``vram_mb`` is the GPU's total VRAM in MiB (the unit of
 ``spec.vramMb``); ``index`` is what ``status.gpuIndices`` holds. A GPU takes work only when
 its node is ready and it is not cordoned (:attr:`Gpu.schedulable`). A simulated GPU (no
-real device behind it) says so in ``simulated``, which every view of it shows.
+real device behind it) says so in ``simulated``, which every view of it shows. ``used_mb``
+is what was measured in use (a node's last heartbeat, NVML on this machine), None where
+nothing measures it (AMD, declared and simulated GPUs); it never changes where work goes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -21,6 +23,10 @@ __all__ = ["MAX_GPUS_PER_NODE", "MAX_VRAM_MB", "Gpu", "Inventory", "Node", "Node
 
 #: The largest VRAM one GPU may declare: 16 TiB, far above any device made.
 MAX_VRAM_MB = 16 * 2**20
+
+
+#: What :meth:`Inventory.same_capacity` leaves out: measurements, not capacity.
+_MEASURED: Any = {"nodes": {"__all__": {"gpus": {"__all__": {"used_mb"}}}}}
 
 
 class _Frozen(BaseModel):
@@ -37,6 +43,12 @@ class Gpu(_Frozen):
     vram_mb: Annotated[int, Field(ge=1, le=MAX_VRAM_MB, description="Total VRAM, MiB.")]
     schedulable: bool = Field(default=True, description="False: cordoned, takes no new work.")
     simulated: bool = Field(default=False, description="No real device: a declared stand-in.")
+    used_mb: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_VRAM_MB,
+        description="VRAM measured in use, MiB; None: not measured (never guessed).",
+    )
     device_index: int | None = Field(
         default=None,
         ge=0,
@@ -105,6 +117,10 @@ class Inventory(_Frozen):
     def node(self, name: str) -> Node | None:
         """The node of that name, if known."""
         return next((node for node in self.nodes if node.name == name), None)
+
+    def same_capacity(self, other: Inventory) -> bool:
+        """Equal but for the measured ``used_mb`` (what the scheduler decides on is the same)."""
+        return self.model_dump(exclude=_MEASURED) == other.model_dump(exclude=_MEASURED)
 
     @property
     def simulated(self) -> bool:

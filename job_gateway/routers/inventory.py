@@ -1,4 +1,5 @@
-"""``/v1/inventory``: the nodes and GPUs the scheduler places on, and the VRAM held on each."""
+"""``/v1/inventory``: the nodes and GPUs the scheduler places on, the VRAM held on each and
+by what, and the VRAM measured in use."""
 
 from __future__ import annotations
 
@@ -19,5 +20,11 @@ CurrentGateway = Annotated[Gateway, Depends(state_dependency("gateway", Gateway)
 
 @router.get("")
 async def get_inventory(gateway: CurrentGateway) -> InventoryResponse:
-    """Every node and GPU, with the VRAM allocated jobs and endpoints hold (from the CRDs)."""
-    return inventory_response(gateway.scheduler.inventory, gateway.allocations)
+    """Every node and GPU: the VRAM allocated jobs and endpoints hold (from the CRDs), which
+    ones hold it, and the VRAM measured in use where measured."""
+    return inventory_response(
+        gateway.scheduler.inventory,
+        gateway.allocations,
+        jobs=gateway.jobs.get,
+        endpoints=gateway.endpoints.get,
+    )

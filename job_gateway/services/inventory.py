@@ -1,20 +1,63 @@
-"""The inventory as the scheduler sees it: every GPU with the VRAM its allocations hold."""
+"""The inventory as the scheduler sees it: every GPU with the VRAM its allocations hold,
+what holds it, and the VRAM measured in use where something measures it."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Callable
+
 from gridweave_clients.gateway.models import (
+    InventoryAllocationResponse,
     InventoryGpuResponse,
     InventoryNodeResponse,
     InventoryResponse,
 )
+from gridweave_controller.models import Endpoint, Job
 from job_gateway.inventory import Inventory
 from job_gateway.scheduler import AllocationMap
 
-__all__ = ["inventory_response"]
+__all__ = ["Lookup", "inventory_response"]
+
+#: The cached object of a name (an informer's ``get``), or None.
+Lookup = Callable[[str], Job | Endpoint | None]
 
 
-def inventory_response(inventory: Inventory, allocations: AllocationMap) -> InventoryResponse:
-    """Nodes and GPUs in inventory order; held VRAM from the allocation map (the CRDs)."""
+def _no_object(_name: str) -> None:
+    return None
+
+
+def _holders(
+    allocations: AllocationMap, jobs: Lookup, endpoints: Lookup
+) -> dict[tuple[str, int], list[InventoryAllocationResponse]]:
+    """What holds VRAM on each (node, GPU index), largest first, then by kind and name."""
+    holders: dict[tuple[str, int], list[InventoryAllocationResponse]] = defaultdict(list)
+    for allocation in allocations:
+        lookup = jobs if allocation.kind == "job" else endpoints
+        holder = lookup(allocation.name)  # None: placed, its object not seen yet
+        entry = InventoryAllocationResponse(
+            kind=allocation.kind,
+            name=allocation.name,
+            user_id=None if holder is None else holder.spec.user_id,
+            owner=None if holder is None else holder.billing_owner,
+            vram_mb=allocation.vram_mb,
+        )
+        for index in allocation.gpu_indices:
+            holders[(allocation.node, index)].append(entry)
+    for entries in holders.values():
+        entries.sort(key=lambda entry: (-entry.vram_mb, entry.kind, entry.name))
+    return holders
+
+
+def inventory_response(
+    inventory: Inventory,
+    allocations: AllocationMap,
+    *,
+    jobs: Lookup = _no_object,
+    endpoints: Lookup = _no_object,
+) -> InventoryResponse:
+    """Nodes and GPUs in inventory order; held VRAM and its holders from the allocation map
+    (the CRDs), their users from ``jobs`` and ``endpoints``; ``used_mb`` as measured."""
+    holders = _holders(allocations, jobs, endpoints)
     nodes = []
     for node in inventory.nodes:
         gpus = []
@@ -28,8 +71,10 @@ def inventory_response(inventory: Inventory, allocations: AllocationMap) -> Inve
                     vram_mb=gpu.vram_mb,
                     held_mb=held,
                     free_mb=max(gpu.vram_mb - held, 0),
+                    used_mb=gpu.used_mb,
                     schedulable=gpu.schedulable,
                     simulated=gpu.simulated,
+                    allocations=holders.get((node.name, gpu.index), []),
                 )
             )
         nodes.append(InventoryNodeResponse(name=node.name, ready=node.ready, gpus=gpus))

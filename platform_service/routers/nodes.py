@@ -1,5 +1,5 @@
-"""``/v1/nodes``: the GPUs of the cluster, with their used and free VRAM; and for admins,
-``/v1/admin/nodes``: the registry's nodes, cordon / uncordon and drain."""
+"""``/v1/nodes``: the GPUs of the cluster, with their held, free and used VRAM and what holds
+it; and for admins, ``/v1/admin/nodes``: the registry's nodes, cordon / uncordon and drain."""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ NodeName = Annotated[
 
 @router.get("/v1/nodes")
 async def list_nodes(user: UserDep, services: JobServicesDep) -> InventoryResponse:
-    """Every node and GPU: vendor, model, VRAM, held and free (from the scheduler)."""
-    return await nodes.list_nodes(services.gateway, user_id=user.user_id)
+    """Every node and GPU: vendor, model, VRAM held, free and measured in use, and the jobs
+    and endpoints holding it (admins: all; users: their own)."""
+    return await nodes.list_nodes(services.gateway, user=user)
 
 
 @router.get("/v1/admin/nodes")

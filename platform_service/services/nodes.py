@@ -1,4 +1,5 @@
-"""The cluster's nodes: their GPUs as the gateway's scheduler sees them (VRAM held and free),
+"""The cluster's nodes: their GPUs as the gateway's scheduler sees them (VRAM held, free and
+measured in use; the jobs and endpoints holding it: all for admins, a user's own otherwise),
 and, for admins, the node registry's view (heartbeats, cordons) kept by kuberay-service.
 
 Cordon: the node takes no new work; what runs there stays. Drain: cordon, then wait for what
@@ -10,20 +11,42 @@ from __future__ import annotations
 
 from gridweave_clients.gateway import AsyncGatewayClient
 from gridweave_clients.gateway import operations as gw_ops
-from gridweave_clients.gateway.models import InventoryResponse
+from gridweave_clients.gateway.models import InventoryAllocationResponse, InventoryResponse
 from gridweave_clients.nodes import AsyncNodeRegistryClient, NodeListResponse, NodeResponse
 from gridweave_clients.nodes import operations as node_ops
 from gridweave_clients.platform.admin import DrainNodeResponse
+from platform_service.models import Role
 from platform_service.services.downstream import as_user, downstream_errors
+from platform_service.services.endpoints import endpoint_name
 from platform_service.services.join_keys import REGISTRY_REFUSALS
+from platform_service.services.keys import AuthenticatedUser
 
 __all__ = ["drain_node", "list_joined_nodes", "list_nodes", "set_node_cordoned"]
 
 
-async def list_nodes(gateway: AsyncGatewayClient, *, user_id: str) -> InventoryResponse:
-    """Every node and GPU with its VRAM, held and free (no job or owner is named)."""
+async def _read_inventory(gateway: AsyncGatewayClient, *, user_id: str) -> InventoryResponse:
     with downstream_errors("job_gateway", passed=()):
         return await gateway.run(as_user(gw_ops.get_inventory(), user_id))
+
+
+def _named(allocation: InventoryAllocationResponse) -> InventoryAllocationResponse:
+    shown = allocation.name if allocation.kind == "job" else endpoint_name(allocation.name)
+    return allocation.model_copy(update={"display_name": shown})
+
+
+async def list_nodes(gateway: AsyncGatewayClient, *, user: AuthenticatedUser) -> InventoryResponse:
+    """Every node and GPU with its VRAM: held, free and measured in use, and what holds it:
+    every job and endpoint for an admin, a user's own only for anyone else."""
+    inventory = await _read_inventory(gateway, user_id=user.user_id)
+    admin = user.role == Role.ADMIN
+    for node in inventory.nodes:
+        for gpu in node.gpus:
+            gpu.allocations = [
+                _named(allocation)
+                for allocation in gpu.allocations
+                if admin or allocation.user_id == user.user_id
+            ]
+    return inventory
 
 
 async def list_joined_nodes(
@@ -48,7 +71,7 @@ async def drain_node(
 ) -> DrainNodeResponse:
     """Cordon node ``name`` and say what still holds it (it is drained when nothing does)."""
     node = await set_node_cordoned(registry, admin_id=admin_id, name=name, cordoned=True)
-    inventory = await list_nodes(gateway, user_id=admin_id)
+    inventory = await _read_inventory(gateway, user_id=admin_id)
     held = sum(
         gpu.held_mb for listed in inventory.nodes if listed.name == name for gpu in listed.gpus
     )

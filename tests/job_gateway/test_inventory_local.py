@@ -34,13 +34,16 @@ class FakeNvmlError(Exception):
 @dataclass
 class FakeMemory:
     total: int
+    used: int
 
 
 @dataclass
 class FakeNvml:
-    """The part of pynvml the probe calls, over a list of (name, total bytes | None)."""
+    """The part of pynvml the probe calls, over a list of (name, total bytes | None); each
+    device has ``used_bytes`` in use (at most its total)."""
 
     devices: list[tuple[str | bytes, int | None]] = field(default_factory=list)
+    used_bytes: int = 0
     fail_init: bool = False
     calls: list[str] = field(default_factory=list)
     NVMLError: type[Exception] = FakeNvmlError
@@ -66,7 +69,7 @@ class FakeNvml:
         total = self.devices[handle][1]
         if total is None:
             raise FakeNvmlError("GPU is lost")
-        return FakeMemory(total)
+        return FakeMemory(total, min(self.used_bytes, total))
 
 
 class FakeAmdSmiError(Exception):
@@ -132,14 +135,27 @@ ROCM_SMI_JSON = json.dumps(
 
 class TestNvidia:
     def test_every_gpu_with_its_index_model_and_mib(self) -> None:
-        nvml = FakeNvml([("NVIDIA H100 80GB HBM3", 80 * GIB), (b"NVIDIA A100-SXM4-40GB", 40 * GIB)])
+        nvml = FakeNvml(
+            [("NVIDIA H100 80GB HBM3", 80 * GIB), (b"NVIDIA A100-SXM4-40GB", 40 * GIB)],
+            used_bytes=GIB + 512 * 2**20,
+        )
         gpus = nvidia_gpus(nvml, "box")
         assert gpus == [
             Gpu(
-                node="box", index=0, vendor="nvidia", model="NVIDIA H100 80GB HBM3", vram_mb=81_920
+                node="box",
+                index=0,
+                vendor="nvidia",
+                model="NVIDIA H100 80GB HBM3",
+                vram_mb=81_920,
+                used_mb=1536,  # measured by NVML when read
             ),
             Gpu(
-                node="box", index=1, vendor="nvidia", model="NVIDIA A100-SXM4-40GB", vram_mb=40_960
+                node="box",
+                index=1,
+                vendor="nvidia",
+                model="NVIDIA A100-SXM4-40GB",
+                vram_mb=40_960,
+                used_mb=1536,
             ),
         ]
         assert nvml.calls == ["init", "shutdown"]
@@ -215,6 +231,7 @@ class TestLocalMachine:
         assert node.gpus[0].simulated and inventory.simulated
         assert "[simulated]" in str(node.gpus[0])
         assert node.gpus[0].model_dump()["simulated"] is True
+        assert node.gpus[0].used_mb is None  # nothing measures a simulated GPU
 
     def test_real_gpus_are_not_simulated(self) -> None:
         source = LocalMachineSource(
@@ -227,16 +244,16 @@ class TestLocalMachine:
     def test_both_vendors_get_unique_indices_and_keep_hips(self) -> None:
         source = LocalMachineSource(
             "box",
-            nvml=FakeNvml([("NVIDIA L4", 24 * GIB), ("NVIDIA L4", 24 * GIB)]),
+            nvml=FakeNvml([("NVIDIA L4", 24 * GIB), ("NVIDIA L4", 24 * GIB)], used_bytes=GIB),
             amdsmi=None,
             rocm_smi=lambda: ROCM_SMI_JSON,
         )
         gpus = list(source.read_inventory().gpus())
-        assert [(g.index, g.vendor, g.visible_index) for g in gpus] == [
-            (0, "nvidia", 0),
-            (1, "nvidia", 1),
-            (2, "amd", 0),
-            (3, "amd", 1),
+        assert [(g.index, g.vendor, g.visible_index, g.used_mb) for g in gpus] == [
+            (0, "nvidia", 0, 1024),
+            (1, "nvidia", 1, 1024),
+            (2, "amd", 0, None),  # AMD's use is not measured: shown as such, never guessed
+            (3, "amd", 1, None),
         ]
 
     def test_the_settings_size_the_simulated_gpu(self, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,12 +27,8 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture(scope="module")
 def registry(postgres: PostgresTestServer) -> Iterator[Registry]:
-    url = postgres.create_database("gwkuberay")
-    try:
-        with serve_registry(url) as served:
-            yield served
-    finally:
-        postgres.drop_database(url)
+    with postgres.database("gwkuberay") as url, serve_registry(url) as served:
+        yield served
 
 
 def _join(registry: Registry, name: str, gpus: list[dict[str, object]], *, register: bool) -> str:
@@ -53,7 +49,12 @@ class TestInventoryFromTheRealRegistry:
             register=True,
         )
         _join(registry, "worker-b", [gpu(0, "amd", "AMD Instinct MI300X", 196_608)], register=False)
-        beat = {"gpus": [{"index": 1, "healthy": False, "free_vram_mb": 0}]}
+        beat = {
+            "gpus": [
+                {"index": 1, "healthy": False, "free_vram_mb": 0},
+                {"index": 0, "healthy": True, "free_vram_mb": 61_440},
+            ]
+        }
         with registry.client(node_headers(token)) as http:
             assert http.post("/v1/nodes/heartbeat", json=beat).status_code == 200
         with NodeRegistryClient(registry.url, TOKEN, retry=RetryPolicy(attempts=1)) as client:
@@ -64,8 +65,10 @@ class TestInventoryFromTheRealRegistry:
             (0, "NVIDIA A100 80GB", 81_920, True),
             (1, "NVIDIA L4", 23_034, False),  # the heartbeat found it unhealthy
         ]
+        # in use: what the heartbeat did not find free; an unhealthy GPU's 0 measures nothing
+        assert [g.used_mb for g in a.gpus] == [81_920 - 61_440, None]
         assert (b.name, b.ready) == ("worker-b", False)  # validated, not joined
-        assert [(g.vendor, g.vram_mb) for g in b.gpus] == [("amd", 196_608)]
+        assert [(g.vendor, g.vram_mb, g.used_mb) for g in b.gpus] == [("amd", 196_608, None)]
         assert not inventory.simulated
 
     def test_a_wrong_token_makes_it_unavailable(self, registry: Registry) -> None:

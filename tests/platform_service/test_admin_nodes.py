@@ -12,8 +12,9 @@ import httpx
 import pytest
 
 from gridweave_clients.nodes import NodeRegistryClient
+from gridweave_controller import JobPhase
 from job_gateway.inventory import NodeRegistrySource
-from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
+from tests.job_gateway.gateway_factories import GatewayServer, running_gateway, submit_body
 from tests.kuberay_service.node_factories import (
     Registry,
     node_headers,
@@ -263,3 +264,63 @@ class TestCordon:
             assert response.status_code == 404, response.text
             error = response.json()["error"]
             assert (error["code"], error["message"]) == ("not_found", "no node 'gpu-nowhere'")
+
+
+def _inventory_gpu(platform: PlatformServer, headers: dict[str, str], node: str, index: int) -> Any:
+    response = platform.http.get("/v1/nodes", headers=headers)
+    assert response.status_code == 200, response.text
+    listed = [entry for entry in response.json()["nodes"] if entry["name"] == node]
+    return next((gpu for entry in listed for gpu in entry["gpus"] if gpu["index"] == index), None)
+
+
+class TestNodeInventory:
+    def test_measured_use_comes_from_the_heartbeat(
+        self, platform: PlatformServer, node_registry: Registry
+    ) -> None:
+        answer = validate(node_registry, validate_body(_create_key(platform)["key"]))
+        name, token = answer.json()["name"], answer.json()["node_token"]
+        beat = {"gpus": [{"index": 0, "healthy": True, "free_vram_mb": 71_920}]}
+        with node_registry.client(node_headers(token)) as http:
+            assert http.post("/v1/nodes/register").status_code == 200
+            assert http.post("/v1/nodes/heartbeat", json=beat).status_code == 200
+        deadline = time.monotonic() + 20
+        gpu = None
+        while (gpu is None or gpu["used_mb"] is None) and time.monotonic() < deadline:
+            time.sleep(0.1)  # the gateway reads the registry every 0.2 s
+            gpu = _inventory_gpu(platform, platform.admin.headers, name, 0)
+        assert gpu is not None
+        assert (gpu["vram_mb"], gpu["used_mb"]) == (81_920, 10_000)
+        # GPUs no heartbeat measured yet are "not measured", never a guess
+        assert _inventory_gpu(platform, platform.admin.headers, name, 1)["used_mb"] is None
+
+    def test_admins_see_every_holder_and_users_only_their_own(
+        self, platform: PlatformServer, gateway: GatewayServer
+    ) -> None:
+        owner, other = platform.new_user(), platform.new_user()
+        internal = {"Authorization": f"Bearer {INTERNAL_TOKEN}"}  # this gateway's token
+        body = submit_body(user_id=owner.user_id, vendor="nvidia", vram_mb=2048)
+        submitted = gateway.http.post("/v1/jobs", json=body, headers=internal)
+        assert submitted.status_code == 201, submitted.text
+        job_id = submitted.json()["job_id"]
+        try:
+            status = gateway.crd.wait_for_job(job_id, {JobPhase.ALLOCATED}, timeout=30).status
+            assert status.node is not None
+            (index,) = status.gpu_indices
+            expected = {
+                "kind": "job",
+                "name": job_id,
+                "display_name": job_id,
+                "user_id": owner.user_id,
+                "owner": owner.user_id,
+                "vram_mb": 2048,
+            }
+            seen = _inventory_gpu(platform, platform.admin.headers, status.node, index)
+            assert expected in seen["allocations"]
+            assert sum(a["vram_mb"] for a in seen["allocations"]) == seen["held_mb"]
+            mine = _inventory_gpu(platform, owner.headers, status.node, index)
+            assert mine["allocations"] == [expected]
+            theirs = _inventory_gpu(platform, other.headers, status.node, index)
+            assert theirs["allocations"] == [] and theirs["held_mb"] == seen["held_mb"]
+        finally:  # the other tests drain nodes: nothing of this one may hold them
+            cancelled = gateway.http.post(f"/v1/jobs/{job_id}/cancel", headers=internal)
+            assert cancelled.status_code == 200, cancelled.text

@@ -571,7 +571,8 @@ export interface paths {
         };
         /**
          * List Nodes
-         * @description Every node and GPU: vendor, model, VRAM, held and free (from the scheduler).
+         * @description Every node and GPU: vendor, model, VRAM held, free and measured in use, and the jobs
+         *     and endpoints holding it (admins: all; users: their own).
          */
         get: operations["list_nodes"];
         put?: never;
@@ -1363,10 +1364,52 @@ export interface components {
             detail?: components["schemas"]["ValidationError"][];
         };
         /**
+         * InventoryAllocationResponse
+         * @description A job or endpoint holding VRAM on a GPU (an endpoint: for every replica it may run).
+         */
+        InventoryAllocationResponse: {
+            /**
+             * Display Name
+             * @description What the platform's pages call it (the job id, the endpoint's own name).
+             */
+            display_name?: string | null;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "job" | "endpoint";
+            /**
+             * Name
+             * @description The job id or the endpoint id.
+             */
+            name: string;
+            /**
+             * Owner
+             * @description The account billed; None: not known yet.
+             */
+            owner: string | null;
+            /**
+             * User Id
+             * @description Who submitted it; None: not known yet.
+             */
+            user_id: string | null;
+            /**
+             * Vram Mb
+             * @description VRAM it holds on this GPU, MiB.
+             */
+            vram_mb: number;
+        };
+        /**
          * InventoryGpuResponse
-         * @description One GPU as the scheduler sees it: its VRAM and how much of it jobs and endpoints hold.
+         * @description One GPU as the scheduler sees it: its VRAM, how much of it jobs and endpoints hold,
+         *     and how much was measured in use.
          */
         InventoryGpuResponse: {
+            /**
+             * Allocations
+             * @description What holds the VRAM, largest first (empty where the caller may not see it).
+             */
+            allocations?: components["schemas"]["InventoryAllocationResponse"][];
             /**
              * Free Mb
              * @description vram_mb - held_mb (never negative).
@@ -1391,6 +1434,11 @@ export interface components {
              * @description No real device: a declared stand-in.
              */
             simulated: boolean;
+            /**
+             * Used Mb
+             * @description VRAM measured in use (the node's last heartbeat, or NVML on the gateway's machine), MiB; None: not measured (AMD, declared or simulated GPUs).
+             */
+            used_mb?: number | null;
             /** Vendor */
             vendor: string;
             /** Vram Mb */

@@ -98,3 +98,69 @@ test("heartbeat ages read in seconds, minutes, hours", () => {
   expect(age("2026-12-01T11:50:00Z", now)).toBe("10 min");
   expect(age("2026-12-01T09:00:00Z", now)).toBe("3 h");
 });
+
+function shared(): Schemas["InventoryResponse"] {
+  const base = { vendor: "nvidia", model: "A100", vram_mb: 81_920, schedulable: true, simulated: false };
+  return {
+    nodes: [
+      {
+        name: "gpu-a",
+        ready: true,
+        gpus: [
+          {
+            ...base,
+            index: 0,
+            held_mb: 18_192,
+            free_mb: 63_728,
+            used_mb: 12_000,
+            allocations: [
+              { kind: "endpoint", name: "greeter-0a1b2c3d4e", display_name: "greeter", user_id: "u-bob", owner: "team-9", vram_mb: 10_000 },
+              { kind: "job", name: "job-mine", display_name: "job-mine", user_id: ADMIN.user_id, owner: ADMIN.user_id, vram_mb: 8192 },
+            ],
+          },
+          { ...base, index: 1, vendor: "amd", held_mb: 0, free_mb: 81_920, used_mb: null, allocations: [] },
+        ],
+      },
+    ],
+  };
+}
+
+/** The nodes page of an admin over ``shared()`` (no registry node). */
+function showShared() {
+  server.use(
+    http.get("*/v1/me", () => HttpResponse.json(ADMIN)),
+    http.get("*/v1/nodes", () => HttpResponse.json(shared())),
+    http.get("*/v1/admin/nodes", () => HttpResponse.json({ nodes: [] })),
+  );
+  renderApp("/admin/nodes");
+}
+
+test("each bar shows used, held and free; an unmeasured GPU says so and invents no figure", async () => {
+  showShared();
+  const measured = await screen.findByRole("meter", { name: "GPU 0 VRAM held" });
+  expect(measured).toHaveAttribute("aria-valuenow", "18192");
+  expect(measured).toHaveAttribute("aria-valuetext", "18192 MB held, 63728 MB free of 81920 MB; 12000 MB used");
+  expect(measured).toHaveAttribute("data-used-mb", "12000");
+  expect(within(measured).getByTestId("used-segment").style.width).toBe(`${(12_000 / 81_920) * 100}%`);
+  expect(within(measured).getByTestId("held-segment").style.width).toBe(`${(18_192 / 81_920) * 100}%`);
+  const [first, second] = screen.getAllByTestId("gpu") as [HTMLElement, HTMLElement];
+  expect(within(first).getByTestId("vram-used")).toHaveTextContent("12000 MB used");
+  expect(within(first).getByTestId("vram-free")).toHaveTextContent("63728 MB free");
+  const unmeasured = screen.getByRole("meter", { name: "GPU 1 VRAM held" });
+  expect(unmeasured).toHaveAttribute("data-used-mb", "not measured");
+  expect(unmeasured.getAttribute("aria-valuetext")).toContain("use not measured");
+  expect(within(unmeasured).queryByTestId("used-segment")).toBeNull();
+  expect(within(second).getByTestId("vram-used")).toHaveTextContent("use not measured");
+  expect(within(second).getByText("Nothing holds VRAM here.")).toBeInTheDocument();
+});
+
+test("the jobs and endpoints sharing a GPU are listed; the admin's own link to their pages", async () => {
+  showShared();
+  const list = await screen.findByRole("list", { name: "Holding GPU 0" });
+  const [endpoint, job] = within(list).getAllByTestId("holder") as [HTMLElement, HTMLElement];
+  // another user's endpoint: its name and user, not a link (its page is its user's only)
+  expect(endpoint).toHaveTextContent("endpoint greeter · user u-bob · billed to team-9 · 10000 MB");
+  expect(within(endpoint).queryByRole("link")).toBeNull();
+  expect(within(job).getByRole("link", { name: "job-mine" })).toHaveAttribute("href", "/jobs/job-mine");
+  expect(within(job).getByTestId("holder-vram")).toHaveTextContent("8192 MB");
+});

@@ -1,17 +1,31 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
+import { Link } from "react-router";
 import { api, errorMessage, type Schemas, unwrap } from "../../api/client";
 import { Card } from "../../components/Layout";
 
-/** One GPU's VRAM: held by jobs and endpoints, and free (MB). */
-export function VramBar({ gpu }: { gpu: Schemas["InventoryGpuResponse"] }) {
+type Gpu = Schemas["InventoryGpuResponse"];
+type Holder = Schemas["InventoryAllocationResponse"];
+
+/** Percent of ``total`` that ``part`` is, within 0..100. */
+function percent(part: number, total: number): number {
+  return total > 0 ? Math.min(100, Math.max(0, (part / total) * 100)) : 0;
+}
+
+/** One GPU's VRAM in one bar: measured in use (dark), held by jobs and endpoints (mid) and free
+ * (light). What nothing measures (AMD, declared and simulated GPUs) says so; no figure is made up. */
+export function VramBar({ gpu }: { gpu: Gpu }) {
   const held = Math.min(gpu.held_mb, gpu.vram_mb);
-  const percent = gpu.vram_mb ? (held / gpu.vram_mb) * 100 : 0;
+  const used = gpu.used_mb ?? null;
+  const usedText = used === null ? "use not measured" : `${used} MB used`;
   return (
     <div>
       <div className="flex justify-between text-xs">
         <span>GPU {gpu.index}: {gpu.model}{gpu.simulated ? " (simulated)" : ""}</span>
-        <span data-testid="vram-figures">{held} MB held · {gpu.free_mb} MB free of {gpu.vram_mb} MB</span>
+        <span data-testid="vram-figures">
+          <span data-testid="vram-used">{usedText}</span> · <span data-testid="vram-held">{held} MB held</span> ·{" "}
+          <span data-testid="vram-free">{gpu.free_mb} MB free</span> of {gpu.vram_mb} MB
+        </span>
       </div>
       <div
         role="meter"
@@ -19,12 +33,53 @@ export function VramBar({ gpu }: { gpu: Schemas["InventoryGpuResponse"] }) {
         aria-valuemin={0}
         aria-valuemax={gpu.vram_mb}
         aria-valuenow={held}
+        aria-valuetext={`${held} MB held, ${gpu.free_mb} MB free of ${gpu.vram_mb} MB; ${usedText}`}
+        data-used-mb={used ?? "not measured"}
         data-held-mb={held}
-        className="mt-1 h-3 w-full overflow-hidden rounded bg-green-200"
+        data-free-mb={gpu.free_mb}
+        className="relative mt-1 h-3 w-full overflow-hidden rounded bg-green-200"
       >
-        <div className="h-full bg-blue-800" style={{ width: `${percent}%` }} />
+        <div data-testid="held-segment" className="absolute inset-y-0 left-0 bg-blue-400" style={{ width: `${percent(held, gpu.vram_mb)}%` }} />
+        {used !== null && (
+          <div data-testid="used-segment" className="absolute inset-y-0 left-0 bg-blue-900" style={{ width: `${percent(used, gpu.vram_mb)}%` }} />
+        )}
       </div>
+      <p className="mt-0.5 flex gap-3 text-xs text-slate-700" aria-hidden="true">
+        <span><span className="mr-1 inline-block h-2 w-2 rounded-sm bg-blue-900" />used (measured)</span>
+        <span><span className="mr-1 inline-block h-2 w-2 rounded-sm bg-blue-400" />held</span>
+        <span><span className="mr-1 inline-block h-2 w-2 rounded-sm bg-green-200" />free</span>
+      </p>
     </div>
+  );
+}
+
+/** What holds a GPU's VRAM; a job or endpoint of the signed-in admin links to its page (the
+ * detail pages show one's own work only). */
+export function Holders({ gpu, userId }: { gpu: Gpu; userId: string | undefined }) {
+  const holders: Holder[] = gpu.allocations ?? [];
+  if (holders.length === 0) return <p className="text-xs text-slate-700">Nothing holds VRAM here.</p>;
+  return (
+    <ul aria-label={`Holding GPU ${gpu.index}`} className="space-y-0.5 text-xs">
+      {holders.map((holder) => {
+        const shown = holder.display_name ?? holder.name;
+        const page = holder.kind === "job" ? `/jobs/${shown}` : `/endpoints/${shown}`;
+        return (
+          <li key={`${holder.kind}/${holder.name}`} data-testid="holder">
+            <span className="font-medium">{holder.kind}</span>{" "}
+            {holder.user_id !== null && holder.user_id === userId ? (
+              <Link to={page} className="text-blue-800 underline">{shown}</Link>
+            ) : (
+              <span>{shown}</span>
+            )}
+            {" · "}
+            <span data-testid="holder-user">user {holder.user_id ?? "not known yet"}</span>
+            {holder.owner !== null && holder.owner !== holder.user_id && <span> · billed to {holder.owner}</span>}
+            {" · "}
+            <span data-testid="holder-vram">{holder.vram_mb} MB</span>
+          </li>
+        );
+      })}
+    </ul>
   );
 }
 
@@ -91,6 +146,7 @@ export function Nodes() {
     queryFn: async () => unwrap(await api.GET("/v1/admin/nodes")),
     refetchInterval: 5_000,
   });
+  const me = useQueryClient().getQueryData<Schemas["UserResponse"]>(["me"]);
   const registry = new Map((joined.data?.nodes ?? []).map((node) => [node.name, node]));
   return (
     <div className="space-y-4">
@@ -113,7 +169,12 @@ export function Nodes() {
               <p className="mb-2 text-xs text-slate-700">Not in the node registry (this machine or the inventory file): cordon it there.</p>
             )}
             <div className="space-y-3">
-              {node.gpus.map((gpu) => <VramBar key={gpu.index} gpu={gpu} />)}
+              {node.gpus.map((gpu) => (
+                <div key={gpu.index} data-testid="gpu" className="space-y-1">
+                  <VramBar gpu={gpu} />
+                  <Holders gpu={gpu} userId={me?.user_id} />
+                </div>
+              ))}
             </div>
           </Card>
         );
