@@ -5,6 +5,12 @@ concurrent duplicates of one record wait and then find it settled. credit_servic
 by reference (the job or endpoint id) under its own idempotency key, so even a call whose
 answer was lost is never applied twice: the next replay sends the same reference and the
 same amount and gets the first answer back.
+
+A reference is settled once, by whoever comes first: this record's capture, or a release
+(a settlement of 0, endpoint billing closing the holds of a run no view names). credit_service
+claims the reference's settlement key and locks the hold in one statement, so the two
+never both move money: a release after the capture is refused there (billing ignores it),
+and a capture after the release leaves this record refused as ``hold_closed``, uncharged.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from metering_service.services.receipts import enqueue_receipt
 
 __all__ = [
     "ALLOWED_SETTLEMENT_MOVES",
+    "HOLD_CLOSED",
     "lock_usage_record",
     "settle_usage_record",
     "switch_settlement_state",
@@ -38,6 +45,12 @@ ALLOWED_SETTLEMENT_MOVES: dict[str, frozenset[str]] = {
     SettlementState.SETTLED: frozenset(),
 }
 _ERROR_LENGTH = 500
+#: credit_service's refusals that mean the hold was closed without this record: settled
+#: under its reference's settlement key with another amount (a release of a period no
+#: run names any more, decided while this record was on its way), or closed by id. Such a
+#: record can never settle: it is refused as ``hold_closed``, and nothing is charged for it.
+_HOLD_CLOSED_REFUSALS = frozenset({"idempotency_conflict", "hold_not_open"})
+HOLD_CLOSED = "hold_closed"
 
 
 def switch_settlement_state(
@@ -150,8 +163,9 @@ def settle_usage_record(
                 session.commit()
                 record = lock_usage_record(session, usage_id)
                 continue
+            code = HOLD_CLOSED if exc.code in _HOLD_CLOSED_REFUSALS else exc.code
             switch_settlement_state(
-                record, SettlementState.REFUSED, error_code=exc.code, error=str(exc)
+                record, SettlementState.REFUSED, error_code=code, error=f"{exc.code}: {exc}"
             )
         else:
             switch_settlement_state(record, SettlementState.SETTLED, hold=hold)

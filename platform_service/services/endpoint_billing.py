@@ -242,6 +242,12 @@ class EndpointBilling:
         placed only once its period, or the one before, has begun), so nothing more is
         charged: every hold left is released, each once (by its period key), but one whose
         period metering recorded, which metering's settlement closes.
+
+        Another platform still following the run may record a period at this moment. Its
+        record and this release both settle the period key at credit_service, which claims
+        the key and locks the hold in one statement: the first moves the money, the second
+        is refused (a release after the capture is ignored here; a record after the
+        release stays at metering refused as ``hold_closed``, charged nothing).
         """
         started = started_from_micros(orphan.started_micros)
         meter = self._meters.get(orphan.endpoint_id)

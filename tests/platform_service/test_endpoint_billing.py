@@ -22,6 +22,7 @@ from gridweave_clients.gateway.endpoints import EndpointResponse
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, price_per_gpu_second
 from gridweave_controller import crd
+from gridweave_controller._kube_store import KubeStore
 from gridweave_controller.phases import EndpointPhase, EndpointStopReason
 from job_gateway.services.endpoints import endpoint_response
 from platform_service.services.endpoint_billing import EndpointBilling, period_key
@@ -526,6 +527,7 @@ class TestRunsReplacedUnseen:
     ) -> None:
         owner = funded(world)
         api = crd.init_k8s_client(kubeconfig=kubeapi.kubeconfig, namespace=kube_namespace)
+        assert isinstance(api.store, KubeStore)
         request.addfinalizer(api.store.close)
         name = f"ep-{uuid.uuid4().hex[:10]}"
         api.create_endpoint(name, owner, vram_mb=VRAM, model="m", vendor="nvidia")
@@ -548,3 +550,68 @@ class TestRunsReplacedUnseen:
         world.settle(view, at=since + 11)  # a restarted billing: nothing more
         assert world.charged(owner) == current.status.billed_seconds * PRICE
         assert world.held(owner) == 2 * PERIOD * PRICE  # the current run's two periods
+
+
+class TestReleaseRacesARecord:
+    """One platform releases the holds of a run no view names while another, which still
+    follows that run, records its periods: each period's money moves once, by whichever
+    came first, and a record that came second is refused as ``hold_closed``."""
+
+    ROUNDS = 6
+
+    def race(self, world: World, owner: str, *, release_first: bool) -> EndpointResponse:
+        view = endpoint_view(owner)
+        world.settle(view, at=10)  # periods 0 and 1 held, by a billing gone since
+        ended = stopped(view, 90)
+
+        async def nothing_listed() -> list[EndpointResponse]:
+            return []  # the endpoint deleted: its run is named nowhere
+
+        async def stop(endpoint_id: str, reason: str, message: str) -> None:
+            world.stops.append((endpoint_id, reason, message))
+
+        async def scenario(releaser: EndpointBilling) -> None:
+            world.clock.at(200)
+            recorder = EndpointBilling(
+                releaser.credit,
+                releaser.metering,
+                prices=DEFAULT_PRICE_TABLE,
+                stop=stop,
+                period_seconds=PERIOD,
+                clock=world.clock,
+            )
+            recorder.observe(ended)  # the other platform saw the stop at 90 s
+            if release_first:
+                await releaser.billing_pass(nothing_listed)
+                await recorder.settle()
+            else:
+                await asyncio.gather(releaser.billing_pass(nothing_listed), recorder.settle())
+
+        world.billing()(scenario)
+        return view
+
+    def check_moved_once(self, world: World, owner: str) -> list[dict[str, Any]]:
+        records = world.records(owner)
+        settled = [r for r in records if r["settlement"]["state"] == "settled"]
+        refused = [r for r in records if r not in settled]
+        assert {r["settlement"]["error_code"] for r in refused} <= {"hold_closed"}
+        assert all(r["settlement"]["charged"] is None for r in refused)
+        # every hold closed; the money moved is exactly what the settled records charged
+        assert world.held(owner) == 0
+        assert world.charged(owner) == sum(r["settlement"]["charged"] for r in settled)
+        return records
+
+    def test_a_record_after_the_release_is_refused_cleanly_and_charges_nothing(
+        self, world: World
+    ) -> None:
+        owner = funded(world)
+        self.race(world, owner, release_first=True)
+        records = self.check_moved_once(world, owner)
+        assert [r["settlement"]["error_code"] for r in records] == ["hold_closed"] * 2
+        assert world.charged(owner) == 0
+
+    def test_concurrent_release_and_record_move_each_period_once(self, world: World) -> None:
+        owners = [funded(world) for _ in range(self.ROUNDS)]
+        for owner in owners:
+            self.race(world, owner, release_first=False)
+            self.check_moved_once(world, owner)
