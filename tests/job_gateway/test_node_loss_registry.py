@@ -39,12 +39,11 @@ BEAT_EVERY_S = 0.2
 
 @pytest.fixture
 def registry(postgres: PostgresTestServer) -> Iterator[Registry]:
-    url = postgres.create_database("gwnodeloss")
-    try:
-        with serve_registry(url, heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_S) as served:
-            yield served
-    finally:
-        postgres.drop_database(url)
+    with (
+        postgres.database("gwnodeloss") as url,
+        serve_registry(url, heartbeat_timeout_seconds=HEARTBEAT_TIMEOUT_S) as served,
+    ):
+        yield served
 
 
 def _validated(registry: Registry, name: str) -> str:

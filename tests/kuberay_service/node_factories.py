@@ -139,3 +139,15 @@ def validate(registry: Registry, body: dict[str, Any]) -> httpx.Response:
 def node_headers(token: str) -> dict[str, str]:
     """What a node sends on register, heartbeat and leave."""
     return {"Authorization": f"Bearer {token}"}
+
+
+def join_node(registry: Registry, **key_fields: Any) -> tuple[str, dict[str, Any]]:
+    """A node validated (with a new key of ``key_fields``) and registered, so Ready: its
+    hostname and the validation answer."""
+    key = create_key(registry, **key_fields)
+    body = validate_body(key["key"])
+    answer = validate(registry, body)
+    assert answer.status_code == 200, answer.text
+    with registry.client(node_headers(answer.json()["node_token"])) as http:
+        assert http.post("/v1/nodes/register").status_code == 200
+    return body["hostname"], answer.json()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -12,21 +11,10 @@ from sqlalchemy.engine import make_url
 from gridweave_clients.errors import Forbidden, NotFound
 from gridweave_clients.errors import InvalidRequest as ClientInvalidRequest
 from gridweave_clients.nodes import NodeRegistryClient
-from tests.kuberay_service.node_factories import ADMIN, INTERNAL, Registry, serve_registry
+from tests.kuberay_service.node_factories import ADMIN, INTERNAL, Registry
 from tests.support.kuberay_fixtures import TOKEN
-from tests.support.postgres import PostgresTestServer
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture(scope="module")
-def registry(postgres: PostgresTestServer) -> Iterator[Registry]:
-    url = postgres.create_database("gwkuberay")
-    try:
-        with serve_registry(url) as served:
-            yield served
-    finally:
-        postgres.drop_database(url)
 
 
 def _stored_hashes(registry: Registry) -> dict[str, str]:

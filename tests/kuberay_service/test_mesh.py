@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import stat
-from collections.abc import Iterator
 from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 
@@ -32,7 +31,6 @@ from tests.kuberay_service.node_factories import (
     validate_body,
 )
 from tests.kuberay_service.wg_double import FakeWg
-from tests.support.postgres import PostgresTestServer
 
 MESH = IPv4Network("10.88.0.0/16")
 HEAD = "[Interface]\nPrivateKey = {k}\nAddress = 10.0.0.1/24\n"
@@ -186,15 +184,6 @@ class TestSync:
         wg.commands.clear()
         assert sync.sync_once() == (0, 0)
         assert wg.commands == [("wg", "show", "wg0", "allowed-ips")]  # nothing set, no save
-
-
-@pytest.fixture(scope="module")
-def database(postgres: PostgresTestServer) -> Iterator[str]:
-    url = postgres.create_database("gwkuberay")
-    try:
-        yield url
-    finally:
-        postgres.drop_database(url)
 
 
 @pytest.mark.postgres

@@ -3,8 +3,6 @@ the node's row across restarts, read by the gateway's inventory as unschedulable
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from gridweave_clients.errors import Forbidden, NotFound
@@ -15,36 +13,20 @@ from tests.kuberay_service.node_factories import (
     ADMIN,
     INTERNAL,
     create_key,
-    node_headers,
+    join_node,
     serve_registry,
-    validate,
     validate_body,
 )
 from tests.support.kuberay_fixtures import TOKEN
-from tests.support.postgres import PostgresTestServer
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture(scope="module")
-def database(postgres: PostgresTestServer) -> Iterator[str]:
-    url = postgres.create_database("gwkuberay")
-    try:
-        yield url
-    finally:
-        postgres.drop_database(url)
 
 
 def _joined_node(database: str) -> str:
     """A node validated and registered (Ready); its name."""
     with serve_registry(database) as registry:
-        key = create_key(registry)
-        answer = validate(registry, validate_body(key["key"]))
-        assert answer.status_code == 200, answer.text
-        body = answer.json()
-        with registry.client(node_headers(body["node_token"])) as http:
-            assert http.post("/v1/nodes/register").status_code == 200
-    name: str = body["name"]
+        _, answer = join_node(registry)
+    name: str = answer["name"]
     return name
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -23,30 +22,15 @@ from tests.kuberay_service.node_factories import (
     create_key,
     gpu,
     hostname,
+    join_node,
     node_headers,
     registry_settings,
     serve_registry,
     validate,
     validate_body,
 )
-from tests.support.postgres import PostgresTestServer
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture(scope="module")
-def database(postgres: PostgresTestServer) -> Iterator[str]:
-    url = postgres.create_database("gwkuberay")
-    try:
-        yield url
-    finally:
-        postgres.drop_database(url)
-
-
-@pytest.fixture(scope="module")
-def registry(database: str) -> Iterator[Registry]:
-    with serve_registry(database) as served:
-        yield served
 
 
 def _sql(registry: Registry, statement: str, *params: Any) -> None:
@@ -54,17 +38,6 @@ def _sql(registry: Registry, statement: str, *params: Any) -> None:
     conninfo = make_url(registry.settings.database_url).set(drivername="postgresql")
     with psycopg.connect(conninfo.render_as_string(False)) as conn:
         conn.execute(statement, params)
-
-
-def _joined(registry: Registry, **key_fields: Any) -> tuple[str, dict[str, Any]]:
-    """A validated and registered node: its name and validation answer."""
-    key = create_key(registry, **key_fields)
-    body = validate_body(key["key"])
-    answer = validate(registry, body)
-    assert answer.status_code == 200, answer.text
-    with registry.client(node_headers(answer.json()["node_token"])) as http:
-        assert http.post("/v1/nodes/register").status_code == 200
-    return body["hostname"], answer.json()
 
 
 def _listed(registry: Registry, name: str) -> dict[str, Any] | None:
@@ -247,7 +220,7 @@ class TestPoolAndMesh:
 
 class TestLifecycle:
     def test_register_then_heartbeats_with_gpu_health(self, registry: Registry) -> None:
-        name, joined = _joined(registry)
+        name, joined = join_node(registry)
         node = _listed(registry, name)
         assert node is not None and node["status"] == "Ready" and node["joined_at"]
         beat = {
@@ -290,7 +263,7 @@ class TestLifecycle:
 
     def test_a_silent_node_goes_not_ready(self, database: str) -> None:
         with serve_registry(database, heartbeat_timeout_seconds=0.5) as quick:
-            name, joined = _joined(quick)
+            name, joined = join_node(quick)
             with quick.client(node_headers(joined["node_token"])) as http:
                 assert http.post("/v1/nodes/heartbeat", json={}).status_code == 200
             time.sleep(0.7)
@@ -301,14 +274,14 @@ class TestLifecycle:
             assert back.json()["status"] == "Ready"
 
     def test_leave_removes_the_node_and_voids_its_token(self, registry: Registry) -> None:
-        name, joined = _joined(registry)
+        name, joined = join_node(registry)
         with registry.client(node_headers(joined["node_token"])) as http:
             assert http.post("/v1/nodes/leave").status_code == 204
             assert http.post("/v1/nodes/leave").status_code == 401
         assert _listed(registry, name) is None
 
     def test_an_admin_removes_a_node(self, registry: Registry) -> None:
-        name, joined = _joined(registry)
+        name, joined = join_node(registry)
         with registry.client(INTERNAL) as http:
             assert http.delete(f"/v1/nodes/{name}").status_code == 403
         with registry.client(ADMIN) as http:

@@ -18,7 +18,6 @@ from kuberay_service.routers import join_keys, nodes
 from tests.kuberay_service.node_factories import ADMIN, registry_settings
 from tests.support.fuzzing import openapi_document
 from tests.support.memory_store import AsyncMemoryStore, MemoryStore
-from tests.support.postgres import PostgresTestServer
 
 schema = schemathesis.openapi.from_dict(
     openapi_document("kuberay_service", [join_keys.router, nodes.router])
@@ -28,15 +27,13 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture(scope="module")
-def registry_app(postgres: PostgresTestServer) -> Iterator[FastAPI]:
-    url = postgres.create_database("gwkuberay")
+def registry_app(database: str) -> Iterator[FastAPI]:
     crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gw")
-    app = create_app(registry_settings(url), crd_client=crd)
+    app = create_app(registry_settings(database), crd_client=crd)
     try:
         yield app
     finally:
         app.state.database.dispose()
-        postgres.drop_database(url)
 
 
 @schema.parametrize()

@@ -3,7 +3,6 @@ registry lives in PostgreSQL, so a node, its address and its token outlive the p
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -20,19 +19,9 @@ from tests.kuberay_service.node_factories import (
 )
 from tests.support.kubeapi import KubeAPI
 from tests.support.kuberay_fixtures import TOKEN
-from tests.support.postgres import PostgresTestServer
 from tests.support.service_process import running_service_process
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
-
-
-@pytest.fixture
-def database(postgres: PostgresTestServer) -> Iterator[str]:
-    url = postgres.create_database("gwkuberay")
-    try:
-        yield url
-    finally:
-        postgres.drop_database(url)
 
 
 def test_a_node_outlives_a_restart(

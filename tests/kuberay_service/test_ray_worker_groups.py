@@ -24,7 +24,6 @@ from tests.kuberay_service.node_factories import (
     validate_body,
 )
 from tests.support.kubeapi import KubeAPI
-from tests.support.postgres import PostgresTestServer
 from tests.support.raycluster import RayClusterCrdUnavailable, install_raycluster_crd, raycluster
 from tests.support.unavailable import fail_or_skip
 
@@ -116,15 +115,6 @@ class TestWorkerGroups:
     def test_long_names_stay_short_and_distinct(self) -> None:
         long_a, long_b = "a" * 70 + ".x", "a" * 70 + ".y"
         assert len(group_name(long_a)) <= 48 and group_name(long_a) != group_name(long_b)
-
-
-@pytest.fixture(scope="module")
-def database(postgres: PostgresTestServer) -> Iterator[str]:
-    url = postgres.create_database("gwkuberay")
-    try:
-        yield url
-    finally:
-        postgres.drop_database(url)
 
 
 class TestTheServiceKeepsThem:

@@ -50,6 +50,15 @@ class PostgresTestServer:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         return to_sqlalchemy_url(self._admin_conninfo(), name)
 
+    @contextmanager
+    def database(self, prefix: str = "gwtest") -> Iterator[str]:
+        """A fresh empty database for the block (its URL), dropped when the block ends."""
+        url = self.create_database(prefix)
+        try:
+            yield url
+        finally:
+            self.drop_database(url)
+
     def drop_database(self, url: str) -> None:
         """Drop the database ``url`` names, closing its remaining connections."""
         name = make_url(url).database
