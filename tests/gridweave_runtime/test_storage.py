@@ -9,7 +9,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from moto.server import ThreadedMotoServer
 
 from gridweave_runtime.storage import (
     LocalObjectStore,
@@ -20,26 +19,13 @@ from gridweave_runtime.storage import (
     log_part_key,
     read_log,
 )
-from tests.support.http_server import free_port
+from tests.support.s3_server import s3_storage_config
 
 
 @pytest.fixture(scope="module")
 def s3_config() -> Iterator[StorageConfig]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    config = StorageConfig(
-        root="/nonexistent",
-        s3_endpoint=f"http://{host}:{port}",
-        s3_access_key="gridweave-test",
-        s3_secret_key="gridweave-test-secret",
-        s3_bucket="gridweave-store",
-    )
-    S3ObjectStore(config).ensure_bucket()
-    try:
+    with s3_storage_config("gridweave-store") as config:
         yield config
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["local", "s3"])

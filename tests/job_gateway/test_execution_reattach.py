@@ -14,7 +14,6 @@ from pathlib import Path
 
 import cloudpickle
 import pytest
-from moto.server import ThreadedMotoServer
 
 from gridweave_controller import CrdClient, JobPhase
 from gridweave_controller.phases import JOB_TERMINAL_PHASES
@@ -30,8 +29,8 @@ from tests.job_gateway.execution_factories import (
     wait_for_phase,
     wait_until,
 )
-from tests.support.http_server import free_port
 from tests.support.kubeapi import KubeAPI
+from tests.support.s3_server import s3_storage_config
 
 pytestmark = pytest.mark.kubeapi
 
@@ -41,21 +40,8 @@ TERMINAL = JOB_TERMINAL_PHASES
 @pytest.fixture
 def s3_storage() -> Iterator[StorageConfig]:
     """An S3 API on loopback (moto's server mode) with the gateway's bucket."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    config = StorageConfig(
-        root="/nonexistent",
-        s3_endpoint=f"http://{host}:{port}",
-        s3_access_key="gridweave-test",
-        s3_secret_key="gridweave-test-secret",
-        s3_bucket="gridweave-jobs",
-    )
-    S3ObjectStore(config).ensure_bucket()
-    try:
+    with s3_storage_config("gridweave-jobs") as config:
         yield config
-    finally:
-        server.stop()
 
 
 def running_job_without_worker(crd: CrdClient, job_id: str, *, max_retries: int) -> None:
