@@ -24,7 +24,7 @@ from gridweave_allinone.mail import OutboxWatcher
 from gridweave_allinone.secrets import dashboard_proxy_secret, internal_token, secrets_dir
 from gridweave_allinone.services import Wiring, service_waves
 from gridweave_allinone.settings import AllInOneSettings
-from gridweave_allinone.supervisor import StartFailed, Supervisor
+from gridweave_allinone.supervisor import ServiceProcess, StartFailed, Supervisor
 from gridweave_clients.credit import CreditClient
 from gridweave_clients.platform import PlatformClient
 from gridweave_runtime.kubeapi import KubeAPIError
@@ -108,6 +108,11 @@ class AllInOne:
         )
         supervisor = self._supervisor = Supervisor(state / "logs")
         urls: dict[str, str] = {}
+
+        def note_url(child: ServiceProcess) -> None:
+            if child.health_url is not None:  # a worker (no health URL) serves nothing
+                urls[child.name] = self.settings.url(child.name)
+
         waves = service_waves(
             self.settings,
             service_kubeconfig=self._kube.service_kubeconfig,
@@ -128,7 +133,7 @@ class AllInOne:
             supervisor.start_wave(
                 children,
                 timeout_s=self.settings.start_timeout_seconds,
-                on_ready=lambda child: urls.update({child.name: self.settings.url(child.name)}),
+                on_ready=note_url,
             )
         platform = next(child for child in supervisor.children if child.name == "platform")
         admin_key = self._first_admin_key(platform.env, token)

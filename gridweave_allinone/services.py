@@ -34,11 +34,13 @@ class ServiceSpec:
     database: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     args: tuple[str, ...] = ()
-    health_path: str = "/healthz"
+    health_path: str | None = "/healthz"  # None: a worker that serves nothing (ready once started)
     health_port: int | None = None  # another port than the service's own
 
-    def health_url(self, host: str) -> str:
-        """Where the service answers 200 once it serves."""
+    def health_url(self, host: str) -> str | None:
+        """Where the service answers 200 once it serves (None: nothing to ask)."""
+        if self.health_path is None:
+            return None
         return f"http://{host}:{self.health_port or self.port}{self.health_path}"
 
     def environment(self, wiring: Wiring, host: str) -> dict[str, str]:
@@ -125,7 +127,20 @@ def service_waves(
             spec("faucet", "FAUCET_", "faucet", shared_urls),
             spec("gateway", "GATEWAY_", None, gateway_env),
         ],
-        [spec("platform", "PLATFORM_", "platform", {**shared_urls, **proxied})],
+        [
+            # metering's receipt outbox to chain_service, beside (never inside) metering's
+            # API; on metering's settings and database, once metering has migrated it
+            ServiceSpec(
+                "metering-deliverer",
+                "metering_service.deliverer",
+                "METERING_",
+                settings.port("metering"),  # binds nothing
+                "metering",
+                shared_urls,
+                health_path=None,
+            ),
+            spec("platform", "PLATFORM_", "platform", {**shared_urls, **proxied}),
+        ],
         # the registry asks the platform for its token key at start; crane refuses a token
         # realm on a loopback IP address, hence localhost; the dashboard proxies /v1 to the
         # platform and shows every service's health and metrics to admins

@@ -5,11 +5,9 @@ and answers; the worker delivers it. Each round (one claim and its deliveries, o
 worker's own thread, never one of the shared worker threads, so a hanging downstream stalls
 neither requests nor ``/healthz``) says whether more may be due at once; otherwise the
 worker waits for a wake-up (a request that queued work, from any thread) or the poll
-interval. A worker with a linger waits that long more after a wake-up, so the work queued
-meanwhile goes in the same round (one claim and one delivery for many items, not one per
-request). A round that fails (the database away) is logged and tried again after the
-interval. The faucet's mail sender (no linger: a code is awaited) and metering's receipt
-deliverer are such workers.
+interval. A round that fails (the database away) is logged and tried again after the
+interval. The faucet's mail sender (in the faucet's process, woken by each request) and
+metering's receipt deliverer (a process of its own, polling) are such workers.
 """
 
 from __future__ import annotations
@@ -36,9 +34,8 @@ class OutboxWorker(ABC):
     #: who failed a round, in the log: "faucet: the mail sender"
     label: ClassVar[str]
 
-    def __init__(self, *, poll_seconds: float, linger_seconds: float = 0.0) -> None:
+    def __init__(self, *, poll_seconds: float) -> None:
         self.poll_seconds = poll_seconds
-        self.linger_seconds = linger_seconds
         self._thread = CapacityLimiter(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake = asyncio.Event()
@@ -65,8 +62,6 @@ class OutboxWorker(ABC):
             if not more:
                 with anyio.move_on_after(self.poll_seconds):
                     await self._wake.wait()
-                if self._wake.is_set() and self.linger_seconds > 0:
-                    await anyio.sleep(self.linger_seconds)
 
 
 def wake_worker(app: FastAPI, attribute: str) -> None:

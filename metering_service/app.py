@@ -1,4 +1,9 @@
-"""metering_service (port 8300): the wiring; routes in ``routers/``, rules in ``services/``."""
+"""metering_service (port 8300): the wiring; routes in ``routers/``, rules in ``services/``.
+
+The API only queues each settlement's receipt (in the settling transaction); the receipt
+deliverer, ``python -m metering_service.deliverer``, sends them to chain_service from a
+process of its own (``metering_service.deliverer`` says why).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,9 @@ import httpx
 from fastapi import FastAPI
 
 from gridweave_clients import RetryPolicy
-from gridweave_clients.chain import ChainClient
 from gridweave_clients.credit import CreditClient
 from gridweave_runtime.app import create_service_app
 from gridweave_runtime.clients import install_client
-from metering_service.deliverer import delivering_receipts
 from metering_service.routers import usage
 from metering_service.settings import DATABASE_NAME, MeteringSettings
 
@@ -28,9 +31,8 @@ def create_app(
     settings: MeteringSettings | None = None,
     *,
     credit_transport: httpx.BaseTransport | None = None,
-    chain_transport: httpx.BaseTransport | None = None,
 ) -> FastAPI:
-    """The metering_service app: database migrated, credit client ready, receipts delivered."""
+    """The metering_service app: database migrated, credit client ready."""
     settings = settings or MeteringSettings()
     app = create_service_app(
         service="metering_service",
@@ -38,7 +40,6 @@ def create_app(
         routers=ROUTERS,
         database=DATABASE_NAME,
         migrations_dir=MIGRATIONS_DIR,
-        resources=delivering_receipts,  # the receipt outbox, sent off the request path
     )
     assert settings.internal_token is not None  # create_service_app refused to start without
     credit = CreditClient(
@@ -50,14 +51,4 @@ def create_app(
         transport=credit_transport,
     )
     install_client(app, "credit_client", credit)
-    if settings.chain_service_url is not None:
-        chain = ChainClient(
-            settings.chain_service_url,
-            settings.internal_token.get_secret_value(),
-            role=CREDIT_ROLE,
-            timeout=settings.receipt_timeout_seconds,
-            retry=RetryPolicy(attempts=1),  # the outbox retries, with its backoff
-            transport=chain_transport,
-        )
-        install_client(app, "chain_client", chain)
     return app

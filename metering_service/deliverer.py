@@ -1,53 +1,63 @@
-"""The receipt deliverer: sends the receipt outbox to chain_service, off the request path.
+"""The receipt deliverer: a process of its own that sends the receipt outbox to chain_service.
 
-Runs while the app serves (when ``CHAIN_SERVICE_URL`` is set), on a thread of its own: it
-claims up to ``METERING_RECEIPT_BATCH_SIZE`` due receipts, sends them in one call, in order,
-and records each outcome (``services.receipts``). chain_service away: the receipt waits,
-retried with a doubling backoff (never given up). chain_service refusing it (a conflicting
-receipt of the same settlement, a malformed one): ``refused``, logged for an operator. A
-settlement wakes it, and it waits ``METERING_RECEIPT_LINGER_SECONDS`` more so that the
-receipts of the settlements meanwhile go in the same call; otherwise it looks every
-``METERING_RECEIPT_POLL_SECONDS``.
+``python -m metering_service.deliverer`` (``gridweave-metering-deliverer``), beside the
+metering_service API, on the same ``METERING_*`` settings and ``CHAIN_SERVICE_URL``. Each
+round claims up to ``METERING_RECEIPT_BATCH_SIZE`` due receipts, sends them in one call, in
+order, and records each outcome (``services.receipts``); a full round is followed by the
+next at once, otherwise it looks again every ``METERING_RECEIPT_POLL_SECONDS``.
+chain_service away: the receipt waits, retried with a doubling backoff (never given up).
+chain_service refusing it (a conflicting receipt of the same settlement, a malformed one):
+``refused``, logged for an operator.
+
+Why a process, and why it polls: the API process is the settlement path's one interpreter,
+so a deliverer inside it (building requests, parsing answers, marking rows) took that
+interpreter from the settling requests. Nothing on the settlement path tells the deliverer
+a receipt was queued: a ``NOTIFY`` in the settling transaction would take PostgreSQL's
+notification lock through every settling commit (notifying commits are serialized), and
+the receipt's outbox row, written in that transaction, is then the chain's only cost there.
+A poll is one indexed query (``ix_receipt_outbox_due``) per interval, and the receipts
+queued meanwhile go in one call. Any number of deliverers may run: claims skip locked rows.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import signal
 
-from fastapi import FastAPI
+import anyio
+import httpx
 from sqlalchemy.orm import Session
 
+from gridweave_clients import RetryPolicy
 from gridweave_clients.chain import ChainClient
 from gridweave_clients.chain.models import RecordReceiptsRequest
 from gridweave_clients.errors import ServiceRefused, ServiceUnavailable
+from gridweave_runtime.app import ConfigurationError, open_service_database
 from gridweave_runtime.database import Database
-from gridweave_runtime.outbox_worker import OutboxWorker, running_worker, wake_worker
+from gridweave_runtime.outbox_worker import OutboxWorker
+from gridweave_runtime.postgres import stop_embedded_server
 from metering_service.services.receipts import (
     ClaimedReceipt,
     claim_due_receipts,
     record_deliveries,
     record_delivery,
 )
-from metering_service.settings import MeteringSettings
+from metering_service.settings import DATABASE_NAME, MeteringSettings
 
-__all__ = ["ReceiptDeliverer", "delivering_receipts", "wake_receipt_deliverer"]
+__all__ = ["CHAIN_ROLE", "ReceiptDeliverer", "create_deliverer", "main", "run_deliverer"]
 
-_ATTRIBUTE = "receipt_deliverer"  # where the app keeps it
+#: the role metering's calls to chain_service carry
+CHAIN_ROLE = "metering"
 _logger = logging.getLogger("gridweave")
 
 
 class ReceiptDeliverer(OutboxWorker):
-    """Delivers the queued receipts to chain_service on a thread of its own."""
+    """Delivers the queued receipts to chain_service, round after round."""
 
     label = "metering: the receipt deliverer"
 
     def __init__(self, database: Database, settings: MeteringSettings, chain: ChainClient) -> None:
-        super().__init__(
-            poll_seconds=settings.receipt_poll_seconds,
-            linger_seconds=settings.receipt_linger_seconds,
-        )
+        super().__init__(poll_seconds=settings.receipt_poll_seconds)
         self.database = database
         self.settings = settings
         self.chain = chain
@@ -114,17 +124,55 @@ class ReceiptDeliverer(OutboxWorker):
                 record_delivery(session, item, receipt_seq=receipt.seq)
 
 
-def wake_receipt_deliverer(app: FastAPI) -> None:
-    """Tell the app's deliverer, if it has one, that a receipt was queued."""
-    wake_worker(app, _ATTRIBUTE)
+def create_deliverer(
+    settings: MeteringSettings, *, chain_transport: httpx.BaseTransport | None = None
+) -> ReceiptDeliverer:
+    """A deliverer on metering's database (migrated by the API, not here) and chain_service.
 
-
-@asynccontextmanager
-async def delivering_receipts(app: FastAPI) -> AsyncIterator[None]:
-    """While the app serves: the deliverer, when chain_service is set (else receipts wait)."""
-    chain: ChainClient | None = getattr(app.state, "chain_client", None)
-    deliverer = (
-        None if chain is None else ReceiptDeliverer(app.state.database, app.state.settings, chain)
+    Raises:
+        ConfigurationError: ``CHAIN_SERVICE_URL`` or ``GRIDWEAVE_INTERNAL_TOKEN`` is unset.
+    """
+    if settings.chain_service_url is None:
+        raise ConfigurationError("metering deliverer: CHAIN_SERVICE_URL must be set")
+    if settings.internal_token is None or not settings.internal_token.get_secret_value():
+        raise ConfigurationError("metering deliverer: GRIDWEAVE_INTERNAL_TOKEN must be set")
+    chain = ChainClient(
+        settings.chain_service_url,
+        settings.internal_token.get_secret_value(),
+        role=CHAIN_ROLE,
+        timeout=settings.receipt_timeout_seconds,
+        retry=RetryPolicy(attempts=1),  # the outbox retries, with its backoff
+        transport=chain_transport,
     )
-    async with running_worker(app, _ATTRIBUTE, deliverer):
-        yield
+    database = open_service_database(settings, database=DATABASE_NAME, migrations_dir=None)
+    return ReceiptDeliverer(database, settings, chain)
+
+
+async def run_deliverer(deliverer: ReceiptDeliverer) -> None:
+    """Deliver until SIGTERM or SIGINT; a round under way is finished first."""
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(deliverer.run)
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for _ in signals:
+                # the round runs on a thread anyio does not abandon: cancelling waits for it
+                tasks.cancel_scope.cancel()
+                break
+
+
+def main() -> None:
+    """Run the receipt deliverer until SIGTERM or SIGINT."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    settings = MeteringSettings()
+    deliverer = create_deliverer(settings)
+    _logger.info("metering: delivering receipts to %s", settings.chain_service_url)
+    try:
+        anyio.run(run_deliverer, deliverer)
+    finally:
+        deliverer.chain.close()
+        deliverer.database.dispose()
+        if settings.database_url is None:
+            stop_embedded_server(settings.state_dir)
+
+
+if __name__ == "__main__":
+    main()

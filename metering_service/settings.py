@@ -4,7 +4,8 @@
 PostgreSQL, database ``metering``), ``METERING_DATABASE_POOL_SIZE``,
 ``METERING_DATABASE_MAX_OVERFLOW``, ``METERING_RUN_MIGRATIONS``, ``METERING_PRICE_TABLE``
 (JSON), ``METERING_CREDIT_TIMEOUT_SECONDS``, ``METERING_CREDIT_ATTEMPTS``, the receipt
-deliverer's ``METERING_RECEIPT_*``, plus the deployment-wide ``CREDIT_SERVICE_URL``,
+deliverer's ``METERING_RECEIPT_*`` (``python -m metering_service.deliverer`` reads these
+same settings), plus the deployment-wide ``CREDIT_SERVICE_URL``,
 ``CHAIN_SERVICE_URL``, ``GRIDWEAVE_INTERNAL_TOKEN`` and ``GRIDWEAVE_STATE_DIR``.
 """
 
@@ -40,20 +41,19 @@ class MeteringSettings(CreditCallerSettings):
         default=None,
         validation_alias=AliasChoices("CHAIN_SERVICE_URL"),
         description=(
-            "CHAIN_SERVICE_URL: base URL of chain_service. Unset: receipts stay queued in the "
-            "outbox (none is lost) until a chain_service is set."
+            "CHAIN_SERVICE_URL: base URL of chain_service, where the receipt deliverer "
+            "(python -m metering_service.deliverer, a process beside the API) sends the "
+            "receipts; the API itself only queues them. No deliverer running: receipts stay "
+            "queued in the outbox (none is lost)."
         ),
     )
     receipt_poll_seconds: float = Field(
-        default=0.5, gt=0, le=3600, description="How often the deliverer looks for due receipts."
-    )
-    receipt_linger_seconds: float = Field(
-        default=0.25,
-        ge=0,
-        le=60,
+        default=0.5,
+        gt=0,
+        le=3600,
         description=(
-            "How long the deliverer waits after a settlement wakes it, so the receipts of the "
-            "settlements meanwhile go in the same call (0: one call per wake-up)."
+            "How often the deliverer looks for due receipts (the receipts queued meanwhile go "
+            "in one call; a full round is followed by the next at once)."
         ),
     )
     receipt_batch_size: int = Field(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Response
 
 from gridweave_clients.fields import DatabaseId, PrintableId, UserId, UtcDatetime
 from gridweave_clients.metering.models import (
@@ -14,7 +14,6 @@ from gridweave_clients.metering.models import (
 )
 from gridweave_runtime.auth import require_internal_caller
 from gridweave_runtime.responses import mark_replayed
-from metering_service.deliverer import wake_receipt_deliverer
 from metering_service.routers.common import CreditDep, SessionDep, SettingsDep
 from metering_service.services import usage
 
@@ -32,14 +31,12 @@ def record_usage(
     session: SessionDep,
     settings: SettingsDep,
     credit: CreditDep,
-    request: Request,
     response: Response,
 ) -> UsageRecordResponse:
     """Record a finished job's or endpoint run's usage and settle its hold (200 on a replay)."""
     result, replayed = usage.record_usage(
         session, request=body, price_table=settings.price_table, credit=credit
     )
-    wake_receipt_deliverer(request.app)  # settled: its receipt is queued
     if replayed:
         response.status_code = 200
     mark_replayed(response, replayed)
@@ -77,9 +74,7 @@ def get_usage(usage_id: UsageIdPath, session: SessionDep) -> UsageRecordResponse
 
 @router.post("/{usage_id}/settle")
 def settle_usage(
-    usage_id: UsageIdPath, session: SessionDep, credit: CreditDep, request: Request
+    usage_id: UsageIdPath, session: SessionDep, credit: CreditDep
 ) -> UsageRecordResponse:
     """Try again to settle a pending or refused record; a settled record is returned as is."""
-    result = usage.settle_usage(session, usage_id=usage_id, credit=credit)
-    wake_receipt_deliverer(request.app)
-    return result
+    return usage.settle_usage(session, usage_id=usage_id, credit=credit)

@@ -106,6 +106,9 @@ def claim_due_receipts(
         )
         .returning(ReceiptOutboxModel.id, ReceiptOutboxModel.usage_id, ReceiptOutboxModel.attempts)
     ).all()
+    if not rows:  # the usual poll of an idle deliverer: one statement, no lookup
+        session.commit()
+        return []
     records = {
         record.id: record
         for record in session.scalars(

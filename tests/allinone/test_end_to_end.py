@@ -21,6 +21,8 @@ import httpx
 import pytest
 
 import gridweave as gw
+from gridweave_clients.chain.models import ReceiptProofResponse
+from gridweave_clients.errors import NotFound
 from gridweave_clients.platform import PlatformClient
 from tests.allinone import functions
 from tests.support.allinone import (
@@ -68,6 +70,17 @@ def _wait_settled(client: PlatformClient, records: int, *, timeout_s: float = 12
             return
         assert time.monotonic() < deadline, f"not settled: {usage.totals}, {credits}"
         time.sleep(0.5)
+
+
+def _wait_receipt(client: PlatformClient, job_id: str) -> ReceiptProofResponse:
+    """The job's receipt, once the deliverer has sent it to chain_service."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return client.get_receipt(job_id)
+        except NotFound:
+            assert time.monotonic() < deadline, f"no receipt of {job_id}"
+            time.sleep(0.5)
 
 
 def _cancel_while_running(sleeper: gw.Function[[float], float]) -> gw.JobHandle[float]:
@@ -152,6 +165,10 @@ def test_a_new_user_on_the_all_in_one(workdir: Path) -> None:
         # billed for the seconds it ran (rounded up, plus the worker's start), not its hold
         assert SLEEP_BEFORE_CANCEL_S <= cancel_record.billed_seconds <= SLEEP_BEFORE_CANCEL_S + 30
         assert cancel_record.cost < cancel_record.price_per_gpu_second * TIMEOUT_S  # its hold
+        # metering's receipt deliverer, a process of the all-in-one's, put it in the chain
+        receipt = _wait_receipt(client, handle.job_id).receipt
+        (record,) = [r for r in usage.records if r.job_id == handle.job_id]
+        assert receipt.hold_reference == handle.job_id and receipt.cost == record.cost > 0
         job_ids = {job.job_id for job in client.list_jobs().jobs}
         client.close()
 

@@ -84,6 +84,15 @@ def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Pat
     assert "GATEWAY_DATABASE_URL" not in gateway
     assert gateway["GATEWAY_RAY_PORT"] == str(DEFAULT_PORTS["ray"] + 1000)
     assert specs["kuberay"].env["KUBERAY_KUBECONFIG"].endswith("kuberay.kubeconfig")
+    # metering's receipt deliverer: its own process, after metering (which migrates its
+    # database), on metering's settings, sending to chain_service; no port to ask
+    deliverer = specs["metering-deliverer"]
+    assert order.index("metering-deliverer") > order.index("metering")
+    assert deliverer.package == "metering_service.deliverer"
+    assert deliverer.health_url("127.0.0.1") is None
+    deliverer_env = deliverer.environment(wiring, "127.0.0.1")
+    assert deliverer_env["CHAIN_SERVICE_URL"] == f"http://127.0.0.1:{DEFAULT_PORTS['chain'] + 1000}"
+    assert deliverer_env["METERING_DATABASE_URL"].split("?")[0].endswith("/metering")
 
 
 def test_the_dashboards_proxy_secret_goes_to_the_dashboard_and_the_platform_only(

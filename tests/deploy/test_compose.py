@@ -82,6 +82,7 @@ class TestCompose:
             "platform",
             "gateway",
             "metering",
+            "metering-deliverer",
             "credit",
             "faucet",
             "chain",
@@ -99,6 +100,10 @@ class TestCompose:
         assert kuberay["environment"]["KUBERAY_DATABASE_URL"].endswith("@127.0.0.1:5432/kuberay")
         for name in ("credit", "metering", "faucet", "chain", "platform"):
             assert "pg-secret@postgres:5432/" in str(services[name]["environment"]), name
+        deliverer = services["metering-deliverer"]
+        assert deliverer["command"] == ["gridweave-metering-deliverer"]
+        assert deliverer["environment"]["CHAIN_SERVICE_URL"] == "http://chain:8600"
+        assert deliverer["environment"]["METERING_DATABASE_URL"].endswith("@postgres:5432/metering")
 
     def test_the_registry_is_registry_service_with_the_platforms_tokens(
         self, compose_check: Path, tmp_path: Path

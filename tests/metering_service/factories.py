@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import uuid
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,6 +18,7 @@ from metering_service.app import create_app
 from metering_service.settings import MeteringSettings
 from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN
 from tests.support.http_server import running_service
+from tests.support.service_process import stop_process
 
 
 def unique(prefix: str) -> str:
@@ -52,3 +59,58 @@ def running_metering(
 ) -> AbstractContextManager[httpx.Client]:
     """metering_service served on a loopback port; a client carrying the token."""
     return running_service(create_app(settings, **app_options), AUTH_HEADERS)
+
+
+def start_deliverer(
+    database_url: str, chain_url: str, *, log: Path, **receipt_settings: object
+) -> subprocess.Popen[bytes]:
+    """``python -m metering_service.deliverer`` on metering's database, sending to
+    ``chain_url``; ``receipt_settings``: ``METERING_RECEIPT_*`` by field name, without the
+    ``receipt_`` (``poll_seconds=0.05``)."""
+    env = {
+        **os.environ,
+        "METERING_DATABASE_URL": database_url,
+        "CHAIN_SERVICE_URL": chain_url,
+        "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
+        "GRIDWEAVE_STATE_DIR": str(log.parent),
+        **{f"METERING_RECEIPT_{name.upper()}": str(v) for name, v in receipt_settings.items()},
+    }
+    with log.open("ab") as output:
+        return subprocess.Popen(
+            [sys.executable, "-m", "metering_service.deliverer"],
+            env=env,
+            stdout=output,
+            stderr=output,
+        )
+
+
+@contextmanager
+def running_deliverer(
+    database_url: str, chain_url: str, *, log: Path, **receipt_settings: object
+) -> Iterator[subprocess.Popen[bytes]]:
+    """The receipt deliverer as its own process (:func:`start_deliverer`) until the block
+    ends; then stopped with SIGTERM, which it must obey (exit 0). A deliverer that exited
+    on its own (not killed by the test) fails the test with its log."""
+    process = start_deliverer(database_url, chain_url, log=log, **receipt_settings)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            code = stop_process(process)
+            assert code == 0, f"the deliverer ignored SIGTERM ({code}): {log.read_text()}"
+        elif process.returncode != -signal.SIGKILL:
+            raise AssertionError(f"the deliverer exited ({process.returncode}): {log.read_text()}")
+
+
+@contextmanager
+def running_metering_and_deliverer(
+    settings: MeteringSettings, chain_url: str, *, log: Path, **receipt_settings: object
+) -> Iterator[httpx.Client]:
+    """metering_service (:func:`running_metering`) and its receipt deliverer sending to
+    ``chain_url`` (:func:`running_deliverer`), as deployed; a client of metering."""
+    assert settings.database_url is not None
+    with (
+        running_metering(settings) as metering,
+        running_deliverer(settings.database_url, chain_url, log=log, **receipt_settings),
+    ):
+        yield metering

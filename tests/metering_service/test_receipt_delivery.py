@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,12 +11,21 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
 from gridweave_clients.chain import verify_chain
 from gridweave_clients.chain.models import ChainPageResponse
 from tests.chain_service.factories import chain_settings, running_chain
-from tests.metering_service.factories import metering_settings, running_metering, unique, usage_body
-from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
+from tests.metering_service.factories import (
+    metering_settings,
+    running_deliverer,
+    running_metering,
+    running_metering_and_deliverer,
+    start_deliverer,
+    unique,
+    usage_body,
+)
+from tests.support.credit_server import CreditServer
 from tests.support.http_server import free_port
 from tests.support.postgres import PostgresTestServer
 
@@ -83,11 +89,12 @@ def _assert_each_once(chain: httpx.Client, references: list[str]) -> None:
 
 
 def _fast_retries(**overrides: object) -> dict[str, object]:
+    """The deliverer's ``METERING_RECEIPT_*`` for a test: short polls, retries and calls."""
     return {
-        "receipt_poll_seconds": 0.05,
-        "receipt_retry_seconds": 0.05,
-        "receipt_max_retry_seconds": 0.2,
-        "receipt_timeout_seconds": 2.0,
+        "poll_seconds": 0.05,
+        "retry_seconds": 0.05,
+        "max_retry_seconds": 0.2,
+        "timeout_seconds": 2.0,
         **overrides,
     }
 
@@ -96,17 +103,17 @@ def _fast_retries(**overrides: object) -> dict[str, object]:
 def _delivering(
     databases: tuple[str, str], credit: CreditServer, tmp_path: Path, **overrides: object
 ) -> Iterator[tuple[httpx.Client, httpx.Client]]:
-    """chain_service, and metering delivering to it (fast retries); (metering, chain)."""
+    """chain_service, metering's API and its receipt deliverer (a process of its own, fast
+    retries); (metering, chain)."""
     metering_url, chain_url = databases
     with running_chain(chain_settings(chain_url, tmp_path / "chain")) as chain:
-        settings = metering_settings(
-            metering_url,
-            credit.url,
-            state_dir=tmp_path,
-            chain_service_url=str(chain.base_url),
+        settings = metering_settings(metering_url, credit.url, state_dir=tmp_path)
+        with running_metering_and_deliverer(
+            settings,
+            str(chain.base_url),
+            log=tmp_path / "deliverer.log",
             **_fast_retries(**overrides),
-        )
-        with running_metering(settings) as metering:
+        ) as metering:
             yield metering, chain
 
 
@@ -134,14 +141,16 @@ def test_receipts_wait_while_chain_service_is_down_and_arrive_once_it_is_up(
 ) -> None:
     metering_url, chain_url = databases
     chain_port = free_port()
-    settings = metering_settings(
-        metering_url,
-        credit.url,
-        state_dir=tmp_path,
-        chain_service_url=f"http://127.0.0.1:{chain_port}",
-        **_fast_retries(),
-    )
-    with running_metering(settings) as metering:
+    settings = metering_settings(metering_url, credit.url, state_dir=tmp_path)
+    with (
+        running_metering(settings) as metering,
+        running_deliverer(
+            metering_url,
+            f"http://127.0.0.1:{chain_port}",
+            log=tmp_path / "deliverer.log",
+            **_fast_retries(),
+        ),
+    ):
         references = _settle(metering, credit, 3)
         _wait(lambda: all(row[2] >= 2 for row in _outbox(metering_url)), "failed attempts")
         assert {row[0] for row in _outbox(metering_url)} == {"queued"}
@@ -175,64 +184,104 @@ def test_a_receipt_delivered_again_is_not_written_twice(
         assert [row[1:] for row in _outbox(metering_url)] == [(1, 2), (2, 2)]
 
 
-def _start_metering(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as output:
-        return subprocess.Popen(
-            [sys.executable, "-m", "metering_service"],
-            env={**os.environ, **env},
-            stdout=output,
-            stderr=output,
-        )
-
-
-def test_a_deliverer_killed_mid_stream_loses_and_repeats_nothing(
+def test_the_deliverer_process_delivers_while_the_api_settles_without_it(
     databases: tuple[str, str], credit: CreditServer, tmp_path: Path
 ) -> None:
+    """The API only queues (even with ``CHAIN_SERVICE_URL`` set); the deliverer, a process of
+    its own, sends what was queued before it started and what the API settles meanwhile."""
     metering_url, chain_url = databases
-    count = 60
-    queued = metering_settings(metering_url, credit.url, state_dir=tmp_path)  # no chain yet
-    with running_metering(queued) as metering:
-        references = _settle(metering, credit, count)
+    with running_chain(chain_settings(chain_url, tmp_path / "chain")) as chain:
+        settings = metering_settings(
+            metering_url, credit.url, state_dir=tmp_path, chain_service_url=str(chain.base_url)
+        )
+        with running_metering(settings) as metering:
+            references = _settle(metering, credit, 5)
+            time.sleep(1.0)  # 20 rounds of a deliverer polling every 0.05 s, had the API one
+            assert [row[0] for row in _outbox(metering_url)] == ["queued"] * 5
+            assert _chain(chain).receipts == []
+
+            log = tmp_path / "deliverer.log"
+            with running_deliverer(metering_url, str(chain.base_url), log=log, **_fast_retries()):
+                references += _settle(metering, credit, 10)
+                _wait(lambda: len(_chain(chain).receipts) == 15, f"15 receipts ({log.read_text()})")
+                _wait(lambda: all(r[0] == "delivered" for r in _outbox(metering_url)), "marks")
+            # stopped by SIGTERM (running_deliverer checks it exits 0); the API still settles
+            references += _settle(metering, credit, 1)
+            assert [row[0] for row in _outbox(metering_url)][-1] == "queued"
+
+        _assert_each_once(chain, references[:15])
+        assert [row[1] for row in _outbox(metering_url)][:15] == list(range(1, 16))
+
+
+@contextmanager
+def _claims(metering_url: str) -> Iterator[Callable[[], tuple[int, int]]]:
+    """A reader of (rows claimed and not marked yet, rows delivered), on one connection."""
+    engine = create_engine(metering_url, poolclass=NullPool)
+    query = text(
+        "SELECT count(*) FILTER (WHERE state = 'queued' AND attempts > 0), "
+        "count(*) FILTER (WHERE state = 'delivered') FROM receipt_outbox"
+    )
+    try:
+        with engine.connect() as connection:
+            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+
+            def read() -> tuple[int, int]:
+                row = connection.execute(query).one()
+                return int(row[0]), int(row[1])
+
+            yield read
+    finally:
+        engine.dispose()
+
+
+def test_a_deliverer_killed_mid_round_loses_and_repeats_nothing(
+    databases: tuple[str, str], credit: CreditServer, tmp_path: Path
+) -> None:
+    """SIGKILL while a round's receipts are claimed and not yet marked delivered: the lease
+    runs out, the next deliverer sends them again, and chain_service answers replays."""
+    metering_url, chain_url = databases
+    count = 120
+    with running_metering(metering_settings(metering_url, credit.url, state_dir=tmp_path)) as api:
+        references = _settle(api, credit, count)
     assert [row[0] for row in _outbox(metering_url)] == ["queued"] * count
 
-    with running_chain(chain_settings(chain_url, tmp_path / "chain")) as chain:
-        env = {
-            "METERING_DATABASE_URL": metering_url,
-            "METERING_HOST": "127.0.0.1",
-            "METERING_PORT": str(free_port()),
-            "CREDIT_SERVICE_URL": credit.url,
-            "CHAIN_SERVICE_URL": str(chain.base_url),
-            "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
-            "GRIDWEAVE_STATE_DIR": str(tmp_path),
-            "METERING_RECEIPT_BATCH_SIZE": "2",  # 30 rounds at least: time to kill it
-            "METERING_RECEIPT_TIMEOUT_SECONDS": "0.5",
-            "METERING_RECEIPT_POLL_SECONDS": "0.05",
-        }
-        log = tmp_path / "metering.log"
-        first = _start_metering(env, log)
-        try:
-            _wait(lambda: len(_chain(chain).receipts) >= 3, f"deliveries ({log.read_text()})")
-            first.send_signal(signal.SIGKILL)
-            first.wait(timeout=10)
-            killed_at = len(_chain(chain).receipts)
-        finally:
-            if first.poll() is None:
-                first.kill()
-        assert killed_at < count, "the deliverer finished before it could be killed"
+    options = {"batch_size": 4, "timeout_seconds": 0.5, "poll_seconds": 0.05}
+    log = tmp_path / "deliverer.log"
+    with (
+        _claims(metering_url) as claims,
+        running_chain(chain_settings(chain_url, tmp_path / "chain")) as chain,
+    ):
+        chain_url = str(chain.base_url)
+        cut = 0
+        for _ in range(5):  # a kill may land between two rounds: then try again
+            deliverer = start_deliverer(metering_url, chain_url, log=log, **options)
+            try:
+                deadline = time.monotonic() + _DEADLINE_S
+                while claims()[0] == 0:  # wait until a round holds claimed receipts
+                    assert time.monotonic() < deadline, f"no round ({log.read_text()})"
+                    time.sleep(0.001)
+                deliverer.send_signal(signal.SIGKILL)
+                deliverer.wait(timeout=10)
+            finally:
+                if deliverer.poll() is None:
+                    deliverer.kill()
+                    deliverer.wait(timeout=10)
+            cut, delivered = claims()
+            assert delivered < count, "the deliverer finished before it could be killed"
+            if cut:
+                break
+        assert cut > 0, "no kill landed inside a round"
 
-        second = _start_metering(env, log)
-        try:
+        with running_deliverer(metering_url, chain_url, log=log, **options):
             _wait(
                 lambda: all(row[0] == "delivered" for row in _outbox(metering_url)),
                 f"the rest ({log.read_text()})",
             )
-        finally:
-            second.send_signal(signal.SIGTERM)
-            second.wait(timeout=30)
 
         _assert_each_once(chain, references)
-        seqs = [row[1] for row in _outbox(metering_url)]
-        assert sorted(seqs) == list(range(1, count + 1))  # type: ignore[type-var]
+        rows = _outbox(metering_url)
+        assert sorted(row[1] for row in rows) == list(range(1, count + 1))  # type: ignore[type-var]
+        assert sum(1 for row in rows if row[2] >= 2) >= cut  # the cut round's, sent again
 
 
 def _delivery_calls(chain: httpx.Client) -> float:
@@ -244,18 +293,17 @@ def _delivery_calls(chain: httpx.Client) -> float:
     return calls
 
 
-def test_settlements_close_together_share_one_delivery_call(
+def test_settlements_between_two_polls_share_one_delivery_call(
     databases: tuple[str, str], credit: CreditServer, tmp_path: Path
 ) -> None:
-    """A settlement wakes the deliverer, which lingers so the next ones go in its call."""
-    overrides = {"receipt_poll_seconds": 30.0, "receipt_linger_seconds": 2.0}
-    with _delivering(databases, credit, tmp_path, **overrides) as (metering, chain):
+    """The deliverer polls: the receipts queued between two looks go in one call."""
+    with _delivering(databases, credit, tmp_path, poll_seconds=3.0) as (metering, chain):
         started = time.monotonic()
         references = _settle(metering, credit, 6)
         settled_in = time.monotonic() - started
         _wait(lambda: len(_chain(chain).receipts) == 6, "6 receipts")
         _assert_each_once(chain, references)
-        if settled_in < 2.0:  # all six inside the first wake-up's linger
-            assert _delivery_calls(chain) == 1
+        if settled_in < 3.0:  # at most one look fell among the six settlements
+            assert _delivery_calls(chain) <= 2
         else:  # a slow machine: still fewer calls than settlements
             assert _delivery_calls(chain) < 6

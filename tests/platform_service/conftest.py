@@ -2,7 +2,8 @@
 
 Each fixture starts only what a module asks for: credit_service (``credit``, from
 ``tests.support.credit_server``), metering, the faucet and chain_service (``chain``, its
-batches sealed only when a test asks; metering delivers its receipts there) and
+batches sealed only when a test asks; metering's receipt deliverer, a process of its own
+beside metering, delivers the receipts there) and
 kuberay-service's node registry (``node_registry``) on PostgreSQL, the gateway on the real
 apiserver. ``platform`` is the platform calling all of them; a
 module needing less defines its own.
@@ -19,7 +20,10 @@ from tests.chain_service.factories import chain_settings, running_chain
 from tests.faucet_service.factories import faucet_settings, running_faucet
 from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
 from tests.kuberay_service.node_factories import Registry, serve_registry
-from tests.metering_service.factories import metering_settings, running_metering
+from tests.metering_service.factories import (
+    metering_settings,
+    running_metering_and_deliverer,
+)
 from tests.platform_service.factories import (
     MAX_SUBMISSION,
     PlatformServer,
@@ -93,19 +97,20 @@ def metering(
     chain: httpx.Client,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[httpx.Client]:
-    """The real metering_service, settling through the real credit_service and delivering
-    each settlement's receipt to the real chain_service."""
+    """The real metering_service, settling through the real credit_service, and its receipt
+    deliverer (``python -m metering_service.deliverer``) sending each settlement's receipt
+    to the real chain_service."""
     url = postgres.create_database("gwmetering")
-    settings = metering_settings(
-        url,
-        credit.url,
-        state_dir=tmp_path_factory.mktemp("metering"),
-        chain_service_url=str(chain.base_url),
-        receipt_poll_seconds=0.05,
-        receipt_retry_seconds=0.05,
-    )
+    state = tmp_path_factory.mktemp("metering")
+    settings = metering_settings(url, credit.url, state_dir=state)
     try:
-        with running_metering(settings) as client:
+        with running_metering_and_deliverer(
+            settings,
+            str(chain.base_url),
+            log=state / "deliverer.log",
+            poll_seconds=0.05,
+            retry_seconds=0.05,
+        ) as client:
             yield client
     finally:
         postgres.drop_database(url)

@@ -15,7 +15,7 @@ import httpx
 
 from tests.support.http_server import free_port
 
-__all__ = ["running_service_process", "service_process"]
+__all__ = ["running_service_process", "service_process", "stop_process"]
 
 _START_TIMEOUT_S = 90.0
 
@@ -53,13 +53,18 @@ def service_process(
             time.sleep(0.1)
         yield url, process
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> int:
+    """SIGTERM (unless it already ended), SIGKILL after 30 s; its exit status."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait(timeout=10)
 
 
 @contextmanager
