@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,21 @@ def _inventory(**nodes: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.fixture
+def gateway(kubeapi: KubeAPI, tmp_path: Path) -> Iterator[GatewayServer]:
+    """The gateway over an inventory file of gpu-x (free) and gpu-y (cordoned) in
+    ``tmp_path``, read every REFRESH_S; a node gone from it for GRACE_S is lost."""
+    with running_gateway(
+        kubeapi,
+        tmp_path,
+        inventory_yaml=_inventory(**{"gpu-x": False, "gpu-y": True}),
+        inventory_refresh_seconds=REFRESH_S,
+        node_lost_grace_seconds=GRACE_S,
+        pass_interval_seconds=0.2,
+    ) as served:
+        yield served
+
+
 def _rewrite(path: Path, text: str) -> None:
     """Replace the file at once (the gateway never reads half of it)."""
     staged = path.with_suffix(".new.yaml")
@@ -61,43 +77,35 @@ def _wait_for(
 
 class TestNodeLossInTheGateway:
     def test_cordon_keeps_jobs_and_a_dropped_node_has_them_requeued(
-        self, kubeapi: KubeAPI, tmp_path: Path
+        self, gateway: GatewayServer, tmp_path: Path
     ) -> None:
-        with running_gateway(
-            kubeapi,
-            tmp_path,
-            inventory_yaml=_inventory(**{"gpu-x": False, "gpu-y": True}),
-            inventory_refresh_seconds=REFRESH_S,
-            node_lost_grace_seconds=GRACE_S,
-            pass_interval_seconds=0.2,
-        ) as gateway:
-            inventory_file = tmp_path / "inventory.yaml"
-            retried, last_try = (
-                gateway.http.post(
-                    "/v1/jobs", json=submit_body(vendor="nvidia", max_retries=retries)
-                ).json()["job_id"]
-                for retries in (2, 0)
-            )
-            for job_id in (retried, last_try):  # gpu-y is cordoned: both land on gpu-x
-                _wait_for(gateway, job_id, (JobPhase.ALLOCATED, "gpu-x", 0))
+        inventory_file = tmp_path / "inventory.yaml"
+        retried, last_try = (
+            gateway.http.post(
+                "/v1/jobs", json=submit_body(vendor="nvidia", max_retries=retries)
+            ).json()["job_id"]
+            for retries in (2, 0)
+        )
+        for job_id in (retried, last_try):  # gpu-y is cordoned: both land on gpu-x
+            _wait_for(gateway, job_id, (JobPhase.ALLOCATED, "gpu-x", 0))
 
-            # cordoned: no new work, and the work there stays
-            _rewrite(inventory_file, _inventory(**{"gpu-x": True, "gpu-y": True}))
-            wait_until(lambda: not _schedulable(gateway, "gpu-x"), what="gpu-x cordoned")
-            time.sleep(GRACE_S + 3 * REFRESH_S)  # past the grace period, several reads
-            for job_id in (retried, last_try):
-                assert _placement(gateway, job_id) == (JobPhase.ALLOCATED, "gpu-x", 0)
+        # cordoned: no new work, and the work there stays
+        _rewrite(inventory_file, _inventory(**{"gpu-x": True, "gpu-y": True}))
+        wait_until(lambda: not _schedulable(gateway, "gpu-x"), what="gpu-x cordoned")
+        time.sleep(GRACE_S + 3 * REFRESH_S)  # past the grace period, several reads
+        for job_id in (retried, last_try):
+            assert _placement(gateway, job_id) == (JobPhase.ALLOCATED, "gpu-x", 0)
 
-            # gpu-x leaves the file; gpu-y takes work again
-            _rewrite(inventory_file, _inventory(**{"gpu-y": False}))
-            _wait_for(gateway, retried, (JobPhase.ALLOCATED, "gpu-y", 1))  # requeued, placed
-            failed = gateway.crd.wait_for_job(last_try, {JobPhase.FAILED}, timeout=30)
-            assert failed.status.reason == "NodeLost"
-            assert re.fullmatch(
-                r"node gpu-x is gone from the inventory \(for \d+ s\); no retries left \(0\)",
-                failed.status.message or "",
-            )
-            assert metric_value(gateway.http, "gridweave_gateway_requeues_total") == 1
+        # gpu-x leaves the file; gpu-y takes work again
+        _rewrite(inventory_file, _inventory(**{"gpu-y": False}))
+        _wait_for(gateway, retried, (JobPhase.ALLOCATED, "gpu-y", 1))  # requeued, placed
+        failed = gateway.crd.wait_for_job(last_try, {JobPhase.FAILED}, timeout=30)
+        assert failed.status.reason == "NodeLost"
+        assert re.fullmatch(
+            r"node gpu-x is gone from the inventory \(for \d+ s\); no retries left \(0\)",
+            failed.status.message or "",
+        )
+        assert metric_value(gateway.http, "gridweave_gateway_requeues_total") == 1
 
 
 def _endpoint_in(gateway: GatewayServer, name: str, phase: EndpointPhase) -> Endpoint:
@@ -112,47 +120,39 @@ def _held_mb(gateway: GatewayServer) -> dict[str, int]:
 
 class TestEndpointNodeLossInTheGateway:
     def test_an_endpoint_on_a_lost_node_waits_pending_then_is_placed_elsewhere(
-        self, kubeapi: KubeAPI, tmp_path: Path
+        self, gateway: GatewayServer, tmp_path: Path
     ) -> None:
-        with running_gateway(
-            kubeapi,
-            tmp_path,
-            inventory_yaml=_inventory(**{"gpu-x": False, "gpu-y": True}),
-            inventory_refresh_seconds=REFRESH_S,
-            node_lost_grace_seconds=GRACE_S,
-            pass_interval_seconds=0.2,
-        ) as gateway:
-            inventory_file = tmp_path / "inventory.yaml"
-            crd = gateway.crd
-            name = crd.create_endpoint(
-                "ep-lost", "user-1", vram_mb=20000, vendor="nvidia", function_ref="fn/ep.pkl"
-            ).name
-            placed = _endpoint_in(gateway, name, EndpointPhase.DEPLOYING)
-            assert placed.status.node == "gpu-x"
-            # the reconciler's write (no Serve here): the run billing counts starts
-            running = crd.set_endpoint_running(name, "http://127.0.0.1:8900/gw/ep-lost")
-            assert _held_mb(gateway)["gpu-x"] == 20000
+        inventory_file = tmp_path / "inventory.yaml"
+        crd = gateway.crd
+        name = crd.create_endpoint(
+            "ep-lost", "user-1", vram_mb=20000, vendor="nvidia", function_ref="fn/ep.pkl"
+        ).name
+        placed = _endpoint_in(gateway, name, EndpointPhase.DEPLOYING)
+        assert placed.status.node == "gpu-x"
+        # the reconciler's write (no Serve here): the run billing counts starts
+        running = crd.set_endpoint_running(name, "http://127.0.0.1:8900/gw/ep-lost")
+        assert _held_mb(gateway)["gpu-x"] == 20000
 
-            # gpu-x leaves the file while gpu-y is cordoned: back to placement, waiting
-            _rewrite(inventory_file, _inventory(**{"gpu-y": True}))
-            lost = _endpoint_in(gateway, name, EndpointPhase.PENDING)
-            assert lost.status.reason == "NodeLost"
-            assert re.fullmatch(
-                r"node gpu-x is gone from the inventory \(for \d+ s\); placed again",
-                lost.status.message or "",
-            )
-            ready = lost.status.condition("Ready")
-            assert ready is not None and (ready.status, ready.reason) == ("False", "NodeLost")
-            assert lost.status.node is None and lost.status.url is None
-            assert lost.status.stopped_at is not None  # the run ends at the loss
-            time.sleep(GRACE_S + 3 * REFRESH_S)  # several passes: nothing fits, it waits
-            assert crd.get_endpoint(name).phase is EndpointPhase.PENDING
-            assert _held_mb(gateway) == {"gpu-y": 0}
+        # gpu-x leaves the file while gpu-y is cordoned: back to placement, waiting
+        _rewrite(inventory_file, _inventory(**{"gpu-y": True}))
+        lost = _endpoint_in(gateway, name, EndpointPhase.PENDING)
+        assert lost.status.reason == "NodeLost"
+        assert re.fullmatch(
+            r"node gpu-x is gone from the inventory \(for \d+ s\); placed again",
+            lost.status.message or "",
+        )
+        ready = lost.status.condition("Ready")
+        assert ready is not None and (ready.status, ready.reason) == ("False", "NodeLost")
+        assert lost.status.node is None and lost.status.url is None
+        assert lost.status.stopped_at is not None  # the run ends at the loss
+        time.sleep(GRACE_S + 3 * REFRESH_S)  # several passes: nothing fits, it waits
+        assert crd.get_endpoint(name).phase is EndpointPhase.PENDING
+        assert _held_mb(gateway) == {"gpu-y": 0}
 
-            # gpu-y takes work again: placed there, the lost run kept for billing
-            _rewrite(inventory_file, _inventory(**{"gpu-y": False}))
-            again = _endpoint_in(gateway, name, EndpointPhase.DEPLOYING)
-            assert again.status.node == "gpu-y"
-            assert again.status.previous_started_at == running.status.started_at
-            assert again.status.previous_stopped_at == lost.status.stopped_at
-            wait_until(lambda: _held_mb(gateway) == {"gpu-y": 20000}, what="gpu-y held")
+        # gpu-y takes work again: placed there, the lost run kept for billing
+        _rewrite(inventory_file, _inventory(**{"gpu-y": False}))
+        again = _endpoint_in(gateway, name, EndpointPhase.DEPLOYING)
+        assert again.status.node == "gpu-y"
+        assert again.status.previous_started_at == running.status.started_at
+        assert again.status.previous_stopped_at == lost.status.stopped_at
+        wait_until(lambda: _held_mb(gateway) == {"gpu-y": 20000}, what="gpu-y held")
