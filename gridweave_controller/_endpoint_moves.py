@@ -59,6 +59,8 @@ def deploying(
     (its stop time: ``stoppedAt``, or now for a redeploy from Running), so billing settles
     that run to its real end, at its own GPUs' price, even when it saw the endpoint next only
     after the redeploy (or never saw that run: a billing restarted meanwhile).
+    ``placedAt`` is now: a Serve application deployed before it belongs to an earlier
+    placement (a restarted reconciler deletes it rather than adopt it).
     """
     indices = list(gpu_indices)
     phase = current_phase(status)
@@ -72,6 +74,7 @@ def deploying(
             "node": node,
             "gpuIndices": indices,
             "vendor": vendor,
+            "placedAt": format_precise_timestamp(now),
             **_previous_run(phase, status, now),
             "url": None,
             "readyReplicas": 0,

@@ -218,6 +218,9 @@ class EndpointStatus(_WireModel):
     gpu_indices: tuple[int, ...] = ()
     #: The maker of the GPUs it was placed on (written with the placement); None: unknown.
     vendor: GpuVendor | None = None
+    #: When the current placement was written (Deploying): an application deployed before
+    #: it served an earlier placement.
+    placed_at: datetime | None = None
     ready_replicas: int = 0
     health: Health = "Unknown"
     started_at: datetime | None = None

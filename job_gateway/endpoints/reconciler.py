@@ -16,14 +16,18 @@ applications once, then takes each endpoint one step:
 - Running, idle past ``idleSeconds``: ``set_endpoint_stopped("Idle")``, application deleted;
 - Stopped, Failed or deleted: the application deleted;
 - Pending again (its node was lost: ``job_gateway.node_loss``): the application deleted,
-  and deployed anew once the scheduling loop has placed it on another node.
+  and deployed anew once the scheduling loop has placed it on another node;
+- Deploying or Running with an application this gateway did not deploy and Serve deployed
+  before the endpoint's ``placedAt``: that application is an earlier placement's (a gateway
+  restarted after a node loss or an idle stop was written, before the deletion, and the
+  endpoint placed again before the first tick): deleted, never adopted, then deployed anew.
 
 Placement is not here: the scheduling loop places Pending (and woken) endpoints and writes
 Deploying with the node and GPUs, so endpoints and jobs share one scheduler and one
 allocation map; the map frees the VRAM as soon as the endpoint leaves Deploying/Running.
 A replica that crashes is restarted by Serve; the probe sees the gap (Unhealthy) and the
 recovery. On boot a Running endpoint whose application is there is adopted, never
-redeployed.
+redeployed, unless that application is older than the endpoint's placement (above).
 """
 
 from __future__ import annotations
@@ -255,6 +259,12 @@ class EndpointReconciler:
                 if self._present(name):
                     await self._delete(name)
                 self._forget(name)
+            elif self._stale(endpoint):
+                # an earlier placement's application, not deleted before a gateway restart
+                # (a node loss or an idle stop written, the deletion not yet): never adopted;
+                # deleted, and the endpoint's own deployed once Serve no longer lists it
+                if self._present(name):
+                    await self._delete(name)
             elif endpoint.phase is EndpointPhase.DEPLOYING:
                 await self._deploying(endpoint)
             elif endpoint.phase is EndpointPhase.RUNNING:
@@ -332,6 +342,15 @@ class EndpointReconciler:
 
     def _placement(self, endpoint: Endpoint) -> tuple[str, tuple[int, ...]]:
         return endpoint.status.node or "", tuple(endpoint.status.gpu_indices)
+
+    def _stale(self, endpoint: Endpoint) -> bool:
+        """An application this gateway did not deploy, deployed before the endpoint's
+        current placement (``placedAt``): it serves an earlier one."""
+        app = self._apps.get(endpoint.name)
+        placed = endpoint.status.placed_at
+        if app is None or placed is None or endpoint.name in self._deployed:
+            return False
+        return 0 < app.deployed_at < placed.timestamp()
 
     def _moved(self, endpoint: Endpoint) -> bool:
         deployed = self._deployed.get(endpoint.name)

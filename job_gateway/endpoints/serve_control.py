@@ -63,6 +63,8 @@ class AppState:
     status: str  # NOT_STARTED, DEPLOYING, DEPLOY_FAILED, RUNNING, UNHEALTHY, DELETING
     message: str
     running_replicas: int
+    #: When it was last deployed (Unix seconds, Serve's controller's clock: the head's).
+    deployed_at: float = 0.0
 
 
 def start_serve(host: str, port: int) -> tuple[str, int]:
@@ -146,5 +148,6 @@ def read_apps(prefix: str = APP_PREFIX) -> dict[str, AppState]:
             status=str(app.status.value if hasattr(app.status, "value") else app.status),
             message="; ".join(m for m in messages if m)[:4000],
             running_replicas=running,
+            deployed_at=float(getattr(app, "last_deployed_time_s", 0.0) or 0.0),
         )
     return found

@@ -52,3 +52,21 @@ class TestEarlierRuns:
         assert [r.started_at for r in parsed.earlier_runs] == starts[
             -2 - moves.EARLIER_RUNS_KEPT : -2
         ]
+
+
+class TestPlacedAt:
+    def test_each_placement_writes_when_it_was_made(self) -> None:
+        status: dict[str, Any] = {}
+        change = moves.deploying("ep", status, node="n", gpu_indices=[0], vendor=None, now=T0)
+        status = _move(status, change, T0)
+        assert EndpointStatus.model_validate(status).placed_at == T0
+        later = T0 + timedelta(minutes=5)
+        lost = moves.pending("ep", status, reason="NodeLost", message="", now=later)
+        status = _move(status, lost, later)
+        again = later + timedelta(seconds=1)
+        status = _move(
+            status,
+            moves.deploying("ep", status, node="n", gpu_indices=[0], vendor=None, now=again),
+            again,
+        )
+        assert EndpointStatus.model_validate(status).placed_at == again

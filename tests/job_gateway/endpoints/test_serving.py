@@ -38,7 +38,12 @@ from tests.job_gateway.endpoints.factories import (
     wait_running,
 )
 from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld
-from tests.job_gateway.gateway_factories import TOKEN, GatewayServer, running_gateway
+from tests.job_gateway.gateway_factories import (
+    TOKEN,
+    GatewayServer,
+    blocking_crd,
+    running_gateway,
+)
 from tests.support.kubeapi import KubeAPI
 
 pytestmark = pytest.mark.kubeapi
@@ -432,6 +437,49 @@ class TestRehydration:
             assert (again["phase"], again["started_at"]) == ("Running", view["started_at"])
             assert (after["replica"], after["pid"]) == (before["replica"], before["pid"])
             assert after["requests"] == before["requests"] + 1  # adopted, not redeployed
+            second.http.delete(f"/v1/endpoints/{endpoint_id}")
+            assert wait_for_app_gone(view["url"]) == 404
+
+    def test_an_application_older_than_the_placement_is_replaced_not_adopted(
+        self, serve_port: int, kubeapi: KubeAPI, tmp_path: Path
+    ) -> None:
+        """A gateway stopped after writing NodeLost, before deleting the application; the
+        endpoint placed again (on the same node and GPUs: the node came back) before the
+        next gateway's reconciler looks. The old application is deleted, a new one runs."""
+        options: dict[str, Any] = {
+            "inventory_yaml": INVENTORY_YAML,
+            "execution": ExecutionSettings(executor_poll_seconds=0.05, warm_spares_per_node=0),
+            "endpoint_settings": EndpointSettings(
+                serve_port=serve_port,
+                serve_app_prefix="gw-nl-",  # apart from the module's gateway
+                endpoint_probe_seconds=0.5,
+                endpoint_probe_timeout_seconds=1.0,
+            ),
+            "pass_interval_seconds": 0.5,
+        }
+        (tmp_path / "first").mkdir()
+        (tmp_path / "second").mkdir()
+        with running_gateway(kubeapi, tmp_path / "first", **options) as first:
+            endpoint_id = custom_endpoint(first)
+            view = wait_running(first, endpoint_id)
+            before = serve.get(f"{view['url']}/-/gw/stats").json()
+        with blocking_crd(kubeapi.kubeconfig, first.namespace) as crd:
+            crd.set_endpoint_pending(endpoint_id, "NodeLost", "node gone (for 60 s)")
+            crd.set_endpoint_deploying(endpoint_id, view["node"], view["gpu_indices"], "nvidia")
+        assert serve.get(f"{view['url']}/-/gw/stats").json()["pid"] == before["pid"]
+        with running_gateway(
+            kubeapi, tmp_path / "second", namespace=first.namespace, **options
+        ) as second:
+            again = wait_for(
+                second,
+                endpoint_id,
+                lambda v: v["phase"] == "Running" and v["health"] == "Healthy",
+                timeout=120,
+            )
+            after = serve.get(f"{again['url']}/-/gw/stats").json()
+            assert after["replica"] != before["replica"]  # a new application
+            assert again["started_at"] != view["started_at"]
+            assert again["previous_started_at"] == view["started_at"]
             second.http.delete(f"/v1/endpoints/{endpoint_id}")
             assert wait_for_app_gone(view["url"]) == 404
 
