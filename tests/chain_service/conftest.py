@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
+from chain_service.node import LocalNode
+from chain_service.signing import SigningKey, load_signing_key
 from tests.chain_service.factories import chain_settings, running_chain
+from tests.support.cometbft import single_node, started_or_skip
 from tests.support.postgres import PostgresTestServer
 
 
@@ -27,3 +31,17 @@ def chain(chain_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     settings = chain_settings(chain_database, tmp_path_factory.mktemp("chain"))
     with running_chain(settings) as client:
         yield client
+
+
+@pytest.fixture
+def signing_key(tmp_path: Path) -> SigningKey:
+    """chain_service's key (``tmp_path / "signing.pem"``), made before the node that must
+    trust it."""
+    return load_signing_key(tmp_path / "signing.pem")
+
+
+@pytest.fixture
+def node(tmp_path: Path, signing_key: SigningKey) -> Iterator[LocalNode]:
+    """A real single-node CometBFT trusting ``signing_key``."""
+    with started_or_skip(single_node(tmp_path / "node", signing_key.public_key_hex)) as started:
+        yield started

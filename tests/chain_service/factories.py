@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -80,6 +81,20 @@ def seal(client: httpx.Client) -> BatchResponse:
     batch = response.json()["batch"]
     assert batch is not None
     return BatchResponse.model_validate(batch)
+
+
+def wait_anchored(
+    client: httpx.Client, batch_id: int, *, timeout_s: float = 60.0, poll_s: float = 0.05
+) -> BatchResponse:
+    """The batch once its anchor is recorded; fails the test after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answer = client.get(f"/v1/batches/{batch_id}")
+        batch = BatchResponse.model_validate_json(answer.content)
+        if batch.anchor is not None:
+            return batch
+        assert time.monotonic() < deadline, f"batch {batch_id} never anchored"
+        time.sleep(poll_s)
 
 
 def proof_of(client: httpx.Client, seq: int) -> ReceiptProofResponse:

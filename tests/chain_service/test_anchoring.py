@@ -7,11 +7,10 @@ import copy
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from chain_service.abci.anchors import Code
@@ -21,39 +20,13 @@ from chain_service.signing import SigningKey, load_signing_key
 from gridweave_clients.chain import Step, verify_anchor, verify_receipt
 from gridweave_clients.chain.encoding import anchor_tx, batch_message
 from gridweave_clients.chain.models import BatchResponse, ReceiptProofResponse
-from tests.chain_service.factories import chain_settings, receipt_body, running_chain, seal
-from tests.support.cometbft import CometBFTUnavailable, single_node
-from tests.support.unavailable import fail_or_skip
-
-
-@pytest.fixture
-def signing_key(tmp_path: Path) -> SigningKey:
-    """chain_service's key, made before the node that must trust it."""
-    return load_signing_key(tmp_path / "signing.pem")
-
-
-@pytest.fixture
-def node(tmp_path: Path, signing_key: SigningKey) -> Iterator[LocalNode]:
-    """A real single-node CometBFT trusting ``signing_key``."""
-    try:
-        context = single_node(tmp_path / "node", signing_key.public_key_hex)
-        started = context.__enter__()
-    except CometBFTUnavailable as exc:
-        fail_or_skip("CometBFT", exc)
-    try:
-        yield started
-    finally:
-        context.__exit__(None, None, None)
-
-
-def _wait_anchored(chain: httpx.Client, batch_id: int) -> BatchResponse:
-    deadline = time.monotonic() + 60
-    while True:
-        batch = BatchResponse.model_validate_json(chain.get(f"/v1/batches/{batch_id}").content)
-        if batch.anchor is not None:
-            return batch
-        assert time.monotonic() < deadline, f"batch {batch_id} never anchored"
-        time.sleep(0.05)
+from tests.chain_service.factories import (
+    chain_settings,
+    receipt_body,
+    running_chain,
+    seal,
+    wait_anchored,
+)
 
 
 def _tx_of(batch: BatchResponse) -> bytes:
@@ -80,7 +53,7 @@ def _anchored_proof(node: LocalNode, chain_database: str, tmp_path: Path) -> Rec
         chain.post("/v1/receipts", json=receipt_body())
         chain.post("/v1/receipts", json=receipt_body())
         seal(chain)
-        _wait_anchored(chain, 1)
+        wait_anchored(chain, 1)
         return ReceiptProofResponse.model_validate_json(chain.get("/v1/receipts/2").content)
 
 
@@ -161,7 +134,7 @@ def test_each_batch_is_anchored_once_in_order_with_its_height_hash_and_proof(
             for _ in range(count):
                 chain.post("/v1/receipts", json=receipt_body())
             seal(chain)
-        first, second = _wait_anchored(chain, 1), _wait_anchored(chain, 2)
+        first, second = wait_anchored(chain, 1), wait_anchored(chain, 2)
 
     rpc = CometRpc(node.rpc_url)
     try:

@@ -9,43 +9,21 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 from sqlalchemy import create_engine, text
 
 from chain_service.cometbft_rpc import CometRpc
 from chain_service.node import LocalNode
-from chain_service.signing import SigningKey, load_signing_key
+from chain_service.signing import SigningKey
 from gridweave_clients.chain.encoding import anchor_tx
 from gridweave_clients.chain.models import BatchResponse
-from tests.chain_service.factories import receipt_body
-from tests.support.cometbft import CometBFTUnavailable, single_node
+from tests.chain_service.factories import receipt_body, wait_anchored
 from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN
 from tests.support.http_server import free_port
-from tests.support.unavailable import fail_or_skip
 
 _DEADLINE_S = 90.0
-
-
-@pytest.fixture
-def signing_key(tmp_path: Path) -> SigningKey:
-    return load_signing_key(tmp_path / "signing.pem")
-
-
-@pytest.fixture
-def node(tmp_path: Path, signing_key: SigningKey) -> Iterator[LocalNode]:
-    try:
-        context = single_node(tmp_path / "node", signing_key.public_key_hex)
-        started = context.__enter__()
-    except CometBFTUnavailable as exc:
-        fail_or_skip("CometBFT", exc)
-    try:
-        yield started
-    finally:
-        context.__exit__(None, None, None)
 
 
 class ChainProcess:
@@ -82,18 +60,6 @@ class ChainProcess:
 
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers=AUTH_HEADERS, timeout=30)
-
-
-def _batch(client: httpx.Client, batch_id: int) -> BatchResponse:
-    return BatchResponse.model_validate_json(client.get(f"/v1/batches/{batch_id}").content)
-
-
-def _wait_anchored(client: httpx.Client, batch_id: int) -> BatchResponse:
-    deadline = time.monotonic() + _DEADLINE_S
-    while (batch := _batch(client, batch_id)).anchor is None:
-        assert time.monotonic() < deadline, f"batch {batch_id} never anchored"
-        time.sleep(0.1)
-    return batch
 
 
 def _sealed_tx(database_url: str, batch_id: int) -> bytes:
@@ -138,7 +104,7 @@ def test_kills_and_restarts_leave_each_batch_anchored_once_in_order(
     try:
         with chain.client() as client:
             _append_and_seal(client, 3)
-            _wait_anchored(client, 1)
+            wait_anchored(client, 1, timeout_s=_DEADLINE_S, poll_s=0.1)
             node.stop(kill=True)  # CometBFT and the application: SIGKILL
             _append_and_seal(client, 2)  # batch 2 waits for the node
         chain.kill()
@@ -151,7 +117,10 @@ def test_kills_and_restarts_leave_each_batch_anchored_once_in_order(
             chain.start()
             with chain.client() as client:
                 _append_and_seal(client, 4)
-                batches = [_wait_anchored(client, batch_id) for batch_id in (1, 2, 3)]
+                batches = [
+                    wait_anchored(client, batch_id, timeout_s=_DEADLINE_S, poll_s=0.1)
+                    for batch_id in (1, 2, 3)
+                ]
             answers = [rpc.query_batch(batch_id) for batch_id in (1, 2, 3, 4)]
         finally:
             rpc.close()

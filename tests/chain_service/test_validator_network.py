@@ -8,45 +8,26 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from chain_service.cometbft_rpc import CometRpc
 from chain_service.node import LocalNode
-from chain_service.signing import SigningKey, load_signing_key
+from chain_service.signing import SigningKey
 from gridweave_clients.chain import verify_anchor
-from gridweave_clients.chain.models import BatchResponse
-from tests.chain_service.factories import chain_settings, receipt_body, running_chain, seal
-from tests.support.cometbft import CometBFTUnavailable, validator_network
-from tests.support.unavailable import fail_or_skip
-
-
-@pytest.fixture
-def signing_key(tmp_path: Path) -> SigningKey:
-    return load_signing_key(tmp_path / "signing.pem")
+from tests.chain_service.factories import (
+    chain_settings,
+    receipt_body,
+    running_chain,
+    seal,
+    wait_anchored,
+)
+from tests.support.cometbft import started_or_skip, validator_network
 
 
 @pytest.fixture
 def network(tmp_path: Path, signing_key: SigningKey) -> Iterator[list[LocalNode]]:
-    try:
-        context = validator_network(tmp_path / "net", signing_key.public_key_hex)
-        nodes = context.__enter__()
-    except CometBFTUnavailable as exc:
-        fail_or_skip("CometBFT", exc)
-    try:
+    with started_or_skip(validator_network(tmp_path / "net", signing_key.public_key_hex)) as nodes:
         yield nodes
-    finally:
-        context.__exit__(None, None, None)
-
-
-def _anchored(chain: httpx.Client, batch_id: int) -> BatchResponse:
-    deadline = time.monotonic() + 90
-    while True:
-        batch = BatchResponse.model_validate_json(chain.get(f"/v1/batches/{batch_id}").content)
-        if batch.anchor is not None:
-            return batch
-        assert time.monotonic() < deadline, f"batch {batch_id} never anchored"
-        time.sleep(0.1)
 
 
 def _root_at(node: LocalNode, batch_id: int) -> str | None:
@@ -75,11 +56,11 @@ def test_batches_commit_with_one_validator_of_four_stopped(
     with running_chain(settings) as chain:
         chain.post("/v1/receipts", json=receipt_body())
         first = seal(chain)
-        _anchored(chain, first.batch_id)
+        wait_anchored(chain, first.batch_id, timeout_s=90, poll_s=0.1)
         network[3].stop(kill=True)  # 3 of 4 validators: still more than two thirds
         chain.post("/v1/receipts", json=receipt_body())
         second = seal(chain)
-        anchored = _anchored(chain, second.batch_id)
+        anchored = wait_anchored(chain, second.batch_id, timeout_s=90, poll_s=0.1)
 
     assert anchored.anchor is not None and anchored.anchor.height > 0
     result = verify_anchor(anchored, trusted_validators=anchored.anchor.proof["validators"])

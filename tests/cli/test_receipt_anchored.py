@@ -21,9 +21,8 @@ from tests.cli.helpers import Invoke, as_user, json_of
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer, User
 from tests.platform_service.receipt_factories import settled_job, wait_anchored
-from tests.support.cometbft import CometBFTUnavailable, single_node
+from tests.support.cometbft import single_node, started_or_skip
 from tests.support.credit_server import CreditServer
-from tests.support.unavailable import fail_or_skip
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 
@@ -52,15 +51,9 @@ def signing_key(signing_key_file: Path) -> SigningKey:
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory, signing_key: SigningKey) -> Iterator[LocalNode]:
     """A real single-node CometBFT trusting ``signing_key``."""
-    try:
-        context = single_node(tmp_path_factory.mktemp("node"), signing_key.public_key_hex)
-        started = context.__enter__()
-    except CometBFTUnavailable as exc:
-        fail_or_skip("CometBFT", exc)
-    try:
+    home = tmp_path_factory.mktemp("node")
+    with started_or_skip(single_node(home, signing_key.public_key_hex)) as started:
         yield started
-    finally:
-        context.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 from chain_service.node import (
     LocalNode,
@@ -17,8 +18,10 @@ from chain_service.node import (
     node_id,
 )
 from tests.support.http_server import free_port
+from tests.support.unavailable import fail_or_skip
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
 
 
 class CometBFTUnavailable(RuntimeError):
@@ -42,6 +45,20 @@ def cometbft_binary() -> Path:
     if not binary.exists():
         raise CometBFTUnavailable(f"no cometbft in {binary.parent}")
     return binary
+
+
+@contextmanager
+def started_or_skip(context: AbstractContextManager[T]) -> Iterator[T]:
+    """``context`` (a node or a network) entered for the block; CometBFT unavailable fails
+    the run under CI=true, else skips (``fail_or_skip``)."""
+    try:
+        started = context.__enter__()
+    except CometBFTUnavailable as exc:
+        fail_or_skip("CometBFT", exc)
+    try:
+        yield started
+    finally:
+        context.__exit__(None, None, None)
 
 
 @contextmanager
