@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from gridweave_controller import _endpoint_moves as moves
 from gridweave_controller._status_change import apply_change
 from gridweave_controller.models import EndpointStatus
 
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+CRD = Path(__file__).parents[2] / "k8s" / "gridweave-endpoint-crd.yaml"
 
 
 def _move(status: dict[str, Any], change: Any, now: datetime) -> dict[str, Any]:
@@ -52,6 +56,12 @@ class TestEarlierRuns:
         assert [r.started_at for r in parsed.earlier_runs] == starts[
             -2 - moves.EARLIER_RUNS_KEPT : -2
         ]
+
+    def test_the_crd_admits_as_many_as_the_move_keeps(self) -> None:
+        crd = yaml.safe_load(CRD.read_text())
+        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        earlier = schema["properties"]["status"]["properties"]["earlierRuns"]
+        assert earlier["maxItems"] == moves.EARLIER_RUNS_KEPT
 
 
 class TestPlacedAt:
