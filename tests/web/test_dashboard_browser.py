@@ -7,11 +7,11 @@ the Playwright suite (``web/e2e``) in Debian's Chromium, headless: the job appea
 printed line arrives in the page within 3 s, its timeline lists its transitions, the second
 user cannot see it (nor the endpoint), the endpoint page's figures are the API's and a line
 its replica printed shows there, a registered user signs in with a code emailed on request
-(read here from the console and handed to the browser test in a file), every VRAM bar equals
-the API's figure, the over-quota push shows on the registry page, a join key is made and
-revoked, credits are granted, axe finds no serious violation on any page, and each page is
-saved as a screenshot under ``web/test-results/screenshots``. ``make web`` builds what it
-needs first.
+(read here from the console and handed to the browser test in a file), every VRAM bar's
+used / held / free equals the API's figures and the running job is listed under its GPU, the
+over-quota push shows on the registry page, a join key is made and revoked, credits are
+granted, axe finds no serious violation on any page, and each page is saved as a screenshot
+under ``web/test-results/screenshots``. ``make web`` builds what it needs first.
 """
 
 from __future__ import annotations

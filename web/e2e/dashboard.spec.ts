@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { expect, test } from "@playwright/test";
+import { expect, type Page, test } from "@playwright/test";
 import { env, reviewPage, signIn } from "./helpers";
 
 test("sign-in page", async ({ page }) => {
@@ -115,20 +115,51 @@ test("a second user cannot see the first user's job", async ({ page }) => {
   await reviewPage(page, "17-endpoint-not-found");
 });
 
+type InventoryGpu = {
+  index: number;
+  held_mb: number;
+  free_mb: number;
+  vram_mb: number;
+  used_mb: number | null;
+  allocations: { kind: string; name: string; display_name: string | null; user_id: string | null; vram_mb: number }[];
+};
+
+/** Each GPU's used / held / free / total as the API says them and as the page's bars show them. */
+async function barsAndApi(page: Page): Promise<{ api: string[]; bars: string[] }> {
+  const inventory = (await (await page.request.get("/v1/nodes")).json()) as { nodes: { gpus: InventoryGpu[] }[] };
+  const api = inventory.nodes
+    .flatMap((node) => node.gpus)
+    .map((gpu) => [gpu.used_mb ?? "not measured", Math.min(gpu.held_mb, gpu.vram_mb), gpu.free_mb, gpu.vram_mb].join("/"));
+  const bars = await page
+    .getByRole("meter")
+    .evaluateAll((meters) =>
+      meters.map((m) => ["data-used-mb", "aria-valuenow", "data-free-mb", "aria-valuemax"].map((name) => m.getAttribute(name)).join("/")),
+    );
+  return { api, bars };
+}
+
 test("admin pages: each VRAM bar equals the API's figure", async ({ page }) => {
   await signIn(page, env("ADMIN_KEY"), "/admin/nodes");
   await expect(page.getByRole("heading", { name: "Nodes" })).toBeVisible();
-  const inventory = (await (await page.request.get("/v1/nodes")).json()) as {
-    nodes: { name: string; gpus: { index: number; held_mb: number; vram_mb: number }[] }[];
-  };
+  await expect(page.getByRole("meter").first()).toBeVisible();
+  // the API and the page read the same figures (asked again while a poll brings new ones)
+  await expect.poll(async () => {
+    const { api, bars } = await barsAndApi(page);
+    return api.length > 0 && JSON.stringify(bars) === JSON.stringify(api) ? "equal" : `${bars} != ${api}`;
+  }, { timeout: 15_000 }).toBe("equal");
+
+  // the job the SDK submitted is under the GPU the API places it on, with its user
+  const inventory = (await (await page.request.get("/v1/nodes")).json()) as { nodes: { gpus: InventoryGpu[] }[] };
   const gpus = inventory.nodes.flatMap((node) => node.gpus);
-  expect(gpus.length).toBeGreaterThan(0);
-  const meters = page.getByRole("meter");
-  await expect(meters).toHaveCount(gpus.length);
-  for (const [index, gpu] of gpus.entries()) {
-    await expect(meters.nth(index)).toHaveAttribute("aria-valuenow", String(Math.min(gpu.held_mb, gpu.vram_mb)));
-    await expect(meters.nth(index)).toHaveAttribute("aria-valuemax", String(gpu.vram_mb));
-  }
+  const position = gpus.findIndex((gpu) => gpu.allocations.some((a) => a.kind === "job" && a.name === env("JOB_ID")));
+  expect(position, "the running job holds a GPU").toBeGreaterThanOrEqual(0);
+  const held = gpus[position]!.allocations.find((a) => a.name === env("JOB_ID"))!;
+  expect(held.user_id).toBe(env("USER_ID"));
+  const holder = page.getByTestId("gpu").nth(position).getByTestId("holder").filter({ hasText: env("JOB_ID") });
+  await expect(holder).toContainText(`user ${env("USER_ID")}`);
+  await expect(holder.getByTestId("holder-vram")).toHaveText(`${held.vram_mb} MB`);
+  await expect(holder.getByRole("link")).toHaveCount(0); // another user's job: its page is theirs
+  await expect(page.getByTestId("holder").filter({ hasText: env("ENDPOINT_NAME") }).first()).toContainText("endpoint");
   await reviewPage(page, "08-admin-nodes");
 
   await expect(page.getByText(/Not in the node registry|heartbeat/).first()).toBeVisible();

@@ -45,7 +45,7 @@ export function VramBar({ gpu }: { gpu: Gpu }) {
         )}
       </div>
       <p className="mt-0.5 flex gap-3 text-xs text-slate-700" aria-hidden="true">
-        <span><span className="mr-1 inline-block h-2 w-2 rounded-sm bg-blue-900" />used (measured)</span>
+        {used !== null && <span><span className="mr-1 inline-block h-2 w-2 rounded-sm bg-blue-900" />used (measured)</span>}
         <span><span className="mr-1 inline-block h-2 w-2 rounded-sm bg-blue-400" />held</span>
         <span><span className="mr-1 inline-block h-2 w-2 rounded-sm bg-green-200" />free</span>
       </p>
