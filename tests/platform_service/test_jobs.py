@@ -381,6 +381,9 @@ def test_nodes_show_each_gpus_held_and_free_vram(
     amd = by_name["gpu-b"]["gpus"][0]
     assert (amd["model"], amd["vram_mb"]) == ("AMD Instinct MI250", 65536)
     assert amd["held_mb"] >= 10_000 and amd["free_mb"] == 65536 - amd["held_mb"]
+    assert job_id in [held["name"] for held in amd["allocations"]]  # her own job, named
+    assert {held["user_id"] for held in amd["allocations"]} == {alice.user_id}  # hers only
+    assert amd["used_mb"] is None  # a declared GPU: nothing measures it
     assert [gpu["index"] for gpu in by_name["gpu-a"]["gpus"]] == [0, 1]
     assert platform.http.get("/v1/nodes").status_code == 401
 
