@@ -12,12 +12,16 @@ from typing import Any
 import pytest
 import schemathesis
 from fastapi import FastAPI
-from hypothesis import HealthCheck, settings
 
 from chain_service.app import ROUTERS, create_app
 from tests.chain_service.factories import chain_settings
 from tests.support.credit_server import AUTH_HEADERS
-from tests.support.fuzzing import assert_gridweave_answer, openapi_document
+from tests.support.fuzzing import (
+    app_disposed,
+    assert_gridweave_answer,
+    fuzz_settings,
+    openapi_document,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -29,19 +33,13 @@ def chain_app(
     postgres_module_database: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[FastAPI]:
     """The real chain_service, shared by the module."""
-    app = create_app(chain_settings(postgres_module_database, tmp_path_factory.mktemp("fuzz")))
-    try:
+    with app_disposed(
+        create_app(chain_settings(postgres_module_database, tmp_path_factory.mktemp("fuzz")))
+    ) as app:
         yield app
-    finally:
-        app.state.database.dispose()
 
 
 @schema.parametrize()
-@settings(
-    max_examples=50,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    derandomize=True,
-)
+@fuzz_settings(50)
 def test_no_server_error_and_bad_input_is_named(case: Any, chain_app: FastAPI) -> None:
     assert_gridweave_answer(case, case.call(app=chain_app, headers=AUTH_HEADERS))

@@ -14,12 +14,16 @@ from typing import Any
 import pytest
 import schemathesis
 from fastapi import FastAPI
-from hypothesis import HealthCheck, settings
 
 from credit_service.app import ROUTERS, create_app
 from credit_service.settings import CreditSettings
 from tests.credit_service.conftest import ADMIN, TOKEN
-from tests.support.fuzzing import assert_gridweave_answer, openapi_document
+from tests.support.fuzzing import (
+    app_disposed,
+    assert_gridweave_answer,
+    fuzz_settings,
+    openapi_document,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -36,19 +40,11 @@ def credit_app(
         internal_token=TOKEN,
         state_dir=Path(tmp_path_factory.mktemp("credit-fuzz")),
     )
-    app = create_app(settings)
-    try:
+    with app_disposed(create_app(settings)) as app:
         yield app
-    finally:
-        app.state.database.dispose()
 
 
 @schema.parametrize()
-@settings(
-    max_examples=100,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    derandomize=True,
-)
+@fuzz_settings(100)
 def test_no_server_error_and_bad_input_is_named(case: Any, credit_app: FastAPI) -> None:
     assert_gridweave_answer(case, case.call(app=credit_app, headers=ADMIN))

@@ -15,12 +15,16 @@ from typing import Any
 import pytest
 import schemathesis
 from fastapi import FastAPI
-from hypothesis import HealthCheck, settings
 
 from faucet_service.app import ROUTERS, create_app
 from tests.faucet_service.factories import ADMIN_HEADERS, faucet_settings
 from tests.support.credit_server import CreditServer
-from tests.support.fuzzing import assert_gridweave_answer, openapi_document
+from tests.support.fuzzing import (
+    app_disposed,
+    assert_gridweave_answer,
+    fuzz_settings,
+    openapi_document,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -33,19 +37,13 @@ def faucet_app(
 ) -> Iterator[FastAPI]:
     """The real faucet_service, calling the real credit_service, shared by the module."""
     state_dir = Path(tmp_path_factory.mktemp("faucet-fuzz"))
-    app = create_app(faucet_settings(faucet_database, credit.url, state_dir=state_dir))
-    try:
+    with app_disposed(
+        create_app(faucet_settings(faucet_database, credit.url, state_dir=state_dir))
+    ) as app:
         yield app
-    finally:
-        app.state.database.dispose()
 
 
 @schema.parametrize()
-@settings(
-    max_examples=100,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    derandomize=True,
-)
+@fuzz_settings(100)
 def test_no_server_error_and_bad_input_is_named(case: Any, faucet_app: FastAPI) -> None:
     assert_gridweave_answer(case, case.call(app=faucet_app, headers=ADMIN_HEADERS))

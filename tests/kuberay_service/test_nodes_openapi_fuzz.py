@@ -10,13 +10,12 @@ from typing import Any
 import pytest
 import schemathesis
 from fastapi import FastAPI
-from hypothesis import HealthCheck, settings
 
 from gridweave_controller.aio import AsyncCrdClient
 from kuberay_service.app import create_app
 from kuberay_service.routers import join_keys, nodes
 from tests.kuberay_service.node_factories import ADMIN, registry_settings
-from tests.support.fuzzing import openapi_document
+from tests.support.fuzzing import app_disposed, fuzz_settings, openapi_document
 from tests.support.memory_store import AsyncMemoryStore, MemoryStore
 
 schema = schemathesis.openapi.from_dict(
@@ -29,15 +28,12 @@ pytestmark = pytest.mark.postgres
 @pytest.fixture(scope="module")
 def registry_app(database: str) -> Iterator[FastAPI]:
     crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gw")
-    app = create_app(registry_settings(database), crd_client=crd)
-    try:
+    with app_disposed(create_app(registry_settings(database), crd_client=crd)) as app:
         yield app
-    finally:
-        app.state.database.dispose()
 
 
 @schema.parametrize()
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@fuzz_settings(30)
 def test_no_server_error_and_bad_input_is_named(case: Any, registry_app: FastAPI) -> None:
     response = case.call(app=registry_app, headers=ADMIN)
     where = (case.method, case.path, response.status_code)

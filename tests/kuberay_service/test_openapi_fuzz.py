@@ -6,8 +6,8 @@ Every 4xx for bad input is a Kubernetes Status that names what was wrong.
 from __future__ import annotations
 
 import schemathesis
-from hypothesis import HealthCheck, settings
 
+from tests.support.fuzzing import fuzz_settings
 from tests.support.kuberay_fixtures import TOKEN, kuberay_app
 from tests.support.memory_store import MemoryStore
 
@@ -20,12 +20,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @schema.parametrize()
-@settings(
-    max_examples=40,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    derandomize=True,
-)
+@fuzz_settings(40)
 def test_no_server_error_and_bad_input_is_named(case) -> None:
     response = case.call(headers=AUTH)
     assert response.status_code < 500, response.text

@@ -14,12 +14,16 @@ from typing import Any
 import pytest
 import schemathesis
 from fastapi import FastAPI
-from hypothesis import HealthCheck, settings
 
 from metering_service.app import ROUTERS, create_app
 from tests.metering_service.factories import metering_settings
 from tests.support.credit_server import AUTH_HEADERS, CreditServer
-from tests.support.fuzzing import assert_gridweave_answer, openapi_document
+from tests.support.fuzzing import (
+    app_disposed,
+    assert_gridweave_answer,
+    fuzz_settings,
+    openapi_document,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -32,19 +36,13 @@ def metering_app(
 ) -> Iterator[FastAPI]:
     """The real metering_service, calling the real credit_service, shared by the module."""
     state_dir = Path(tmp_path_factory.mktemp("metering-fuzz"))
-    app = create_app(metering_settings(metering_database, credit.url, state_dir=state_dir))
-    try:
+    with app_disposed(
+        create_app(metering_settings(metering_database, credit.url, state_dir=state_dir))
+    ) as app:
         yield app
-    finally:
-        app.state.database.dispose()
 
 
 @schema.parametrize()
-@settings(
-    max_examples=100,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    derandomize=True,
-)
+@fuzz_settings(100)
 def test_no_server_error_and_bad_input_is_named(case: Any, metering_app: FastAPI) -> None:
     assert_gridweave_answer(case, case.call(app=metering_app, headers=AUTH_HEADERS))

@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
 
 from platform_service.app import ROUTERS
 from tests.platform_service.factories import PlatformServer
-from tests.support.fuzzing import assert_gridweave_answer, openapi_document
+from tests.support.fuzzing import assert_gridweave_answer, fuzz_settings, openapi_document
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 
@@ -24,7 +23,7 @@ schema = schemathesis.openapi.from_dict(openapi_document("platform_service", ROU
 
 
 @schema.parametrize()
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@fuzz_settings(10)
 def test_no_server_error_and_bad_input_is_named(case: Any, platform: PlatformServer) -> None:
     response = case.call(base_url=platform.url, headers=platform.admin.headers)
     assert_gridweave_answer(case, response)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, FastAPI
+from hypothesis import HealthCheck, settings
 
 from gridweave_runtime.app import create_service_app
 from gridweave_runtime.settings import ServiceSettings
 
-__all__ = ["assert_gridweave_answer", "openapi_document"]
+__all__ = ["app_disposed", "assert_gridweave_answer", "fuzz_settings", "openapi_document"]
 
 
 def openapi_document(service: str, routers: Sequence[APIRouter]) -> dict[str, Any]:
@@ -21,6 +23,27 @@ def openapi_document(service: str, routers: Sequence[APIRouter]) -> dict[str, An
     """
     settings = ServiceSettings(internal_token="openapi-only")
     return create_service_app(service=service, settings=settings, routers=routers).openapi()
+
+
+def fuzz_settings(max_examples: int) -> settings:
+    """Hypothesis's settings of a fuzz test: ``max_examples`` per operation (so ``make test``
+    stays quick), no deadline (real servers answer), no health checks, and derandomized: the
+    same examples each run."""
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+    )
+
+
+@contextmanager
+def app_disposed(app: FastAPI) -> Iterator[FastAPI]:
+    """``app`` for the block; its database's connections closed after."""
+    try:
+        yield app
+    finally:
+        app.state.database.dispose()
 
 
 def assert_gridweave_answer(case: Any, response: Any) -> None:
