@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from gridweave_controller import CrdClient
+from gridweave_runtime.storage import LocalObjectStore, StorageConfig
 from tests.job_gateway.gateway_factories import blocking_crd
 from tests.job_gateway.metering_factories import Metering
 from tests.metering_service.factories import metering_settings, running_metering
@@ -37,3 +39,15 @@ def crd(kubeapi: KubeAPI, kube_namespace: str) -> Iterator[CrdClient]:
     """The tests' own blocking client on the test's namespace."""
     with blocking_crd(kubeapi.kubeconfig, kube_namespace) as client:
         yield client
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> StorageConfig:
+    """A local object store of the test's own (``tmp_path / "objects"``)."""
+    return StorageConfig(root=str(tmp_path / "objects"))
+
+
+@pytest.fixture
+def store(storage: StorageConfig) -> LocalObjectStore:
+    """The object store ``storage`` names, as the tests read and write it."""
+    return LocalObjectStore(storage.root)

@@ -36,12 +36,6 @@ pytestmark = pytest.mark.kubeapi
 TERMINAL = JOB_TERMINAL_PHASES
 
 
-@pytest.fixture
-def storage(tmp_path: Path) -> StorageConfig:
-    """A local object store of the test's own."""
-    return StorageConfig(root=str(tmp_path / "objects"))
-
-
 class TestPlacement:
     def test_a_job_runs_on_its_node_and_sees_exactly_its_gpus(
         self,
@@ -49,10 +43,9 @@ class TestPlacement:
         kubeapi: KubeAPI,
         kube_namespace: str,
         crd: CrdClient,
-        tmp_path: Path,
+        storage: StorageConfig,
+        store: LocalObjectStore,
     ) -> None:
-        storage = StorageConfig(root=str(tmp_path / "objects"))
-        store = LocalObjectStore(storage.root)
         with running_executor(kubeapi, kube_namespace, storage):
             nvidia = allocated_job(
                 crd, store, fn.report, "hello", node="node-c", gpus=[1, 3], loud=True
@@ -89,8 +82,8 @@ class TestOutcomes:
         kube_namespace: str,
         crd: CrdClient,
         storage: StorageConfig,
+        store: LocalObjectStore,
     ) -> None:
-        store = LocalObjectStore(storage.root)
         with running_executor(kubeapi, kube_namespace, storage):
             job_id = allocated_job(crd, store, fn.fail, 42, node="node-a", gpus=[0])
             job = wait_for_phase(crd, job_id, TERMINAL)
@@ -113,8 +106,8 @@ class TestOutcomes:
         crd: CrdClient,
         storage: StorageConfig,
         tmp_path: Path,
+        store: LocalObjectStore,
     ) -> None:
-        store = LocalObjectStore(storage.root)
         pid_file = tmp_path / "pid"
         with running_executor(kubeapi, kube_namespace, storage):
             job_id = allocated_job(
@@ -141,8 +134,8 @@ class TestOutcomes:
         crd: CrdClient,
         storage: StorageConfig,
         tmp_path: Path,
+        store: LocalObjectStore,
     ) -> None:
-        store = LocalObjectStore(storage.root)
         pid_file = tmp_path / "pid"
         with running_executor(kubeapi, kube_namespace, storage) as executor:
             job_id = allocated_job(
@@ -168,8 +161,8 @@ class TestOutcomes:
         crd: CrdClient,
         storage: StorageConfig,
         tmp_path: Path,
+        store: LocalObjectStore,
     ) -> None:
-        store = LocalObjectStore(storage.root)
         marker = tmp_path / "first-attempt"
         with running_executor(kubeapi, kube_namespace, storage):
             job_id = allocated_job(

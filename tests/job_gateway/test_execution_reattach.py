@@ -59,9 +59,9 @@ class TestReattach:
         kube_namespace: str,
         crd: CrdClient,
         tmp_path: Path,
+        storage: StorageConfig,
+        store: LocalObjectStore,
     ) -> None:
-        storage = StorageConfig(root=str(tmp_path / "objects"))
-        store = LocalObjectStore(storage.root)
         runs = tmp_path / "runs"
         with running_executor(kubeapi, kube_namespace, storage):
             job_id = allocated_job(crd, store, fn.count_runs, str(runs), 4, node="node-b", gpus=[0])
@@ -83,9 +83,9 @@ class TestReattach:
         kube_namespace: str,
         crd: CrdClient,
         tmp_path: Path,
+        storage: StorageConfig,
+        store: LocalObjectStore,
     ) -> None:
-        storage = StorageConfig(root=str(tmp_path / "objects"))
-        store = LocalObjectStore(storage.root)
         runs = tmp_path / "runs"
         job_id = allocated_job(crd, store, fn.count_runs, str(runs), 3, node="node-c", gpus=[0])
         job = crd.get_job(job_id)
@@ -105,10 +105,9 @@ class TestReattach:
         kubeapi: KubeAPI,
         kube_namespace: str,
         crd: CrdClient,
-        tmp_path: Path,
+        storage: StorageConfig,
+        store: LocalObjectStore,
     ) -> None:
-        storage = StorageConfig(root=str(tmp_path / "objects"))
-        store = LocalObjectStore(storage.root)
         running_job_without_worker(crd, "lost-no-retry", max_retries=0)
         running_job_without_worker(crd, "lost-retried", max_retries=1)
         running_job_without_worker(crd, "finished-meanwhile", max_retries=0)

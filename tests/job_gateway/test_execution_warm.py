@@ -5,7 +5,6 @@ exits by itself."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import ray
@@ -56,11 +55,13 @@ def _wait_for_ready_spares(count: int) -> None:
 
 
 def test_warm_workers_serve_one_user_and_exit_when_idle(
-    ray_world: RayWorld, kubeapi: KubeAPI, kube_namespace: str, crd: CrdClient, tmp_path: Path
+    ray_world: RayWorld,
+    kubeapi: KubeAPI,
+    kube_namespace: str,
+    crd: CrdClient,
+    storage: StorageConfig,
+    store: LocalObjectStore,
 ) -> None:
-    storage = StorageConfig(root=str(tmp_path / "objects"))
-    store = LocalObjectStore(storage.root)
-
     def run(user: str, gpus: list[int]) -> tuple[str, int]:
         job_id = allocated_job(crd, store, fn.report, user, node="node-a", gpus=gpus, user=user)
         job = wait_for_phase(crd, job_id, JOB_TERMINAL_PHASES)
