@@ -29,7 +29,7 @@ from fastapi import FastAPI
 from chain_service.cometbft_rpc import CometRpc, CometRpcError
 from chain_service.services.anchors import next_unanchored_batch, record_anchor
 from chain_service.settings import ChainSettings
-from gridweave_clients.chain.encoding import anchor_tx
+from gridweave_clients.chain.encoding import batch_anchor_tx
 from gridweave_runtime.database import Database
 from gridweave_runtime.outbox_worker import OutboxWorker, running_worker, wake_worker
 
@@ -66,15 +66,7 @@ class BatchAnchorer(OutboxWorker):
             session.commit()
             if batch is None:
                 return False
-            tx = anchor_tx(
-                batch_id=batch.batch_id,
-                first_seq=batch.first_seq,
-                last_seq=batch.last_seq,
-                root=batch.root,
-                last_hash=batch.last_hash,
-                public_key=batch.public_key,
-                signature=batch.signature,
-            )
+            tx = batch_anchor_tx(batch)
             tx_hash = hashlib.sha256(tx).hexdigest()
             found = self.rpc.find_tx(tx_hash)
             if found is None:

@@ -26,13 +26,15 @@ import hashlib
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
     "ENCODING_VERSION",
     "GENESIS_HASH",
     "MAX_SAFE_INTEGER",
+    "SignedBatch",
     "anchor_tx",
+    "batch_anchor_tx",
     "batch_message",
     "canonical_json",
     "encode_instant",
@@ -141,4 +143,36 @@ def anchor_tx(
             "public_key": public_key,
             "signature": signature,
         }
+    )
+
+
+class SignedBatch(Protocol):
+    """What an anchor transaction is made of: a sealed batch, as stored or as answered."""
+
+    @property
+    def batch_id(self) -> int: ...
+    @property
+    def first_seq(self) -> int: ...
+    @property
+    def last_seq(self) -> int: ...
+    @property
+    def root(self) -> str: ...
+    @property
+    def last_hash(self) -> str: ...
+    @property
+    def public_key(self) -> str: ...
+    @property
+    def signature(self) -> str: ...
+
+
+def batch_anchor_tx(batch: SignedBatch) -> bytes:
+    """:func:`anchor_tx` of ``batch``."""
+    return anchor_tx(
+        batch_id=batch.batch_id,
+        first_seq=batch.first_seq,
+        last_seq=batch.last_seq,
+        root=batch.root,
+        last_hash=batch.last_hash,
+        public_key=batch.public_key,
+        signature=batch.signature,
     )

@@ -30,7 +30,12 @@ from enum import StrEnum
 from typing import Any
 
 from gridweave_clients.chain.cometbft import commit_power, header_hash, tx_root, validator_set_hash
-from gridweave_clients.chain.encoding import GENESIS_HASH, anchor_tx, batch_message, receipt_hash
+from gridweave_clients.chain.encoding import (
+    GENESIS_HASH,
+    batch_anchor_tx,
+    batch_message,
+    receipt_hash,
+)
 from gridweave_clients.chain.merkle import merkle_root, root_from_path
 from gridweave_clients.chain.models import (
     BatchResponse,
@@ -216,15 +221,7 @@ def verify_anchor(
     except (KeyError, TypeError, ValueError):
         return _failed(Step.ANCHOR_TX, f"batch {batch.batch_id}: the anchor proof is incomplete")
     steps: list[StepResult] = []
-    expected_tx = anchor_tx(
-        batch_id=batch.batch_id,
-        first_seq=batch.first_seq,
-        last_seq=batch.last_seq,
-        root=batch.root,
-        last_hash=batch.last_hash,
-        public_key=batch.public_key,
-        signature=batch.signature,
-    )
+    expected_tx = batch_anchor_tx(batch)
     tx_ok = tx == expected_tx and hashlib.sha256(tx).hexdigest() == anchor.tx_hash
     steps.append(
         StepResult(

@@ -18,8 +18,8 @@ from chain_service.cometbft_rpc import CometRpc
 from chain_service.node import LocalNode
 from chain_service.signing import SigningKey, load_signing_key
 from gridweave_clients.chain import Step, verify_anchor, verify_receipt
-from gridweave_clients.chain.encoding import anchor_tx, batch_message
-from gridweave_clients.chain.models import BatchResponse, ReceiptProofResponse
+from gridweave_clients.chain.encoding import anchor_tx, batch_anchor_tx, batch_message
+from gridweave_clients.chain.models import ReceiptProofResponse
 from tests.chain_service.factories import (
     chain_settings,
     receipt_body,
@@ -27,18 +27,6 @@ from tests.chain_service.factories import (
     seal,
     wait_anchored,
 )
-
-
-def _tx_of(batch: BatchResponse) -> bytes:
-    return anchor_tx(
-        batch_id=batch.batch_id,
-        first_seq=batch.first_seq,
-        last_seq=batch.last_seq,
-        root=batch.root,
-        last_hash=batch.last_hash,
-        public_key=batch.public_key,
-        signature=batch.signature,
-    )
 
 
 def _anchored_proof(node: LocalNode, chain_database: str, tmp_path: Path) -> ReceiptProofResponse:
@@ -141,7 +129,7 @@ def test_each_batch_is_anchored_once_in_order_with_its_height_hash_and_proof(
         for batch in (first, second):
             assert batch.anchor is not None
             assert batch.anchor.chain_id == node.chain_id()
-            assert batch.anchor.tx_hash == hashlib.sha256(_tx_of(batch)).hexdigest()
+            assert batch.anchor.tx_hash == hashlib.sha256(batch_anchor_tx(batch)).hexdigest()
             assert batch.anchor.proof["tx"]["tx_result"]["code"] == 0
             answer = rpc.query_batch(batch.batch_id)
             anchored = json.loads(base64.b64decode(answer["value"]))
@@ -149,7 +137,8 @@ def test_each_batch_is_anchored_once_in_order_with_its_height_hash_and_proof(
             assert anchored["height"] == batch.anchor.height
         assert first.anchor is not None and second.anchor is not None
         assert first.anchor.height < second.anchor.height
-        again = rpc.broadcast(_tx_of(first))  # the mempool cache or the application refuses it
+        # the mempool cache or the application refuses it
+        again = rpc.broadcast(batch_anchor_tx(first))
         assert again.code == Code.DUPLICATE or again.log == "already in the mempool cache"
     finally:
         rpc.close()
