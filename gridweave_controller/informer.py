@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from gridweave_controller._watch_flow import WatchEvent, backoff_seconds
 from gridweave_controller.models import Endpoint, Job
@@ -129,28 +129,18 @@ def _logged(handler: Handler, error: BaseException) -> None:
     _log.error("informer handler %r failed", handler, exc_info=error)
 
 
-class AsyncInformer(Generic[_R]):
-    """An informer on the event loop: handlers run on it, in the order of the changes."""
+class _Flag(Protocol):
+    """A set-once flag: ``threading.Event`` or ``asyncio.Event``."""
 
-    def __init__(
-        self,
-        watch: Callable[[builtins.list[_R]], AsyncWatch[_R]],
-        *,
-        on_add: Handler | None = None,
-        on_update: Handler | None = None,
-        on_delete: Handler | None = None,
-        resync_seconds: float | None = None,
-    ) -> None:
-        self._watch_from: Callable[[builtins.list[_R]], AsyncWatch[_R]] = watch
-        self._cache: InformerCache[_R] = InformerCache()
-        self._handlers = _Handlers()
-        self._handlers.add(on_add, on_update, on_delete)
-        self._resync_seconds = resync_seconds
-        self._synced = asyncio.Event()
-        self._dispatching = asyncio.Lock()
-        self._stopping = False
-        self._tasks: list[asyncio.Task[None]] = []
-        self._watch: AsyncWatch[_R] | None = None
+    def is_set(self) -> bool: ...
+
+
+class _CacheView(Generic[_R]):
+    """What both informers answer from their cache, and their handlers."""
+
+    _cache: InformerCache[_R]
+    _handlers: _Handlers
+    _synced: _Flag
 
     def add_handlers(
         self,
@@ -179,6 +169,32 @@ class AsyncInformer(Generic[_R]):
     def list(self) -> builtins.list[_R]:
         """Every cached object."""
         return self._cache.objects()
+
+
+class AsyncInformer(_CacheView[_R]):
+    """An informer on the event loop: handlers run on it, in the order of the changes."""
+
+    _synced: asyncio.Event
+
+    def __init__(
+        self,
+        watch: Callable[[builtins.list[_R]], AsyncWatch[_R]],
+        *,
+        on_add: Handler | None = None,
+        on_update: Handler | None = None,
+        on_delete: Handler | None = None,
+        resync_seconds: float | None = None,
+    ) -> None:
+        self._watch_from: Callable[[builtins.list[_R]], AsyncWatch[_R]] = watch
+        self._cache: InformerCache[_R] = InformerCache()
+        self._handlers = _Handlers()
+        self._handlers.add(on_add, on_update, on_delete)
+        self._resync_seconds = resync_seconds
+        self._synced = asyncio.Event()
+        self._dispatching = asyncio.Lock()
+        self._stopping = False
+        self._tasks: list[asyncio.Task[None]] = []
+        self._watch: AsyncWatch[_R] | None = None
 
     def start(self) -> None:
         """Start watching (and resyncing) in tasks of the running loop."""
@@ -258,8 +274,10 @@ class AsyncInformer(Generic[_R]):
             await self._dispatch(self._cache.resync())
 
 
-class Informer(Generic[_R]):
+class Informer(_CacheView[_R]):
     """An informer in a thread of its own: handlers run in that thread, in order."""
+
+    _synced: threading.Event
 
     def __init__(
         self,
@@ -280,34 +298,6 @@ class Informer(Generic[_R]):
         self._dispatching = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._watch: Watch[_R] | None = None
-
-    def add_handlers(
-        self,
-        *,
-        on_add: Handler | None = None,
-        on_update: Handler | None = None,
-        on_delete: Handler | None = None,
-    ) -> None:
-        """Add handlers (before :meth:`start`: they also see the first list)."""
-        self._handlers.add(on_add, on_update, on_delete)
-
-    @property
-    def has_synced(self) -> bool:
-        """Whether the objects that existed at the start are in the cache."""
-        return self._synced.is_set()
-
-    @property
-    def resource_version(self) -> str:
-        """The resourceVersion the cache is at."""
-        return self._cache.resource_version
-
-    def get(self, name: str) -> _R | None:
-        """The cached object of that name."""
-        return self._cache.get(name)
-
-    def list(self) -> builtins.list[_R]:
-        """Every cached object."""
-        return self._cache.objects()
 
     def start(self) -> None:
         """Start watching (and resyncing) in threads of their own."""
