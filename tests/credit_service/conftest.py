@@ -108,3 +108,16 @@ async def mint(client: httpx.AsyncClient, user_id: str, amount: int, key: str) -
     )
     assert response.status_code == 200, response.text
     return response
+
+
+async def transfer(
+    client: httpx.AsyncClient, from_user_id: str, to_user_id: str, amount: int, key: str = "t"
+) -> httpx.Response:
+    """``POST /v1/transfers`` as a service; the answer, whatever it is."""
+    body = {
+        "from_user_id": from_user_id,
+        "to_user_id": to_user_id,
+        "amount": amount,
+        "idempotency_key": key,
+    }
+    return await client.post("/v1/transfers", json=body, headers=AUTH)

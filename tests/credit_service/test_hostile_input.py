@@ -15,6 +15,7 @@ from tests.credit_service.conftest import (
     assert_ledger_consistent,
     mint,
     read_ledger_state,
+    transfer,
 )
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
@@ -164,16 +165,7 @@ class TestMaximumBalance:
         await mint(client, "whale", 1, "m-1")
         await mint(client, "payer", 100, "m-2")
         assert _post_directly(credit_settings, "whale", MAX_BALANCE - 1)
-        response = await client.post(
-            "/v1/transfers",
-            json={
-                "from_user_id": "payer",
-                "to_user_id": "whale",
-                "amount": 1,
-                "idempotency_key": "t-1",
-            },
-            headers=AUTH,
-        )
+        response = await transfer(client, "payer", "whale", 1, "t-1")
         assert response.status_code == 409
         assert response.json()["error"]["code"] == "balance_limit_exceeded"
         state = read_ledger_state(str(credit_settings.database_url))

@@ -19,6 +19,7 @@ from tests.credit_service.conftest import (
     assert_ledger_consistent,
     mint,
     read_ledger_state,
+    transfer,
 )
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
@@ -133,16 +134,7 @@ class TestTransfer:
     ) -> None:
         await mint(client, "alice", 1_000, "m1")
         await mint(client, "bob", 10, "m2")
-        response = await client.post(
-            "/v1/transfers",
-            json={
-                "from_user_id": "alice",
-                "to_user_id": "bob",
-                "amount": 300,
-                "idempotency_key": "t",
-            },
-            headers=AUTH,
-        )
+        response = await transfer(client, "alice", "bob", 300)
         assert response.status_code == 200
         assert response.json()["from_account"]["balance"] == 700
         assert response.json()["to_account"]["balance"] == 310
@@ -240,16 +232,7 @@ class TestTransfer:
     ) -> None:
         await mint(client, "alice", 100, "m1")
         await mint(client, "bob", 0 + 1, "m2")
-        response = await client.post(
-            "/v1/transfers",
-            json={
-                "from_user_id": "alice",
-                "to_user_id": "bob",
-                "amount": 101,
-                "idempotency_key": "t",
-            },
-            headers=AUTH,
-        )
+        response = await transfer(client, "alice", "bob", 101)
         assert response.status_code == 402
         assert read_ledger_state(str(credit_settings.database_url)).balances == {
             "alice": 100,
@@ -258,31 +241,13 @@ class TestTransfer:
 
     async def test_transfer_to_an_unknown_user_is_404(self, client: httpx.AsyncClient) -> None:
         await mint(client, "alice", 100, "m1")
-        response = await client.post(
-            "/v1/transfers",
-            json={
-                "from_user_id": "alice",
-                "to_user_id": "ghost",
-                "amount": 1,
-                "idempotency_key": "t",
-            },
-            headers=AUTH,
-        )
+        response = await transfer(client, "alice", "ghost", 1)
         assert response.status_code == 404
         assert response.json()["error"]["user_id"] == "ghost"
 
     async def test_transfer_to_oneself_is_422(self, client: httpx.AsyncClient) -> None:
         await mint(client, "alice", 100, "m1")
-        response = await client.post(
-            "/v1/transfers",
-            json={
-                "from_user_id": "alice",
-                "to_user_id": "alice",
-                "amount": 1,
-                "idempotency_key": "t",
-            },
-            headers=AUTH,
-        )
+        response = await transfer(client, "alice", "alice", 1)
         assert response.status_code == 422
         assert response.json()["error"]["code"] == "invalid_request"
         assert [item["field"] for item in response.json()["error"]["fields"]] == ["to_user_id"]
