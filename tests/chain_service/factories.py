@@ -90,6 +90,7 @@ def wait_anchored(
     deadline = time.monotonic() + timeout_s
     while True:
         answer = client.get(f"/v1/batches/{batch_id}")
+        assert answer.status_code == 200, answer.text
         batch = BatchResponse.model_validate_json(answer.content)
         if batch.anchor is not None:
             return batch

@@ -16,11 +16,17 @@ from sqlalchemy import text
 from chain_service.node import LocalNode
 from chain_service.signing import SigningKey, load_signing_key
 from gridweave_cli.exit_codes import ExitCode
-from tests.chain_service.factories import chain_settings, running_chain, seal, tampering
+from tests.chain_service.factories import (
+    chain_settings,
+    running_chain,
+    seal,
+    tampering,
+    wait_anchored,
+)
 from tests.cli.helpers import Invoke, as_user, json_of
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer, User
-from tests.platform_service.receipt_factories import settled_job, wait_anchored
+from tests.platform_service.receipt_factories import RECEIPT_DEADLINE_S, settled_job
 from tests.support.cometbft import single_node, started_or_skip
 from tests.support.credit_server import CreditServer
 
@@ -82,7 +88,7 @@ def _anchored_job(
     user: User,
 ) -> str:
     job_id = settled_job(platform, gateway, chain, user)
-    wait_anchored(chain, seal(chain).batch_id)
+    wait_anchored(chain, seal(chain).batch_id, timeout_s=RECEIPT_DEADLINE_S)
     return job_id
 
 

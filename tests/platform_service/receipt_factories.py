@@ -11,13 +11,13 @@ import time
 
 import httpx
 
-from gridweave_clients.chain.models import BatchResponse, SubjectReceiptsResponse
+from gridweave_clients.chain.models import SubjectReceiptsResponse
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer, User, submit_body
 
-__all__ = ["RECEIPT_DEADLINE_S", "settled_job", "submitted_job", "wait_anchored", "wait_receipt"]
+__all__ = ["RECEIPT_DEADLINE_S", "settled_job", "submitted_job", "wait_receipt"]
 
-#: How long a receipt (or an anchor) may take to arrive before a test fails.
+#: How long a receipt may take to arrive before a test fails.
 RECEIPT_DEADLINE_S = 60.0
 
 
@@ -51,16 +51,3 @@ def settled_job(
     gateway.crd.set_job_completed(job_id, 2.5)
     wait_receipt(chain, job_id)
     return job_id
-
-
-def wait_anchored(chain: httpx.Client, batch_id: int) -> BatchResponse:
-    """The batch once its anchor in CometBFT is stored."""
-    deadline = time.monotonic() + RECEIPT_DEADLINE_S
-    while True:
-        response = chain.get(f"/v1/batches/{batch_id}")
-        assert response.status_code == 200, response.text
-        batch = BatchResponse.model_validate_json(response.content)
-        if batch.anchor is not None:
-            return batch
-        assert time.monotonic() < deadline, f"batch {batch_id} never anchored"
-        time.sleep(0.05)
