@@ -8,7 +8,7 @@ PY_SOURCES := gridweave_controller gridweave_runtime gridweave_clients kuberay_s
 # Only the folders that exist: the layout grows issue by issue.
 CHECK_PATHS = $(wildcard $(PY_SOURCES))
 
-.PHONY: help install up kubeapi cometbft registry lint typecheck layers shellcheck chromium web-deps web-schema web-schema-check web-build web pytest test bench clean
+.PHONY: help install up kubeapi cometbft registry vllm lint typecheck layers shellcheck chromium web-deps web-schema web-schema-check web-build web pytest test bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -37,6 +37,11 @@ cometbft:  ## build CometBFT for the audit-chain tests (pinned in tools/cometbft
 registry:  ## build the image registry and the crane and oras clients its tests drive (pinned in tools/registry*, cached outside the repo)
 	@{ tools/registry/build.sh >/dev/null && tools/registry-clients/build.sh >/dev/null; } || { \
 		echo "*** the image registry or its clients could not be built: the registry tests will skip"; \
+		[ "$$CI" != "true" ]; }
+
+vllm:  ## build the virtualenv of vLLM's CPU build for the vllm endpoint tests (pinned in tools/vllm, cached outside the repo)
+	@tools/vllm/build.sh >/dev/null || { \
+		echo "*** vLLM's virtualenv could not be built: the vllm endpoint tests will skip"; \
 		[ "$$CI" != "true" ]; }
 
 lint: install  ## ruff lint and format check
@@ -90,12 +95,12 @@ web: web-deps web-schema-check chromium  ## the dashboard: typecheck, component 
 	cd web && node_modules/.bin/vitest run
 	cd web && node_modules/.bin/vite build --logLevel warn
 
-pytest: install kubeapi cometbft registry  ## the test suite (real apiserver and PostgreSQL included)
+pytest: install kubeapi cometbft registry vllm  ## the test suite (real apiserver and PostgreSQL included)
 	$(BIN)/pytest
 
 test: lint typecheck layers shellcheck web pytest  ## everything CI runs
 
-bench: install kubeapi cometbft registry  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
+bench: install kubeapi cometbft registry vllm  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python -m bench.$$(basename $$b .py) || exit 1; done
 
 clean:  ## remove the virtualenv and caches (not the apiserver build cache)

@@ -51,6 +51,7 @@ from job_gateway.endpoints import serve_control
 from job_gateway.endpoints.replica import STATS_PATH, ReplicaConfig
 from job_gateway.endpoints.serve_control import AppState
 from job_gateway.endpoints.settings import EndpointSettings
+from job_gateway.endpoints.vllm_config import vllm_launch
 from job_gateway.execution.devices import visible_devices
 from job_gateway.inventory import Inventory
 
@@ -359,15 +360,23 @@ class EndpointReconciler:
     async def _deploy(self, endpoint: Endpoint) -> None:
         node, indices = self._placement(endpoint)
         spec = endpoint.spec
+        inventory = self._inventory()
         config = ReplicaConfig(
             endpoint_id=endpoint.name,
             mode=spec.mode,
             storage=self.storage,
             key_digest=self._key_digest,
-            devices=visible_devices(self._inventory(), node, indices, spec.vendor),
+            devices=visible_devices(inventory, node, indices, spec.vendor),
             model=spec.model,
             model_ref=spec.model_ref,
             function_ref=spec.function_ref,
+            vllm=(
+                vllm_launch(
+                    self.settings, inventory, node=node, indices=indices, vram_mb=spec.vram_mb
+                )
+                if spec.mode == "vllm"
+                else None
+            ),
         )
         self._replicas.pop(endpoint.name, None)
         self._deployed[endpoint.name] = (node, indices, time.monotonic())

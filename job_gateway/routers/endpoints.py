@@ -32,7 +32,10 @@ CurrentGateway = Annotated[Gateway, Depends(state_dependency("gateway", Gateway)
 async def create_endpoint(body: CreateEndpointRequest, gateway: CurrentGateway) -> EndpointResponse:
     """Create the endpoint in Pending (422 naming the field, 409 for a taken id)."""
     endpoint = await endpoints.create_endpoint(
-        crd=gateway.crd, scheduler=gateway.scheduler, request=body
+        crd=gateway.crd,
+        scheduler=gateway.scheduler,
+        request=body,
+        endpoint_settings=gateway.endpoint_settings,
     )
     return endpoints.endpoint_response(endpoint)
 

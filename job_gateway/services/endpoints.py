@@ -36,6 +36,8 @@ from gridweave_controller.phases import (
     endpoint_is_replaceable,
 )
 from gridweave_runtime.errors import InvalidRequest
+from job_gateway.endpoints.settings import EndpointSettings
+from job_gateway.endpoints.vllm_config import vllm_refusal
 from job_gateway.errors import (
     ClusterUnavailable,
     EndpointAlreadyExists,
@@ -134,23 +136,25 @@ async def create_endpoint(
     crd: AsyncClientBase,
     scheduler: Scheduler,
     request: CreateEndpointRequest,
+    endpoint_settings: EndpointSettings,
 ) -> Endpoint:
-    """Create the endpoint in Pending; 422 naming the field when it could never run here.
+    """Create the endpoint in Pending; 422 naming the field when it could never run here
+    (mode vllm: see ``vllm_refusal``).
 
     An endpoint of the id that exists is a 409, unless ``replace_ended`` asks to replace it
     and it is Failed or Stopped other than Idle: its object is then deleted and this one
     created (the platform settled its billing first).
     """
     if request.mode == "vllm":
-        if not any(not gpu.simulated for node in scheduler.inventory.nodes for gpu in node.gpus):
+        refusal = vllm_refusal(endpoint_settings, scheduler.inventory)
+        if refusal is not None:
+            raise InvalidRequest("mode", refusal)
+        if request.model_ref is None and not (request.model or "").startswith("/"):
             raise InvalidRequest(
-                "mode",
-                "vllm needs a real GPU and this cluster has none; use mode transformers on CPU",
+                "model_ref",
+                "vllm serves a model directory and asks no model hub: give model_ref (a local "
+                "path or an object-storage URI)",
             )
-        # refused here rather than placed, deployed and failed: no replica serves it yet
-        raise InvalidRequest(
-            "mode", "vllm is not served by this release; use mode transformers (GPUs too)"
-        )
     if request.min_replicas > request.max_replicas:
         raise InvalidRequest(
             "min_replicas",

@@ -19,8 +19,9 @@ _CORPUS = [
 ]
 
 
-def tiny_gpt2(directory: Path) -> Path:
-    """A tiny GPT-2 and its tokenizer saved in ``directory`` (made if missing)."""
+def tiny_gpt2(directory: Path, *, n_embd: int = 32) -> Path:
+    """A tiny GPT-2 and its tokenizer saved in ``directory`` (made if missing); vLLM's CPU
+    build needs ``n_embd=64`` (its attention has no 16-wide heads)."""
     from tokenizers import ByteLevelBPETokenizer
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
@@ -39,7 +40,7 @@ def tiny_gpt2(directory: Path) -> Path:
     config = GPT2Config(
         vocab_size=len(tokenizer),
         n_positions=256,
-        n_embd=32,
+        n_embd=n_embd,
         n_layer=2,
         n_head=2,
         bos_token_id=tokenizer.eos_token_id,
