@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.kubeapi import KubeAPI, KubeAPIUnavailable, kube_api, namespace_for_test
-from tests.support.unavailable import fail_or_skip
+from tests.support.unavailable import entered_or_skip
 
 pytest_plugins: list[str] = [
     "tests.support.postgres_fixtures",
@@ -21,15 +21,8 @@ pytest_plugins: list[str] = [
 @pytest.fixture(scope="session")
 def kubeapi() -> Iterator[KubeAPI]:
     """A real Kubernetes API server with the Gridweave CRDs installed (session scope)."""
-    try:
-        context = kube_api()
-        api = context.__enter__()
-    except KubeAPIUnavailable as exc:
-        fail_or_skip("Kubernetes API server", exc)
-    try:
+    with entered_or_skip("Kubernetes API server", kube_api(), KubeAPIUnavailable) as api:
         yield api
-    finally:
-        context.__exit__(None, None, None)
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ from tests.contract.watch_transports import (
 )
 from tests.support.compacting_kubeapi import CompactingKubeAPI, compacting_kube_api
 from tests.support.kubeapi import KubeAPIUnavailable
-from tests.support.unavailable import fail_or_skip
+from tests.support.unavailable import entered_or_skip
 
 
 @pytest.fixture(params=WATCH_TRANSPORTS)
@@ -62,15 +62,8 @@ def proxied(request: pytest.FixtureRequest) -> Iterator[WatchTransport]:
 @pytest.fixture(scope="module")
 def compacting_api() -> Iterator[CompactingKubeAPI]:
     """An apiserver whose watches answer 410 once etcd compacted their resourceVersion."""
-    try:
-        context = compacting_kube_api()
-        api = context.__enter__()
-    except KubeAPIUnavailable as exc:
-        fail_or_skip("Kubernetes API server", exc)
-    try:
+    with entered_or_skip("Kubernetes API server", compacting_kube_api(), KubeAPIUnavailable) as api:
         yield api
-    finally:
-        context.__exit__(None, None, None)
 
 
 @pytest.fixture(params=WATCH_TRANSPORTS)

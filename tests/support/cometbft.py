@@ -18,7 +18,7 @@ from chain_service.node import (
     node_id,
 )
 from tests.support.http_server import free_port
-from tests.support.unavailable import fail_or_skip
+from tests.support.unavailable import entered_or_skip
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -47,18 +47,10 @@ def cometbft_binary() -> Path:
     return binary
 
 
-@contextmanager
-def started_or_skip(context: AbstractContextManager[T]) -> Iterator[T]:
+def started_or_skip(context: AbstractContextManager[T]) -> AbstractContextManager[T]:
     """``context`` (a node or a network) entered for the block; CometBFT unavailable fails
-    the run under CI=true, else skips (``fail_or_skip``)."""
-    try:
-        started = context.__enter__()
-    except CometBFTUnavailable as exc:
-        fail_or_skip("CometBFT", exc)
-    try:
-        yield started
-    finally:
-        context.__exit__(None, None, None)
+    the run under CI=true, else skips."""
+    return entered_or_skip("CometBFT", context, CometBFTUnavailable)
 
 
 @contextmanager

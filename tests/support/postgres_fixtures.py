@@ -13,21 +13,14 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.postgres import PostgresTestServer, PostgresUnavailable, start_test_postgres
-from tests.support.unavailable import fail_or_skip
+from tests.support.unavailable import entered_or_skip
 
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresTestServer]:
     """A real PostgreSQL server for the whole test session."""
-    try:
-        context = start_test_postgres()
-        server = context.__enter__()
-    except PostgresUnavailable as exc:
-        fail_or_skip("PostgreSQL", exc)
-    try:
+    with entered_or_skip("PostgreSQL", start_test_postgres(), PostgresUnavailable) as server:
         yield server
-    finally:
-        context.__exit__(None, None, None)
 
 
 @pytest.fixture
