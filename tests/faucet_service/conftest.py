@@ -15,11 +15,15 @@ from tests.support.postgres import PostgresTestServer
 @pytest.fixture(scope="module")
 def faucet_database(postgres: PostgresTestServer) -> Iterator[str]:
     """An empty database for faucet_service, shared by one test module."""
-    url = postgres.create_database("gwfaucet")
-    try:
+    with postgres.database("gwfaucet") as url:
         yield url
-    finally:
-        postgres.drop_database(url)
+
+
+@pytest.fixture
+def strict_database(postgres: PostgresTestServer) -> Iterator[str]:
+    """A fresh faucet database of one test, for a faucet with low limits."""
+    with postgres.database("gwfaucet") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

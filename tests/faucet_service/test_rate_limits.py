@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.faucet_service.factories import (
     faucet_settings,
@@ -16,17 +14,6 @@ from tests.faucet_service.factories import (
     unique,
 )
 from tests.support.credit_server import CreditServer
-from tests.support.postgres import PostgresTestServer
-
-
-@pytest.fixture
-def strict_database(postgres: PostgresTestServer) -> Iterator[str]:
-    """A fresh faucet database for a faucet with low limits."""
-    url = postgres.create_database("gwfaucet")
-    try:
-        yield url
-    finally:
-        postgres.drop_database(url)
 
 
 def _sign_up(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,7 +19,6 @@ from tests.faucet_service.factories import (
     wrong_code,
 )
 from tests.support.credit_server import CreditServer
-from tests.support.postgres import PostgresTestServer
 
 
 def send_code(
@@ -134,16 +132,6 @@ class TestSignInCodes:
             faucet.base_url.join("/v1/signins"), json={"email": "a@example.com", "user_id": "u"}
         )
         assert response.status_code == 401
-
-
-@pytest.fixture
-def strict_database(postgres: PostgresTestServer) -> Iterator[str]:
-    """A fresh faucet database for a faucet with low limits."""
-    url = postgres.create_database("gwfaucet")
-    try:
-        yield url
-    finally:
-        postgres.drop_database(url)
 
 
 class TestSignInRateLimits:
