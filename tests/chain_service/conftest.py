@@ -18,11 +18,8 @@ from tests.support.postgres import PostgresTestServer
 @pytest.fixture
 def chain_database(postgres: PostgresTestServer) -> Iterator[str]:
     """An empty database for chain_service, one per test (chains start at seq 1)."""
-    url = postgres.create_database("gwchain")
-    try:
+    with postgres.database("gwchain") as url:
         yield url
-    finally:
-        postgres.drop_database(url)
 
 
 @pytest.fixture
