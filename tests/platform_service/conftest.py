@@ -38,11 +38,8 @@ from tests.support.postgres import PostgresTestServer
 @pytest.fixture(scope="module")
 def platform_database(postgres: PostgresTestServer) -> Iterator[str]:
     """An empty database for platform_service, shared by one test module."""
-    url = postgres.create_database("gwplatform")
-    try:
+    with postgres.database("gwplatform") as url:
         yield url
-    finally:
-        postgres.drop_database(url)
 
 
 @pytest.fixture(scope="module")
@@ -64,22 +61,18 @@ def gateway(
 @pytest.fixture(scope="module")
 def node_registry(postgres: PostgresTestServer) -> Iterator[Registry]:
     """The real kuberay-service with its node registry (join keys, nodes) on PostgreSQL."""
-    url = postgres.create_database("gwkuberay")
-    try:
-        with serve_registry(url, internal_token=INTERNAL_TOKEN) as served:
-            yield served
-    finally:
-        postgres.drop_database(url)
+    with (
+        postgres.database("gwkuberay") as url,
+        serve_registry(url, internal_token=INTERNAL_TOKEN) as served,
+    ):
+        yield served
 
 
 @pytest.fixture(scope="module")
 def chain_database(postgres: PostgresTestServer) -> Iterator[str]:
     """An empty database for chain_service, shared by one test module."""
-    url = postgres.create_database("gwchain")
-    try:
+    with postgres.database("gwchain") as url:
         yield url
-    finally:
-        postgres.drop_database(url)
 
 
 @pytest.fixture(scope="module")
@@ -121,13 +114,10 @@ def faucet(
     postgres: PostgresTestServer, credit: CreditServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[httpx.Client]:
     """The real faucet_service minting through the real credit_service."""
-    url = postgres.create_database("gwfaucet")
-    settings = faucet_settings(url, credit.url, state_dir=tmp_path_factory.mktemp("faucet"))
-    try:
+    with postgres.database("gwfaucet") as url:
+        settings = faucet_settings(url, credit.url, state_dir=tmp_path_factory.mktemp("faucet"))
         with running_faucet(settings) as client:
             yield client
-    finally:
-        postgres.drop_database(url)
 
 
 @pytest.fixture(scope="module")
