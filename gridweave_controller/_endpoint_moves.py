@@ -151,6 +151,36 @@ def running(
     )
 
 
+def _leaving(
+    phase: EndpointPhase,
+    status: Mapping[str, Any],
+    target: EndpointPhase,
+    *,
+    reason: str,
+    message: str,
+    now: datetime,
+    fields: Mapping[str, Any],
+) -> StatusChange:
+    """A move that ends the deployment (stopped, failed, back to placement): no ready
+    replica, health unknown, the reason; a run that was Running adds its seconds to
+    ``billedSeconds``. ``fields``: what the target writes besides."""
+    return StatusChange(
+        fields={
+            **fields,
+            "phase": target.value,
+            "readyReplicas": 0,
+            "health": "Unknown",
+            "reason": reason,
+            "message": message or None,
+            **_billed_run(phase, status, now),
+        },
+        conditions=(
+            ConditionUpdate(READY, _FALSE, reason, message),
+            ConditionUpdate(HEALTHY, _UNKNOWN, reason, "", only_if_present=True),
+        ),
+    )
+
+
 def _ended(
     name: str,
     status: Mapping[str, Any],
@@ -162,21 +192,9 @@ def _ended(
     phase = current_phase(status)
     if not check_endpoint_move(name, phase, target):
         return None
-    fields: dict[str, Any] = {
-        "phase": target.value,
-        "stoppedAt": format_precise_timestamp(now),
-        "readyReplicas": 0,
-        "health": "Unknown",
-        "reason": reason,
-        "message": message or None,
-    }
-    fields.update(_billed_run(phase, status, now))
-    return StatusChange(
-        fields=fields,
-        conditions=(
-            ConditionUpdate(READY, _FALSE, reason, message),
-            ConditionUpdate(HEALTHY, _UNKNOWN, reason, "", only_if_present=True),
-        ),
+    stopped_at = {"stoppedAt": format_precise_timestamp(now)}
+    return _leaving(
+        phase, status, target, reason=reason, message=message, now=now, fields=stopped_at
     )
 
 
@@ -195,24 +213,21 @@ def pending(
     if not check_endpoint_move(name, phase, EndpointPhase.PENDING):
         return None
     ran = phase is EndpointPhase.RUNNING and status.get("startedAt") is not None
-    return StatusChange(
-        fields={
-            **(_previous_run(phase, status, now) if ran else {}),
-            "phase": EndpointPhase.PENDING.value,
-            "node": None,
-            "gpuIndices": None,
-            "url": None,
-            "readyReplicas": 0,
-            "health": "Unknown",
-            "stoppedAt": format_precise_timestamp(now) if ran else None,
-            "reason": reason,
-            "message": message or None,
-            **_billed_run(phase, status, now),
-        },
-        conditions=(
-            ConditionUpdate(READY, _FALSE, reason, message),
-            ConditionUpdate(HEALTHY, _UNKNOWN, reason, "", only_if_present=True),
-        ),
+    unplaced = {
+        **(_previous_run(phase, status, now) if ran else {}),
+        "node": None,
+        "gpuIndices": None,
+        "url": None,
+        "stoppedAt": format_precise_timestamp(now) if ran else None,
+    }
+    return _leaving(
+        phase,
+        status,
+        EndpointPhase.PENDING,
+        reason=reason,
+        message=message,
+        now=now,
+        fields=unplaced,
     )
 
 
