@@ -182,7 +182,8 @@ def measure(args: argparse.Namespace) -> Figures:
     for part in ("credit", "gateway", "platform"):
         (workdir / part).mkdir()
     try:
-        model_dir = tiny_gpt2(workdir / "tiny-gpt2")
+        # under the platform's default model root (GRIDWEAVE_STATE_DIR/models)
+        model_dir = tiny_gpt2(workdir / "platform" / "models" / "tiny-gpt2")
         with serving_stack(workdir) as (platform_url, api_key, gateway):
             gw.configure(url=platform_url, api_key=api_key)
             return _measure(args, api_key, gateway, model_dir)
