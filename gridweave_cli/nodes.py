@@ -1,4 +1,5 @@
-"""``gridweave nodes``: every node's GPUs with their used and free VRAM drawn as bars."""
+"""``gridweave nodes``: every node's GPUs with their held and free VRAM drawn as bars, the
+VRAM measured in use, and what holds it."""
 
 from __future__ import annotations
 
@@ -11,16 +12,18 @@ from gridweave_cli._errors import handle_errors
 from gridweave_cli._help import add_commands
 from gridweave_cli._output import JsonFlag, emit_json, mib_text, stdout
 from gridweave_cli._platform import platform_client
-from gridweave_clients.gateway.models import InventoryResponse
+from gridweave_clients.gateway.models import InventoryGpuResponse, InventoryResponse
 
-__all__ = ["nodes", "nodes_table", "register", "vram_bar"]
+__all__ = ["holders_text", "nodes", "nodes_table", "register", "vram_bar"]
 
 BAR_WIDTH = 24
 
 
 @handle_errors
 def nodes(json_output: JsonFlag = False) -> None:
-    """Show the platform's nodes and GPUs: VRAM used (held by jobs and endpoints) and free.
+    """Show the platform's nodes and GPUs: VRAM held by jobs and endpoints, free, measured in
+    use (`-` where not measured: AMD, declared and simulated GPUs), and what holds it (every
+    holder for an admin, your own jobs and endpoints otherwise).
 
     A GPU marked `simulated` is a declared stand-in, not a real device; a node not ready or
     a cordoned GPU takes no new work.
@@ -40,7 +43,7 @@ def nodes(json_output: JsonFlag = False) -> None:
 
 
 def vram_bar(held_mb: int, vram_mb: int, *, width: int = BAR_WIDTH) -> Text:
-    """Used VRAM as full blocks, free as light shade: readable without colours too."""
+    """Held VRAM as full blocks, free as light shade: readable without colours too."""
     used = 0 if vram_mb <= 0 else min(width, round(width * held_mb / vram_mb))
     if held_mb > 0:
         used = max(used, 1)  # a little held still shows
@@ -51,9 +54,20 @@ def vram_bar(held_mb: int, vram_mb: int, *, width: int = BAR_WIDTH) -> Text:
     return bar
 
 
+def holders_text(gpu: InventoryGpuResponse) -> str:
+    """What holds the GPU's VRAM: ``kind name (MiB)``, largest first, as the API lists them."""
+    return ", ".join(
+        f"{holder.kind} {escape(holder.display_name or holder.name)} ({mib_text(holder.vram_mb)})"
+        for holder in gpu.allocations
+    )
+
+
 def nodes_table(inventory: InventoryResponse) -> Table:
-    """One row per GPU: node, index and vendor, model, the bar, used / total, free, marks."""
-    table = Table("node", "GPU", "model", "VRAM used", "", "free", "", box=None)
+    """One row per GPU: node, index and vendor, model, the bar, held / total, free, measured
+    in use, marks and holders."""
+    table = Table(
+        "node", "GPU", "model", "VRAM held", "", "free", "in use", "", "held by", box=None
+    )
     for node in inventory.nodes:
         state = "" if node.ready else " [red](not ready)[/]"
         for position, gpu in enumerate(node.gpus):
@@ -69,10 +83,12 @@ def nodes_table(inventory: InventoryResponse) -> Table:
                 vram_bar(gpu.held_mb, gpu.vram_mb),
                 f"{mib_text(gpu.held_mb)} / {mib_text(gpu.vram_mb)}",
                 mib_text(gpu.free_mb),
+                "-" if gpu.used_mb is None else mib_text(gpu.used_mb),
                 " ".join(marks),
+                holders_text(gpu),
             )
         if not node.gpus:
-            table.add_row(escape(node.name) + state, "-", "no GPUs", "", "", "", "")
+            table.add_row(escape(node.name) + state, "-", "no GPUs", "", "", "", "", "", "")
     return table
 
 

@@ -128,6 +128,14 @@ class TestConfigWriter:
 
 class TestDrawing:
     def test_nodes_mark_simulated_and_cordoned_gpus(self) -> None:
+        holder = {
+            "kind": "endpoint",
+            "name": "ep-1a2b",
+            "display_name": "chat",
+            "user_id": "u1",
+            "owner": "u1",
+            "vram_mb": 12288,
+        }
         inventory = InventoryResponse.model_validate(
             {
                 "nodes": [
@@ -135,8 +143,8 @@ class TestDrawing:
                         "name": "box",
                         "ready": True,
                         "gpus": [
-                            _gpu(0, held=12288, simulated=True),
-                            _gpu(1, held=0, schedulable=False),
+                            _gpu(0, held=12288, simulated=True, allocations=[holder]),
+                            _gpu(1, held=0, schedulable=False, used=3072),
                         ],
                     },
                     {"name": "gone", "ready": False, "gpus": []},
@@ -149,6 +157,10 @@ class TestDrawing:
         assert "simulated" in rows[1] and "cordoned" not in rows[1]
         assert "cordoned" in rows[2] and "simulated" not in rows[2]
         assert "12 GiB / 16 GiB" in rows[1] and "4 GiB" in rows[1]
+        assert "endpoint chat (12 GiB)" in rows[1] and "ep-1a2b" not in rows[1]
+        assert rows[0].split().count("use") == 1  # the "in use" column
+        assert "3 GiB" in rows[2]  # measured in use
+        assert "3 GiB" not in rows[1]  # not measured: shown as "-", never a number
         assert "gone (not ready)" in rows[3] and "no GPUs" in rows[3]
 
     def test_bars(self) -> None:
@@ -166,9 +178,17 @@ class TestDrawing:
 
 
 def _gpu(
-    index: int, *, held: int, simulated: bool = False, schedulable: bool = True
+    index: int,
+    *,
+    held: int,
+    simulated: bool = False,
+    schedulable: bool = True,
+    used: int | None = None,
+    allocations: list[dict[str, object]] | None = None,
 ) -> dict[str, object]:
     return {
+        "used_mb": used,
+        "allocations": allocations or [],
         "index": index,
         "vendor": "nvidia",
         "model": "Test GPU",
