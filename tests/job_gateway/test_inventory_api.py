@@ -66,11 +66,19 @@ class TestInventoryRoute:
             {
                 "kind": "endpoint",
                 "name": "ep-shared",
+                "display_name": None,  # the gateway knows endpoints by id; the platform names them
                 "user_id": "bob",
                 "owner": "bob",
                 "vram_mb": 10_000,
             },
-            {"kind": "job", "name": job_id, "user_id": "alice", "owner": "team-9", "vram_mb": 8192},
+            {
+                "kind": "job",
+                "name": job_id,
+                "display_name": None,
+                "user_id": "alice",
+                "owner": "team-9",
+                "vram_mb": 8192,
+            },
         ]
         assert (gpu["held_mb"], gpu["free_mb"]) == (18_192, 81_920 - 18_192)
         assert sum(a["vram_mb"] for a in gpu["allocations"]) == gpu["held_mb"]
