@@ -28,15 +28,14 @@ from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.gateway import AsyncGatewayClient
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, price_per_gpu_second
-from job_gateway.execution import ExecutionSettings
 from platform_service.services.endpoint_billing import EndpointBilling, over_gateway_api
-from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld
-from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
+from tests.job_gateway.execution_factories import RayWorld
+from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service import endpoint_factories
 from tests.platform_service.endpoint_factories import Greeter, tiny_gpt2
 from tests.platform_service.factories import PlatformServer, User
+from tests.sdk.serving_factories import sdk_user, serving_gateway
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
-from tests.support.http_server import free_port
 from tests.support.kubeapi import KubeAPI
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
@@ -56,18 +55,15 @@ def gateway(
 ) -> Iterator[GatewayServer]:
     """The real gateway executing on the session's Ray and serving endpoints on Ray Serve,
     probing every 0.2 s (the platform fixture uses it)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GATEWAY_SERVE_PORT", str(free_port()))
-        patch.setenv("GATEWAY_ENDPOINT_PROBE_SECONDS", "0.2")
-        with running_gateway(
-            kubeapi,
-            tmp_path_factory.mktemp("gateway-serve"),
-            inventory_yaml=INVENTORY_YAML,
-            execution=ExecutionSettings(executor_poll_seconds=0.05),
-            internal_token=INTERNAL_TOKEN,
-            metering_service_url=str(metering.base_url),
-        ) as server:
-            yield server
+    with serving_gateway(
+        ray_world,
+        kubeapi,
+        metering,
+        tmp_path_factory,
+        name="gateway-serve",
+        environment={"GATEWAY_ENDPOINT_PROBE_SECONDS": "0.2"},
+    ) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -78,14 +74,8 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def user(platform: PlatformServer, credit: CreditServer) -> Iterator[User]:
     """A funded user as the SDK's user; the tests' classes pickled by value."""
-    funded = platform.new_user()
-    credit.fund(funded.user_id, FUNDS)
-    gw.configure(url=platform.url, api_key=funded.key)
-    cloudpickle.register_pickle_by_value(endpoint_factories)
-    try:
+    with sdk_user(platform, credit, FUNDS) as funded:
         yield funded
-    finally:
-        cloudpickle.unregister_pickle_by_value(endpoint_factories)
 
 
 @contextmanager

@@ -17,20 +17,17 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import cloudpickle
 import httpx
 import openai
 import pytest
 
 import gridweave as gw
-from job_gateway.execution import ExecutionSettings
-from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld
-from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
-from tests.platform_service import endpoint_factories
+from tests.job_gateway.execution_factories import RayWorld
+from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.endpoint_factories import tiny_gpt2
 from tests.platform_service.factories import PlatformServer, User
-from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
-from tests.support.http_server import free_port
+from tests.sdk.serving_factories import sdk_user, serving_gateway
+from tests.support.credit_server import CreditServer
 from tests.support.kubeapi import KubeAPI
 from tests.support.unavailable import fail_or_skip
 from tests.support.vllm import VllmUnavailable, find_vllm_python
@@ -59,22 +56,21 @@ def gateway(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[GatewayServer]:
     """The real gateway serving endpoints on Ray Serve, vllm on CPU from vLLM's virtualenv."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GATEWAY_SERVE_PORT", str(free_port()))
-        patch.setenv("GATEWAY_ENDPOINT_PROBE_SECONDS", "0.5")
-        patch.setenv("GATEWAY_ENDPOINT_DEPLOY_TIMEOUT_SECONDS", str(START_S))
-        patch.setenv("GATEWAY_VLLM_PYTHON", vllm_python)
-        patch.setenv("GATEWAY_VLLM_ALLOW_CPU", "true")
-        patch.setenv("GATEWAY_VLLM_ARGS", VLLM_ARGS)
-        with running_gateway(
-            kubeapi,
-            tmp_path_factory.mktemp("gateway-vllm"),
-            inventory_yaml=INVENTORY_YAML,
-            execution=ExecutionSettings(executor_poll_seconds=0.05),
-            internal_token=INTERNAL_TOKEN,
-            metering_service_url=str(metering.base_url),
-        ) as server:
-            yield server
+    with serving_gateway(
+        ray_world,
+        kubeapi,
+        metering,
+        tmp_path_factory,
+        name="gateway-vllm",
+        environment={
+            "GATEWAY_ENDPOINT_PROBE_SECONDS": "0.5",
+            "GATEWAY_ENDPOINT_DEPLOY_TIMEOUT_SECONDS": str(START_S),
+            "GATEWAY_VLLM_PYTHON": vllm_python,
+            "GATEWAY_VLLM_ALLOW_CPU": "true",
+            "GATEWAY_VLLM_ARGS": VLLM_ARGS,
+        },
+    ) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -85,14 +81,8 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def user(platform: PlatformServer, credit: CreditServer) -> Iterator[User]:
     """A funded user as the SDK's user."""
-    funded = platform.new_user()
-    credit.fund(funded.user_id, 10**9)
-    gw.configure(url=platform.url, api_key=funded.key)
-    cloudpickle.register_pickle_by_value(endpoint_factories)
-    try:
+    with sdk_user(platform, credit, 10**9) as funded:
         yield funded
-    finally:
-        cloudpickle.unregister_pickle_by_value(endpoint_factories)
 
 
 def vllm_groups(model_dir: Path) -> set[int]:
