@@ -22,6 +22,7 @@ from job_gateway.scheduler.scheduler import (
     schedule,
 )
 from job_gateway.scheduler.types import (
+    REAL_GPU_BUSY,
     Allocation,
     AllocationKey,
     Decision,
@@ -32,6 +33,7 @@ from job_gateway.scheduler.types import (
     PlacementRequest,
     Policy,
     Reservation,
+    Unplaced,
     endpoint_vram_mb,
 )
 
@@ -50,8 +52,10 @@ __all__ = [
     "Placement",
     "PlacementRequest",
     "Policy",
+    "REAL_GPU_BUSY",
     "Reservation",
     "Scheduler",
+    "Unplaced",
     "endpoint_allocation",
     "endpoint_vram_mb",
     "job_allocation",

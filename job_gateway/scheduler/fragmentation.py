@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable
 from itertools import accumulate
 
-from job_gateway.scheduler._index import ACCEPTED, CapacityIndex
+from job_gateway.scheduler._index import CapacityIndex
 from job_gateway.scheduler.types import Fragmentation, PlacementRequest
 
 __all__ = ["measure_fragmentation"]
@@ -30,7 +30,7 @@ def measure_fragmentation(
     free_mb = sum(value for value in index.free if value > 0)
     shapes: Counter[tuple[int, int, tuple[int, ...]]] = Counter()
     for request in requests:
-        accepts = ACCEPTED[request.vendor]
+        accepts = index.accepts(request.vendor, request.real_gpu)
         if index.possible(request.vram_mb, request.gpu_count, accepts):
             shapes[(request.vram_mb, request.gpu_count, accepts)] += 1
     if not shapes:

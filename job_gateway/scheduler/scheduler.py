@@ -8,7 +8,8 @@ scheduler"); in short, one pass:
 1. ranks the requests: higher ``priority`` first, then earlier ``submitted_at``, then key;
 2. reports as impossible each request no node's GPUs could ever hold (the API's 422);
 3. places each other request, in rank order, on ``gpu_count`` GPUs of one vendor on one
-   node with ``vram_mb`` free on each: binpack takes the tightest GPUs that fit (exactly
+   node with ``vram_mb`` free on each (real GPUs only for ``real_gpu``, when the inventory
+   has any: the index's pools): binpack takes the tightest GPUs that fit (exactly
    for one GPU; for several, the best of the 8 tightest candidate nodes), spread the
    emptiest; ``vendor: any`` tries first the pool with more free VRAM beyond what the
    waiting vendor-specific requests want; a request that does not fit now waits, and the
@@ -27,10 +28,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from job_gateway.inventory.models import Inventory
-from job_gateway.scheduler._index import ACCEPTED, VENDOR_CODES, CapacityIndex
+from job_gateway.scheduler._index import ACCEPTED, REAL, CapacityIndex
 from job_gateway.scheduler.allocations import AllocationMap
 from job_gateway.scheduler.fragmentation import measure_fragmentation
 from job_gateway.scheduler.types import (
+    REAL_GPU_BUSY,
     AllocationKey,
     Decision,
     Fragmentation,
@@ -39,6 +41,7 @@ from job_gateway.scheduler.types import (
     PlacementRequest,
     Policy,
     Reservation,
+    Unplaced,
 )
 
 __all__ = [
@@ -53,7 +56,6 @@ __all__ = [
 DEFAULT_AGING_S = 300.0
 #: At most this many aged requests hold reservations at once (the highest ranked).
 DEFAULT_MAX_RESERVATIONS = 16
-_AMD_FIRST = (1, 0)
 
 
 def rank_key(request: PlacementRequest) -> tuple[int, float, str, str]:
@@ -103,7 +105,7 @@ class Scheduler:
 
     def check(self, request: PlacementRequest) -> Impossible | None:
         """Why no GPU in the inventory can ever hold ``request``, or None if one could."""
-        accepts = ACCEPTED[request.vendor]
+        accepts = self._index.accepts(request.vendor, request.real_gpu)
         if self._index.possible(request.vram_mb, request.gpu_count, accepts):
             return None
         return self._impossible(request, accepts)
@@ -131,35 +133,41 @@ class Scheduler:
         impossible: list[Impossible] = []
         waiting: list[PlacementRequest] = []
         kept: dict[AllocationKey, Reservation] = {}
+        unplaced: dict[AllocationKey, Unplaced] = {}
         taken: list[int] = []
-        # VRAM the vendor-specific requests still want from each pool: "any" goes first to
-        # the pool with the most free VRAM beyond it.
+        # VRAM the vendor-specific requests still want from each vendor: "any" goes first to
+        # the vendor whose pool has the most free VRAM beyond it.
         wanted = [0, 0]
         for request in ordered:
             if request.vendor != "any":
-                vendor = VENDOR_CODES[request.vendor]
-                if index.possible(request.vram_mb, request.gpu_count, (vendor,)):
-                    wanted[vendor] += request.vram_mb * request.gpu_count
+                accepts = index.accepts(request.vendor, request.real_gpu)
+                if index.possible(request.vram_mb, request.gpu_count, accepts):
+                    wanted[accepts[0] % REAL] += request.vram_mb * request.gpu_count
         try:
             for request in ordered:
                 need, count = request.vram_mb, request.gpu_count
-                accepts = ACCEPTED[request.vendor]
+                accepts = index.accepts(request.vendor, request.real_gpu)
                 if not index.possible(need, count, accepts):
                     impossible.append(self._impossible(request, accepts))
                     continue
                 if len(accepts) > 1:
                     pool = index.pool_free
-                    if pool[1] - wanted[1] > pool[0] - wanted[0]:
-                        accepts = _AMD_FIRST
+                    first, second = accepts
+                    if pool[second] - wanted[second % REAL] > pool[first] - wanted[first % REAL]:
+                        accepts = (second, first)
                 gids = index.find(need, count, accepts, spread)
                 if gids is not None:
                     index.take(gids, need)
                     taken += gids
                     if request.vendor != "any":
-                        wanted[accepts[0]] -= need * count
+                        wanted[accepts[0] % REAL] -= need * count
                     placements.append(self._placement(request, gids))
                     continue
                 waiting.append(request)
+                if accepts[0] >= REAL:
+                    why = self._real_gpu_busy(request, spread)
+                    if why is not None:
+                        unplaced[request.key] = why
                 if len(kept) < self.max_reservations and now - request.submitted_at >= self.aging_s:
                     held = self._reserve(request, accepts, previous.get(request.key))
                     if held is not None:
@@ -171,7 +179,7 @@ class Scheduler:
                         )
         finally:
             index.refresh(taken, self.allocations.held_mb)
-        return Decision(tuple(placements), tuple(impossible), tuple(waiting), kept)
+        return Decision(tuple(placements), tuple(impossible), tuple(waiting), kept, unplaced)
 
     def fragmentation(self, requests: Iterable[PlacementRequest]) -> Fragmentation:
         """Free VRAM the waiting ``requests`` cannot use (see fragmentation.py for the rule)."""
@@ -206,9 +214,21 @@ class Scheduler:
 
     def _impossible(self, request: PlacementRequest, accepts: tuple[int, ...]) -> Impossible:
         index = self._index
-        candidates = [gpu for v in accepts if (gpu := index.largest[v]) is not None]
+        candidates = [gpu for pool in accepts if (gpu := index.largest[pool]) is not None]
         largest = max(candidates, key=lambda gpu: gpu.vram_mb, default=None)
-        return Impossible(request, largest, index.most_gpus(request.vram_mb, accepts))
+        real_only = accepts[0] >= REAL
+        return Impossible(request, largest, index.most_gpus(request.vram_mb, accepts), real_only)
+
+    def _real_gpu_busy(self, request: PlacementRequest, spread: bool) -> Unplaced | None:
+        """Why ``request`` (real GPUs only) waits when a simulated GPU has room for it."""
+        if self._index.find(request.vram_mb, request.gpu_count, ACCEPTED[request.vendor], spread):
+            vendor = "" if request.vendor == "any" else f"{request.vendor} "
+            return Unplaced(
+                REAL_GPU_BUSY,
+                f"waiting for {request.gpu_count} real {vendor}GPU(s) with {request.vram_mb} "
+                "MiB free on one node: only simulated GPUs have room, and it needs a real one",
+            )
+        return None
 
     def _reserve(
         self,
@@ -224,23 +244,23 @@ class Scheduler:
         need, count, free = request.vram_mb, request.gpu_count, index.free
         endpoint_held = self.allocations.endpoint_held_mb
         best: tuple[tuple[int, int, int], list[int]] | None = None
-        for rank, by_vendor in enumerate(index.node_gids):
-            for vendor in accepts:
-                frees = index.profile[rank][vendor]  # the node's free VRAM, largest first
-                if len(frees) < count or index.node_totals[rank][vendor][count - 1] < need:
+        for rank, by_pool in enumerate(index.node_gids):
+            for pool in accepts:
+                frees = index.profile[rank][pool]  # the node's free VRAM, largest first
+                if len(frees) < count or index.node_totals[rank][pool][count - 1] < need:
                     continue
                 # Bounds from the k largest free: the exact deficit below is never smaller.
                 if best is not None:
-                    if (need - frees[count - 1], rank, vendor) >= best[0]:
+                    if (need - frees[count - 1], rank, pool) >= best[0]:
                         continue
                     bound = sum(need - f for f in frees[:count] if f < need)
-                    if (bound, rank, vendor) >= best[0]:
+                    if (bound, rank, pool) >= best[0]:
                         continue
                 # Endpoints run until stopped: wait only where jobs alone stand in the way.
                 name = index.names[rank]
                 able = [
                     g
-                    for g in by_vendor[vendor]
+                    for g in by_pool[pool]
                     if index.g_total[g] - endpoint_held(name, index.g_index[g]) >= need
                 ]
                 if len(able) < count:
@@ -248,8 +268,8 @@ class Scheduler:
                 able.sort(key=lambda g: (-free[g], g))
                 chosen = able[:count]
                 deficit = sum(max(0, need - free[g]) for g in chosen)
-                if best is None or (deficit, rank, vendor) < best[0]:
-                    best = ((deficit, rank, vendor), chosen)
+                if best is None or (deficit, rank, pool) < best[0]:
+                    best = ((deficit, rank, pool), chosen)
         return None if best is None else best[1]
 
     def _still_valid(
@@ -262,9 +282,8 @@ class Scheduler:
         if any(g is None for g in gids):
             return None  # node gone, NotReady, or a GPU cordoned
         chosen = [g for g in gids if g is not None]
-        vendors = {index.g_vendor[g] for g in chosen}
-        if len(vendors) != 1 or vendors.pop() not in accepts:
-            return None
+        if not any(all(index.in_pool(g, pool) for g in chosen) for pool in accepts):
+            return None  # GPUs of two vendors, or none the request accepts
         endpoint_held = self.allocations.endpoint_held_mb
         for g in chosen:
             if index.g_total[g] - endpoint_held(prior.node, index.g_index[g]) < request.vram_mb:

@@ -24,7 +24,9 @@ __all__ = [
     "Placement",
     "PlacementRequest",
     "Policy",
+    "REAL_GPU_BUSY",
     "Reservation",
+    "Unplaced",
     "endpoint_vram_mb",
 ]
 
@@ -69,7 +71,12 @@ def endpoint_vram_mb(vram_mb: int, max_replicas: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class PlacementRequest:
-    """A job or endpoint waiting for ``gpu_count`` GPUs with ``vram_mb`` free on each."""
+    """A job or endpoint waiting for ``gpu_count`` GPUs with ``vram_mb`` free on each.
+
+    ``real_gpu``: only GPUs with a real device behind them will do (a ``vllm`` endpoint),
+    whenever the inventory has any; in one of simulated GPUs only, those (admission has let
+    it in only where vLLM's CPU build serves, ``GATEWAY_VLLM_ALLOW_CPU``).
+    """
 
     name: str
     vram_mb: int
@@ -78,6 +85,7 @@ class PlacementRequest:
     priority: int = 0
     submitted_at: float = 0.0
     kind: Kind = "job"
+    real_gpu: bool = False
 
     def __post_init__(self) -> None:
         if self.vram_mb < 1:
@@ -111,7 +119,7 @@ class PlacementRequest:
     @classmethod
     def from_endpoint(cls, endpoint: Endpoint, *, priority: int = 0) -> PlacementRequest:
         """The request of a GridweaveEndpoint waiting to be deployed: room on each GPU for
-        ``maxReplicas`` replicas."""
+        ``maxReplicas`` replicas, on real GPUs for mode ``vllm``."""
         created = endpoint.metadata.creation_timestamp
         return cls(
             name=endpoint.name,
@@ -121,6 +129,7 @@ class PlacementRequest:
             priority=priority,
             submitted_at=created.timestamp() if created else 0.0,
             kind="endpoint",
+            real_gpu=endpoint.spec.mode == "vllm",
         )
 
 
@@ -163,28 +172,35 @@ class Impossible:
     """A request no GPU in the inventory can ever hold (the API answers 422 with ``message``).
 
     ``largest_gpu``: the largest GPU of a vendor the request accepts (None: there is none);
-    ``most_gpus``: the most GPUs of such a vendor with at least ``vram_mb`` on one node.
+    ``most_gpus``: the most GPUs of such a vendor with at least ``vram_mb`` on one node;
+    ``real_only``: only the real GPUs counted (the request needs one, and the inventory
+    has simulated GPUs beside them).
     """
 
     request: PlacementRequest
     largest_gpu: Gpu | None
     most_gpus: int
+    real_only: bool = False
 
     @property
     def message(self) -> str:
         """Why, naming the largest GPU."""
         r = self.request
         vendor = "any vendor" if r.vendor == "any" else r.vendor
-        asked = f"{r.gpu_count} x {r.vram_mb} MiB ({vendor}) on one node"
+        real = ", real GPUs only" if self.real_only else ""
+        kind = "real GPU" if self.real_only else "GPU"
+        asked = f"{r.gpu_count} x {r.vram_mb} MiB ({vendor}{real}) on one node"
         if self.largest_gpu is None:
-            return f"{asked} is impossible: the inventory has no GPU of {vendor}"
+            return f"{asked} is impossible: the inventory has no {kind} of {vendor}"
         gpu = self.largest_gpu
-        largest = f"the largest GPU is {gpu.model} with {gpu.vram_mb} MiB ({gpu.node}/{gpu.index})"
+        largest = (
+            f"the largest {kind} is {gpu.model} with {gpu.vram_mb} MiB ({gpu.node}/{gpu.index})"
+        )
         if gpu.vram_mb < r.vram_mb:
             return f"{asked} is impossible: {largest}"
         return (
-            f"{asked} is impossible: at most {self.most_gpus} GPU(s) with {r.vram_mb} MiB sit "
-            f"on one node; {largest}"
+            f"{asked} is impossible: at most {self.most_gpus} {kind}(s) with {r.vram_mb} MiB "
+            f"sit on one node; {largest}"
         )
 
 
@@ -193,12 +209,27 @@ class Decision:
     """One scheduling pass: what to place, what can never be placed, what waits.
 
     Pass ``reservations`` to the next pass: the aging bound holds only if they are kept.
+    ``unplaced``: why a waiting request waits, where more can be said than "no room now"
+    (one that needs a real GPU while only simulated GPUs have room: ``REAL_GPU_BUSY``).
     """
 
     placements: tuple[Placement, ...]
     impossible: tuple[Impossible, ...]
     waiting: tuple[PlacementRequest, ...]
     reservations: Mapping[AllocationKey, Reservation] = field(default_factory=dict)
+    unplaced: Mapping[AllocationKey, Unplaced] = field(default_factory=dict)
+
+
+#: The reason of a request that needs a real GPU and waits while simulated GPUs have room.
+REAL_GPU_BUSY = "RealGpuBusy"
+
+
+@dataclass(frozen=True, slots=True)
+class Unplaced:
+    """Why a waiting request waits: a condition reason (CamelCase) and a message."""
+
+    reason: str
+    message: str
 
 
 @dataclass(frozen=True, slots=True)

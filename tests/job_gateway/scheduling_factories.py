@@ -22,6 +22,7 @@ def make_node(
     ready: bool = True,
     cordoned: Sequence[int] = (),
     model: str | None = None,
+    simulated: bool = False,
 ) -> Node:
     """A node with one GPU per entry of ``sizes`` (MiB), indices from 0."""
     return Node(
@@ -35,6 +36,7 @@ def make_node(
                 model=model or f"{vendor} {size // GIB}GB",
                 vram_mb=size,
                 schedulable=index not in cordoned,
+                simulated=simulated,
             )
             for index, size in enumerate(sizes)
         ),
@@ -55,6 +57,7 @@ def request(
     priority: int = 0,
     at: float = 0.0,
     kind: Kind = "job",
+    real_gpu: bool = False,
 ) -> PlacementRequest:
     """A waiting request."""
     return PlacementRequest(
@@ -65,6 +68,7 @@ def request(
         priority=priority,
         submitted_at=at,
         kind=kind,
+        real_gpu=real_gpu,
     )
 
 
@@ -131,6 +135,7 @@ def endpoint_object(
     vendor: Vendor = "any",
     created: datetime = _CREATED,
     max_replicas: int = 1,
+    mode: str = "vllm",
 ) -> Endpoint:
     """A GridweaveEndpoint as the store returns it."""
     status: dict[str, Any] = {"phase": phase, "gpuIndices": list(gpu_indices)}
@@ -147,7 +152,7 @@ def endpoint_object(
             },
             "spec": {
                 "userId": "alice",
-                "mode": "vllm",
+                "mode": mode,
                 "model": "meta-llama/Llama-3.1-8B",
                 "vramMb": vram_mb,
                 "gpuCount": gpu_count,

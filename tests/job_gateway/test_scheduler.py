@@ -6,6 +6,7 @@ import pytest
 
 from job_gateway.inventory import Node
 from job_gateway.scheduler import (
+    REAL_GPU_BUSY,
     AllocationMap,
     Decision,
     PlacementRequest,
@@ -15,6 +16,7 @@ from job_gateway.scheduler import (
 )
 from tests.job_gateway.scheduling_factories import (
     GIB,
+    endpoint_object,
     holding,
     make_inventory,
     make_node,
@@ -302,3 +304,107 @@ class TestOneShot:
         assert scheduler.allocation_rate() == 0
         scheduler.allocations.put(holding("x", "a", [0], 5 * GIB))
         assert scheduler.allocation_rate() == 0.25
+
+
+class TestRealGpus:
+    """A request that needs a real GPU (a vllm endpoint) beside simulated GPUs."""
+
+    @staticmethod
+    def _mixed(policy: Policy = "binpack") -> Scheduler:
+        # the gateway's simulated GPU (emptiest and largest) beside a joined node's real one
+        return _scheduler(
+            make_node("gateway", [80 * GIB], simulated=True),
+            make_node("joined", [24 * GIB]),
+            policy=policy,
+        )
+
+    def test_a_vllm_endpoint_goes_on_the_real_gpu_even_when_the_simulated_is_emptier(
+        self,
+    ) -> None:
+        endpoint = PlacementRequest.from_endpoint(endpoint_object("e", vram_mb=8 * GIB))
+        assert endpoint.real_gpu
+        policies: tuple[Policy, ...] = ("binpack", "spread")
+        for policy in policies:
+            scheduler = self._mixed(policy)
+            decision = scheduler.schedule([endpoint], now=0.0)
+            assert _where(decision) == {"e": ("joined", (0,))}
+            # binpack: the real GPU is not the tightest when it holds little
+            scheduler.allocations.put(holding("x", "gateway", [0], 70 * GIB))
+            decision = scheduler.schedule([endpoint], now=0.0)
+            assert _where(decision) == {"e": ("joined", (0,))}
+
+    def test_other_modes_and_jobs_still_use_simulated_gpus(self) -> None:
+        scheduler = self._mixed()
+        custom = PlacementRequest.from_endpoint(
+            endpoint_object("c", vram_mb=8 * GIB, mode="custom")
+        )
+        decision = scheduler.schedule([custom, request("j", 30 * GIB)], now=0.0)
+        assert _where(decision) == {"c": ("joined", (0,)), "j": ("gateway", (0,))}
+        decision = schedule(
+            make_inventory(make_node("gateway", [20 * GIB], simulated=True), make_node("b")),
+            AllocationMap(),
+            [request("j", 10 * GIB)],
+            now=0.0,
+        )
+        assert _where(decision) == {"j": ("gateway", (0,))}  # the tightest, simulated
+
+    def test_a_full_real_gpu_makes_it_wait_and_says_why(self) -> None:
+        scheduler = self._mixed()
+        scheduler.allocations.put(holding("x", "joined", [0], 20 * GIB))
+        endpoint = PlacementRequest.from_endpoint(endpoint_object("e", vram_mb=8 * GIB))
+        decision = scheduler.schedule([endpoint, request("j", 8 * GIB)], now=0.0)
+        assert _where(decision) == {"j": ("gateway", (0,))}
+        assert decision.waiting == (endpoint,)
+        why = decision.unplaced[endpoint.key]
+        assert why.reason == REAL_GPU_BUSY
+        assert "only simulated GPUs have room" in why.message
+        # no room anywhere: a plain wait, nothing more to say
+        scheduler.allocations.put(holding("y", "gateway", [0], 79 * GIB))
+        decision = scheduler.schedule([endpoint], now=0.0)
+        assert decision.waiting == (endpoint,) and decision.unplaced == {}
+
+    def test_it_reserves_only_real_gpus_once_aged(self) -> None:
+        scheduler = self._mixed()
+        scheduler.allocations.put(holding("x", "joined", [0], 20 * GIB))
+        endpoint = request("e", 8 * GIB, kind="endpoint", real_gpu=True)
+        decision = scheduler.schedule([endpoint], now=10_000.0)
+        assert decision.reservations[endpoint.key].node == "joined"
+        kept = scheduler.schedule([endpoint], now=10_001.0, reservations=decision.reservations)
+        assert kept.reservations == decision.reservations
+
+    def test_a_multi_gpu_request_never_takes_a_simulated_gpu_of_its_node(self) -> None:
+        mixed_node = Node(
+            name="a",
+            gpus=(
+                make_node("a", [24 * GIB]).gpus[0],
+                make_node("a", [80 * GIB], simulated=True).gpus[0].model_copy(update={"index": 1}),
+                make_node("a", [24 * GIB]).gpus[0].model_copy(update={"index": 2}),
+            ),
+        )
+        scheduler = _scheduler(mixed_node)
+        decision = scheduler.schedule([request("e", 8 * GIB, 2, real_gpu=True)], now=0.0)
+        assert _where(decision) == {"e": ("a", (0, 2))}
+        decision = scheduler.schedule([request("e", 8 * GIB, 3, real_gpu=True)], now=0.0)
+        assert decision.impossible and "real GPUs only" in decision.impossible[0].message
+        decision = scheduler.schedule([request("j", 30 * GIB, 1)], now=0.0)
+        assert _where(decision) == {"j": ("a", (1,))}  # a job takes the simulated one
+
+    def test_too_large_for_every_real_gpu_is_impossible_naming_the_largest_real_one(
+        self,
+    ) -> None:
+        scheduler = self._mixed()
+        why = scheduler.check(request("e", 40 * GIB, kind="endpoint", real_gpu=True))
+        assert why is not None and why.largest_gpu is not None
+        assert why.largest_gpu.node == "joined"
+        assert "largest real GPU" in why.message
+        assert scheduler.check(request("j", 40 * GIB)) is None  # a job fits the simulated one
+
+    def test_without_any_real_gpu_it_goes_on_a_simulated_one(self) -> None:
+        scheduler = _scheduler(make_node("gateway", [24 * GIB], simulated=True))
+        decision = scheduler.schedule([request("e", 8 * GIB, real_gpu=True)], now=0.0)
+        assert _where(decision) == {"e": ("gateway", (0,))}
+
+    def test_fragmentation_counts_simulated_vram_as_unusable_for_it(self) -> None:
+        scheduler = self._mixed()
+        fragmentation = scheduler.fragmentation([request("e", GIB, real_gpu=True)])
+        assert (fragmentation.free_mb, fragmentation.unusable_mb) == (104 * GIB, 80 * GIB)
