@@ -289,3 +289,22 @@ def health(
         fields=fields,
         conditions=(ConditionUpdate(HEALTHY, _TRUE if healthy else _FALSE, value, message),),
     )
+
+
+def waiting(
+    name: str, status: Mapping[str, Any], *, reason: str, message: str
+) -> StatusChange | None:
+    """Say why a Pending endpoint is not placed yet: ``reason``, ``message`` and ``Ready``
+    False with them (the scheduler's word: a real GPU busy while only simulated ones have
+    room). The placement that follows clears them. The same reason and message again write
+    nothing; in any other phase it is a Conflict (its reason is its stop's or failure's).
+    """
+    phase = current_phase(status)
+    if phase is not EndpointPhase.PENDING:
+        raise Conflict(f"{KIND} {name!r} is {phase.value}: why it waits applies only while Pending")
+    if status.get("reason") == reason and (status.get("message") or "") == message:
+        return None
+    return StatusChange(
+        fields={"reason": reason, "message": message or None},
+        conditions=(ConditionUpdate(READY, _FALSE, reason, message),),
+    )

@@ -223,6 +223,22 @@ class EndpointOperations:
             yield from _write_outcome(self, endpoint_id, _endpoint_moves.pending, reason, message)
         )
 
+    @operation(post("/endpoints/{endpoint_id}/waiting"))
+    def set_endpoint_waiting(
+        self: FlowContext, endpoint_id: str, reason: str, message: str = ""
+    ) -> Flow[Endpoint]:
+        """Pending: why it is not placed yet (``reason``, ``message``, ``Ready`` False)."""
+        check_outcome(reason, message, None)
+        return (
+            yield from _write(
+                self,
+                endpoint_id,
+                lambda status, _spec, _now: _endpoint_moves.waiting(
+                    endpoint_id, status, reason=reason, message=message
+                ),
+            )
+        )
+
     @operation(post("/endpoints/{endpoint_id}/health"))
     def set_endpoint_health(
         self: FlowContext,

@@ -37,6 +37,7 @@ __all__ = [
     "set_endpoint_pending",
     "set_endpoint_running",
     "set_endpoint_stopped",
+    "set_endpoint_waiting",
     "set_job_allocated",
     "set_job_cancelled",
     "set_job_completed",
@@ -105,5 +106,6 @@ set_endpoint_stopped = _ACTIVE.set_endpoint_stopped
 set_endpoint_failed = _ACTIVE.set_endpoint_failed
 set_endpoint_pending = _ACTIVE.set_endpoint_pending
 set_endpoint_health = _ACTIVE.set_endpoint_health
+set_endpoint_waiting = _ACTIVE.set_endpoint_waiting
 watch_jobs = _ACTIVE.watch_jobs
 watch_endpoints = _ACTIVE.watch_endpoints

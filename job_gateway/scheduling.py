@@ -1,7 +1,10 @@
 """The scheduling loop: Pending jobs onto node + GPUs, written back as Allocated.
 
 Endpoints waiting to be deployed (Pending, or Stopped and woken through the API) are placed
-by the same passes and written back as Deploying.
+by the same passes and written back as Deploying. A Pending endpoint the scheduler can say
+more about than "no room now" (``Decision.unplaced``: a vllm endpoint whose real GPUs are
+full while simulated ones have room) gets that reason written (``set_endpoint_waiting``),
+once per reason.
 
 The loop keeps no state that matters across a restart: the waiting jobs and the allocation
 map are what the informer last delivered (a restart lists the CRDs again and rebuilds both).
@@ -37,6 +40,7 @@ from job_gateway.scheduler import (
     PlacementRequest,
     Reservation,
     Scheduler,
+    Unplaced,
 )
 
 __all__ = ["PassReport", "SchedulingLoop"]
@@ -82,6 +86,8 @@ class SchedulingLoop:
         #: Endpoints waiting for a placement: Pending ones, and Stopped ones being woken.
         self._endpoints: dict[str, PlacementRequest] = {}
         self._woken: set[str] = set()
+        #: The reason last written on each waiting endpoint (written again only when it changes).
+        self._told: dict[str, Unplaced] = {}
         self._wake = asyncio.Event()
         self._listeners: list[PassListener] = []
 
@@ -117,6 +123,7 @@ class SchedulingLoop:
             self._woken.discard(name)
         # a wake is answered by its placement's write (an older copy may still arrive)
         self._endpoints.pop(name, None)
+        self._told.pop(name, None)
         self._reservations.pop(("endpoint", name), None)
 
     def wake_endpoint(self, endpoint: Endpoint) -> None:
@@ -128,6 +135,7 @@ class SchedulingLoop:
         """A deleted endpoint."""
         self._woken.discard(name)
         self._endpoints.pop(name, None)
+        self._told.pop(name, None)
         self._reservations.pop(("endpoint", name), None)
 
     def poke(self) -> None:
@@ -171,7 +179,16 @@ class SchedulingLoop:
         self._reservations = dict(decision.reservations)
         for placement in decision.placements:
             self.allocations.put(placement.allocation())
-        results = await asyncio.gather(*(self._write(p) for p in decision.placements))
+        tells = [
+            self._tell(name, why)
+            for (kind, name), why in decision.unplaced.items()
+            # a woken endpoint is Stopped: its reason (the stop's) stays
+            if kind == "endpoint" and name not in self._woken and self._told.get(name) != why
+        ]
+        results, _ = await asyncio.gather(
+            asyncio.gather(*(self._write(p) for p in decision.placements)),
+            asyncio.gather(*tells),
+        )
         written = sum(results)
         report = PassReport(
             decision, written, len(results) - written, time.perf_counter() - started
@@ -207,6 +224,16 @@ class SchedulingLoop:
                 self._release(placement)
                 raise
         return True
+
+    async def _tell(self, name: str, why: Unplaced) -> None:
+        async with self._writes:
+            try:
+                await self.crd.set_endpoint_waiting(name, why.reason, why.message)
+            except CrdError as error:  # placed or stopped meanwhile: nothing to say
+                _log.info("writing why %s waits failed: %s", name, error)
+                return
+        if name in self._endpoints:
+            self._told[name] = why
 
     def _release(self, placement: Placement) -> None:
         held = self.allocations.get(placement.key)

@@ -166,6 +166,7 @@ async def create_endpoint(
         gpu_count=request.gpu_count,
         vendor=request.vendor,
         kind="endpoint",
+        real_gpu=request.mode == "vllm",
     )
     impossible = scheduler.check(asked)
     if impossible is not None:

@@ -300,6 +300,33 @@ class TestEndpointSetters:
         assert placed.status.started_at is None and placed.status.stopped_at is None
         assert placed.status.billed_seconds == lost.status.billed_seconds  # the gap is free
 
+    def test_a_pending_endpoint_says_why_it_waits_until_it_is_placed(
+        self, transport: Transport
+    ) -> None:
+        api = transport.api
+        endpoint = make_endpoint(transport)
+        told = api.set_endpoint_waiting(endpoint.name, "RealGpuBusy", "only simulated GPUs free")
+        assert told.phase is EndpointPhase.PENDING
+        assert (told.status.reason, told.status.message) == (
+            "RealGpuBusy",
+            "only simulated GPUs free",
+        )
+        ready = told.status.condition("Ready")
+        assert ready is not None and (ready.status, ready.reason) == ("False", "RealGpuBusy")
+        again = api.set_endpoint_waiting(endpoint.name, "RealGpuBusy", "only simulated GPUs free")
+        assert again.metadata.resource_version == told.metadata.resource_version
+        with pytest.raises(Invalid) as refused:
+            api.set_endpoint_waiting(endpoint.name, "Real GPU busy")
+        assert refused.value.field == "reason"
+        placed = api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [0])
+        assert placed.status.reason is None and placed.status.message is None
+        with pytest.raises(Conflict):  # placed: no longer waiting
+            api.set_endpoint_waiting(endpoint.name, "RealGpuBusy")
+        stopped = make_endpoint(transport)
+        api.set_endpoint_stopped(stopped.name, "Idle")
+        with pytest.raises(Conflict):  # a stopped endpoint keeps its stop's reason
+            api.set_endpoint_waiting(stopped.name, "RealGpuBusy")
+
     def test_only_a_placed_endpoint_goes_back_to_placement(self, transport: Transport) -> None:
         api = transport.api
         endpoint = make_endpoint(transport)
@@ -323,6 +350,7 @@ class TestEndpointSetters:
             ("set_endpoint_failed", ("Crashed", "oom"), ("deploying",)),
             ("set_endpoint_pending", ("NodeLost", "n1 is gone"), ("deploying", "running")),
             ("set_endpoint_health", (True, "ok", 1), ("deploying", "running")),
+            ("set_endpoint_waiting", ("RealGpuBusy", "busy"), ()),
         ],
     )
     def test_uncontended_setter_is_one_get_and_one_patch(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,13 @@ import yaml
 
 from gridweave_controller import CrdClient, Endpoint, EndpointPhase, Job, JobPhase
 from gridweave_controller.aio import AsyncCrdClient
+from job_gateway.endpoints import EndpointSettings
 from job_gateway.errors import EndpointStopped
 from job_gateway.inventory import Inventory, InventoryFile
 from job_gateway.scheduler import Scheduler
 from job_gateway.scheduling import PassReport, SchedulingLoop
 from job_gateway.services.endpoints import wake_endpoint
+from tests.job_gateway.endpoints.factories import endpoint_body
 from tests.job_gateway.gateway_factories import new_job_id, running_gateway
 from tests.support.kubeapi import KubeAPI
 from tests.support.memory_store import AsyncMemoryStore, MemoryStore
@@ -66,6 +69,17 @@ def wait_for_held(crd: CrdClient, ids: list[str], count: int) -> list[Job]:
             assert len(held) == count
             return held
         time.sleep(0.05)
+
+
+def wait_for_endpoint(
+    crd: CrdClient, endpoint_id: str, until: Callable[[Endpoint], bool]
+) -> Endpoint:
+    """Wait (30 s at most) until the endpoint satisfies ``until``; the endpoint."""
+    deadline = time.monotonic() + 30
+    while not until(endpoint := crd.get_endpoint(endpoint_id)):
+        assert time.monotonic() < deadline, endpoint.status
+        time.sleep(0.05)
+    return endpoint
 
 
 def create(crd: CrdClient, vram_mb: int, **arguments: object) -> str:
@@ -299,3 +313,91 @@ class TestEndpointsPlaced:
 
         code, placed = asyncio.run(scenario())
         assert (code, placed) == ("endpoint_stopped", 0)
+
+
+#: The gateway's simulated GPU beside a joined node's real one (smaller).
+SIMULATED_AND_REAL = """
+nodes:
+  - name: gateway
+    gpus:
+      - {index: 0, vendor: nvidia, model: Simulated GPU, vram_mb: 81920, simulated: true}
+  - name: joined
+    gpus:
+      - {index: 0, vendor: nvidia, model: NVIDIA L4, vram_mb: 24576}
+"""
+
+
+class TestVllmEndpointsOnRealGpus:
+    def test_through_the_gateway_on_the_real_apiserver(
+        self, kubeapi: KubeAPI, tmp_path: Path
+    ) -> None:
+        vllm = EndpointSettings(vllm_python="/opt/vllm/bin/python")
+        with running_gateway(
+            kubeapi,
+            tmp_path,
+            inventory_yaml=SIMULATED_AND_REAL,
+            endpoint_settings=vllm,
+            **SETTINGS,
+        ) as gw:
+            body = endpoint_body(new_job_id(), mode="vllm", model="/models/m")
+            # larger than the real GPU, though the simulated one could hold it: a 422
+            answer = gw.http.post("/v1/endpoints", json={**body, "vram_mb": 40 * GIB})
+            assert answer.status_code == 422, answer.text
+            field = answer.json()["error"]["fields"][0]
+            assert field["field"] == "vram_mb"
+            assert "largest real GPU is NVIDIA L4" in field["message"]
+            job = create(gw.crd, 20 * GIB)
+            assert gw.crd.wait_for_job(job, HELD, timeout=30).status.node == "joined"
+            answer = gw.http.post("/v1/endpoints", json={**body, "vram_mb": 8 * GIB})
+            assert answer.status_code == 201, answer.text
+            endpoint_id = body["endpoint_id"]
+            waiting = wait_for_endpoint(gw.crd, endpoint_id, lambda e: e.status.reason is not None)
+            assert (waiting.phase, waiting.status.reason) == (EndpointPhase.PENDING, "RealGpuBusy")
+            view = gw.http.get(f"/v1/endpoints/{endpoint_id}").json()
+            assert view["reason"] == "RealGpuBusy" and "simulated" in view["message"]
+            finish(gw.crd, job)  # the real GPU is free: the endpoint goes there
+            placed = wait_for_endpoint(
+                gw.crd, endpoint_id, lambda e: e.phase is EndpointPhase.DEPLOYING
+            )
+            assert (placed.status.node, placed.status.gpu_indices) == ("joined", (0,))
+            assert placed.status.reason is None
+
+    def test_a_vllm_endpoint_waits_for_the_real_gpu_and_says_why(self) -> None:
+        async def scenario() -> tuple[Endpoint, int, Endpoint, Endpoint]:
+            crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
+            scheduler = Scheduler(load_inventory_text(SIMULATED_AND_REAL))
+            loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
+            job = await crd.create_job("job", "alice", "file:///f", vram_mb=20 * GIB)
+            loop.follow(job)
+            await loop.run_pass()  # the job takes the real GPU (the tightest)
+            job = await crd.get_job("job")
+            assert job.status.node == "joined"
+            scheduler.allocations.apply_job(job)
+            loop.follow(job)
+            endpoint = await crd.create_endpoint(
+                "ep", "alice", vram_mb=8 * GIB, mode="vllm", model="/m"
+            )
+            loop.follow_endpoint(endpoint)
+            await loop.run_pass()
+            waiting = await crd.get_endpoint("ep")
+            version = waiting.metadata.resource_version
+            await loop.run_pass()  # the same reason: nothing written again
+            again = await crd.get_endpoint("ep")
+            rewritten = int(again.metadata.resource_version or 0) - int(version or 0)
+            scheduler.allocations.remove(("job", "job"))  # the job ended: the real GPU is free
+            await loop.run_pass()
+            return waiting, rewritten, again, await crd.get_endpoint("ep")
+
+        waiting, rewritten, again, placed = asyncio.run(scenario())
+        assert waiting.phase is EndpointPhase.PENDING
+        assert waiting.status.reason == "RealGpuBusy"
+        assert "only simulated GPUs have room" in (waiting.status.message or "")
+        ready = next(c for c in waiting.status.conditions if c.type == "Ready")
+        assert (ready.status, ready.reason) == ("False", "RealGpuBusy")
+        assert rewritten == 0 and again.status.reason == "RealGpuBusy"
+        assert (placed.phase, placed.status.node, placed.status.gpu_indices) == (
+            EndpointPhase.DEPLOYING,
+            "joined",
+            (0,),
+        )
+        assert placed.status.reason is None
