@@ -5,12 +5,15 @@ from __future__ import annotations
 from chain_service.app import create_app
 from chain_service.settings import ChainSettings
 from gridweave_runtime.app import serve
+from gridweave_runtime.priority import lower_priority
 
 
 def main() -> None:
     """Run chain_service until interrupted."""
     settings = ChainSettings()
-    serve(create_app(settings), settings)
+    app = create_app(settings)  # the embedded PostgreSQL, if it starts it, at its own priority
+    lower_priority(settings.niceness)
+    serve(app, settings)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@
 PostgreSQL, database ``chain``), ``CHAIN_DATABASE_POOL_SIZE``, ``CHAIN_DATABASE_MAX_OVERFLOW``,
 ``CHAIN_RUN_MIGRATIONS``, ``CHAIN_BATCH_INTERVAL_SECONDS``, ``CHAIN_BATCH_MAX_RECEIPTS``,
 ``CHAIN_SIGNING_KEY_FILE``, ``CHAIN_ENABLED``, ``CHAIN_COMETBFT_RPC_URL``,
-``CHAIN_ANCHOR_POLL_SECONDS``, ``CHAIN_ANCHOR_TIMEOUT_SECONDS``, plus the deployment-wide
-``GRIDWEAVE_INTERNAL_TOKEN`` and ``GRIDWEAVE_STATE_DIR``.
+``CHAIN_ANCHOR_POLL_SECONDS``, ``CHAIN_ANCHOR_TIMEOUT_SECONDS``, ``CHAIN_NICENESS``, plus the
+deployment-wide ``GRIDWEAVE_INTERNAL_TOKEN`` and ``GRIDWEAVE_STATE_DIR``.
 """
 
 from __future__ import annotations
@@ -48,6 +48,17 @@ class ChainSettings(ServiceSettings):
         ),
     )
 
+    niceness: int = Field(
+        default=10,
+        ge=0,
+        le=19,
+        description=(
+            "CPU niceness of chain_service and of the CometBFT node and ABCI application "
+            "python -m chain_service.node starts, set at their start (0: left as started): "
+            "the chain is asynchronous, so under CPU contention the settlement path goes first "
+            "and the chain catches up after."
+        ),
+    )
     enabled: bool = Field(
         default=False,
         description=(

@@ -36,6 +36,7 @@ from gridweave_runtime.app import ConfigurationError, open_service_database
 from gridweave_runtime.database import Database
 from gridweave_runtime.outbox_worker import OutboxWorker
 from gridweave_runtime.postgres import stop_embedded_server
+from gridweave_runtime.priority import lower_priority
 from metering_service.services.receipts import (
     ClaimedReceipt,
     claim_due_receipts,
@@ -164,6 +165,8 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     settings = MeteringSettings()
     deliverer = create_deliverer(settings)
+    # after the database is open: an embedded PostgreSQL it starts keeps the usual priority
+    lower_priority(settings.receipt_niceness)
     _logger.info("metering: delivering receipts to %s", settings.chain_service_url)
     try:
         anyio.run(run_deliverer, deliverer)

@@ -48,16 +48,31 @@ class MeteringSettings(CreditCallerSettings):
         ),
     )
     receipt_poll_seconds: float = Field(
-        default=0.5,
+        default=2.0,
         gt=0,
         le=3600,
         description=(
             "How often the deliverer looks for due receipts (the receipts queued meanwhile go "
-            "in one call; a full round is followed by the next at once)."
+            "in one call; a full round is followed by the next at once). Each round costs the "
+            "deliverer a fixed few ms of CPU, so longer polls make rounds larger and the "
+            "receipt cheaper; receipts are sealed every CHAIN_BATCH_INTERVAL_SECONDS anyway."
         ),
     )
     receipt_batch_size: int = Field(
-        default=100, ge=1, le=10_000, description="Receipts claimed per round of the deliverer."
+        default=500,
+        ge=1,
+        le=1000,  # chain_service's most receipts per call
+        description="Receipts claimed per round of the deliverer (sent in one call).",
+    )
+    receipt_niceness: int = Field(
+        default=10,
+        ge=0,
+        le=19,
+        description=(
+            "The deliverer's CPU niceness, set at its start (0: left as started): the chain is "
+            "asynchronous, so under CPU contention the settling requests go first and the "
+            "outbox holds the receipts until the deliverer catches up."
+        ),
     )
     receipt_timeout_seconds: float = Field(
         default=5.0, gt=0, le=120, description="Timeout of one call to chain_service."

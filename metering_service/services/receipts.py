@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, timedelta
 
-from sqlalchemy import BigInteger, column, func, select, update, values
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import BigInteger, bindparam, column, func, select, update
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.orm import Session
 
 from gridweave_clients.chain.models import RecordReceiptRequest
@@ -164,12 +164,20 @@ def record_deliveries(
     """Mark each claimed receipt delivered with its seq, in one statement; commits.
 
     The one writer of ``delivered`` (``record_delivery`` comes here for one receipt).
-    One ``UPDATE ... FROM (VALUES ...)`` for the whole round: a statement per receipt cost
-    the deliverer most of its CPU, taken from the settling requests of the same process.
+    One ``UPDATE ... FROM unnest(ids, seqs)`` for the whole round: a statement per receipt
+    cost the deliverer most of its CPU; the round's ids and seqs go as two array
+    parameters, so the statement is compiled once per process (a ``VALUES`` list of
+    literals was compiled again every round, row by row: half the deliverer's CPU).
     """
-    delivered = values(
-        column("outbox_id", BigInteger), column("seq", BigInteger), name="delivered"
-    ).data([(item.outbox_id, seq) for item, seq in zip(claimed, receipt_seqs, strict=True)])
+    delivered = (
+        func.unnest(
+            bindparam("outbox_ids", type_=ARRAY(BigInteger)),
+            bindparam("seqs", type_=ARRAY(BigInteger)),
+        )
+        .table_valued(column("outbox_id", BigInteger), column("seq", BigInteger))
+        .render_derived(name="delivered")
+    )
+    pairs = list(zip(claimed, receipt_seqs, strict=True))
     session.execute(
         update(ReceiptOutboxModel)
         .where(
@@ -182,5 +190,7 @@ def record_deliveries(
             delivered_at=func.now(),
             last_error=None,
         )
+        .execution_options(synchronize_session=False),  # no row of the round is loaded
+        {"outbox_ids": [item.outbox_id for item, _ in pairs], "seqs": [seq for _, seq in pairs]},
     )
     session.commit()

@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 from chain_service.cometbft_rpc import CometRpc
 from chain_service.signing import SigningKey, load_signing_key
 from gridweave_clients.chain.encoding import anchor_tx, batch_message
 from tests.support.cometbft import CometBFTUnavailable, cometbft_binary
 from tests.support.http_server import free_port
+from tests.support.service_process import thread_niceness
 from tests.support.unavailable import fail_or_skip
 
 
@@ -57,6 +59,8 @@ def test_it_runs_a_node_trusting_chain_services_key_until_sigterm(tmp_path: Path
     try:
         assert process.stdout is not None
         line = process.stdout.readline().decode()
+        # the application and cometbft, every thread: CHAIN_NICENESS's default
+        children = {c.pid: thread_niceness(c.pid) for c in psutil.Process(process.pid).children()}
         status = httpx.get(f"http://127.0.0.1:{rpc}/status", timeout=5).json()["result"]
         key = load_signing_key(tmp_path / "chain" / "batch-signing-key.pem")  # the node's
         stranger = load_signing_key(tmp_path / "stranger.pem")
@@ -76,6 +80,7 @@ def test_it_runs_a_node_trusting_chain_services_key_until_sigterm(tmp_path: Path
 
     assert line.strip() == f"CHAIN_COMETBFT_RPC_URL=http://127.0.0.1:{rpc}"
     assert int(status["sync_info"]["latest_block_height"]) >= 1
+    assert list(children.values()) == [{10}, {10}]
     assert (trusted.code, refused.code) == (0, 2)  # it trusts chain_service's key only
     with socket.socket() as probe:  # the application is gone too
         assert probe.connect_ex(("127.0.0.1", abci)) != 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from tests.metering_service.factories import (
 from tests.support.credit_server import CreditServer
 from tests.support.http_server import free_port
 from tests.support.postgres import PostgresTestServer
+from tests.support.service_process import thread_niceness
 
 _DEADLINE_S = 60.0
 
@@ -307,3 +309,30 @@ def test_settlements_between_two_polls_share_one_delivery_call(
             assert _delivery_calls(chain) <= 2
         else:  # a slow machine: still fewer calls than settlements
             assert _delivery_calls(chain) < 6
+
+
+class TestDelivererNiceness:
+    """``METERING_RECEIPT_NICENESS``: the deliverer runs below the settling requests."""
+
+    @pytest.mark.parametrize(("setting", "expected"), [({}, 10), ({"niceness": 7}, 7)])
+    def test_every_thread_runs_at_the_setting(
+        self,
+        databases: tuple[str, str],
+        tmp_path: Path,
+        setting: dict[str, object],
+        expected: int,
+    ) -> None:
+        log = tmp_path / "deliverer.log"
+        chain_url = f"http://127.0.0.1:{free_port()}"
+        with running_deliverer(databases[0], chain_url, log=log, **setting) as process:
+            _wait(lambda: "delivering receipts to" in log.read_text(), "the deliverer's start")
+            niceness = thread_niceness(process.pid)
+        assert niceness == {expected}
+
+    def test_zero_leaves_it_as_started(self, databases: tuple[str, str], tmp_path: Path) -> None:
+        log = tmp_path / "deliverer.log"
+        chain_url = f"http://127.0.0.1:{free_port()}"
+        with running_deliverer(databases[0], chain_url, log=log, niceness=0) as process:
+            _wait(lambda: "delivering receipts to" in log.read_text(), "the deliverer's start")
+            niceness = thread_niceness(process.pid)
+        assert niceness == {os.getpriority(os.PRIO_PROCESS, 0)}

@@ -54,13 +54,14 @@ def started_or_skip(context: AbstractContextManager[T]) -> AbstractContextManage
 
 
 @contextmanager
-def single_node(home: Path, trusted_key: str) -> Iterator[LocalNode]:
-    """A one-validator chain (timeout_commit 100 ms) running Gridweave's application."""
+def single_node(home: Path, trusted_key: str, *, niceness: int = 0) -> Iterator[LocalNode]:
+    """A one-validator chain (timeout_commit 100 ms) running Gridweave's application, its
+    two processes at ``niceness`` (0: this process's own)."""
     binary = cometbft_binary()
     init_home(binary, home)
     ports = NodePorts(rpc=free_port(), p2p=free_port(), abci=free_port())
     configure_home(home, ports)
-    node = LocalNode(binary, home, ports, trusted_key)
+    node = LocalNode(binary, home, ports, trusted_key, niceness)
     try:
         node.start()
         yield node

@@ -15,7 +15,7 @@ import httpx
 
 from tests.support.http_server import free_port
 
-__all__ = ["running_service_process", "service_process", "stop_process"]
+__all__ = ["running_service_process", "service_process", "stop_process", "thread_niceness"]
 
 _START_TIMEOUT_S = 90.0
 
@@ -74,3 +74,14 @@ def running_service_process(
     """``python -m <package>`` on a free loopback port; yields (URL, port), stops it after."""
     with service_process(package, env, prefix=prefix, log=log) as (url, _process):
         yield url, int(url.rsplit(":", 1)[1])
+
+
+def thread_niceness(pid: int) -> set[int]:
+    """The niceness of each thread of process ``pid`` (Linux keeps one per thread)."""
+    niceness = set()
+    for thread in os.listdir(f"/proc/{pid}/task"):
+        try:
+            niceness.add(os.getpriority(os.PRIO_PROCESS, int(thread)))
+        except ProcessLookupError:  # ended since it was listed
+            continue
+    return niceness
