@@ -14,10 +14,17 @@
    receipt into the hash chain, batches sealed every ``--batch-seconds``); and at
    ``CHAIN_ENABLED=true`` (each batch also anchored in a real CometBFT). credit, metering's
    API, metering's receipt deliverer and chain_service each run as their own process, as
-   deployed. Beside each rate, the CPU milliseconds per settlement of each component's
-   processes (PostgreSQL: the backends of the run's databases).
+   deployed, the chain's at ``--niceness`` (``METERING_RECEIPT_NICENESS`` and
+   ``CHAIN_NICENESS``, the settings' default unless given; 0 runs them at the settlement
+   path's priority). Beside each rate, the chain's lag: from the last settlement until
+   every receipt is in the hash chain, sealed in a batch, and (``CHAIN_ENABLED=true``)
+   anchored; and the CPU milliseconds per settlement of each component's processes
+   (PostgreSQL: the backends of the run's databases), counted until the chain caught up, so
+   work a lower priority defers is counted too.
 
-Run from the repository root: ``.venv/bin/python -m bench.bench_chain``.
+Run from the repository root: ``.venv/bin/python -m bench.bench_chain`` (everything), or
+``.venv/bin/python -m bench.bench_chain --only-settlements --pairs 4 --settlements 600``
+(the settlement pairs only: about 6-8 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -36,11 +43,14 @@ from typing import Any
 
 import httpx
 import psutil
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
 
 from chain_service.app import create_app as create_chain_app
 from chain_service.settings import ChainSettings
 from chain_service.signing import load_signing_key
+from metering_service.settings import MeteringSettings
 from tests.chain_service.factories import receipt_body, unique
 from tests.metering_service.factories import running_deliverer, usage_body
 from tests.support.cometbft import single_node
@@ -50,6 +60,11 @@ from tests.support.postgres import start_test_postgres
 from tests.support.service_process import service_process
 
 THREADS = 8
+#: the longest a run waits for the chain to catch up after its last settlement
+LAG_LIMIT_S = 300.0
+#: the chain's processes' niceness unless ``--niceness`` says otherwise (the settings' own)
+DEFAULT_NICENESS = ChainSettings.model_fields["niceness"].default
+assert DEFAULT_NICENESS == MeteringSettings.model_fields["receipt_niceness"].default
 
 
 def _rate(count: int, action: Callable[[int], Any]) -> float:
@@ -166,12 +181,53 @@ def _cpu_seconds(process: psutil.Process) -> float:
 
 
 @dataclass(frozen=True)
+class ChainLag:
+    """Seconds from a run's last settlement until all its receipts were in each stage."""
+
+    in_chain: float | None  # None: not within LAG_LIMIT_S
+    sealed: float | None
+    anchored: float | None  # None also when the run does not anchor
+
+
+@dataclass(frozen=True)
 class SettlementRun:
-    """One run: settlements per second and CPU milliseconds per settlement, by component."""
+    """One run: settlements per second, the chain's lag after them, and CPU milliseconds per
+    settlement by component (until the chain caught up)."""
 
     mode: str
     rate: float
     cpu_ms: dict[str, float]
+    lag: ChainLag | None  # None: receipts only queued
+
+
+_LAG_QUERY = text(
+    "SELECT (SELECT count(*) FROM receipts),"
+    " (SELECT coalesce(sum(leaf_count), 0) FROM batches),"
+    " (SELECT coalesce(sum(leaf_count), 0) FROM batches WHERE anchored_at IS NOT NULL)"
+)
+
+
+def chain_lag(chain_database: str, count: int, *, anchored: bool) -> ChainLag:
+    """Wait until the chain holds, has sealed and (``anchored``) anchored ``count``
+    receipts, from now; each stage's seconds (None: not within :data:`LAG_LIMIT_S`)."""
+    started = time.perf_counter()
+    stages: dict[str, float] = {}
+    engine = create_engine(chain_database, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            while time.perf_counter() - started < LAG_LIMIT_S:
+                row = connection.execute(_LAG_QUERY).one()
+                connection.rollback()  # a fresh snapshot each look
+                elapsed = time.perf_counter() - started
+                for stage, done in zip(("in_chain", "sealed", "anchored"), row, strict=True):
+                    if done >= count:
+                        stages.setdefault(stage, elapsed)
+                if len(stages) == (3 if anchored else 2):
+                    break
+                time.sleep(0.05)
+    finally:
+        engine.dispose()
+    return ChainLag(stages.get("in_chain"), stages.get("sealed"), stages.get("anchored"))
 
 
 def settlements_per_second(
@@ -181,9 +237,11 @@ def settlements_per_second(
     *,
     mode: str,
     batch_seconds: float = ChainSettings.model_fields["batch_interval_seconds"].default,
+    niceness: int = DEFAULT_NICENESS,
 ) -> SettlementRun:
     """Usage records settled per second with the chain in ``mode`` (one of :data:`MODES`),
-    chain_service sealing a batch (and anchoring it) every ``batch_seconds``.
+    chain_service sealing a batch (and anchoring it) every ``batch_seconds``, the chain's
+    processes at ``niceness``; then how long the chain took to catch up.
 
     Each service is its own process (``python -m <package>``), as a deployment runs them:
     the chain's work competes with the settlement path for the machine's cores, not for
@@ -216,10 +274,11 @@ def settlements_per_second(
                     "CHAIN_SIGNING_KEY_FILE": str(state / "settle-key.pem"),
                     "CHAIN_BATCH_INTERVAL_SECONDS": str(batch_seconds),
                     "CHAIN_ENABLED": str(mode == "anchored").lower(),
+                    "CHAIN_NICENESS": str(niceness),
                 }
                 if mode == "anchored":
                     node = stack.enter_context(
-                        single_node(state / f"node-{run}", key.public_key_hex)
+                        single_node(state / f"node-{run}", key.public_key_hex, niceness=niceness)
                     )
                     chain_env["CHAIN_COMETBFT_RPC_URL"] = node.rpc_url
                     assert node.node is not None and node.application is not None
@@ -253,10 +312,17 @@ def settlements_per_second(
             if mode != "queued":
                 deliverer = stack.enter_context(
                     running_deliverer(
-                        databases["m"], extra["CHAIN_SERVICE_URL"], log=logs / "deliverer.log"
+                        databases["m"],
+                        extra["CHAIN_SERVICE_URL"],
+                        log=logs / "deliverer.log",
+                        niceness=niceness,
                     )
                 )
                 processes["deliverer"] = [deliverer.pid]
+                # its start (imports, the database) is not the receipts' cost: counted, it
+                # was most of the deliverer's CPU per settlement, and it took the cores from
+                # the first settlements of every run with the chain
+                _wait_for_line(logs / "deliverer.log", "delivering receipts to")
             local = [
                 httpx.Client(base_url=metering_url, headers=AUTH_HEADERS, timeout=60)
                 for _ in range(THREADS)
@@ -273,6 +339,9 @@ def settlements_per_second(
             )
             before = meter.sample()
             rate = _rate(count, settle)
+            lag = None
+            if mode != "queued":
+                lag = chain_lag(databases["x"], count, anchored=mode == "anchored")
             after = meter.sample()
             for each in local:
                 each.close()
@@ -280,12 +349,37 @@ def settlements_per_second(
         for url in databases.values():
             postgres.drop_database(url)
     cpu_ms = {name: (after[name] - before[name]) * 1000 / count for name in after}
-    return SettlementRun(mode, rate, cpu_ms)
+    return SettlementRun(mode, rate, cpu_ms, lag)
+
+
+def _wait_for_line(log: Path, line: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while line not in log.read_text(errors="replace"):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no {line!r} in {log}: {log.read_text(errors='replace')}")
+        time.sleep(0.05)
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} s"
+
+
+def _lag_text(lag: ChainLag | None) -> str:
+    if lag is None:
+        return ""
+    return (
+        f"; chain lag after the last settlement: in the chain {_seconds(lag.in_chain)}, "
+        f"sealed {_seconds(lag.sealed)}, anchored {_seconds(lag.anchored)}"
+    )
 
 
 def _print_run(pair: int, run: SettlementRun) -> None:
     parts = ", ".join(f"{name} {ms:.2f}" for name, ms in run.cpu_ms.items())
-    print(f"pair {pair + 1}: {run.mode} {run.rate:.1f}/s; CPU ms per settlement: {parts}")
+    print(
+        f"pair {pair + 1}: {run.mode} {run.rate:.1f}/s; CPU ms per settlement: {parts}"
+        + _lag_text(run.lag),
+        flush=True,
+    )
 
 
 def _summary(runs: list[SettlementRun]) -> None:
@@ -300,6 +394,11 @@ def _summary(runs: list[SettlementRun]) -> None:
             + ", ".join(f"{name} {ms:.2f}" for name, ms in cpu.items())
             + f" (total {sum(cpu.values()):.2f})"
         )
+        lags = [r.lag for r in each if r.lag is not None]
+        for stage in ("in_chain", "sealed", "anchored"):
+            values = [getattr(lag, stage) for lag in lags]
+            if values and all(v is not None for v in values):
+                print(f"  {mode}: lag until {stage}: {', '.join(f'{v:.1f}' for v in values)} s")
     for label, base, other in (
         ("CHAIN_ENABLED true vs false", "hash", "anchored"),
         ("whole chain (anchored) vs receipts only queued", "queued", "anchored"),
@@ -331,6 +430,13 @@ def main() -> None:
         default=ChainSettings.model_fields["batch_interval_seconds"].default,
         help="CHAIN_BATCH_INTERVAL_SECONDS of the settlement runs (default: the setting's)",
     )
+    parser.add_argument(
+        "--niceness",
+        type=int,
+        default=DEFAULT_NICENESS,
+        help="the chain's processes' niceness (METERING_RECEIPT_NICENESS, CHAIN_NICENESS); "
+        "0: the settlement path's priority (default: the settings')",
+    )
     args = parser.parse_args()
     with start_test_postgres() as postgres, tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp)
@@ -352,7 +458,12 @@ def main() -> None:
             order = MODES if pair % 2 == 0 else tuple(reversed(MODES))
             for mode in order:
                 run = settlements_per_second(
-                    postgres, state, args.settlements, mode=mode, batch_seconds=args.batch_seconds
+                    postgres,
+                    state,
+                    args.settlements,
+                    mode=mode,
+                    batch_seconds=args.batch_seconds,
+                    niceness=args.niceness,
                 )
                 runs.append(run)
                 _print_run(pair, run)
