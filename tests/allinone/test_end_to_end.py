@@ -32,6 +32,7 @@ from tests.support.allinone import (
     reachable_workdir,
     sign_up_from_console,
 )
+from tests.support.service_process import thread_niceness
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres, pytest.mark.timeout(900)]
 
@@ -70,6 +71,18 @@ def _wait_settled(client: PlatformClient, records: int, *, timeout_s: float = 12
             return
         assert time.monotonic() < deadline, f"not settled: {usage.totals}, {credits}"
         time.sleep(0.5)
+
+
+def _niceness_by_module(state_dir: Path) -> dict[str, set[int]]:
+    """The niceness of every thread of the all-in-one's ``python -m <module>`` processes."""
+    found: dict[str, set[int]] = {}
+    for line in leftover_processes(state_dir):
+        pid, command = line.split(": ", 1)
+        words = command.split()
+        if "-m" in words[:-1]:
+            module = words[words.index("-m") + 1]
+            found.setdefault(module, set()).update(thread_niceness(int(pid)))
+    return found
 
 
 def _wait_receipt(client: PlatformClient, job_id: str) -> ReceiptProofResponse:
@@ -169,6 +182,11 @@ def test_a_new_user_on_the_all_in_one(workdir: Path) -> None:
         receipt = _wait_receipt(client, handle.job_id).receipt
         (record,) = [r for r in usage.records if r.job_id == handle.job_id]
         assert receipt.hold_reference == handle.job_id and receipt.cost == record.cost > 0
+        # the chain's processes below the settlement path (METERING_RECEIPT_NICENESS,
+        # CHAIN_NICENESS): the deliverer and chain_service niced, metering's API not
+        niceness = _niceness_by_module(platform.state_dir)
+        assert niceness["metering_service.deliverer"] == niceness["chain_service"] == {10}
+        assert niceness["metering_service"] == {os.getpriority(os.PRIO_PROCESS, 0)}
         job_ids = {job.job_id for job in client.list_jobs().jobs}
         client.close()
 
