@@ -40,7 +40,8 @@ if role == "first":
     store = LocalObjectStore(state / "objects")
     function = store.put("fn.pkl", cloudpickle.dumps(lambda: __import__("time").sleep(120)))
     spec = AttemptSpec("survivor", 0, function, None, StorageConfig(root=str(state / "objects")))
-    launch_attempt(spec, "local-node")
+    # the actor's process started: a kill before GCS has created it may take it along
+    ray.get(launch_attempt(spec, "local-node").ready, timeout=60)
     print(json.dumps(report), flush=True)
     time.sleep(600)  # killed with -9 by the test
 else:

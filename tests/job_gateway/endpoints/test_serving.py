@@ -405,21 +405,27 @@ class TestTransformersEndpoint:
         gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
 
 
+def _two_gateways_options(serve_port: int, *, app_prefix: str) -> dict[str, Any]:
+    """A gateway's options for tests that stop one gateway and start the next on its
+    endpoints; ``app_prefix`` keeps their applications apart from the module's gateway."""
+    return {
+        "inventory_yaml": INVENTORY_YAML,
+        "execution": ExecutionSettings(executor_poll_seconds=0.05, warm_spares_per_node=0),
+        "endpoint_settings": EndpointSettings(
+            serve_port=serve_port,
+            serve_app_prefix=app_prefix,
+            endpoint_probe_seconds=0.5,
+            endpoint_probe_timeout_seconds=1.0,
+        ),
+        "pass_interval_seconds": 0.5,
+    }
+
+
 class TestRehydration:
     def test_a_restarted_gateway_adopts_the_running_application(
         self, serve_port: int, kubeapi: KubeAPI, tmp_path: Path
     ) -> None:
-        options: dict[str, Any] = {
-            "inventory_yaml": INVENTORY_YAML,
-            "execution": ExecutionSettings(executor_poll_seconds=0.05, warm_spares_per_node=0),
-            "endpoint_settings": EndpointSettings(
-                serve_port=serve_port,
-                serve_app_prefix="gw-re-",  # apart from the module's gateway
-                endpoint_probe_seconds=0.5,
-                endpoint_probe_timeout_seconds=1.0,
-            ),
-            "pass_interval_seconds": 0.5,
-        }
+        options = _two_gateways_options(serve_port, app_prefix="gw-re-")
         (tmp_path / "first").mkdir()
         (tmp_path / "second").mkdir()
         with running_gateway(kubeapi, tmp_path / "first", **options) as first:
@@ -446,17 +452,7 @@ class TestRehydration:
         """A gateway stopped after writing NodeLost, before deleting the application; the
         endpoint placed again (on the same node and GPUs: the node came back) before the
         next gateway's reconciler looks. The old application is deleted, a new one runs."""
-        options: dict[str, Any] = {
-            "inventory_yaml": INVENTORY_YAML,
-            "execution": ExecutionSettings(executor_poll_seconds=0.05, warm_spares_per_node=0),
-            "endpoint_settings": EndpointSettings(
-                serve_port=serve_port,
-                serve_app_prefix="gw-nl-",  # apart from the module's gateway
-                endpoint_probe_seconds=0.5,
-                endpoint_probe_timeout_seconds=1.0,
-            ),
-            "pass_interval_seconds": 0.5,
-        }
+        options = _two_gateways_options(serve_port, app_prefix="gw-nl-")
         (tmp_path / "first").mkdir()
         (tmp_path / "second").mkdir()
         with running_gateway(kubeapi, tmp_path / "first", **options) as first:
