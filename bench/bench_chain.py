@@ -20,7 +20,8 @@
    every receipt is in the hash chain, sealed in a batch, and (``CHAIN_ENABLED=true``)
    anchored; and the CPU milliseconds per settlement of each component's processes
    (PostgreSQL: the backends of the run's databases), counted until the chain caught up, so
-   work a lower priority defers is counted too.
+   work a lower priority defers is counted too. ``--chain-cpus`` binds the chain's
+   processes to CPUs of their own and the settlement path to the rest, in every mode.
 
 Run from the repository root: ``.venv/bin/python -m bench.bench_chain`` (everything), or
 ``.venv/bin/python -m bench.bench_chain --only-settlements --pairs 4 --settlements 600``
@@ -60,6 +61,8 @@ from tests.support.postgres import start_test_postgres
 from tests.support.service_process import service_process
 
 THREADS = 8
+#: the components of the settlement path (the rest is the chain's)
+PATH = frozenset({"credit", "metering"})
 #: the longest a run waits for the chain to catch up after its last settlement
 LAG_LIMIT_S = 300.0
 #: the chain's processes' niceness unless ``--niceness`` says otherwise (the settings' own)
@@ -172,6 +175,46 @@ class CpuMeter:
         return seconds
 
 
+def pin(pid: int, cpus: set[int]) -> None:
+    """Bind process ``pid``, every thread it has and every process under it to ``cpus``
+    (threads and processes they start later inherit it)."""
+    root = psutil.Process(pid)
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            for thread in process.threads():
+                os.sched_setaffinity(thread.id, cpus)
+        except (psutil.Error, ProcessLookupError):  # ended since it was listed
+            continue
+
+
+def postmaster_pid(postgres: Any) -> int:
+    """The PostgreSQL server process (the parent of a backend it starts for us)."""
+    engine = create_engine(postgres.admin_url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            backend = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+    finally:
+        engine.dispose()
+    return psutil.Process(backend).ppid()
+
+
+@dataclass(frozen=True)
+class Cores:
+    """Where a run's processes may run: the settlement path (credit, metering, PostgreSQL,
+    the bench's client) and the chain (the deliverer, chain_service, CometBFT and the ABCI
+    application); None: anywhere, as the scheduler places them."""
+
+    path: set[int] | None = None
+    chain: set[int] | None = None
+
+    @classmethod
+    def split(cls, chain: set[int]) -> Cores:
+        path = os.sched_getaffinity(0) - chain
+        if not chain or not path:
+            raise SystemExit("--chain-cpus must leave some of this process's CPUs to the path")
+        return cls(path=path, chain=chain)
+
+
 def _cpu_seconds(process: psutil.Process) -> float:
     try:
         times = process.cpu_times()
@@ -238,10 +281,11 @@ def settlements_per_second(
     mode: str,
     batch_seconds: float = ChainSettings.model_fields["batch_interval_seconds"].default,
     niceness: int = DEFAULT_NICENESS,
+    cores: Cores = Cores(),
 ) -> SettlementRun:
     """Usage records settled per second with the chain in ``mode`` (one of :data:`MODES`),
     chain_service sealing a batch (and anchoring it) every ``batch_seconds``, the chain's
-    processes at ``niceness``; then how long the chain took to catch up.
+    processes at ``niceness`` and on ``cores``; then how long the chain took to catch up.
 
     Each service is its own process (``python -m <package>``), as a deployment runs them:
     the chain's work competes with the settlement path for the machine's cores, not for
@@ -334,6 +378,10 @@ def settlements_per_second(
                 )
                 assert answer.json()["settlement"]["state"] == "settled", answer.text
 
+            if cores.path is not None and cores.chain is not None:
+                for component, pids in processes.items():
+                    for pid in pids:
+                        pin(pid, cores.path if component in PATH else cores.chain)
             meter = CpuMeter(
                 processes, [make_url(url).database or "" for url in databases.values()]
             )
@@ -437,9 +485,23 @@ def main() -> None:
         help="the chain's processes' niceness (METERING_RECEIPT_NICENESS, CHAIN_NICENESS); "
         "0: the settlement path's priority (default: the settings')",
     )
+    parser.add_argument(
+        "--chain-cpus",
+        type=lambda value: {int(cpu) for cpu in value.split(",")},
+        default=None,
+        help="CPUs (e.g. 1 or 2,3) given to the chain's processes in every run, the rest of "
+        "this process's to the settlement path (credit, metering, PostgreSQL, the client), "
+        "as a deployment with a core for the chain would (default: none bound)",
+    )
     args = parser.parse_args()
+    cores = Cores() if args.chain_cpus is None else Cores.split(args.chain_cpus)
     with start_test_postgres() as postgres, tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp)
+        if cores.path is not None:
+            pin(os.getpid(), cores.path)
+            pin(postmaster_pid(postgres), cores.path)
+            chain_cpus = sorted(cores.chain or ())
+            print(f"settlement path on CPUs {sorted(cores.path)}, chain on {chain_cpus}")
         if not args.only_settlements:
             single, batched = receipts_per_second(postgres, state, 1_000)
             print(
@@ -464,6 +526,7 @@ def main() -> None:
                     mode=mode,
                     batch_seconds=args.batch_seconds,
                     niceness=args.niceness,
+                    cores=cores,
                 )
                 runs.append(run)
                 _print_run(pair, run)
