@@ -3,8 +3,8 @@
 Endpoints waiting to be deployed (Pending, or Stopped and woken through the API) are placed
 by the same passes and written back as Deploying. A Pending endpoint the scheduler can say
 more about than "no room now" (``Decision.unplaced``: a vllm endpoint whose real GPUs are
-full while simulated ones have room) gets that reason written (``set_endpoint_waiting``),
-once per reason.
+full, the message saying whether simulated ones have room) gets that reason written
+(``set_endpoint_waiting``), again whenever the reason or its message changes.
 
 The loop keeps no state that matters across a restart: the waiting jobs and the allocation
 map are what the informer last delivered (a restart lists the CRDs again and rebuilds both).

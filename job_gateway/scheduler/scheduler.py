@@ -165,9 +165,7 @@ class Scheduler:
                     continue
                 waiting.append(request)
                 if accepts[0] >= REAL:
-                    why = self._real_gpu_busy(request, spread)
-                    if why is not None:
-                        unplaced[request.key] = why
+                    unplaced[request.key] = self._real_gpu_busy(request, spread)
                 if len(kept) < self.max_reservations and now - request.submitted_at >= self.aging_s:
                     held = self._reserve(request, accepts, previous.get(request.key))
                     if held is not None:
@@ -219,16 +217,19 @@ class Scheduler:
         real_only = accepts[0] >= REAL
         return Impossible(request, largest, index.most_gpus(request.vram_mb, accepts), real_only)
 
-    def _real_gpu_busy(self, request: PlacementRequest, spread: bool) -> Unplaced | None:
-        """Why ``request`` (real GPUs only) waits when a simulated GPU has room for it."""
+    def _real_gpu_busy(self, request: PlacementRequest, spread: bool) -> Unplaced:
+        """Why ``request`` (real GPUs only) waits: no real GPU has room; the message says
+        whether a simulated one has (it changes with that, so what is written stays true)."""
+        vendor = "" if request.vendor == "any" else f"{request.vendor} "
+        wanted = (
+            f"waiting for {request.gpu_count} real {vendor}GPU(s) with {request.vram_mb} "
+            "MiB free on one node"
+        )
         if self._index.find(request.vram_mb, request.gpu_count, ACCEPTED[request.vendor], spread):
-            vendor = "" if request.vendor == "any" else f"{request.vendor} "
             return Unplaced(
-                REAL_GPU_BUSY,
-                f"waiting for {request.gpu_count} real {vendor}GPU(s) with {request.vram_mb} "
-                "MiB free on one node: only simulated GPUs have room, and it needs a real one",
+                REAL_GPU_BUSY, f"{wanted}: only simulated GPUs have room, and it needs a real one"
             )
-        return None
+        return Unplaced(REAL_GPU_BUSY, f"{wanted}: no GPU, real or simulated, has room now")
 
     def _reserve(
         self,

@@ -210,7 +210,8 @@ class Decision:
 
     Pass ``reservations`` to the next pass: the aging bound holds only if they are kept.
     ``unplaced``: why a waiting request waits, where more can be said than "no room now"
-    (one that needs a real GPU while only simulated GPUs have room: ``REAL_GPU_BUSY``).
+    (one that needs a real GPU: ``REAL_GPU_BUSY``, its message saying whether simulated
+    GPUs have room).
     """
 
     placements: tuple[Placement, ...]
@@ -220,7 +221,7 @@ class Decision:
     unplaced: Mapping[AllocationKey, Unplaced] = field(default_factory=dict)
 
 
-#: The reason of a request that needs a real GPU and waits while simulated GPUs have room.
+#: The reason of a request that needs a real GPU and waits (no real GPU has room for it).
 REAL_GPU_BUSY = "RealGpuBusy"
 
 

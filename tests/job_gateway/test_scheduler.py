@@ -358,10 +358,13 @@ class TestRealGpus:
         why = decision.unplaced[endpoint.key]
         assert why.reason == REAL_GPU_BUSY
         assert "only simulated GPUs have room" in why.message
-        # no room anywhere: a plain wait, nothing more to say
+        # no room anywhere: still why, and the simulated GPUs no longer named as free
         scheduler.allocations.put(holding("y", "gateway", [0], 79 * GIB))
         decision = scheduler.schedule([endpoint], now=0.0)
-        assert decision.waiting == (endpoint,) and decision.unplaced == {}
+        assert decision.waiting == (endpoint,)
+        why = decision.unplaced[endpoint.key]
+        assert why.reason == REAL_GPU_BUSY
+        assert "no GPU, real or simulated, has room now" in why.message
 
     def test_it_reserves_only_real_gpus_once_aged(self) -> None:
         scheduler = self._mixed()

@@ -401,3 +401,41 @@ class TestVllmEndpointsOnRealGpus:
             (0,),
         )
         assert placed.status.reason is None
+
+    def test_the_reason_is_rewritten_when_the_simulated_gpus_fill_and_free(self) -> None:
+        """What is written stays true: once the simulated GPU is full too, the message no
+        longer says it has room; once it has room again, it says so again."""
+
+        async def scenario() -> list[tuple[str | None, str | None]]:
+            crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
+            scheduler = Scheduler(load_inventory_text(SIMULATED_AND_REAL))
+            loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
+            for name, vram in (("real", 20 * GIB), ("simulated", 78 * GIB)):
+                job = await crd.create_job(name, "alice", "file:///f", vram_mb=vram)
+                loop.follow(job)
+                await loop.run_pass()  # the first takes the real GPU (the tightest)
+                job = await crd.get_job(name)
+                scheduler.allocations.apply_job(job)
+                loop.follow(job)
+            scheduler.allocations.remove(("job", "simulated"))  # the simulated GPU has room
+            endpoint = await crd.create_endpoint(
+                "ep", "alice", vram_mb=8 * GIB, mode="vllm", model="/m"
+            )
+            loop.follow_endpoint(endpoint)
+            seen = []
+            for change in ("simulated room", "simulated full", "simulated room again"):
+                if change == "simulated full":
+                    scheduler.allocations.apply_job(await crd.get_job("simulated"))
+                elif change == "simulated room again":
+                    scheduler.allocations.remove(("job", "simulated"))
+                await loop.run_pass()
+                status = (await crd.get_endpoint("ep")).status
+                seen.append((status.reason, status.message))
+            return seen
+
+        seen = asyncio.run(scenario())
+        assert [reason for reason, _ in seen] == ["RealGpuBusy"] * 3
+        messages = [message or "" for _, message in seen]
+        assert "only simulated GPUs have room" in messages[0]
+        assert "no GPU, real or simulated, has room now" in messages[1]
+        assert "only simulated GPUs have room" in messages[2]
