@@ -43,7 +43,9 @@ def endpoints(json_output: JsonFlag = False) -> None:
     price, age, URL.
 
     An endpoint stopped because your credits ran out shows ``Stopped (OutOfCredits)``; one
-    scaled to zero shows ``Stopped (Idle)`` and wakes on its next call.
+    scaled to zero shows ``Stopped (Idle)`` and wakes on its next call; one waiting for GPUs
+    shows why (``Pending (RealGpuBusy)``: a vllm endpoint waits for a real GPU with room).
+    --json gives the reason's message too.
 
     Examples:
 
@@ -126,8 +128,26 @@ def deploy(
     vram: Annotated[str, typer.Option("--vram", help="VRAM per GPU (e.g. 8GB).")] = "8GB",
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs per replica.", min=1)] = 1,
     vendor: Annotated[str, typer.Option("--vendor", help="nvidia, amd or any.")] = "any",
-    min_replicas: Annotated[int, typer.Option("--min-replicas", min=0)] = 0,
-    max_replicas: Annotated[int, typer.Option("--max-replicas", min=1)] = 1,
+    min_replicas: Annotated[
+        int,
+        typer.Option(
+            "--min-replicas",
+            min=0,
+            help="Replicas kept while it runs (at least 1; scaling to zero is --idle's).",
+        ),
+    ] = 0,
+    max_replicas: Annotated[
+        int,
+        typer.Option(
+            "--max-replicas",
+            min=1,
+            help=(
+                "Replicas at most: above 1, replicas are added and removed on the requests "
+                "under way; the endpoint's GPUs hold --vram for each, and each running "
+                "replica is billed."
+            ),
+        ),
+    ] = 1,
     idle: Annotated[
         str, typer.Option("--idle", help="Idle time before scaling to zero (0: never).")
     ] = "5m",
@@ -139,7 +159,9 @@ def deploy(
     base_url is <platform>/v1/endpoints/NAME/v1. You pay per second while it runs, per
     replica; it scales to zero after --idle without calls and wakes on the next one.
     NAME of a stopped or failed endpoint is deployed again (it is replaced); one running,
-    starting or scaled to zero is kept (stop it first).
+    starting or scaled to zero is kept (stop it first). --mode vllm needs a real GPU in the
+    cluster; until the endpoint runs, gridweave endpoints shows why it waits (e.g.
+    Pending (RealGpuBusy): no real GPU has room for it yet).
 
     Examples:
 

@@ -15,16 +15,21 @@ import cloudpickle
 import pytest
 import typer
 from rich.console import Console
+from typer.core import TyperGroup, TyperOption
 
 import gridweave as gw
 from gridweave_cli._output import age, credits_text, mib_text
+from gridweave_cli.app import app
+from gridweave_cli.endpoints import _state as endpoint_state
 from gridweave_cli.exit_codes import EXIT_CODES_HELP, ExitCode
 from gridweave_cli.nodes import nodes_table, vram_bar
 from gridweave_cli.run import load_function, parse_arguments
 from gridweave_clients.gateway.models import InventoryResponse
+from gridweave_clients.platform.endpoints import EndpointResponse
 from tests.cli.helpers import Invoke
 
 MY_COMMANDS = ["login", "signup", "run", "jobs", "logs", "cancel", "credits", "usage", "nodes"]
+ENDPOINT_COMMANDS = ["endpoints", "deploy", "stop"]
 
 
 class TestHelp:
@@ -38,7 +43,7 @@ class TestHelp:
         for command in MY_COMMANDS:
             assert f" {command} " in flat
 
-    @pytest.mark.parametrize("command", MY_COMMANDS)
+    @pytest.mark.parametrize("command", MY_COMMANDS + ENDPOINT_COMMANDS)
     def test_every_command_has_help_with_examples(self, gridweave: Invoke, command: str) -> None:
         result = gridweave(command, "--help")
         assert result.exit_code == 0, result.output
@@ -51,6 +56,16 @@ class TestHelp:
         self, gridweave: Invoke, command: str
     ) -> None:
         assert "--json" in gridweave(command, "--help").stdout
+
+    @pytest.mark.parametrize("command", ENDPOINT_COMMANDS)
+    def test_every_endpoint_command_takes_json_and_explains_each_option(self, command: str) -> None:
+        group = typer.main.get_command(app)
+        assert isinstance(group, TyperGroup)
+        params = group.commands[command].params
+        options = [param for param in params if isinstance(param, TyperOption)]
+        assert "--json" in {name for option in options for name in option.opts}
+        unexplained = [option.opts[0] for option in options if not (option.help or "").strip()]
+        assert unexplained == []
 
     def test_an_unknown_option_is_exit_2(self, gridweave: Invoke) -> None:
         assert gridweave("jobs", "--nope").exit_code == int(ExitCode.USAGE) == 2
@@ -162,6 +177,40 @@ class TestDrawing:
         assert "3 GiB" in rows[2]  # measured in use
         assert "3 GiB" not in rows[1]  # not measured: shown as "-", never a number
         assert "gone (not ready)" in rows[3] and "no GPUs" in rows[3]
+
+    def test_an_endpoints_phase_carries_why_it_waits_or_stopped(self) -> None:
+        def view(phase: str, reason: str | None) -> EndpointResponse:
+            return EndpointResponse.model_validate(
+                {
+                    "name": "chat",
+                    "endpoint_id": "chat-0123456789",
+                    "path": "/v1/endpoints/chat",
+                    "mode": "vllm",
+                    "model": None,
+                    "phase": phase,
+                    "reason": reason,
+                    "message": None,
+                    "node": None,
+                    "gpu_indices": [],
+                    "ready_replicas": 0,
+                    "health": "Unknown",
+                    "vram_mb": 4096,
+                    "gpu_count": 1,
+                    "vendor": "nvidia",
+                    "min_replicas": 0,
+                    "max_replicas": 1,
+                    "idle_seconds": 300,
+                    "created_at": None,
+                    "started_at": None,
+                    "stopped_at": None,
+                    "billed_seconds": 0,
+                }
+            )
+
+        assert endpoint_state(view("Pending", "RealGpuBusy")) == "Pending (RealGpuBusy)"
+        assert endpoint_state(view("Stopped", "OutOfCredits")) == "Stopped (OutOfCredits)"
+        assert endpoint_state(view("Pending", None)) == "Pending"
+        assert endpoint_state(view("Running", "Idle")) == "Running"
 
     def test_bars(self) -> None:
         assert vram_bar(12, 16, width=8).plain == "██████░░"
