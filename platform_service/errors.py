@@ -14,6 +14,7 @@ Tree::
         ├── JobNotFinished         409  (body: job_id, phase)
         ├── JobDidNotComplete      409  (body: job_id, phase, reason, message, traceback)
         ├── TooManyLogStreams      429  (body: limit; the user's live log streams are open)
+        ├── NodeNotJoined          409  (body: node; listed by the gateway, not in the registry)
         ├── RegistryScopeRefused   403  (body: refused; another user's repository)
         ├── RegistryPushRefused    403  (body: usage_bytes, quota_bytes; over quota)
         ├── RegistryReadOnly       503  (a push while the registry collects garbage)
@@ -46,6 +47,7 @@ __all__ = [
     "InsufficientCredits",
     "JobDidNotComplete",
     "JobNotFinished",
+    "NodeNotJoined",
     "NotAuthenticated",
     "NotFound",
     "PlatformError",
@@ -144,6 +146,25 @@ class TooManyLogStreams(PlatformError):
     code = "too_many_log_streams"
     status_code = 429
     message = "too many live log streams are open"
+
+
+class NodeNotJoined(PlatformError):
+    """A cordon or drain of a node the gateway's inventory lists but the node registry does
+    not: this machine (the local inventory, which has no cordon) or a node of the inventory
+    file (cordoned there)."""
+
+    code = "node_not_joined"
+    status_code = 409
+    message = "this node was not joined with a join key, so it is not cordoned or drained here"
+
+    def __init__(self, node: str) -> None:
+        super().__init__(
+            f"node {node!r} was not joined with a join key, so it is not cordoned or drained"
+            " here: it is the gateway's own machine (GATEWAY_INVENTORY_SOURCE=local, whose GPUs"
+            " cannot be cordoned) or a node of its inventory file (GATEWAY_INVENTORY_SOURCE=file:"
+            " set 'cordoned: true' on the node in that file)",
+            node=node,
+        )
 
 
 class EndpointNotServing(PlatformError):

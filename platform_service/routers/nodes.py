@@ -44,11 +44,16 @@ async def list_joined_nodes(admin: AdminDep, registry: NodeRegistryDep) -> NodeL
 
 @router.put("/v1/admin/nodes/{name}/cordon")
 async def cordon_node(
-    name: NodeName, body: CordonNodeRequest, admin: AdminDep, registry: NodeRegistryDep
+    name: NodeName,
+    body: CordonNodeRequest,
+    admin: AdminDep,
+    registry: NodeRegistryDep,
+    services: JobServicesDep,
 ) -> NodeResponse:
-    """Cordon the node (no new placements; what runs stays) or uncordon it (admins)."""
+    """Cordon the node (no new placements; what runs stays) or uncordon it (admins). A node
+    not joined with a join key (this machine, a node of the inventory file) is a 409."""
     return await nodes.set_node_cordoned(
-        registry, admin_id=admin.user_id, name=name, cordoned=body.cordoned
+        registry, services.gateway, admin_id=admin.user_id, name=name, cordoned=body.cordoned
     )
 
 

@@ -266,6 +266,70 @@ class TestCordon:
             assert (error["code"], error["message"]) == ("not_found", "no node 'gpu-nowhere'")
 
 
+#: The gateway's inventory file of ``TestOutsideTheRegistry``: a node no join key joined.
+FILE_INVENTORY = """
+nodes:
+  - name: file-node
+    gpus:
+      - {index: 0, vendor: nvidia, model: NVIDIA A100 80GB, vram_mb: 81920}
+"""
+
+
+@pytest.fixture(scope="module")
+def file_platform(
+    kubeapi: KubeAPI,
+    platform_database: str,
+    node_registry: Registry,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[PlatformServer]:
+    """The platform over a gateway whose inventory is a file (as a local one, its nodes are
+    not in the registry), beside the real registry."""
+    with running_gateway(
+        kubeapi,
+        tmp_path_factory.mktemp("file-gateway"),
+        inventory_yaml=FILE_INVENTORY,
+        internal_token=INTERNAL_TOKEN,
+        metering_service_url=NOWHERE,
+    ) as file_gateway:
+        settings = platform_settings(
+            platform_database,
+            tmp_path_factory.mktemp("file-platform"),
+            gateway_url=file_gateway.url,
+            kuberay_url=node_registry.url,
+        )
+        with running_platform(settings) as server:
+            yield server
+
+
+class TestOutsideTheRegistry:
+    def test_a_node_of_the_gateways_inventory_is_409_saying_why(
+        self, file_platform: PlatformServer
+    ) -> None:
+        listed = file_platform.http.get("/v1/nodes", headers=file_platform.admin.headers)
+        assert [node["name"] for node in listed.json()["nodes"]] == ["file-node"]
+        for method, path, body in (
+            ("PUT", "/v1/admin/nodes/file-node/cordon", {"cordoned": True}),
+            ("POST", "/v1/admin/nodes/file-node/drain", None),
+        ):
+            response = file_platform.http.request(
+                method, path, json=body, headers=file_platform.admin.headers
+            )
+            assert response.status_code == 409, response.text
+            error = response.json()["error"]
+            assert (error["code"], error["node"]) == ("node_not_joined", "file-node")
+            assert "not joined with a join key" in error["message"]
+            assert "GATEWAY_INVENTORY_SOURCE=local" in error["message"]
+            assert "'cordoned: true'" in error["message"]
+        # a name neither lists is still the registry's 404
+        unknown = file_platform.http.put(
+            "/v1/admin/nodes/gpu-nowhere/cordon",
+            json={"cordoned": True},
+            headers=file_platform.admin.headers,
+        )
+        assert unknown.status_code == 404, unknown.text
+        assert unknown.json()["error"]["message"] == "no node 'gpu-nowhere'"
+
+
 def _inventory_gpu(platform: PlatformServer, headers: dict[str, str], node: str, index: int) -> Any:
     response = platform.http.get("/v1/nodes", headers=headers)
     assert response.status_code == 200, response.text

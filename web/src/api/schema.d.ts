@@ -78,7 +78,8 @@ export interface paths {
         get?: never;
         /**
          * Cordon Node
-         * @description Cordon the node (no new placements; what runs stays) or uncordon it (admins).
+         * @description Cordon the node (no new placements; what runs stays) or uncordon it (admins). A node
+         *     not joined with a join key (this machine, a node of the inventory file) is a 409.
          */
         put: operations["cordon_node"];
         post?: never;

@@ -36,7 +36,7 @@ function card(name: string): HTMLElement {
   return screen.getByRole("heading", { name }).closest("section")!;
 }
 
-test("cordon and uncordon a registry node; a node outside the registry has no buttons", async () => {
+test("cordon and uncordon a registry node; a node outside the registry says why it cannot be", async () => {
   let cordoned = false;
   const sent: unknown[] = [];
   server.use(
@@ -53,7 +53,14 @@ test("cordon and uncordon a registry node; a node outside the registry has no bu
   renderApp("/admin/nodes");
   await screen.findByRole("heading", { name: "gpu-a" });
   await waitFor(() => expect(within(card("gpu-a")).getByText(/heartbeat 1\d s ago/)).toBeInTheDocument());
-  expect(within(card("local")).queryByRole("button")).toBeNull();
+  // this machine's node (gridweave up's local inventory): the buttons disabled, with why
+  for (const name of ["Cordon", "Drain"]) {
+    const button = within(card("local")).getByRole("button", { name });
+    expect(button).toBeDisabled();
+    expect(button).toHaveAccessibleDescription(/cordon and drain are for nodes joined with a join key/);
+  }
+  expect(within(card("local")).getByTestId("not-joined")).toHaveTextContent("local inventory of gridweave up, whose GPUs cannot be cordoned");
+  expect(within(card("local")).getByTestId("not-joined")).toHaveTextContent("cordoned: true");
   await userEvent.click(within(card("gpu-a")).getByRole("button", { name: "Cordon" }));
   expect(await within(card("gpu-a")).findByTestId("cordoned")).toHaveTextContent("Cordoned");
   expect(within(card("gpu-a")).getByRole("status")).toHaveTextContent("no new work");
@@ -89,6 +96,8 @@ test("an unreachable registry still shows the GPUs", async () => {
   renderApp("/admin/nodes");
   expect(await screen.findByText(/Node registry: kuberay_service is unavailable/)).toBeInTheDocument();
   expect(screen.getAllByRole("meter")).toHaveLength(2);
+  // an unread registry says nothing of which nodes are in it
+  expect(screen.queryByTestId("not-joined")).toBeNull();
 });
 
 test("heartbeat ages read in seconds, minutes, hours", () => {

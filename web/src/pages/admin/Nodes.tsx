@@ -138,6 +138,26 @@ function NodeActions({ joined, heldMb }: { joined: Joined; heldMb: number }) {
   );
 }
 
+/** A node the gateway lists but no join key joined: its cordon and drain buttons disabled,
+ * with why and where such a node is cordoned instead (the platform answers 409 the same). */
+function NotJoined({ name }: { name: string }) {
+  const why = `not-joined-${name}`;
+  const button = "rounded border border-slate-300 px-2 py-0.5 text-sm text-slate-500";
+  return (
+    <div className="mb-2 space-y-1 text-sm">
+      <div className="flex gap-2">
+        <button type="button" className={button} disabled aria-describedby={why}>Cordon</button>
+        <button type="button" className={button} disabled aria-describedby={why}>Drain</button>
+      </div>
+      <p id={why} data-testid="not-joined" className="text-xs text-slate-700">
+        Not in the node registry: cordon and drain are for nodes joined with a join key. This node is the gateway&apos;s own
+        machine (the local inventory of <code>gridweave up</code>, whose GPUs cannot be cordoned) or a node of its
+        inventory file (cordon it in that file: <code>cordoned: true</code>).
+      </p>
+    </div>
+  );
+}
+
 export function Nodes() {
   const nodes = useQuery({ queryKey: ["nodes"], queryFn: async () => unwrap(await api.GET("/v1/nodes")), refetchInterval: 5_000 });
   // the node registry (heartbeats, cordons): absent with a local or file inventory
@@ -165,9 +185,9 @@ export function Nodes() {
             <p className={`mb-2 text-sm font-medium ${node.ready ? "text-green-800" : "text-red-700"}`}>{node.ready ? "Ready" : "NotReady"}</p>
             {entry ? (
               <NodeActions joined={entry} heldMb={held} />
-            ) : (
-              <p className="mb-2 text-xs text-slate-700">Not in the node registry (this machine or the inventory file): cordon it there.</p>
-            )}
+            ) : joined.isSuccess ? (
+              <NotJoined name={node.name} />
+            ) : null}
             <div className="space-y-3">
               {node.gpus.map((gpu) => (
                 <div key={gpu.index} data-testid="gpu" className="space-y-1">
