@@ -19,8 +19,18 @@ from gridweave_runtime.postgres import to_sqlalchemy_url
 
 __all__ = ["DASHBOARD_SERVICES", "ServiceSpec", "Wiring", "service_waves"]
 
-#: The services whose /healthz and /metrics the dashboard's diagnostics page shows.
-DASHBOARD_SERVICES = ("gateway", "metering", "credit", "faucet", "chain", "kuberay")
+#: The services whose /healthz and /metrics the dashboard's diagnostics page shows (beside
+#: the platform's), each with the port that answers them: the registry's supervisor answers
+#: on a port of its own, not the registry's API.
+DASHBOARD_SERVICES = {
+    "gateway": "gateway",
+    "metering": "metering",
+    "credit": "credit",
+    "faucet": "faucet",
+    "chain": "chain",
+    "kuberay": "kuberay",
+    "registry": "registry_health",
+}
 
 
 @dataclass(frozen=True)
@@ -154,7 +164,8 @@ def service_waves(
                     "WEB_PLATFORM_URL": url("platform"),
                     **({} if proxy_secret is None else {"WEB_PROXY_SECRET": proxy_secret}),
                     "WEB_SERVICE_URLS": json.dumps(
-                        {name: url(name) for name in DASHBOARD_SERVICES}, sort_keys=True
+                        {name: url(port) for name, port in DASHBOARD_SERVICES.items()},
+                        sort_keys=True,
                     ),
                 },
             ),

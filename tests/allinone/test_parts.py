@@ -65,7 +65,14 @@ def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Pat
     web = specs["web"].environment(Wiring("postgresql://u@/postgres", {}), "127.0.0.1")
     assert web["WEB_PORT"] == str(DEFAULT_PORTS["web"] + 1000) == "4000"
     assert web["WEB_PLATFORM_URL"] == f"http://127.0.0.1:{DEFAULT_PORTS['platform'] + 1000}"
-    assert "gateway" in json.loads(web["WEB_SERVICE_URLS"])
+    # diagnostics: every service with a /healthz and /metrics (the platform's URL is given
+    # apart; CometBFT's node, with CHAIN_ENABLED, answers /health only); the registry's
+    # supervisor answers them on its own port
+    probed = json.loads(web["WEB_SERVICE_URLS"])
+    served = {name for name, spec in specs.items() if spec.health_url("127.0.0.1") is not None}
+    assert set(probed) == served - {"platform", "web", "cometbft"}
+    assert probed["registry"] == f"http://127.0.0.1:{DEFAULT_PORTS['registry_health'] + 1000}"
+    assert probed["gateway"] == f"http://127.0.0.1:{DEFAULT_PORTS['gateway'] + 1000}"
     registry_health = specs["registry"].health_url("127.0.0.1")
     assert registry_health is not None
     assert registry_health.endswith(f":{DEFAULT_PORTS['registry_health'] + 1000}/healthz")
