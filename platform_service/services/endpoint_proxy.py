@@ -11,7 +11,8 @@ An endpoint that is not running:
 - Stopped with reason ``Idle`` (scaled to zero), Pending or Deploying: the gateway is asked
   to wake it and the call waits for it (``wake_seconds`` at most; concurrent calls share one
   deployment at the gateway), then goes through. Still not running: 503
-  ``endpoint_starting``.
+  ``endpoint_starting`` (a Pending one's message says why it waits: its reason and message,
+  e.g. ``RealGpuBusy``).
 - Stopped for credits: 402 ``endpoint_out_of_credits``; stopped otherwise: 409
   ``endpoint_stopped``; Failed: 503 ``endpoint_failed``; each with the reason and message.
 
@@ -233,8 +234,14 @@ def _not_serving(
 ) -> EndpointNotServing:
     details = {"endpoint": name, "phase": endpoint.phase.value, "reason": endpoint.reason}
     if endpoint.phase in _STARTING or _wakes(endpoint):
+        # a Pending endpoint's reason is why it waits (the scheduler's: RealGpuBusy, ...)
+        why = (
+            f" (Pending, {endpoint.reason}: {endpoint.message or 'no message'})"
+            if endpoint.phase is EndpointPhase.PENDING and endpoint.reason
+            else ""
+        )
         return EndpointNotServing(
-            f"endpoint {name} did not start within {wake_seconds:g} s: try again",
+            f"endpoint {name} did not start within {wake_seconds:g} s{why}: try again",
             status_code=503,
             code="endpoint_starting",
             **details,

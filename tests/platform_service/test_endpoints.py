@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from gridweave_clients.gateway import endpoints as gw
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE
 from gridweave_clients.platform.endpoints import DeployEndpointRequest
 from gridweave_runtime.errors import InvalidRequest
@@ -21,6 +22,7 @@ from platform_service.errors import NotFound
 from platform_service.services.endpoint_proxy import (
     _check_route,
     _check_upstream,
+    _not_serving,
     forwarded_headers,
 )
 from platform_service.services.endpoints import (
@@ -73,6 +75,35 @@ class TestRoutesOfTheEndpointOnly:
     def test_an_upstream_url_outside_the_endpoints_route_is_404(self, upstream: str) -> None:
         with pytest.raises(NotFound):
             _check_upstream(SERVE, httpx.URL(upstream), "v1")
+
+
+class TestNotServingYet:
+    """A call that found the endpoint not running within the wait says why it waits."""
+
+    @staticmethod
+    def _view(phase: str, reason: str | None, message: str | None) -> gw.EndpointResponse:
+        return gw.EndpointResponse(
+            id="ep-1",
+            user_id="alice",
+            mode="vllm",
+            phase=phase,
+            reason=reason,
+            message=message,
+            vram_mb=4096,
+        )
+
+    def test_a_pending_endpoints_reason_and_message_are_in_the_answer(self) -> None:
+        view = self._view("Pending", "RealGpuBusy", "waiting for 1 real GPU(s) with 4096 MiB")
+        error = _not_serving("chat", view, 60.0)
+        assert (error.status_code, error.code) == (503, "endpoint_starting")
+        assert "(Pending, RealGpuBusy: waiting for 1 real GPU(s) with 4096 MiB)" in str(error)
+
+    @pytest.mark.parametrize(("phase", "reason"), [("Pending", None), ("Deploying", None)])
+    def test_without_a_reason_it_only_asks_to_try_again(
+        self, phase: str, reason: str | None
+    ) -> None:
+        error = _not_serving("chat", self._view(phase, reason, None), 60.0)
+        assert str(error).endswith("did not start within 60 s: try again")
 
 
 class TestModelSources:
