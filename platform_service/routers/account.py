@@ -1,4 +1,5 @@
-"""``/v1/credits`` and ``/v1/usage``: the caller's money, refills and what it paid for."""
+"""``/v1/credits`` and ``/v1/usage``: the caller's money, its ledger, refills and what it
+paid for."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from gridweave_clients.credit.models import LedgerPageResponse
 from gridweave_clients.faucet.models import RefillResponse
 from gridweave_clients.fields import DatabaseId, UtcDatetime
 from gridweave_clients.metering.models import UsagePageResponse
@@ -28,6 +30,20 @@ router = APIRouter(tags=["account"])
 async def get_credits(user: UserDep, credit: CreditDep) -> CreditsResponse:
     """Balance, held and available micro-credits."""
     return await account.get_credits(credit, user_id=user.user_id)
+
+
+@router.get("/v1/credits/ledger")
+async def list_credit_ledger(
+    user: UserDep,
+    credit: CreditDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    before_id: Annotated[DatabaseId | None, Query()] = None,
+) -> LedgerPageResponse:
+    """The caller's ledger: every change of its balance (grants, refills, settlements,
+    transfers), newest first; ``next_before_id`` as ``before_id`` for the next page."""
+    return await account.list_credit_ledger(
+        credit, user_id=user.user_id, limit=limit, before_id=before_id
+    )
 
 
 @router.post("/v1/credits/refill", status_code=201)

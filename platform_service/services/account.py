@@ -6,6 +6,7 @@ from datetime import datetime
 
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.credit import operations as credit_ops
+from gridweave_clients.credit.models import LedgerPageResponse
 from gridweave_clients.errors import NotFound
 from gridweave_clients.faucet import FaucetClient
 from gridweave_clients.faucet.models import RefillResponse
@@ -15,7 +16,7 @@ from gridweave_clients.metering.models import UsagePageResponse
 from gridweave_clients.platform.models import CreditsResponse
 from platform_service.services.downstream import USER_FACING, as_user, downstream_errors
 
-__all__ = ["get_credits", "list_usage", "request_refill"]
+__all__ = ["get_credits", "list_credit_ledger", "list_usage", "request_refill"]
 
 
 async def get_credits(credit: AsyncCreditClient, *, user_id: str) -> CreditsResponse:
@@ -31,6 +32,19 @@ async def get_credits(credit: AsyncCreditClient, *, user_id: str) -> CreditsResp
         held=account.held,
         available=account.available,
     )
+
+
+async def list_credit_ledger(
+    credit: AsyncCreditClient, *, user_id: str, limit: int, before_id: int | None
+) -> LedgerPageResponse:
+    """The user's ledger entries (every credit and debit), newest first; none before the
+    first credit."""
+    operation = credit_ops.list_ledger(user_id, limit=limit, before_id=before_id)
+    with downstream_errors("credit_service", passed=()):
+        try:
+            return await credit.run(as_user(operation, user_id))
+        except NotFound:
+            return LedgerPageResponse(user_id=user_id, entries=[], next_before_id=None)
 
 
 async def list_usage(

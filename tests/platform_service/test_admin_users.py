@@ -146,3 +146,40 @@ class TestGrantCredits:
             headers=AUTH_HEADERS,
         )
         assert account.status_code == 404
+
+
+class TestCreditLedger:
+    def test_each_grant_is_an_entry_of_the_users_own_ledger_newest_first(
+        self, platform: PlatformServer
+    ) -> None:
+        user, other = platform.new_user(), platform.new_user()
+        empty = platform.http.get("/v1/credits/ledger", headers=user.headers)
+        assert empty.status_code == 200, empty.text  # no account before the first credit
+        assert empty.json() == {"user_id": user.user_id, "entries": [], "next_before_id": None}
+        for amount in (1_000, 2_000, 3_000):
+            assert _grant(platform, user.user_id, amount).status_code == 201
+        assert _grant(platform, other.user_id, 7_000).status_code == 201
+        first = platform.http.get("/v1/credits/ledger?limit=2", headers=user.headers).json()
+        assert [(e["amount"], e["balance_after"]) for e in first["entries"]] == [
+            (3_000, 6_000),
+            (2_000, 3_000),
+        ]
+        assert {entry["kind"] for entry in first["entries"]} == {"mint"}
+        rest = platform.http.get(
+            f"/v1/credits/ledger?limit=2&before_id={first['next_before_id']}",
+            headers=user.headers,
+        ).json()
+        assert [(e["amount"], e["balance_after"]) for e in rest["entries"]] == [(1_000, 1_000)]
+        assert rest["next_before_id"] is None
+        theirs = platform.http.get("/v1/credits/ledger", headers=other.headers).json()
+        assert [e["amount"] for e in theirs["entries"]] == [7_000]
+
+    @pytest.mark.parametrize(
+        ("query", "field"),
+        [("limit=0", "limit"), ("limit=1001", "limit"), ("before_id=x", "before_id")],
+    )
+    def test_bad_paging_is_named(self, platform: PlatformServer, query: str, field: str) -> None:
+        user = platform.new_user()
+        response = platform.http.get(f"/v1/credits/ledger?{query}", headers=user.headers)
+        assert response.status_code == 422, response.text
+        assert response.json()["error"]["fields"][0]["field"] == field

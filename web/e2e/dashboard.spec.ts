@@ -22,6 +22,7 @@ test("a job submitted through the SDK appears, and every user page passes axe", 
 
   await page.getByRole("link", { name: "Credits & usage" }).click();
   await expect(page.getByTestId("usage-row").first()).toBeVisible({ timeout: 30_000 });
+  await expect(page.getByTestId("ledger-row").filter({ hasText: "credits granted" }).first()).toBeVisible(); // the sign-up's credits
   await reviewPage(page, "05-credits");
 
   await page.getByRole("link", { name: "API keys" }).click();

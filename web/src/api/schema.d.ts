@@ -194,6 +194,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/credits/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Credit Ledger
+         * @description The caller's ledger: every change of its balance (grants, refills, settlements,
+         *     transfers), newest first; ``next_before_id`` as ``before_id`` for the next page.
+         */
+        get: operations["list_credit_ledger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/credits/refill": {
         parameters: {
             query?: never;
@@ -1638,6 +1659,43 @@ export interface components {
             vendor: ("nvidia" | "amd") | null;
         };
         /**
+         * LedgerEntryResponse
+         * @description One ledger entry (negative ``amount`` took money out).
+         */
+        LedgerEntryResponse: {
+            /** Amount */
+            amount: number;
+            /** Balance After */
+            balance_after: number;
+            /** Counterparty User Id */
+            counterparty_user_id: string | null;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Hold Id */
+            hold_id: number | null;
+            /** Id */
+            id: number;
+            /** Kind */
+            kind: string;
+            /** Operation Key */
+            operation_key: string;
+        };
+        /**
+         * LedgerPageResponse
+         * @description Entries newest first; pass ``next_before_id`` as ``before_id`` for the next page.
+         */
+        LedgerPageResponse: {
+            /** Entries */
+            entries: components["schemas"]["LedgerEntryResponse"][];
+            /** Next Before Id */
+            next_before_id: number | null;
+            /** User Id */
+            user_id: string;
+        };
+        /**
          * NewApiKeyResponse
          * @description A key just issued: ``api_key`` is shown this once and never again.
          */
@@ -2760,6 +2818,38 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CreditsResponse"];
+                };
+            };
+        };
+    };
+    list_credit_ledger: {
+        parameters: {
+            query?: {
+                limit?: number;
+                before_id?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LedgerPageResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };

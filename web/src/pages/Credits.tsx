@@ -5,6 +5,7 @@ import { api, credits, errorMessage, type Schemas, unwrap, when } from "../api/c
 import { Card } from "../components/Layout";
 
 const DAYS = 30;
+export const LEDGER_PAGE = 50;
 
 /** Spend per UTC day (micro-credits), oldest first, one entry for each of the last ``days``. */
 export function dailySpend(records: Schemas["UsageRecordResponse"][], now: Date, days = DAYS) {
@@ -27,6 +28,63 @@ export function usageCsv(records: Schemas["UsageRecordResponse"][]): string {
       .join(","),
   );
   return [head, ...rows].join("\n") + "\n";
+}
+
+/** What a ledger entry is, in words. */
+export function entryKind(entry: Schemas["LedgerEntryResponse"]): string {
+  const words: Record<string, string> = {
+    mint: "credits granted",
+    deduct: "deducted",
+    capture: "paid (settled hold)",
+    transfer: entry.amount < 0 ? "sent" : "received",
+  };
+  const said = words[entry.kind] ?? entry.kind;
+  return entry.counterparty_user_id ? `${said} (${entry.amount < 0 ? "to" : "from"} ${entry.counterparty_user_id})` : said;
+}
+
+/** The account's ledger: every change of the balance, newest first, a page at a time. */
+function Ledger() {
+  const [pages, setPages] = useState<number[]>([]); // the before_id of each page after the first
+  const before = pages.at(-1);
+  const ledger = useQuery({
+    queryKey: ["ledger", before],
+    queryFn: async () =>
+      unwrap(await api.GET("/v1/credits/ledger", { params: { query: { limit: LEDGER_PAGE, ...(before ? { before_id: before } : {}) } } })),
+    refetchInterval: 30_000,
+  });
+  const entries = ledger.data?.entries ?? [];
+  return (
+    <Card title="Ledger">
+      {ledger.isError && <p role="alert" className="text-sm text-red-700">{errorMessage(ledger.error)}</p>}
+      <table className="w-full text-sm">
+        <thead>
+          <tr className="text-left"><th className="p-1">When</th><th className="p-1">What</th><th className="p-1">Amount</th><th className="p-1">Balance after</th></tr>
+        </thead>
+        <tbody>
+          {entries.map((entry) => (
+            <tr key={entry.id} className="border-t border-slate-100" data-testid="ledger-row">
+              <td className="p-1">{when(entry.created_at)}</td>
+              <td className="p-1">{entryKind(entry)}</td>
+              <td className={`p-1 ${entry.amount < 0 ? "text-red-800" : "text-green-800"}`}>{entry.amount > 0 ? "+" : ""}{credits(entry.amount)}</td>
+              <td className="p-1">{credits(entry.balance_after)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {ledger.data && entries.length === 0 && <p className="text-sm text-slate-600">{pages.length ? "No older entries." : "No credits yet."}</p>}
+      <div className="mt-2 flex gap-2 text-sm">
+        <button type="button" disabled={pages.length === 0} onClick={() => setPages(pages.slice(0, -1))} className="rounded border border-slate-400 px-2 py-0.5 disabled:opacity-40">Newer</button>
+        <button
+          type="button"
+          disabled={!ledger.data?.next_before_id}
+          onClick={() => ledger.data?.next_before_id && setPages([...pages, ledger.data.next_before_id])}
+          className="rounded border border-slate-400 px-2 py-0.5 disabled:opacity-40"
+        >
+          Older
+        </button>
+      </div>
+    </Card>
+  );
 }
 
 export function Credits() {
@@ -79,7 +137,8 @@ export function Credits() {
           </ResponsiveContainer>
         </div>
       </Card>
-      <Card title="Ledger">
+      <Ledger />
+      <Card title="Usage, last 30 days">
         <table className="w-full text-sm">
           <thead>
             <tr className="text-left"><th className="p-1">Finished</th><th className="p-1">What</th><th className="p-1">Billed s</th><th className="p-1">Cost</th><th className="p-1">Settlement</th></tr>
