@@ -1,8 +1,10 @@
 import { act, screen, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
 import { http, HttpResponse } from "msw";
 import { afterEach, beforeEach, expect, test, vi } from "vitest";
 import { renderApp } from "../test/render";
 import { job, server } from "../test/server";
+import { LOG_PAGE_BYTES } from "./JobDetail";
 
 /** EventSource as the browser has it, driven by the test. */
 class FakeEventSource extends EventTarget {
@@ -89,4 +91,34 @@ test("an unfinished job's timeline ends with its current phase", async () => {
   const steps = within(timeline).getAllByTestId("timeline-step").map((step) => step.textContent ?? "");
   expect(steps).toHaveLength(2);
   expect(steps[1]).toBe("Now: Pending");
+});
+
+test("the full log is read a page at a time, and the whole stream downloads as a file", async () => {
+  const asked: [string | null, string | null, string | null][] = [];
+  server.use(
+    http.get("*/v1/jobs/job-4", () => HttpResponse.json({ ...job("job-4", "Running"), conditions: [] })),
+    http.get("*/v1/jobs/job-4/logs/download", ({ request }) => {
+      const query = new URL(request.url).searchParams;
+      asked.push([query.get("stream"), query.get("offset"), query.get("length")]);
+      return new HttpResponse(`${query.get("stream")} from ${query.get("offset")}`, { headers: { "X-Log-Size": String(2 * LOG_PAGE_BYTES + 10) } });
+    }),
+  );
+  renderApp("/jobs/job-4");
+  const page = await screen.findByLabelText("Log page");
+  expect(await within(page).findByText("stdout from 0")).toBeInTheDocument();
+  expect(screen.getByText("Page 1 of 3")).toBeInTheDocument();
+  await userEvent.click(screen.getByRole("button", { name: "Next page" }));
+  expect(await within(page).findByText(`stdout from ${LOG_PAGE_BYTES}`)).toBeInTheDocument();
+  expect(screen.getByText("Page 2 of 3")).toBeInTheDocument();
+  const download = screen.getByRole("link", { name: "Download stdout" });
+  expect(download).toHaveAttribute("href", "/v1/jobs/job-4/logs/download?stream=stdout"); // all of it
+  expect(download).toHaveAttribute("download");
+  await userEvent.selectOptions(screen.getByLabelText("Stream"), "stderr");
+  expect(await within(page).findByText("stderr from 0")).toBeInTheDocument(); // from its first page
+  expect(screen.getByRole("link", { name: "Download stderr" })).toHaveAttribute("href", "/v1/jobs/job-4/logs/download?stream=stderr");
+  expect(asked).toEqual([
+    ["stdout", "0", String(LOG_PAGE_BYTES)],
+    ["stdout", String(LOG_PAGE_BYTES), String(LOG_PAGE_BYTES)],
+    ["stderr", "0", String(LOG_PAGE_BYTES)],
+  ]);
 });

@@ -1,7 +1,8 @@
-import { screen, waitFor, within } from "@testing-library/react";
+import { focusManager } from "@tanstack/react-query";
+import { act, fireEvent, screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { http, HttpResponse } from "msw";
-import { expect, test } from "vitest";
+import { expect, test, vi } from "vitest";
 import { renderApp } from "../test/render";
 import { job, ME, server } from "../test/server";
 
@@ -26,6 +27,12 @@ test("pages come from the server, one at a time, with the filters and the cursor
   await userEvent.selectOptions(screen.getByLabelText("Phase"), "Failed");
   await waitFor(() => expect(asked.at(-1)?.getAll("phase")).toEqual(["Failed"]));
   expect(asked.at(-1)?.get("cursor")).toBeNull(); // a new filter starts at the first page
+  // the dates go as instants, beside the phase
+  fireEvent.change(screen.getByLabelText("Created from"), { target: { value: "2026-12-01T08:00" } });
+  fireEvent.change(screen.getByLabelText("Created before"), { target: { value: "2026-12-02T08:00" } });
+  await waitFor(() => expect(asked.at(-1)?.get("created_before")).toBe(new Date("2026-12-02T08:00").toISOString()));
+  expect(asked.at(-1)?.get("created_after")).toBe(new Date("2026-12-01T08:00").toISOString());
+  expect(asked.at(-1)?.getAll("phase")).toEqual(["Failed"]);
 });
 
 test("bulk cancel sends one cancel per selected job with the CSRF token", async () => {
@@ -65,4 +72,30 @@ test("the first page is asked beside /v1/me, not after it", async () => {
   renderApp("/jobs");
   expect(await screen.findAllByTestId("job-row")).toHaveLength(1);
   expect(events.indexOf("jobs asked")).toBeLessThan(events.indexOf("me answered"));
+});
+
+test("the list polls every 5 s while the tab is visible, and not while it is hidden", async () => {
+  vi.useFakeTimers({ shouldAdvanceTime: true });
+  try {
+    let asked = 0;
+    server.use(
+      http.get("*/v1/jobs", () => {
+        asked += 1;
+        return HttpResponse.json({ jobs: [job("job-1")], total: 1, next_cursor: null });
+      }),
+    );
+    renderApp("/jobs");
+    await screen.findAllByTestId("job-row");
+    const first = asked;
+    await act(() => vi.advanceTimersByTimeAsync(5_100));
+    await waitFor(() => expect(asked).toBe(first + 1));
+    act(() => focusManager.setFocused(false)); // the tab goes to the background
+    await act(() => vi.advanceTimersByTimeAsync(30_000));
+    expect(asked).toBe(first + 1);
+    act(() => focusManager.setFocused(true)); // back: read at once, then polled again
+    await waitFor(() => expect(asked).toBe(first + 2));
+  } finally {
+    focusManager.setFocused(undefined);
+    vi.useRealTimers();
+  }
 });

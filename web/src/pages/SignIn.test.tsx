@@ -26,6 +26,28 @@ test("an ended session goes to sign-in and back to the same page after it", asyn
   expect(await screen.findByRole("heading", { name: "API keys" })).toBeInTheDocument();
 });
 
+test("a session that ends while a page is open goes to sign-in, then back to that page", async () => {
+  server.use(
+    // /v1/me says signed in (its answer is kept a minute): the 401 is the page's own call's
+    http.get("*/v1/me", () => HttpResponse.json(ME)),
+    http.get("*/v1/keys", () => HttpResponse.json({ keys: [] })),
+    // the session expired: the page's next call is a 401
+    http.post("*/v1/keys", () => HttpResponse.json({ error: { code: "unauthorized", message: "no" } }, { status: 401 })),
+    http.post("*/v1/sessions", () => {
+      return HttpResponse.json({ user: ME, csrf_token: "t", expires_at: "2026-12-02T00:00:00Z", api_key: null }, { status: 201 });
+    }),
+  );
+  renderApp("/keys?tab=2");
+  expect(await screen.findByRole("heading", { name: "API keys" })).toBeInTheDocument();
+  await userEvent.type(screen.getByLabelText("Name"), "x");
+  await userEvent.click(screen.getByRole("button", { name: "Create key" }));
+  await waitFor(() => expect(screen.getByTestId("where")).toHaveTextContent("/sign-in?next=%2Fkeys%3Ftab%3D2"));
+  await userEvent.type(screen.getByLabelText("API key"), "gw_live_abc");
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  await waitFor(() => expect(screen.getByTestId("where")).toHaveTextContent(/^\/keys\?tab=2$/));
+  expect(await screen.findByRole("heading", { name: "API keys" })).toBeInTheDocument();
+});
+
 test("a refused key says why and stays on sign-in", async () => {
   server.use(
     http.get("*/v1/me", () => HttpResponse.json({ error: { code: "unauthorized", message: "no" } }, { status: 401 })),

@@ -40,6 +40,36 @@ test("a user under quota has no warning", async () => {
   expect(screen.queryByTestId("over-quota")).toBeNull();
 });
 
+test("an edited quota is sent in bytes and is in force at once: the bar and the warning follow", async () => {
+  let quota = 300_000;
+  const sent: unknown[] = [];
+  const answer = (id: string) => ({ user_id: id, usage_bytes: 400_000, quota_bytes: quota, quota_is_default: false, blobs: 4 });
+  server.use(
+    http.get("*/v1/me", () => HttpResponse.json(ADMIN)),
+    http.get("*/v1/admin/users", () => HttpResponse.json({ users: [], total: 0 })),
+    http.get("*/v1/admin/users/:id/registry-quota", ({ params }) => HttpResponse.json(answer(String(params.id)))),
+    http.put("*/v1/admin/users/:id/registry-quota", async ({ params, request }) => {
+      const body = (await request.json()) as { quota_bytes: number };
+      sent.push([params.id, body]);
+      quota = body.quota_bytes;
+      return HttpResponse.json(answer(String(params.id)));
+    }),
+  );
+  renderApp("/admin/registry");
+  await userEvent.type(await screen.findByLabelText("User id"), "usr-bob");
+  await userEvent.click(screen.getByRole("button", { name: "Show" }));
+  expect(await screen.findByTestId("over-quota")).toBeInTheDocument();
+  const field = screen.getByLabelText("Quota (GB)");
+  expect(field).toHaveValue(0.0003);
+  await userEvent.clear(field);
+  await userEvent.type(field, "1.5");
+  await userEvent.click(screen.getByRole("button", { name: "Save" }));
+  expect(await screen.findByRole("status")).toHaveTextContent("Quota saved: in force from the next push");
+  expect(sent).toEqual([["usr-bob", { quota_bytes: 1_500_000_000 }]]);
+  expect(screen.getByRole("meter", { name: "Registry usage" })).toHaveAttribute("aria-valuemax", "1500000000");
+  expect(screen.queryByTestId("over-quota")).toBeNull();
+});
+
 test("sizes read in decimal units", () => {
   expect(size(0)).toBe("0 B");
   expect(size(999)).toBe("999 B");
