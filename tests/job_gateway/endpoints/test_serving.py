@@ -481,14 +481,14 @@ class TestRehydration:
 
 
 class TestAutoscaling:
-    def test_queue_length_scales_replicas_up_to_max(self, gateway: GatewayServer) -> None:
-        endpoint_id = custom_endpoint(gateway, min_replicas=1, max_replicas=2)
+    def test_queue_length_scales_replicas_between_min_and_max(self, gateway: GatewayServer) -> None:
+        endpoint_id = custom_endpoint(gateway, min_replicas=2, max_replicas=3)
         url = wait_running(gateway, endpoint_id)["url"]
-        wait_for(gateway, endpoint_id, lambda v: v["ready_replicas"] == 1)
+        wait_for(gateway, endpoint_id, lambda v: v["ready_replicas"] == 2)  # min, unloaded
         loaded = threading.Event()
         answers: list[int] = []
 
-        def load() -> None:  # 8 requests under way until a second replica runs
+        def load() -> None:  # 8 requests under way until a third replica runs
             while not loaded.is_set():
                 answer = serve.post(f"{url}/slow", json={"seconds": 1.0}, timeout=120)
                 answers.append(answer.status_code)
@@ -498,10 +498,13 @@ class TestAutoscaling:
                 pool.submit(load)
             try:
                 scaled = wait_for(
-                    gateway, endpoint_id, lambda v: v["ready_replicas"] == 2, timeout=150
+                    gateway, endpoint_id, lambda v: v["ready_replicas"] == 3, timeout=150
                 )
             finally:
                 loaded.set()
-        assert scaled["phase"] == "Running" and scaled["max_replicas"] == 2
+        assert scaled["phase"] == "Running" and scaled["max_replicas"] == 3
         assert answers and set(answers) == {200}
+        # no load: back to min once Serve's downscale delay (30 s) has passed, still Running
+        down = wait_for(gateway, endpoint_id, lambda v: v["ready_replicas"] == 2, timeout=180)
+        assert down["phase"] == "Running"
         gateway.http.delete(f"/v1/endpoints/{endpoint_id}")
