@@ -10,6 +10,7 @@ processes of their own, so either can be killed and started again.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
@@ -108,6 +109,18 @@ def configure_home(
     path.write_text(config)
 
 
+def node_environment() -> dict[str, str]:
+    """cometbft's environment: this process's, with ``GOMAXPROCS`` 1 unless set.
+
+    CometBFT v1.0's consensus reactor wakes every 100 microseconds even when no block is
+    being made; on one scheduler thread those wake-ups cost half the CPU they cost on
+    several (measured idle: 40 -> 20 ms of CPU a second), and a validator that anchors a
+    batch root every few seconds needs no parallelism. An operator's own ``GOMAXPROCS``
+    is kept.
+    """
+    return {**os.environ, "GOMAXPROCS": os.environ.get("GOMAXPROCS", "1")}
+
+
 def _wait_gone(process: subprocess.Popen[bytes] | None, *, kill: bool) -> None:
     if process is None or process.poll() is not None:
         return
@@ -162,6 +175,7 @@ class LocalNode:
                 [str(self.binary), "start", "--home", str(self.home)],
                 stdout=log,
                 stderr=log,
+                env=node_environment(),
                 preexec_fn=self._lower_priority,
             )
         if wait:

@@ -61,6 +61,7 @@ def test_it_runs_a_node_trusting_chain_services_key_until_sigterm(tmp_path: Path
         line = process.stdout.readline().decode()
         # the application and cometbft, every thread: CHAIN_NICENESS's default
         children = {c.pid: thread_niceness(c.pid) for c in psutil.Process(process.pid).children()}
+        environments = [c.environ() for c in psutil.Process(process.pid).children()]
         status = httpx.get(f"http://127.0.0.1:{rpc}/status", timeout=5).json()["result"]
         key = load_signing_key(tmp_path / "chain" / "batch-signing-key.pem")  # the node's
         stranger = load_signing_key(tmp_path / "stranger.pem")
@@ -81,6 +82,8 @@ def test_it_runs_a_node_trusting_chain_services_key_until_sigterm(tmp_path: Path
     assert line.strip() == f"CHAIN_COMETBFT_RPC_URL=http://127.0.0.1:{rpc}"
     assert int(status["sync_info"]["latest_block_height"]) >= 1
     assert list(children.values()) == [{10}, {10}]
+    # cometbft on one scheduler thread (its idle consensus ticker costs half as much)
+    assert [each.get("GOMAXPROCS") for each in environments] == [None, "1"]
     assert (trusted.code, refused.code) == (0, 2)  # it trusts chain_service's key only
     with socket.socket() as probe:  # the application is gone too
         assert probe.connect_ex(("127.0.0.1", abci)) != 0
