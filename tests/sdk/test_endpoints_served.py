@@ -111,6 +111,21 @@ def billing_running(
         thread.join(30)
 
 
+def free_vram(gateway: GatewayServer, node: str, index: int) -> int:
+    """Free MiB of one GPU in the gateway's allocation map."""
+    inventory = gateway.http.get(
+        "/v1/inventory", headers={"Authorization": f"Bearer {INTERNAL_TOKEN}"}
+    ).json()
+    (free,) = [
+        gpu["free_mb"]
+        for listed in inventory["nodes"]
+        if listed["name"] == node
+        for gpu in listed["gpus"]
+        if gpu["index"] == index
+    ]
+    return int(free)
+
+
 def wait_for(condition: str, check: Callable[[], bool], timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():
@@ -199,7 +214,7 @@ class TestScaleToZero:
 
 
 class TestBilling:
-    def test_a_stopped_endpoint_is_settled_exactly_once(
+    def test_a_stopped_endpoint_frees_its_vram_and_is_settled_exactly_once(
         self,
         user: User,
         gateway: GatewayServer,
@@ -208,11 +223,18 @@ class TestBilling:
     ) -> None:
         with billing_running(gateway, credit, metering):
             endpoint = gw.endpoint(vram="1GB", vendor="nvidia", idle=0)(Greeter).deploy("billed")
-            endpoint.wait_until_running(timeout=300)
+            running = endpoint.wait_until_running(timeout=300)
+            assert running.node is not None
+            node, index = running.node, running.gpu_indices[0]
+            held = free_vram(gateway, node, index)
             wait_for("the holds", lambda: credit.account(user.user_id)["held"] > 0)
             time.sleep(1.5)
             stopped = endpoint.stop()
             assert stopped.phase == "Stopped"
+            wait_for(
+                "the VRAM freed",
+                lambda: free_vram(gateway, node, index) == held + running.vram_mb,
+            )
             wait_for("the settlement", lambda: credit.account(user.user_id)["held"] == 0)
             time.sleep(1.0)  # more passes: nothing more is charged
         final = endpoint.status()
