@@ -126,7 +126,8 @@ class Endpoint:
         wakes it), ``timeout`` seconds at most.
 
         Raises:
-            EndpointNotRunning: it failed or stopped, or ``timeout`` ran out.
+            EndpointNotRunning: it failed or stopped, or ``timeout`` ran out (the message
+                says why it still waits when the platform says: ``RealGpuBusy``, ...).
         """
         deadline = time.monotonic() + timeout
         delay = 0.1
@@ -138,7 +139,9 @@ class Endpoint:
             if status.phase in ("Failed", "Stopped"):
                 raise EndpointNotRunning(self.name, status.phase, status.reason, status.message)
             if time.monotonic() >= deadline:
-                raise EndpointNotRunning(self.name, status.phase, status.reason, "timed out")
+                waited = f"not running after {timeout:g} s"
+                why = f"{waited}: {status.message}" if status.message else waited
+                raise EndpointNotRunning(self.name, status.phase, status.reason, why)
             time.sleep(delay)
             delay = min(2.0, delay * 1.5)
 
