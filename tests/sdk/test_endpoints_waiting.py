@@ -18,7 +18,10 @@ from tests.support.credit_server import CreditServer
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 
-WHY = "waiting for 1 real nvidia GPU(s) with 1024 MiB free on one node: no GPU has room now"
+WHY = (
+    "waiting for 1 real nvidia GPU(s) with 1024 MiB free on one node: no GPU, real or "
+    "simulated, has room now"
+)
 
 
 @pytest.fixture
