@@ -61,3 +61,13 @@ class Talker:
 
         print(f"warned: {text}", file=sys.stderr, flush=True)
         return text
+
+
+class SlowToLoad:
+    """A class whose construction takes longer than any deploy timeout of the tests."""
+
+    def __init__(self) -> None:
+        time.sleep(600)
+
+    def call(self) -> str:
+        return "unreachable"

@@ -20,7 +20,7 @@ import openai
 import pytest
 
 from gridweave_runtime.serve_key import SERVE_KEY_HEADER
-from job_gateway.endpoints import EndpointSettings
+from job_gateway.endpoints import EndpointSettings, serve_control
 from job_gateway.execution import ExecutionSettings
 from tests.job_gateway.endpoints import serve_classes
 from tests.job_gateway.endpoints.factories import (
@@ -478,6 +478,27 @@ class TestRehydration:
             assert again["previous_started_at"] == view["started_at"]
             second.http.delete(f"/v1/endpoints/{endpoint_id}")
             assert wait_for_app_gone(view["url"]) == 404
+
+
+class TestDeployTimeout:
+    def test_an_endpoint_not_running_in_time_fails_and_its_application_goes(
+        self, serve_port: int, kubeapi: KubeAPI, tmp_path: Path
+    ) -> None:
+        options = _two_gateways_options(serve_port, app_prefix="gw-to-")
+        options["endpoint_settings"] = options["endpoint_settings"].model_copy(
+            update={"endpoint_deploy_timeout_seconds": 5.0}
+        )
+        with running_gateway(kubeapi, tmp_path, **options) as gateway:
+            endpoint_id = custom_endpoint(gateway, serve_classes.SlowToLoad)
+            view = wait_for(gateway, endpoint_id, lambda v: v["phase"] == "Failed", timeout=120)
+            assert view["reason"] == "DeployTimedOut"
+            assert "not running after 5 s" in view["message"]
+            node, index = view["node"], view["gpu_indices"][0]
+            wait_for(gateway, endpoint_id, lambda _v: free_vram(gateway, node, index) == 24576)
+            deadline = time.monotonic() + 60
+            while endpoint_id in serve_control.read_apps("gw-to-"):  # deleted, not left
+                assert time.monotonic() < deadline, "the application is still there"
+                time.sleep(0.5)
 
 
 class TestAutoscaling:
