@@ -54,8 +54,9 @@ test("a user without credits yet has an empty ledger that says so", async () => 
   expect(screen.queryByTestId("ledger-row")).toBeNull();
 });
 
-test("a transfer says which way it went and with whom", () => {
+test("each kind of entry reads in words; a transfer says which way it went and with whom", () => {
   expect(entryKind(entry(1, -5, 0, "transfer", "usr-bob"))).toBe("sent (to usr-bob)");
   expect(entryKind(entry(1, 5, 5, "transfer", "usr-bob"))).toBe("received (from usr-bob)");
-  expect(entryKind(entry(1, 5, 5, "refund"))).toBe("refund");
+  expect(entryKind(entry(1, -120, 5, "settlement"))).toBe("paid for what ran");
+  expect(entryKind(entry(1, 5, 5, "refund"))).toBe("refund"); // a kind not named here: as it is
 });

@@ -35,6 +35,7 @@ export function entryKind(entry: Schemas["LedgerEntryResponse"]): string {
   const words: Record<string, string> = {
     mint: "credits granted",
     deduct: "deducted",
+    settlement: "paid for what ran",
     capture: "paid (settled hold)",
     transfer: entry.amount < 0 ? "sent" : "received",
   };
