@@ -27,6 +27,7 @@ __all__ = [
     "RegistryMaintenanceRequest",
     "RegistryShareListResponse",
     "RegistryShareResponse",
+    "RegistryUsageListResponse",
     "RegistryUsageReport",
     "RegistryUsageResponse",
     "SetRegistryQuotaRequest",
@@ -98,6 +99,13 @@ class RegistryUsageResponse(BaseModel):
     usage_bytes: int
     blobs: int
     quota_is_default: bool
+
+
+class RegistryUsageListResponse(BaseModel):
+    """A page of every user's registry usage and quota, most used first, and how many users."""
+
+    users: list[RegistryUsageResponse]
+    total: int
 
 
 class RegistryEventTarget(BaseModel):

@@ -30,6 +30,7 @@ from gridweave_clients.platform.registry import (
     RegistryMaintenanceRequest,
     RegistryShareListResponse,
     RegistryShareResponse,
+    RegistryUsageListResponse,
     RegistryUsageReport,
     RegistryUsageResponse,
     SetRegistryQuotaRequest,
@@ -205,6 +206,21 @@ def unshare_registry_repository(
     """Stop sharing a repository with a user (404 when it was not shared)."""
     return registry_shares.unshare_repository(
         session, caller=user, repository=repository, user_id=user_id
+    )
+
+
+@router.get("/v1/admin/registry-quotas")
+def list_registry_quotas(
+    _admin: AdminDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+) -> RegistryUsageListResponse:
+    """Every user's registry usage and quota, most used first, with the number of users
+    (admins only)."""
+    return registry.list_registry_usage(
+        session, limit=limit, offset=offset, default_quota=_default_quota(settings)
     )
 
 

@@ -30,13 +30,14 @@ from sqlalchemy.orm import Session
 
 from gridweave_clients.platform.registry import (
     RegistryEvent,
+    RegistryUsageListResponse,
     RegistryUsageReport,
     RegistryUsageResponse,
     format_size,
 )
 from gridweave_runtime.errors import InvalidRequest
 from platform_service.errors import RegistryPushRefused, RegistryReadOnly, RegistryScopeRefused
-from platform_service.models import RegistryBlobModel, RegistryQuotaModel, Role
+from platform_service.models import RegistryBlobModel, RegistryQuotaModel, Role, UserModel
 from platform_service.services.keys import AuthenticatedUser
 from platform_service.services.registry_shares import is_shared_with
 from platform_service.services.users import get_user
@@ -47,6 +48,7 @@ __all__ = [
     "anonymous_access",
     "get_registry_usage",
     "grant_access",
+    "list_registry_usage",
     "parse_scopes",
     "record_registry_events",
     "replace_registry_usage",
@@ -145,6 +147,44 @@ def get_registry_usage(
         usage_bytes=usage,
         blobs=blobs,
         quota_is_default=is_default,
+    )
+
+
+def list_registry_usage(
+    session: Session, *, limit: int, offset: int, default_quota: int
+) -> RegistryUsageListResponse:
+    """Every user's usage and quota, most used first (then by user id), a page at a time."""
+    used = (
+        select(
+            RegistryBlobModel.user_id,
+            func.sum(RegistryBlobModel.size_bytes).label("usage_bytes"),
+            func.count().label("blobs"),
+        )
+        .group_by(RegistryBlobModel.user_id)
+        .subquery()
+    )
+    usage_bytes = func.coalesce(used.c.usage_bytes, 0)
+    rows = session.execute(
+        select(UserModel.id, RegistryQuotaModel.quota_bytes, usage_bytes, used.c.blobs)
+        .outerjoin(RegistryQuotaModel, RegistryQuotaModel.user_id == UserModel.id)
+        .outerjoin(used, used.c.user_id == UserModel.id)
+        .order_by(usage_bytes.desc(), UserModel.id)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    total = session.scalar(select(func.count()).select_from(UserModel)) or 0
+    return RegistryUsageListResponse(
+        users=[
+            RegistryUsageResponse(
+                user_id=user_id,
+                quota_bytes=default_quota if quota is None else quota,
+                usage_bytes=int(usage),
+                blobs=int(blobs or 0),
+                quota_is_default=quota is None,
+            )
+            for user_id, quota, usage, blobs in rows
+        ],
+        total=total,
     )
 
 

@@ -167,6 +167,11 @@ test("admin pages: each VRAM bar equals the API's figure", async ({ page }) => {
 
   // the user pushed past the quota (tests/web/test_dashboard_browser.py): the page says so
   await page.getByRole("link", { name: "Registry" }).click();
+  // every user's usage, most used first: the user over quota on top, with its bar
+  const top = page.getByTestId("quota-row").first();
+  await expect(top).toContainText(env("USER_EMAIL"));
+  await expect(top).toContainText("of 300.00 KB");
+  expect(Number(await top.getByRole("meter").getAttribute("aria-valuenow"))).toBeGreaterThan(300_000);
   await page.getByLabel("User id").fill(env("USER_ID"));
   await page.getByRole("button", { name: "Show" }).click();
   const meter = page.getByRole("meter", { name: "Registry usage" });

@@ -110,6 +110,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/registry-quotas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Registry Quotas
+         * @description Every user's registry usage and quota, most used first, with the number of users
+         *     (admins only).
+         */
+        get: operations["list_registry_quotas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/users": {
         parameters: {
             query?: never;
@@ -2096,6 +2117,16 @@ export interface components {
             user_id: string;
         };
         /**
+         * RegistryUsageListResponse
+         * @description A page of every user's registry usage and quota, most used first, and how many users.
+         */
+        RegistryUsageListResponse: {
+            /** Total */
+            total: number;
+            /** Users */
+            users: components["schemas"]["RegistryUsageResponse"][];
+        };
+        /**
          * RegistryUsageReport
          * @description Every blob the registry's storage holds, per namespace: replaces the counted usage.
          */
@@ -2653,6 +2684,38 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DrainNodeResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_registry_quotas: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegistryUsageListResponse"];
                 };
             };
             /** @description Validation Error */
