@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query
 from gridweave_clients.credit.models import LedgerPageResponse
 from gridweave_clients.faucet.models import RefillResponse
 from gridweave_clients.fields import DatabaseId, UtcDatetime
+from gridweave_clients.gateway.models import JobId
 from gridweave_clients.metering.models import UsagePageResponse
 from gridweave_clients.platform.models import CreditsResponse
 from platform_service.routers.common import (
@@ -60,8 +61,12 @@ async def list_usage(
     period_to: Annotated[UtcDatetime | None, Query(alias="to")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     before_id: Annotated[DatabaseId | None, Query()] = None,
+    job_id: Annotated[
+        JobId | None, Query(description="Only the record of this job (its hold's reference).")
+    ] = None,
 ) -> UsagePageResponse:
-    """The caller's usage that finished in [from, to), newest first, with the totals."""
+    """The caller's usage that finished in [from, to), newest first, with the totals;
+    ``job_id``: only that job's record, however old."""
     return await account.list_usage(
         metering,
         user_id=user.user_id,
@@ -69,4 +74,5 @@ async def list_usage(
         period_to=period_to,
         limit=limit,
         before_id=before_id,
+        job_id=job_id,
     )

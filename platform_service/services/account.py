@@ -55,10 +55,17 @@ async def list_usage(
     period_to: datetime | None,
     limit: int,
     before_id: int | None,
+    job_id: str | None = None,
 ) -> UsagePageResponse:
-    """The user's usage records that finished in [from, to), newest first, and the totals."""
+    """The user's usage records that finished in [from, to), newest first, and the totals;
+    with ``job_id``, only that job's (a job's hold is placed with its job id)."""
     operation = metering_ops.list_usage(
-        user_id, period_from=period_from, period_to=period_to, limit=limit, before_id=before_id
+        user_id,
+        period_from=period_from,
+        period_to=period_to,
+        limit=limit,
+        before_id=before_id,
+        hold_reference=job_id,
     )
     with downstream_errors("metering_service"):
         return await metering.run(as_user(operation, user_id))

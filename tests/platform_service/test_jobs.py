@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -368,6 +369,28 @@ class TestAccount:
         assert (credits["balance"], credits["held"]) == (FUNDS - 3 * AMD_16G_PRICE, 0)
         bad = platform.http.get("/v1/usage", params={"from": "yesterday"}, headers=alice.headers)
         assert bad.status_code == 422 and bad.json()["error"]["fields"][0]["field"] == "from"
+
+    def test_one_jobs_record_however_many_came_after(
+        self, platform: PlatformServer, metering: httpx.Client
+    ) -> None:
+        user = platform.new_user()
+        jobs = [f"job-{uuid.uuid4().hex[:16]}" for _ in range(3)]
+        for job_id in jobs:
+            record = usage_body(job_id, user.user_id, vendor="amd", vram_mb=8192, wall_seconds=1.0)
+            assert metering.post("/v1/usage", json=record).status_code == 201
+        newest = platform.http.get("/v1/usage?limit=1", headers=user.headers).json()
+        assert [item["job_id"] for item in newest["records"]] == [jobs[-1]]
+        oldest = platform.http.get(
+            "/v1/usage", params={"job_id": jobs[0], "limit": 1}, headers=user.headers
+        ).json()
+        assert [item["job_id"] for item in oldest["records"]] == [jobs[0]]
+        assert oldest["totals"]["cost"] == oldest["records"][0]["cost"] > 0
+        # another user's job is nobody's record here
+        other = platform.new_user()
+        theirs = platform.http.get("/v1/usage", params={"job_id": jobs[0]}, headers=other.headers)
+        assert theirs.status_code == 200 and theirs.json()["records"] == []
+        bad = platform.http.get("/v1/usage", params={"job_id": ""}, headers=user.headers)
+        assert bad.status_code == 422 and bad.json()["error"]["fields"][0]["field"] == "job_id"
 
 
 def test_nodes_show_each_gpus_held_and_free_vram(

@@ -914,7 +914,8 @@ export interface paths {
         };
         /**
          * List Usage
-         * @description The caller's usage that finished in [from, to), newest first, with the totals.
+         * @description The caller's usage that finished in [from, to), newest first, with the totals;
+         *     ``job_id``: only that job's record, however old.
          */
         get: operations["list_usage"];
         put?: never;
@@ -4153,6 +4154,8 @@ export interface operations {
                 to?: string | null;
                 limit?: number;
                 before_id?: number | null;
+                /** @description Only the record of this job (its hold's reference). */
+                job_id?: string | null;
             };
             header?: never;
             path?: never;

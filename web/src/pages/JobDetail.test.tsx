@@ -122,3 +122,20 @@ test("the full log is read a page at a time, and the whole stream downloads as a
     ["stderr", "0", String(LOG_PAGE_BYTES)],
   ]);
 });
+
+test("a finished job's cost is its own usage record, asked by job id", async () => {
+  const asked: URLSearchParams[] = [];
+  server.use(
+    http.get("*/v1/jobs/job-5", () => HttpResponse.json({ ...job("job-5", "Completed"), billed_seconds: 3, conditions: [] })),
+    http.get("*/v1/jobs/job-5/logs/download", () => new HttpResponse("", { headers: { "X-Log-Size": "0" } })),
+    http.get("*/v1/usage", ({ request }) => {
+      const query = new URL(request.url).searchParams;
+      asked.push(query);
+      const record = { id: 1, job_id: "job-5", cost: 1_250_000 };
+      return HttpResponse.json({ records: query.get("job_id") === "job-5" ? [record] : [], totals: { cost: 1_250_000 }, next_before_id: null });
+    }),
+  );
+  renderApp("/jobs/job-5");
+  expect(await screen.findByText("Cost: 1.25")).toBeInTheDocument();
+  expect(asked.map((query) => [query.get("job_id"), query.get("limit")])).toEqual([["job-5", "1"]]);
+});

@@ -133,7 +133,8 @@ export function JobDetail() {
   const usage = useQuery({
     queryKey: ["usage", "job", jobId],
     enabled: job.data?.finished === true,
-    queryFn: async () => unwrap(await api.GET("/v1/usage", { params: { query: { limit: 1000 } } })),
+    // this job's record only (its hold's reference), however many came after it
+    queryFn: async () => unwrap(await api.GET("/v1/usage", { params: { query: { job_id: jobId, limit: 1 } } })),
   });
   if (job.isError) return <p role="alert" className="text-red-700">{errorMessage(job.error)}</p>;
   if (!job.data) return <p>Loading…</p>;
