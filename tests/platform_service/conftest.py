@@ -165,3 +165,13 @@ def platform(
     )
     with running_platform(settings) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def lone_platform(
+    platform_database: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PlatformServer]:
+    """The platform alone, for routes that call no other service."""
+    settings = platform_settings(platform_database, tmp_path_factory.mktemp("lone-platform"))
+    with running_platform(settings) as server:
+        yield server

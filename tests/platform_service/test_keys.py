@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -16,23 +15,11 @@ from tests.platform_service.factories import (
     NOWHERE,
     PlatformServer,
     bearer,
-    platform_settings,
-    running_platform,
 )
 from tests.support.credit_server import INTERNAL_TOKEN
 from tests.support.service_process import running_service_process
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture(scope="module")
-def platform(
-    platform_database: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[PlatformServer]:
-    """The platform alone: these routes call no other service."""
-    settings = platform_settings(platform_database, tmp_path_factory.mktemp("platform"))
-    with running_platform(settings) as server:
-        yield server
 
 
 def _stored_rows(database_url: str) -> list[tuple[str, ...]]:
@@ -54,8 +41,8 @@ class TestDenyByDefault:
             ("GET", "/v1/no-such-route"),
         ],
     )
-    def test_no_key_is_401(self, platform: PlatformServer, method: str, path: str) -> None:
-        response = platform.http.request(method, path)
+    def test_no_key_is_401(self, lone_platform: PlatformServer, method: str, path: str) -> None:
+        response = lone_platform.http.request(method, path)
         assert response.status_code == 401
         assert response.json()["error"]["code"] == "unauthorized"
 
@@ -68,47 +55,47 @@ class TestDenyByDefault:
             INTERNAL_TOKEN,  # the internal token is no API key
         ],
     )
-    def test_a_wrong_key_is_401(self, platform: PlatformServer, key: str) -> None:
-        assert platform.http.get("/v1/me", headers=bearer(key)).status_code == 401
+    def test_a_wrong_key_is_401(self, lone_platform: PlatformServer, key: str) -> None:
+        assert lone_platform.http.get("/v1/me", headers=bearer(key)).status_code == 401
 
-    def test_a_real_key_with_another_secret_is_401(self, platform: PlatformServer) -> None:
-        forged = platform.admin.key[:-4] + (
-            "AAAA" if not platform.admin.key.endswith("AAAA") else "BBBB"
+    def test_a_real_key_with_another_secret_is_401(self, lone_platform: PlatformServer) -> None:
+        forged = lone_platform.admin.key[:-4] + (
+            "AAAA" if not lone_platform.admin.key.endswith("AAAA") else "BBBB"
         )
-        assert platform.http.get("/v1/me", headers=bearer(forged)).status_code == 401
+        assert lone_platform.http.get("/v1/me", headers=bearer(forged)).status_code == 401
 
-    def test_public_routes(self, platform: PlatformServer) -> None:
-        assert platform.http.get("/healthz").json() == {"status": "ok"}
-        assert platform.http.get("/metrics").status_code == 200
-        document = platform.http.get("/openapi.json").json()
+    def test_public_routes(self, lone_platform: PlatformServer) -> None:
+        assert lone_platform.http.get("/healthz").json() == {"status": "ok"}
+        assert lone_platform.http.get("/metrics").status_code == 200
+        document = lone_platform.http.get("/openapi.json").json()
         assert {"/v1/jobs", "/v1/keys", "/v1/signups", "/v1/usage"} <= set(document["paths"])
         assert document["security"] == [{"apiKey": []}]
         assert document["paths"]["/v1/signups"]["post"]["security"] == []
-        assert "swagger" in platform.http.get("/docs").text.lower()
+        assert "swagger" in lone_platform.http.get("/docs").text.lower()
 
 
 class TestUsers:
-    def test_an_admin_creates_a_user_with_a_first_key(self, platform: PlatformServer) -> None:
-        user = platform.new_user()
-        me = platform.http.get("/v1/me", headers=user.headers).json()
+    def test_an_admin_creates_a_user_with_a_first_key(self, lone_platform: PlatformServer) -> None:
+        user = lone_platform.new_user()
+        me = lone_platform.http.get("/v1/me", headers=user.headers).json()
         assert me["user_id"] == user.user_id and me["role"] == "user"
         assert user.key.startswith("gw_live_")
 
-    def test_a_user_may_not_create_users(self, platform: PlatformServer) -> None:
-        user = platform.new_user()
-        response = platform.http.post("/v1/users", json={}, headers=user.headers)
+    def test_a_user_may_not_create_users(self, lone_platform: PlatformServer) -> None:
+        user = lone_platform.new_user()
+        response = lone_platform.http.post("/v1/users", json={}, headers=user.headers)
         assert response.status_code == 403
 
-    def test_a_taken_email_is_409_naming_it(self, platform: PlatformServer) -> None:
+    def test_a_taken_email_is_409_naming_it(self, lone_platform: PlatformServer) -> None:
         body = {"email": "same-person@example.com"}
-        first = platform.http.post("/v1/users", json=body, headers=platform.admin.headers)
-        again = platform.http.post("/v1/users", json=body, headers=platform.admin.headers)
+        first = lone_platform.http.post("/v1/users", json=body, headers=lone_platform.admin.headers)
+        again = lone_platform.http.post("/v1/users", json=body, headers=lone_platform.admin.headers)
         assert first.status_code == 201
         assert again.status_code == 409 and again.json()["error"]["field"] == "email"
 
-    def test_bad_fields_are_named(self, platform: PlatformServer) -> None:
-        response = platform.http.post(
-            "/v1/users", json={"email": "nope", "role": "root"}, headers=platform.admin.headers
+    def test_bad_fields_are_named(self, lone_platform: PlatformServer) -> None:
+        response = lone_platform.http.post(
+            "/v1/users", json={"email": "nope", "role": "root"}, headers=lone_platform.admin.headers
         )
         assert response.status_code == 422
         named = {item["field"] for item in response.json()["error"]["fields"]}
@@ -116,14 +103,14 @@ class TestUsers:
 
 
 class TestKeys:
-    def test_issue_list_revoke(self, platform: PlatformServer, platform_database: str) -> None:
-        user = platform.new_user()
-        issued = platform.http.post("/v1/keys", json={"name": "laptop"}, headers=user.headers)
+    def test_issue_list_revoke(self, lone_platform: PlatformServer, platform_database: str) -> None:
+        user = lone_platform.new_user()
+        issued = lone_platform.http.post("/v1/keys", json={"name": "laptop"}, headers=user.headers)
         assert issued.status_code == 201
         second = issued.json()
         assert second["api_key"].startswith(f"gw_live_{second['key_id']}_")
 
-        listed = platform.http.get("/v1/keys", headers=user.headers).json()["keys"]
+        listed = lone_platform.http.get("/v1/keys", headers=user.headers).json()["keys"]
         assert [key["name"] for key in listed] == ["laptop", "default"]
         assert all("api_key" not in key for key in listed)
         assert listed[0]["prefix"] == f"gw_live_{second['key_id']}"
@@ -134,23 +121,29 @@ class TestKeys:
         assert secret not in "".join(row) and len(row[2]) == 64
 
         # used (so accepted from memory for a while), then revoked: refused at once
-        assert platform.http.get("/v1/me", headers=bearer(second["api_key"])).status_code == 200
-        revoked = platform.http.delete(f"/v1/keys/{second['key_id']}", headers=user.headers)
+        assert (
+            lone_platform.http.get("/v1/me", headers=bearer(second["api_key"])).status_code == 200
+        )
+        revoked = lone_platform.http.delete(f"/v1/keys/{second['key_id']}", headers=user.headers)
         assert revoked.status_code == 200 and revoked.json()["revoked_at"] is not None
-        assert platform.http.get("/v1/me", headers=bearer(second["api_key"])).status_code == 401
-        assert platform.http.get("/v1/me", headers=user.headers).status_code == 200
-        again = platform.http.delete(f"/v1/keys/{second['key_id']}", headers=user.headers)
+        assert (
+            lone_platform.http.get("/v1/me", headers=bearer(second["api_key"])).status_code == 401
+        )
+        assert lone_platform.http.get("/v1/me", headers=user.headers).status_code == 200
+        again = lone_platform.http.delete(f"/v1/keys/{second['key_id']}", headers=user.headers)
         assert again.json()["revoked_at"] == revoked.json()["revoked_at"]
 
-    def test_another_users_key_is_not_found(self, platform: PlatformServer) -> None:
-        owner, other = platform.new_user(), platform.new_user()
-        key_id = platform.http.get("/v1/keys", headers=owner.headers).json()["keys"][0]["key_id"]
-        response = platform.http.delete(f"/v1/keys/{key_id}", headers=other.headers)
+    def test_another_users_key_is_not_found(self, lone_platform: PlatformServer) -> None:
+        owner, other = lone_platform.new_user(), lone_platform.new_user()
+        key_id = lone_platform.http.get("/v1/keys", headers=owner.headers).json()["keys"][0][
+            "key_id"
+        ]
+        response = lone_platform.http.delete(f"/v1/keys/{key_id}", headers=other.headers)
         assert response.status_code == 404
-        assert platform.http.get("/v1/me", headers=owner.headers).status_code == 200
+        assert lone_platform.http.get("/v1/me", headers=owner.headers).status_code == 200
 
-    def test_a_malformed_key_id_is_422(self, platform: PlatformServer) -> None:
-        response = platform.http.delete("/v1/keys/ZZZ", headers=platform.admin.headers)
+    def test_a_malformed_key_id_is_422(self, lone_platform: PlatformServer) -> None:
+        response = lone_platform.http.delete("/v1/keys/ZZZ", headers=lone_platform.admin.headers)
         assert response.status_code == 422
         assert response.json()["error"]["fields"][0]["field"] == "key_id"
 
@@ -183,7 +176,7 @@ def test_the_command_line_creates_an_admin_then_serves(
         keys.append(result.stdout.strip())
     assert keys[0] != keys[1]
     with running_service_process(
-        "platform_service", env, prefix="PLATFORM_", log=tmp_path / "platform.log"
+        "platform_service", env, prefix="PLATFORM_", log=tmp_path / "lone_platform.log"
     ) as (url, _port):
         for key in keys:
             me = httpx.get(f"{url}/v1/me", headers=bearer(key)).json()
