@@ -251,6 +251,10 @@ class _Captured:
             return b""
 
 
+#: how long ``_LiveOutput.stop`` waits for its thread's task to end after ``join``
+_THREAD_EXIT_SECONDS = 1.0
+
+
 class _LiveOutput:
     """A thread appending what each capture gained to its object's parts while it grows."""
 
@@ -283,9 +287,15 @@ class _LiveOutput:
                 written[key] += len(new)
 
     def stop(self) -> None:
-        """Stop and wait for the thread (the final, whole outputs are the caller's)."""
+        """Stop and wait for the thread (the final, whole outputs are the caller's) until
+        the system has ended it too: ``join`` returns once its Python code is done, a moment
+        before its task leaves ``/proc/self/task``, where the cleanliness check counts it."""
         self._stopped.set()
+        native_id = self._thread.native_id
         self._thread.join()
+        deadline = time.monotonic() + _THREAD_EXIT_SECONDS
+        while os.path.exists(f"/proc/self/task/{native_id}") and time.monotonic() < deadline:
+            time.sleep(0.001)
 
     def delete_parts(self) -> None:
         """Delete the parts uploaded (after the whole outputs were written)."""
