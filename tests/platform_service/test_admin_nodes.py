@@ -254,16 +254,20 @@ class TestCordon:
         assert _field(response) == field
 
     def test_an_unknown_node_is_404(self, platform: PlatformServer) -> None:
-        for method, path, body in (
-            ("PUT", "/v1/admin/nodes/gpu-nowhere/cordon", {"cordoned": True}),
-            ("POST", "/v1/admin/nodes/gpu-nowhere/drain", None),
-        ):
-            response = platform.http.request(
-                method, path, json=body, headers=platform.admin.headers
-            )
+        for response in _cordon_and_drain(platform, "gpu-nowhere"):
             assert response.status_code == 404, response.text
             error = response.json()["error"]
             assert (error["code"], error["message"]) == ("not_found", "no node 'gpu-nowhere'")
+
+
+def _cordon_and_drain(platform: PlatformServer, node: str) -> list[httpx.Response]:
+    """An admin's cordon, then drain, of ``node``: the two answers."""
+    base = f"/v1/admin/nodes/{node}"
+    headers = platform.admin.headers
+    return [
+        platform.http.put(f"{base}/cordon", json={"cordoned": True}, headers=headers),
+        platform.http.post(f"{base}/drain", headers=headers),
+    ]
 
 
 #: The gateway's inventory file of ``TestOutsideTheRegistry``: a node no join key joined.
@@ -307,13 +311,7 @@ class TestOutsideTheRegistry:
     ) -> None:
         listed = file_platform.http.get("/v1/nodes", headers=file_platform.admin.headers)
         assert [node["name"] for node in listed.json()["nodes"]] == ["file-node"]
-        for method, path, body in (
-            ("PUT", "/v1/admin/nodes/file-node/cordon", {"cordoned": True}),
-            ("POST", "/v1/admin/nodes/file-node/drain", None),
-        ):
-            response = file_platform.http.request(
-                method, path, json=body, headers=file_platform.admin.headers
-            )
+        for response in _cordon_and_drain(file_platform, "file-node"):
             assert response.status_code == 409, response.text
             error = response.json()["error"]
             assert (error["code"], error["node"]) == ("node_not_joined", "file-node")
