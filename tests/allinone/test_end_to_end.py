@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
@@ -63,11 +64,16 @@ def _sign_up(platform: AllInOneProcess) -> str:
 
 
 def _wait_settled(client: PlatformClient, records: int, *, timeout_s: float = 120) -> None:
-    """Until metering has ``records`` usage records and nothing is held any more."""
+    """Until metering has ``records`` usage records, each settled, and nothing is held.
+
+    A hold reads as closed as soon as credit_service captures it, a moment before metering
+    notes the record settled (``charged``): both are waited for.
+    """
     deadline = time.monotonic() + timeout_s
     while True:
         usage, credits = client.list_usage(limit=200), client.get_credits()
-        if usage.totals.records >= records and credits.held == 0:
+        settled = all(record.settlement.state == "settled" for record in usage.records)
+        if usage.totals.records >= records and settled and credits.held == 0:
             return
         assert time.monotonic() < deadline, f"not settled: {usage.totals}, {credits}"
         time.sleep(0.5)
@@ -138,7 +144,7 @@ def _readme_example(workdir: Path, platform: AllInOneProcess) -> str:
 
 
 def test_a_new_user_on_the_all_in_one(workdir: Path) -> None:
-    with AllInOneProcess(workdir) as platform:
+    with AllInOneProcess(workdir) as platform, ExitStack() as closing:
         assert "admin API key (shown once): gw_live_" in platform.output
         assert platform.config_file.exists(), "the first admin's key is saved for the CLI"
         assert _readme_example(workdir, platform) == "49\n[0, 1, 4, 9, 16, 25, 36, 49, 64, 81]\n"
@@ -150,7 +156,7 @@ def test_a_new_user_on_the_all_in_one(workdir: Path) -> None:
         )
         api_key = _sign_up(platform)
         gw.configure(url=platform.url("platform"), api_key=api_key)
-        client = PlatformClient(platform.url("platform"), api_key)
+        client = closing.enter_context(PlatformClient(platform.url("platform"), api_key))
         before = client.get_credits()
         assert before.balance == before.available > 0
 
@@ -188,7 +194,6 @@ def test_a_new_user_on_the_all_in_one(workdir: Path) -> None:
         assert niceness["metering_service.deliverer"] == niceness["chain_service"] == {10}
         assert niceness["metering_service"] == {os.getpriority(os.PRIO_PROCESS, 0)}
         job_ids = {job.job_id for job in client.list_jobs().jobs}
-        client.close()
 
     assert platform.returncode == 0, platform.output
     assert "nothing of Gridweave is left running" in platform.output
