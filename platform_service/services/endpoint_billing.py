@@ -12,9 +12,11 @@ a reference once, so money for a period moves once whatever is sent again. Rules
 
 1. While Running in period ``c``: the holds of ``c`` and ``c + 1`` are in place. A hold the
    owner cannot pay (402) stops the endpoint with reason ``OutOfCredits``.
-2. Every ended period is recorded: ``period_seconds`` x replicas (ready when it closed, 1 to
-   ``max_replicas``) GPU-seconds of ``gpu_count`` GPUs at the price of ``vendor`` (for
-   ``any``: the placed GPUs' ``placed_vendor``, else the dearest) and ``vram_mb``.
+2. Every ended period is recorded: its replica-seconds (the ready replicas, 1 to
+   ``max_replicas``, counted between billing's observations; a stretch no two observations
+   cover, at the replicas last seen: ``Run.count_replicas``) of ``gpu_count`` GPUs at the
+   price of ``vendor`` (for ``any``: the placed GPUs' ``placed_vendor``, else the dearest)
+   and ``vram_mb``.
 3. An ended run records its last, partial period (seconds rounded up) and releases the hold
    placed ahead. It ends at ``stoppedAt``, else at the ``previousStoppedAt`` of the redeploy
    or node loss that replaced it (billed then on its ``previousNode``/``previousGpuIndices``
@@ -162,8 +164,15 @@ class EndpointBilling:
         run = meter.runs.setdefault(started, Run(started, endpoint))
         if started != replaced:
             run.view = endpoint
+        now = self._clock()
         if endpoint.phase is EndpointPhase.RUNNING:
-            run.seen_running_at = self._clock()
+            run.count_replicas(now, self.period_seconds)  # at the replicas seen before
+            run.seen_running_at = now
+            run.counted_to_us = round(now * 1_000_000)
+        elif run.counted_to_us is not None:  # ended since: counted to its recorded stop
+            if endpoint.stopped_at is not None:
+                run.count_replicas(min(now, endpoint.stopped_at.timestamp()), self.period_seconds)
+            run.counted_to_us = None
         if endpoint.ready_replicas > 0:
             run.replicas = min(endpoint.ready_replicas, max(1, endpoint.max_replicas))
 
@@ -387,7 +396,7 @@ class EndpointBilling:
             vram_mb=endpoint.vram_mb,
             vendor=cast(GpuVendor, self._vendor(endpoint)),
             gpu_count=endpoint.gpu_count,
-            wall_seconds=float(seconds * max(1, run.replicas)),
+            wall_seconds=run.replica_seconds(index, seconds),
             started_at=datetime.fromtimestamp(period_start, tz=run.started_at.tzinfo),
             finished_at=datetime.fromtimestamp(period_start + seconds, tz=run.started_at.tzinfo),
         )
@@ -397,6 +406,7 @@ class EndpointBilling:
             # recorded before with other figures (replicas seen otherwise before a restart):
             # the first record stands, and it alone settled the hold
             _log.info("endpoint %s period %d recorded before: %s", endpoint.id, index, exc)
+        run.counted.pop(index, None)
 
     async def _release(self, reference: str, owner: str) -> None:
         """Give back the whole hold of a period never run (once: a settlement of its

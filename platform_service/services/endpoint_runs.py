@@ -72,7 +72,14 @@ def _parse_period_key(reference: str) -> tuple[str, int, int] | None:
 @dataclass
 class Run:
     """What billing knows of one run: the endpoint as last seen in it, how far it is
-    recorded and held."""
+    recorded and held, and the replicas it ran with.
+
+    Replicas are counted between billing's observations: from one observation to the next,
+    the run is taken to run ``replicas`` (as seen at the first), split over the periods
+    that stretch spans (:meth:`count_replicas`). A period's replica-seconds are what was
+    counted in it, plus ``replicas`` for each second of it no pair of observations covered
+    (before a restart of billing, or after the last observation of an ended run).
+    """
 
     started_at: datetime
     view: EndpointResponse
@@ -82,6 +89,36 @@ class Run:
     replicas: int = 1
     out_of_credits: bool = False
     finished: bool = False
+    #: The clock (µs) at the last observation of the run Running; None: not counting.
+    counted_to_us: int | None = None
+    #: Per period: (replica-µs, µs) counted in it.
+    counted: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def count_replicas(self, until: float, period_seconds: int) -> None:
+        """Count ``replicas`` from the last observation to ``until`` (the clock), into each
+        period the stretch spans; the stretch before the run's start is not counted."""
+        if self.counted_to_us is None:
+            return
+        start, period = _micros(self.started_at), period_seconds * 1_000_000
+        begin, end = max(self.counted_to_us, start), round(until * 1_000_000)
+        while begin < end:
+            index = (begin - start) // period
+            stop = min(end, start + (index + 1) * period)
+            replica_us, covered_us = self.counted.get(index, (0, 0))
+            self.counted[index] = (
+                replica_us + self.replicas * (stop - begin),
+                covered_us + stop - begin,
+            )
+            begin = stop
+
+    def replica_seconds(self, index: int, seconds: int) -> float:
+        """Replica-seconds of period ``index``, ``seconds`` long: as counted, the seconds no
+        observation covered at ``replicas`` (to the millisecond)."""
+        replica_us, covered_us = self.counted.get(index, (0, 0))
+        length_us = seconds * 1_000_000
+        if covered_us > length_us:  # counted past an ended run's last (billed) second
+            replica_us, covered_us = replica_us * length_us // covered_us, length_us
+        return round((replica_us + (length_us - covered_us) * self.replicas) / 1_000_000, 3)
 
 
 @dataclass

@@ -132,6 +132,17 @@ class World:
 
         self.billing()(scenario)
 
+    def passes(self, *seen: tuple[float, EndpointResponse]) -> None:
+        """One billing's passes: at each ``(at, view)`` it sees the view, then settles."""
+
+        async def scenario(billing: EndpointBilling) -> None:
+            for at, view in seen:
+                self.clock.at(at)
+                billing.observe(view)
+                await billing.settle()
+
+        self.billing()(scenario)
+
     def charged(self, user_id: str) -> int:
         """Micro-credits taken from the account (captures are the negative entries)."""
         return -sum(amount for amount in self.credit.ledger_amounts(user_id) if amount < 0)
@@ -185,6 +196,59 @@ class TestRunningEndpoint:
         world.settle(view, at=70)
         assert world.charged(owner) == 2 * PERIOD * PRICE
         assert world.held(owner) == 2 * 3 * PERIOD * PRICE  # holds cover max_replicas
+
+
+class TestReplicasCounted:
+    """One billing's passes count the replicas between them: a period is charged for the
+    replica-seconds it ran, not for the replicas seen when it closed."""
+
+    def test_a_scale_up_mid_period_charges_each_stretch_at_its_count(self, world: World) -> None:
+        owner = funded(world)
+        one = endpoint_view(owner, ready_replicas=1, max_replicas=3)
+        three = one.model_copy(update={"ready_replicas": 3})
+        world.passes((0, one), (30, three), (65, three))
+        (record,) = world.records(owner)
+        assert record["wall_seconds"] == 30 * 1 + 30 * 3  # not 60 s at three
+        assert world.charged(owner) == 120 * PRICE
+
+    def test_a_scale_down_before_the_close_charges_the_three_replicas(self, world: World) -> None:
+        owner = funded(world)
+        three = endpoint_view(owner, ready_replicas=3, max_replicas=3)
+        one = three.model_copy(update={"ready_replicas": 1})
+        world.passes((0, three), (55, one), (61, one))
+        (record,) = world.records(owner)
+        assert record["wall_seconds"] == 55 * 3 + 5 * 1  # not 60 s at one
+        assert world.charged(owner) == 170 * PRICE
+
+    def test_passes_every_five_seconds_charge_whole_periods(self, world: World) -> None:
+        owner = funded(world)
+        two = endpoint_view(owner, ready_replicas=2, max_replicas=2)
+        world.passes(*((at, two) for at in range(0, 126, 5)))
+        records = world.records(owner)
+        assert sorted(r["wall_seconds"] for r in records) == [120.0, 120.0]  # no float spill
+        assert world.charged(owner) == 2 * 120 * PRICE
+
+    def test_a_stop_mid_period_counts_to_the_recorded_stop(self, world: World) -> None:
+        owner = funded(world)
+        two = endpoint_view(owner, ready_replicas=2, max_replicas=2)
+        one = two.model_copy(update={"ready_replicas": 1})
+        world.passes((0, two), (20, one), (45, stopped(one, 40.5)))
+        (record,) = world.records(owner)
+        # 20 s at two, 20.5 s at one to the stop, and the rounded-up half second at one
+        assert record["wall_seconds"] == 20 * 2 + 20.5 + 0.5
+        assert world.charged(owner) == 61 * PRICE
+        assert world.held(owner) == 0
+
+    def test_a_restarted_billing_charges_what_it_did_not_see_at_the_replicas_it_sees(
+        self, world: World
+    ) -> None:
+        owner = funded(world)
+        three = endpoint_view(owner, ready_replicas=3, max_replicas=3)
+        world.passes((0, three), (30, three))
+        world.settle(three.model_copy(update={"ready_replicas": 1}), at=65)
+        (record,) = world.records(owner)
+        assert record["wall_seconds"] == 60 * 1
+        assert world.charged(owner) == 60 * PRICE
 
 
 class TestExactlyOnce:
