@@ -27,10 +27,14 @@ NameArgument = Annotated[
 
 
 def _state(endpoint: EndpointResponse) -> str:
-    """The phase, with the reason when it is not running (``Stopped (OutOfCredits)``)."""
+    """The phase, with the reason when it is not running (``Stopped (OutOfCredits)``), and
+    why a woken one waits (``Stopped (Idle), waking: WaitingForGpu``)."""
+    state = endpoint.phase.value
     if endpoint.reason and endpoint.phase.value != "Running":
-        return f"{endpoint.phase.value} ({endpoint.reason})"
-    return endpoint.phase.value
+        state = f"{state} ({endpoint.reason})"
+    if endpoint.waking_reason:
+        state = f"{state}, waking: {endpoint.waking_reason}"
+    return state
 
 
 def _endpoint_json(endpoint: EndpointResponse, base_url: str) -> dict[str, Any]:
@@ -44,7 +48,9 @@ def endpoints(json_output: JsonFlag = False) -> None:
 
     An endpoint stopped because your credits ran out shows ``Stopped (OutOfCredits)``; one
     scaled to zero shows ``Stopped (Idle)`` and wakes on its next call; one waiting for GPUs
-    shows why (``Pending (RealGpuBusy)``: a vllm endpoint waits for a real GPU with room).
+    shows why (``Pending (RealGpuBusy)``: a vllm endpoint waits for a real GPU with room),
+    and so does one a call woke (``Stopped (Idle), waking: WaitingForGpu``: every GPU that
+    fits it is taken).
     --json gives the reason's message too.
 
     Examples:

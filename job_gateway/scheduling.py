@@ -4,7 +4,9 @@ Endpoints waiting to be deployed (Pending, or Stopped and woken through the API)
 by the same passes and written back as Deploying. A Pending endpoint the scheduler can say
 more about than "no room now" (``Decision.unplaced``: a vllm endpoint whose real GPUs are
 full, the message saying whether simulated ones have room) gets that reason written
-(``set_endpoint_waiting``), again whenever the reason or its message changes.
+(``set_endpoint_waiting``), again whenever the reason or its message changes. A woken
+endpoint stays Stopped until placed, so nothing is written on it: why it waits is kept in
+memory (:meth:`SchedulingLoop.why_waking`) and answered with its view by this gateway.
 
 The loop keeps no state that matters across a restart: the waiting jobs and the allocation
 map are what the informer last delivered (a restart lists the CRDs again and rebuilds both).
@@ -43,9 +45,22 @@ from job_gateway.scheduler import (
     Unplaced,
 )
 
-__all__ = ["PassReport", "SchedulingLoop"]
+__all__ = ["WAITING_FOR_GPU", "PassReport", "SchedulingLoop", "no_room_now"]
 
 _log = logging.getLogger(__name__)
+
+#: The reason of a woken endpoint that waits for room where the scheduler says no more.
+WAITING_FOR_GPU = "WaitingForGpu"
+
+
+def no_room_now(request: PlacementRequest) -> Unplaced:
+    """Why a request waits when no GPU that could take it has room now."""
+    gpus = f"{request.gpu_count} GPUs of one node" if request.gpu_count > 1 else "a GPU"
+    return Unplaced(
+        WAITING_FOR_GPU,
+        f"waiting for {gpus} with {request.vram_mb} MiB free ({request.vendor}): "
+        "every one that fits is taken now",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +103,9 @@ class SchedulingLoop:
         self._woken: set[str] = set()
         #: The reason last written on each waiting endpoint (written again only when it changes).
         self._told: dict[str, Unplaced] = {}
+        #: Why each woken endpoint still waits, as of the last pass (nothing is written: it
+        #: stays Stopped until placed; the API answers it with the endpoint's view).
+        self._waking: dict[str, Unplaced] = {}
         self._wake = asyncio.Event()
         self._listeners: list[PassListener] = []
 
@@ -138,6 +156,11 @@ class SchedulingLoop:
         self._told.pop(name, None)
         self._reservations.pop(("endpoint", name), None)
 
+    def why_waking(self, name: str) -> Unplaced | None:
+        """Why a woken endpoint is not placed yet, as of the last pass; None: not woken,
+        placed, or no pass has looked at it yet."""
+        return self._waking.get(name) if name in self._woken else None
+
     def poke(self) -> None:
         """Run a pass soon (something freed VRAM, or the inventory changed)."""
         self._wake.set()
@@ -179,6 +202,11 @@ class SchedulingLoop:
         self._reservations = dict(decision.reservations)
         for placement in decision.placements:
             self.allocations.put(placement.allocation())
+        self._waking = {
+            request.name: decision.unplaced.get(request.key) or no_room_now(request)
+            for request in decision.waiting
+            if request.kind == "endpoint" and request.name in self._woken
+        }
         tells = [
             self._tell(name, why)
             for (kind, name), why in decision.unplaced.items()

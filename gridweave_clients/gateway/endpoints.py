@@ -188,6 +188,13 @@ class EndpointResponse(BaseModel):
     min_replicas: int = 0
     max_replicas: int = 1
     idle_seconds: int = 0
+    waking_reason: str | None = Field(
+        default=None,
+        description="Woken and not placed yet (still Stopped): why it waits, e.g. RealGpuBusy.",
+    )
+    waking_message: str | None = Field(
+        default=None, description="The scheduler's words on why the woken endpoint waits."
+    )
 
     @property
     def billing_owner(self) -> str:

@@ -107,6 +107,16 @@ class EndpointResponse(BaseModel):
     price_per_second: int | None = Field(
         default=None, description="Micro-credits per second per replica at the dearest vendor."
     )
+    waking_reason: str | None = Field(
+        default=None,
+        description=(
+            "Scaled to zero, woken by a call and not placed yet: why it waits "
+            "(WaitingForGpu, RealGpuBusy). None otherwise."
+        ),
+    )
+    waking_message: str | None = Field(
+        default=None, description="Why the woken endpoint waits, in words."
+    )
 
 
 class EndpointListResponse(BaseModel):

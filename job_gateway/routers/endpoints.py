@@ -48,14 +48,17 @@ async def list_endpoints(
 ) -> EndpointListResponse:
     """A user's endpoints (or everyone's), optionally in one phase, oldest first."""
     found = await endpoints.list_endpoints(crd=gateway.crd, user_id=user_id, phase=phase)
-    return EndpointListResponse(endpoints=[endpoints.endpoint_response(e) for e in found])
+    waking = gateway.loop.why_waking
+    return EndpointListResponse(
+        endpoints=[endpoints.endpoint_response(e, waking(e.name)) for e in found]
+    )
 
 
 @router.get("/{endpoint_id}")
 async def get_endpoint(endpoint_id: EndpointId, gateway: CurrentGateway) -> EndpointResponse:
-    """One endpoint."""
+    """One endpoint (woken and waiting for a GPU: why, in ``waking_reason``)."""
     endpoint = await endpoints.get_endpoint(crd=gateway.crd, endpoint_id=endpoint_id)
-    return endpoints.endpoint_response(endpoint)
+    return endpoints.endpoint_response(endpoint, gateway.loop.why_waking(endpoint.name))
 
 
 @router.get("/{endpoint_id}/logs")
@@ -106,7 +109,8 @@ async def wake_endpoint(
     ] = 0,
 ) -> EndpointResponse:
     """Deploy a Stopped endpoint again; with ``wait``, answered once it runs (or the wait
-    ends: check the phase). Concurrent wakes make one deployment."""
+    ends: check the phase; still Stopped, ``waking_reason`` says why it waits). Concurrent
+    wakes make one deployment."""
     endpoint = await endpoints.wake_endpoint(
         crd=gateway.crd,
         loop=gateway.loop,
@@ -114,4 +118,4 @@ async def wake_endpoint(
         endpoint_id=endpoint_id,
         wait_s=wait,
     )
-    return endpoints.endpoint_response(endpoint)
+    return endpoints.endpoint_response(endpoint, gateway.loop.why_waking(endpoint.name))

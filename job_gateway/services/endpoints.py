@@ -45,7 +45,7 @@ from job_gateway.errors import (
     EndpointNotFound,
     EndpointStopped,
 )
-from job_gateway.scheduler import PlacementRequest, Scheduler, endpoint_vram_mb
+from job_gateway.scheduler import PlacementRequest, Scheduler, Unplaced, endpoint_vram_mb
 from job_gateway.scheduling import SchedulingLoop
 from job_gateway.services.jobs import impossible_field
 
@@ -81,8 +81,9 @@ def crd_errors(endpoint_id: str | None = None) -> Iterator[None]:
         raise ClusterUnavailable(detail=str(exc)) from exc
 
 
-def endpoint_response(endpoint: Endpoint) -> EndpointResponse:
-    """The API's view of a GridweaveEndpoint."""
+def endpoint_response(endpoint: Endpoint, waking: Unplaced | None = None) -> EndpointResponse:
+    """The API's view of a GridweaveEndpoint; ``waking``: why it waits, woken and not placed
+    yet (``SchedulingLoop.why_waking``)."""
     spec, status = endpoint.spec, endpoint.status
     return EndpointResponse(
         id=endpoint.name,
@@ -128,6 +129,8 @@ def endpoint_response(endpoint: Endpoint) -> EndpointResponse:
         min_replicas=spec.min_replicas,
         max_replicas=spec.max_replicas,
         idle_seconds=spec.idle_seconds,
+        waking_reason=None if waking is None else waking.reason,
+        waking_message=None if waking is None else waking.message,
     )
 
 

@@ -234,12 +234,13 @@ def _not_serving(
 ) -> EndpointNotServing:
     details = {"endpoint": name, "phase": endpoint.phase.value, "reason": endpoint.reason}
     if endpoint.phase in _STARTING or _wakes(endpoint):
-        # a Pending endpoint's reason is why it waits (the scheduler's: RealGpuBusy, ...)
-        why = (
-            f" (Pending, {endpoint.reason}: {endpoint.message or 'no message'})"
-            if endpoint.phase is EndpointPhase.PENDING and endpoint.reason
-            else ""
-        )
+        # why it waits, the scheduler's (RealGpuBusy, ...): a Pending endpoint's reason, a
+        # woken one's waking reason (it stays Stopped until placed)
+        why = ""
+        if endpoint.phase is EndpointPhase.PENDING and endpoint.reason:
+            why = f" (Pending, {endpoint.reason}: {endpoint.message or 'no message'})"
+        elif endpoint.waking_reason:
+            why = f" (waking, {endpoint.waking_reason}: {endpoint.waking_message or 'no message'})"
         return EndpointNotServing(
             f"endpoint {name} did not start within {wake_seconds:g} s{why}: try again",
             status_code=503,

@@ -136,6 +136,8 @@ def endpoint_response(
         stopped_at=endpoint.stopped_at,
         billed_seconds=endpoint.billed_seconds,
         price_per_second=_price_per_second(services, endpoint),
+        waking_reason=endpoint.waking_reason,
+        waking_message=endpoint.waking_message,
     )
 
 

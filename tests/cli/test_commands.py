@@ -211,6 +211,8 @@ class TestDrawing:
         assert endpoint_state(view("Stopped", "OutOfCredits")) == "Stopped (OutOfCredits)"
         assert endpoint_state(view("Pending", None)) == "Pending"
         assert endpoint_state(view("Running", "Idle")) == "Running"
+        woken = view("Stopped", "Idle").model_copy(update={"waking_reason": "WaitingForGpu"})
+        assert endpoint_state(woken) == "Stopped (Idle), waking: WaitingForGpu"
 
     def test_bars(self) -> None:
         assert vram_bar(12, 16, width=8).plain == "██████░░"

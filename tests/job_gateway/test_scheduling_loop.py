@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gridweave_clients.gateway.endpoints import EndpointResponse
 from gridweave_controller import CrdClient, Endpoint, EndpointPhase, Job, JobPhase
 from gridweave_controller.aio import AsyncCrdClient
 from job_gateway.endpoints import EndpointSettings
@@ -22,7 +23,7 @@ from job_gateway.errors import EndpointStopped
 from job_gateway.inventory import Inventory, InventoryFile
 from job_gateway.scheduler import Scheduler
 from job_gateway.scheduling import PassReport, SchedulingLoop
-from job_gateway.services.endpoints import wake_endpoint
+from job_gateway.services.endpoints import endpoint_response, wake_endpoint
 from tests.job_gateway.endpoints.factories import endpoint_body
 from tests.job_gateway.gateway_factories import new_job_id, running_gateway
 from tests.support.kubeapi import KubeAPI
@@ -289,6 +290,48 @@ class TestEndpointsPlaced:
         not_woken, woken, placed, again = asyncio.run(scenario())
         assert (not_woken, woken, again) == (0, 1, 0)
         assert placed.phase is EndpointPhase.DEPLOYING and placed.status.node == "gpu-a"
+
+    def test_a_woken_endpoint_without_room_says_why_and_stays_stopped(self) -> None:
+        """Nothing is written on a woken endpoint (it stays Stopped until placed): why it
+        waits is answered with its view, until a GPU frees and it is placed."""
+
+        async def scenario() -> tuple[EndpointResponse, bool, EndpointResponse, Endpoint]:
+            crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
+            scheduler = Scheduler(load_inventory_text(TWO_GPUS))
+            loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
+            for name in ("job-0", "job-1"):  # both GPUs taken whole
+                loop.follow(await crd.create_job(name, "alice", "file:///f", vram_mb=80 * GIB))
+                await loop.run_pass()
+                job = await crd.get_job(name)
+                scheduler.allocations.apply_job(job)
+                loop.follow(job)
+            await crd.create_endpoint("ep", "alice", vram_mb=GIB, mode="custom", function_ref="f")
+            await crd.set_endpoint_deploying("ep", "gpu-a", [1])
+            await crd.set_endpoint_running("ep", "http://127.0.0.1:1/gw/ep")
+            stopped = await crd.set_endpoint_stopped("ep", "Idle", "no request")
+            loop.follow_endpoint(stopped)
+
+            async def settled(_id: str, _wait: float, _version: str | None) -> None:
+                await loop.run_pass()  # the pass the wait would see
+
+            woken = await wake_endpoint(
+                crd=crd, loop=loop, settled=settled, endpoint_id="ep", wait_s=1
+            )
+            waiting = endpoint_response(woken, loop.why_waking("ep"))
+            version = (await crd.get_endpoint("ep")).metadata.resource_version
+            unwritten = version == stopped.metadata.resource_version
+            scheduler.allocations.remove(("job", "job-1"))  # a GPU is free again
+            await loop.run_pass()
+            placed = await crd.get_endpoint("ep")
+            return waiting, unwritten, endpoint_response(placed, loop.why_waking("ep")), placed
+
+        waiting, unwritten, after, placed = asyncio.run(scenario())
+        assert (waiting.phase, waiting.reason) == (EndpointPhase.STOPPED, "Idle")
+        assert waiting.waking_reason == "WaitingForGpu"
+        assert "a GPU with 1024 MiB free (any)" in (waiting.waking_message or "")
+        assert unwritten  # nothing written on it while it waited
+        assert placed.phase is EndpointPhase.DEPLOYING and placed.status.gpu_indices == (1,)
+        assert (after.waking_reason, after.waking_message) == (None, None)
 
     @pytest.mark.parametrize("reason", ["Deleted", "OutOfCredits", "Stopped"])
     def test_a_wake_deploys_only_an_idle_endpoint_again(self, reason: str) -> None:

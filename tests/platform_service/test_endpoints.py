@@ -98,6 +98,17 @@ class TestNotServingYet:
         assert (error.status_code, error.code) == (503, "endpoint_starting")
         assert "(Pending, RealGpuBusy: waiting for 1 real GPU(s) with 4096 MiB)" in str(error)
 
+    def test_a_woken_endpoints_waking_reason_is_in_the_answer(self) -> None:
+        view = self._view("Stopped", "Idle", None).model_copy(
+            update={
+                "waking_reason": "WaitingForGpu",
+                "waking_message": "waiting for a GPU with 4096 MiB free (any)",
+            }
+        )
+        error = _not_serving("chat", view, 60.0)
+        assert (error.status_code, error.code) == (503, "endpoint_starting")
+        assert "(waking, WaitingForGpu: waiting for a GPU with 4096 MiB free (any))" in str(error)
+
     @pytest.mark.parametrize(("phase", "reason"), [("Pending", None), ("Deploying", None)])
     def test_without_a_reason_it_only_asks_to_try_again(
         self, phase: str, reason: str | None

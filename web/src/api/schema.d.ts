@@ -1329,6 +1329,16 @@ export interface components {
             vendor: string;
             /** Vram Mb */
             vram_mb: number;
+            /**
+             * Waking Message
+             * @description Why the woken endpoint waits, in words.
+             */
+            waking_message?: string | null;
+            /**
+             * Waking Reason
+             * @description Scaled to zero, woken by a call and not placed yet: why it waits (WaitingForGpu, RealGpuBusy). None otherwise.
+             */
+            waking_reason?: string | null;
         };
         /**
          * EndpointStatsResponse

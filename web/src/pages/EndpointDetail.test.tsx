@@ -70,6 +70,24 @@ test("an endpoint without calls shows dashes, not zeros, for latency", async () 
   expect(screen.getByTestId("endpoint-replicas")).toHaveTextContent("0 ready");
 });
 
+test("a scaled-to-zero endpoint a call woke says why it still waits", async () => {
+  const waking = {
+    ...endpoint("idle", "Stopped"),
+    reason: "Idle",
+    waking_reason: "WaitingForGpu",
+    waking_message: "waiting for a GPU with 1024 MiB free (any): every one that fits is taken now",
+  };
+  server.use(
+    http.get("*/v1/endpoints/idle", () => HttpResponse.json(waking)),
+    http.get("*/v1/endpoints/idle/-/logs", () => HttpResponse.json(NO_LOGS)),
+    http.get("*/v1/endpoints/idle/-/stats", () => HttpResponse.json({ ...STATS, name: "idle" })),
+  );
+  renderApp("/endpoints/idle");
+  expect(await screen.findByTestId("endpoint-waking")).toHaveTextContent(
+    "Waking, waits for a GPU (WaitingForGpu): waiting for a GPU with 1024 MiB free (any)",
+  );
+});
+
 test("another user's (or a missing) endpoint says so, with the way back", async () => {
   server.use(
     http.get("*/v1/endpoints/theirs", () =>

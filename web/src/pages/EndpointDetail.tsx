@@ -115,6 +115,11 @@ export function EndpointDetail() {
         </span>
       </div>
       {data.reason && <p className="text-sm">{data.reason}{data.message ? `: ${data.message}` : ""}</p>}
+      {data.waking_reason && (
+        <p className="text-sm" data-testid="endpoint-waking">
+          Waking, waits for a GPU ({data.waking_reason}){data.waking_message ? `: ${data.waking_message}` : ""}
+        </p>
+      )}
       <div className="grid grid-cols-1 gap-4 md:grid-cols-3">
         <Card title="Replicas">
           <p className="text-2xl" data-testid="endpoint-replicas">{data.ready_replicas} ready</p>
