@@ -202,23 +202,23 @@ class TestReplicasCounted:
     """One billing's passes count the replicas between them: a period is charged for the
     replica-seconds it ran, not for the replicas seen when it closed."""
 
-    def test_a_scale_up_mid_period_charges_each_stretch_at_its_count(self, world: World) -> None:
+    @pytest.mark.parametrize(
+        ("before", "after", "changed_at", "replica_seconds"),
+        [
+            (1, 3, 30, 30 * 1 + 30 * 3),  # a scale-up mid-period: not 60 s at three
+            (3, 1, 55, 55 * 3 + 5 * 1),  # a scale-down before the close: not 60 s at one
+        ],
+    )
+    def test_a_change_of_replicas_charges_each_stretch_at_its_count(
+        self, world: World, before: int, after: int, changed_at: int, replica_seconds: int
+    ) -> None:
         owner = funded(world)
-        one = endpoint_view(owner, ready_replicas=1, max_replicas=3)
-        three = one.model_copy(update={"ready_replicas": 3})
-        world.passes((0, one), (30, three), (65, three))
+        first = endpoint_view(owner, ready_replicas=before, max_replicas=3)
+        then = first.model_copy(update={"ready_replicas": after})
+        world.passes((0, first), (changed_at, then), (65, then))
         (record,) = world.records(owner)
-        assert record["wall_seconds"] == 30 * 1 + 30 * 3  # not 60 s at three
-        assert world.charged(owner) == 120 * PRICE
-
-    def test_a_scale_down_before_the_close_charges_the_three_replicas(self, world: World) -> None:
-        owner = funded(world)
-        three = endpoint_view(owner, ready_replicas=3, max_replicas=3)
-        one = three.model_copy(update={"ready_replicas": 1})
-        world.passes((0, three), (55, one), (61, one))
-        (record,) = world.records(owner)
-        assert record["wall_seconds"] == 55 * 3 + 5 * 1  # not 60 s at one
-        assert world.charged(owner) == 170 * PRICE
+        assert record["wall_seconds"] == replica_seconds
+        assert world.charged(owner) == replica_seconds * PRICE
 
     def test_passes_every_five_seconds_charge_whole_periods(self, world: World) -> None:
         owner = funded(world)
