@@ -1,4 +1,6 @@
-"""``gridweave admin``: what admins do; for now a user's image-registry quota."""
+"""``gridweave admin``: what admins do. A user's image-registry quota here; join keys
+(``admin_join_keys``), cordoning and draining nodes (``admin_nodes``), users and credit
+grants (``admin_users``) beside it, all registered by :func:`register`."""
 
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ from gridweave_cli._errors import handle_errors
 from gridweave_cli._help import command_help
 from gridweave_cli._output import JsonFlag, emit_json, stdout
 from gridweave_cli._platform import platform_client
+from gridweave_cli.admin_join_keys import create_join_key, join_keys, revoke_join_key
+from gridweave_cli.admin_nodes import cordon, drain, uncordon
+from gridweave_cli.admin_users import grant, users
 from gridweave_clients.platform.registry import RegistryUsageResponse, format_size, parse_size
 
 __all__ = ["print_usage", "register", "registry_quota"]
@@ -74,5 +79,22 @@ def print_usage(answer: RegistryUsageResponse) -> None:
 def register(app: typer.Typer) -> None:
     """Add the ``admin`` group to ``app``."""
     admin = typer.Typer(name="admin", help="What admins do.", no_args_is_help=True)
-    admin.command("registry-quota", help=command_help(registry_quota))(registry_quota)
+    join_key = typer.Typer(
+        name="join-key",
+        help="Create or revoke the keys GPU machines join with.",
+        no_args_is_help=True,
+    )
+    join_key.command("create", help=command_help(create_join_key))(create_join_key)
+    join_key.command("revoke", help=command_help(revoke_join_key))(revoke_join_key)
+    admin.add_typer(join_key)
+    for name, command in (
+        ("join-keys", join_keys),
+        ("cordon", cordon),
+        ("uncordon", uncordon),
+        ("drain", drain),
+        ("users", users),
+        ("grant", grant),
+        ("registry-quota", registry_quota),
+    ):
+        admin.command(name, help=command_help(command))(command)
     app.add_typer(admin)

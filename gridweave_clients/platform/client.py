@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gridweave_clients.base import AsyncInternalClient, InternalClient, awaiting, blocking
+from gridweave_clients.platform import admin as admin_ops
 from gridweave_clients.platform import endpoints as endpoint_ops
 from gridweave_clients.platform import operations as ops
 
@@ -64,6 +65,15 @@ class PlatformClient(InternalClient, _Anonymous):
     list_registry_shares = blocking(ops.list_registry_shares)
     share_repository = blocking(ops.share_repository)
     unshare_repository = blocking(ops.unshare_repository)
+    list_join_keys = blocking(admin_ops.list_join_keys)
+    create_join_key = blocking(admin_ops.create_join_key)
+    revoke_join_key = blocking(admin_ops.revoke_join_key)
+    list_joined_nodes = blocking(admin_ops.list_joined_nodes)
+    cordon_node = blocking(admin_ops.cordon_node)
+    uncordon_node = blocking(admin_ops.uncordon_node)
+    drain_node = blocking(admin_ops.drain_node)
+    list_users = blocking(admin_ops.list_users)
+    grant_credits = blocking(admin_ops.grant_credits)
 
 
 class AsyncPlatformClient(AsyncInternalClient, _Anonymous):
@@ -104,3 +114,12 @@ class AsyncPlatformClient(AsyncInternalClient, _Anonymous):
     list_registry_shares = awaiting(ops.list_registry_shares)
     share_repository = awaiting(ops.share_repository)
     unshare_repository = awaiting(ops.unshare_repository)
+    list_join_keys = awaiting(admin_ops.list_join_keys)
+    create_join_key = awaiting(admin_ops.create_join_key)
+    revoke_join_key = awaiting(admin_ops.revoke_join_key)
+    list_joined_nodes = awaiting(admin_ops.list_joined_nodes)
+    cordon_node = awaiting(admin_ops.cordon_node)
+    uncordon_node = awaiting(admin_ops.uncordon_node)
+    drain_node = awaiting(admin_ops.drain_node)
+    list_users = awaiting(admin_ops.list_users)
+    grant_credits = awaiting(admin_ops.grant_credits)

@@ -12,6 +12,11 @@ from typer.testing import CliRunner, Result
 
 from gridweave_cli.app import app
 from tests.cli.helpers import Invoke
+from tests.platform_service.admin_stack import (  # noqa: F401  (the admins' stack)
+    admin_platform,
+    file_platform,
+    registry_gateway,
+)
 from tests.platform_service.conftest import (  # noqa: F401  (the whole stack, as fixtures)
     chain,
     chain_database,

@@ -23,6 +23,12 @@ from gridweave_runtime.app import create_service_app
 from gridweave_runtime.auth import Caller, require_internal_caller, require_role
 from gridweave_runtime.errors import GridweaveError, InvalidRequest, error_body
 from gridweave_runtime.settings import ServiceSettings
+from tests.platform_service.admin_stack import (  # noqa: F401  (the admins' stack)
+    admin_platform,
+    file_platform,
+    registry_gateway,
+)
+from tests.platform_service.conftest import node_registry, platform_database  # noqa: F401
 from tests.support.http_server import serve_in_thread
 
 TOKEN = "probe-token-7f3a"
