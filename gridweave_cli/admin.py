@@ -14,7 +14,7 @@ from gridweave_cli._help import command_help
 from gridweave_cli._output import JsonFlag, emit_json, stdout
 from gridweave_cli._platform import platform_client
 from gridweave_cli.admin_join_keys import create_join_key, join_keys, revoke_join_key
-from gridweave_cli.admin_nodes import cordon, drain, uncordon
+from gridweave_cli.admin_nodes import cordon, drain, joined_nodes, uncordon
 from gridweave_cli.admin_users import grant, users
 from gridweave_clients.platform.registry import RegistryUsageResponse, format_size, parse_size
 
@@ -89,6 +89,7 @@ def register(app: typer.Typer) -> None:
     admin.add_typer(join_key)
     for name, command in (
         ("join-keys", join_keys),
+        ("nodes", joined_nodes),
         ("cordon", cordon),
         ("uncordon", uncordon),
         ("drain", drain),

@@ -1,5 +1,6 @@
-"""``gridweave admin cordon|uncordon|drain NODE``: take a joined node out of scheduling, put it
-back, or let its work finish before it is taken down."""
+"""``gridweave admin nodes``, ``gridweave admin cordon|uncordon|drain NODE``: the nodes joined
+with a join key; take one out of scheduling, put it back, or let its work finish before it is
+taken down."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
+from rich.table import Table
 
 from gridweave_cli._errors import CliError, handle_errors
-from gridweave_cli._output import JsonFlag, emit_json, mib_text, stderr, stdout
+from gridweave_cli._output import JsonFlag, age, emit_json, mib_text, stderr, stdout
 from gridweave_cli._platform import platform_client
 from gridweave_cli.admin_join_keys import seconds_of
 from gridweave_cli.exit_codes import ExitCode
@@ -18,7 +20,7 @@ from gridweave_clients.nodes.models import NodeResponse
 from gridweave_clients.platform import PlatformClient
 from gridweave_clients.platform.admin import DrainNodeResponse
 
-__all__ = ["DRAIN_POLL_SECONDS", "cordon", "drain", "uncordon"]
+__all__ = ["DRAIN_POLL_SECONDS", "cordon", "drain", "joined_nodes", "uncordon"]
 
 #: How often ``drain --wait`` asks again what still holds the node.
 DRAIN_POLL_SECONDS = 2.0
@@ -27,6 +29,43 @@ NodeArgument = Annotated[
     str,
     typer.Argument(help="The node's name (from `gridweave nodes`).", show_default=False),
 ]
+
+
+@handle_errors
+def joined_nodes(json_output: JsonFlag = False) -> None:
+    """List the nodes joined with a join key: Ready or NotReady, cordoned, when joined, the
+    last heartbeat, and their GPUs (admins only). `gridweave nodes` shows every node's VRAM,
+    the gateway's own machine included.
+
+    Examples:
+
+        gridweave admin nodes
+
+        gridweave admin nodes --json
+    """
+    with platform_client() as client:
+        listed = client.list_joined_nodes()
+    if json_output:
+        emit_json(listed.model_dump(mode="json"))
+        return
+    if not listed.nodes:
+        stdout().print("No joined nodes (`gridweave admin join-key create` makes a key).")
+        return
+    table = Table("node", "status", "", "joined", "heartbeat", "GPUs", "VPN address", box=None)
+    for node in listed.nodes:
+        gpus = ", ".join(
+            f"{gpu.index} {escape(gpu.model)} {mib_text(gpu.vram_mb)}" for gpu in node.gpus
+        )
+        table.add_row(
+            escape(node.name),
+            "[green]Ready[/]" if node.status == "Ready" else "[red]NotReady[/]",
+            "[yellow]cordoned[/]" if node.cordoned else "",
+            f"{age(node.joined_at)} ago" if node.joined_at else "-",
+            f"{age(node.last_heartbeat_at)} ago" if node.last_heartbeat_at else "-",
+            gpus or "-",
+            node.vpn_ip or "-",
+        )
+    stdout().print(table)
 
 
 @handle_errors

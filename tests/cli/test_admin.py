@@ -53,6 +53,13 @@ def _listed_row(gridweave: Invoke, key_id: str) -> str:
     return next(line for line in result.stdout.splitlines() if key_id in line.split())
 
 
+def _node_row(gridweave: Invoke, name: str) -> list[str]:
+    """The words of the node's row in ``admin nodes``."""
+    result = gridweave("admin", "nodes")
+    assert result.exit_code == 0, result.output
+    return next(line.split() for line in result.stdout.splitlines() if name in line.split())
+
+
 def _seconds(created: dict[str, str], field: str) -> float:
     end, start = (
         datetime.fromisoformat(created[field]),
@@ -152,9 +159,13 @@ class TestNodes:
         assert cordoned.exit_code == 0, cordoned.output
         assert f"{name} cordoned" in cordoned.stdout
         assert _until_schedulable(as_admin, name, False) == [False, False, False]
+        listed = json_of(gridweave("admin", "nodes", "--json"))["nodes"]
+        assert next(node for node in listed if node["name"] == name)["cordoned"] is True
+        assert _node_row(gridweave, name)[:3] == [name, "Ready", "cordoned"]
         uncordoned = json_of(gridweave("admin", "uncordon", name, "--json"))
         assert (uncordoned["name"], uncordoned["cordoned"]) == (name, False)
         assert _until_schedulable(as_admin, name, True) == [True, True, True]
+        assert "cordoned" not in _node_row(gridweave, name)
 
     def test_drain_of_a_free_node_says_it_is_drained(
         self, gridweave: Invoke, as_admin: PlatformServer, node_registry: Registry
@@ -302,6 +313,7 @@ class TestUsersAndGrants:
         ("join-key", "create"),
         ("join-keys",),
         ("join-key", "revoke", "jk_00ff"),
+        ("nodes",),
         ("cordon", "gpu-a"),
         ("uncordon", "gpu-a"),
         ("drain", "gpu-a"),
@@ -327,6 +339,7 @@ def test_a_user_who_is_not_an_admin_gets_the_platforms_refusal(
         ("join-key", "create"),
         ("join-key", "revoke"),
         ("join-keys",),
+        ("nodes",),
         ("cordon",),
         ("uncordon",),
         ("drain",),
