@@ -24,6 +24,11 @@ from tests.metering_service.factories import (
     metering_settings,
     running_metering_and_deliverer,
 )
+from tests.platform_service.admin_stack import (  # noqa: F401  (the admins' stack)
+    admin_platform,
+    file_platform,
+    registry_gateway,
+)
 from tests.platform_service.factories import (
     MAX_SUBMISSION,
     PlatformServer,

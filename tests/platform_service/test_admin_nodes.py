@@ -5,22 +5,20 @@ so a cordon made here is what the scheduler sees."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from gridweave_clients.nodes import NodeRegistryClient
 from gridweave_controller import JobPhase
-from job_gateway.inventory import NodeRegistrySource
-from tests.job_gateway.gateway_factories import GatewayServer, running_gateway, submit_body
+from tests.job_gateway.gateway_factories import GatewayServer, submit_body
 from tests.kuberay_service.node_factories import (
     Registry,
     node_headers,
     validate,
     validate_body,
 )
+from tests.platform_service.admin_stack import FILE_NODE, MASTER, join_with
 from tests.platform_service.factories import (
     NOWHERE,
     PlatformServer,
@@ -28,46 +26,20 @@ from tests.platform_service.factories import (
     running_platform,
 )
 from tests.support.credit_server import INTERNAL_TOKEN
-from tests.support.kubeapi import KubeAPI
 
 pytestmark = pytest.mark.postgres
 
-MASTER = "https://master.example:8800"
+
+@pytest.fixture(scope="module")
+def gateway(registry_gateway: GatewayServer) -> GatewayServer:
+    """The real gateway whose inventory is the registry's nodes."""
+    return registry_gateway
 
 
 @pytest.fixture(scope="module")
-def gateway(
-    kubeapi: KubeAPI, node_registry: Registry, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[GatewayServer]:
-    """The real gateway whose inventory is the registry's nodes, read again every 0.2 s."""
-    source = NodeRegistrySource(NodeRegistryClient(node_registry.url, INTERNAL_TOKEN))
-    with running_gateway(
-        kubeapi,
-        tmp_path_factory.mktemp("gateway"),
-        internal_token=INTERNAL_TOKEN,
-        metering_service_url=NOWHERE,
-        inventory_source=source,
-        inventory_refresh_seconds=0.2,
-    ) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def platform(
-    platform_database: str,
-    node_registry: Registry,
-    gateway: GatewayServer,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[PlatformServer]:
-    settings = platform_settings(
-        platform_database,
-        tmp_path_factory.mktemp("platform"),
-        gateway_url=gateway.url,
-        kuberay_url=node_registry.url,
-        node_join_url=MASTER,
-    )
-    with running_platform(settings) as server:
-        yield server
+def platform(admin_platform: PlatformServer) -> PlatformServer:
+    """The platform over the registry and that gateway."""
+    return admin_platform
 
 
 def _create_key(platform: PlatformServer, **fields: Any) -> dict[str, Any]:
@@ -81,13 +53,7 @@ def _create_key(platform: PlatformServer, **fields: Any) -> dict[str, Any]:
 
 def _joined_node(platform: PlatformServer, node_registry: Registry) -> str:
     """A machine joined with a key made through the platform (validated and registered)."""
-    key = _create_key(platform)
-    answer = validate(node_registry, validate_body(key["key"]))
-    assert answer.status_code == 200, answer.text
-    with node_registry.client(node_headers(answer.json()["node_token"])) as http:
-        assert http.post("/v1/nodes/register").status_code == 200
-    name: str = answer.json()["name"]
-    return name
+    return join_with(node_registry, _create_key(platform)["key"])
 
 
 def _schedulable(platform: PlatformServer, name: str) -> list[bool] | None:
@@ -270,51 +236,16 @@ def _cordon_and_drain(platform: PlatformServer, node: str) -> list[httpx.Respons
     ]
 
 
-#: The gateway's inventory file of ``TestOutsideTheRegistry``: a node no join key joined.
-FILE_INVENTORY = """
-nodes:
-  - name: file-node
-    gpus:
-      - {index: 0, vendor: nvidia, model: NVIDIA A100 80GB, vram_mb: 81920}
-"""
-
-
-@pytest.fixture(scope="module")
-def file_platform(
-    kubeapi: KubeAPI,
-    platform_database: str,
-    node_registry: Registry,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[PlatformServer]:
-    """The platform over a gateway whose inventory is a file (as a local one, its nodes are
-    not in the registry), beside the real registry."""
-    with running_gateway(
-        kubeapi,
-        tmp_path_factory.mktemp("file-gateway"),
-        inventory_yaml=FILE_INVENTORY,
-        internal_token=INTERNAL_TOKEN,
-        metering_service_url=NOWHERE,
-    ) as file_gateway:
-        settings = platform_settings(
-            platform_database,
-            tmp_path_factory.mktemp("file-platform"),
-            gateway_url=file_gateway.url,
-            kuberay_url=node_registry.url,
-        )
-        with running_platform(settings) as server:
-            yield server
-
-
 class TestOutsideTheRegistry:
     def test_a_node_of_the_gateways_inventory_is_409_saying_why(
         self, file_platform: PlatformServer
     ) -> None:
         listed = file_platform.http.get("/v1/nodes", headers=file_platform.admin.headers)
-        assert [node["name"] for node in listed.json()["nodes"]] == ["file-node"]
-        for response in _cordon_and_drain(file_platform, "file-node"):
+        assert [node["name"] for node in listed.json()["nodes"]] == [FILE_NODE]
+        for response in _cordon_and_drain(file_platform, FILE_NODE):
             assert response.status_code == 409, response.text
             error = response.json()["error"]
-            assert (error["code"], error["node"]) == ("node_not_joined", "file-node")
+            assert (error["code"], error["node"]) == ("node_not_joined", FILE_NODE)
             assert "not joined with a join key" in error["message"]
             assert "GATEWAY_INVENTORY_SOURCE=local" in error["message"]
             assert "'cordoned: true'" in error["message"]
