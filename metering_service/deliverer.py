@@ -150,10 +150,14 @@ def create_deliverer(
 
 
 async def run_deliverer(deliverer: ReceiptDeliverer) -> None:
-    """Deliver until SIGTERM or SIGINT; a round under way is finished first."""
+    """Deliver until SIGTERM or SIGINT; a round under way is finished first. The start is
+    logged once the signals are listened to: from that line on, SIGTERM stops it cleanly."""
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(deliverer.run)
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            tasks.start_soon(deliverer.run)
+            _logger.info(
+                "metering: delivering receipts to %s", deliverer.settings.chain_service_url
+            )
             async for _ in signals:
                 # the round runs on a thread anyio does not abandon: cancelling waits for it
                 tasks.cancel_scope.cancel()
@@ -167,7 +171,6 @@ def main() -> None:
     deliverer = create_deliverer(settings)
     # after the database is open: an embedded PostgreSQL it starts keeps the usual priority
     lower_priority(settings.receipt_niceness)
-    _logger.info("metering: delivering receipts to %s", settings.chain_service_url)
     try:
         anyio.run(run_deliverer, deliverer)
     finally:
