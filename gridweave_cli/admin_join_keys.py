@@ -10,22 +10,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-import gridweave as gw
+from gridweave_cli._durations import seconds_of
 from gridweave_cli._errors import handle_errors
 from gridweave_cli._output import JsonFlag, emit_json, stderr, stdout
 from gridweave_cli._platform import platform_client
 from gridweave_clients.nodes.models import JoinKeyResponse
 from gridweave_controller.vendors import GPU_VENDORS, GpuVendor
 
-__all__ = ["create_join_key", "join_keys", "revoke_join_key", "seconds_of"]
-
-
-def seconds_of(text: str, *, param_hint: str) -> int:
-    """A duration (``1h``, ``90m``, ``3600s``, ``3600``) in whole seconds; else a usage error."""
-    try:
-        return gw.parse_duration(text, argument=param_hint)
-    except gw.ConfigurationError as exc:
-        raise typer.BadParameter(str(exc), param_hint=param_hint) from exc
+__all__ = ["create_join_key", "join_keys", "revoke_join_key"]
 
 
 @handle_errors

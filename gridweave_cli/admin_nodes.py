@@ -11,10 +11,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from gridweave_cli._durations import seconds_of
 from gridweave_cli._errors import CliError, handle_errors
 from gridweave_cli._output import JsonFlag, age, emit_json, mib_text, stderr, stdout
 from gridweave_cli._platform import platform_client
-from gridweave_cli.admin_join_keys import seconds_of
 from gridweave_cli.exit_codes import ExitCode
 from gridweave_clients.nodes.models import NodeResponse
 from gridweave_clients.platform import PlatformClient

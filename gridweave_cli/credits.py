@@ -51,7 +51,8 @@ def usage(
 ) -> None:
     """List what you were billed, newest first: job, node, GPUs, seconds, price, cost.
 
-    The totals cover every record, not only those shown.
+    An endpoint is billed a record per period (a minute by default) while it runs, its
+    replicas' seconds together. The totals cover every record, not only those shown.
 
     Examples:
 
@@ -67,7 +68,9 @@ def usage(
     if not page.records:
         stdout().print("No usage yet.")
         return
-    table = Table("job", "node [GPUs]", "GPUs x VRAM", "billed s", "cost", "finished", "settled")
+    table = Table(
+        "job or endpoint", "node [GPUs]", "GPUs x VRAM", "billed s", "cost", "finished", "settled"
+    )
     table.box = None
     for record in page.records:
         gpus = ",".join(str(index) for index in record.gpu_indices)

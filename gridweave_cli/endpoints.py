@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import runpy
+import time
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
@@ -13,13 +14,26 @@ from rich.table import Table
 
 import gridweave as gw
 from gridweave._endpoint import Scaling
-from gridweave_cli._errors import handle_errors
+from gridweave_cli._durations import seconds_of
+from gridweave_cli._errors import CliError, handle_errors
 from gridweave_cli._help import add_commands
-from gridweave_cli._output import JsonFlag, age, credits_text, emit_json, mib_text, stdout
+from gridweave_cli._output import (
+    JsonFlag,
+    age,
+    credits_text,
+    emit_json,
+    mib_text,
+    stderr,
+    stdout,
+)
 from gridweave_cli._platform import configured_url, platform_client
+from gridweave_clients.platform import PlatformClient
 from gridweave_clients.platform.endpoints import EndpointResponse
 
 __all__ = ["deploy", "endpoints", "register", "stop"]
+
+#: How often ``deploy --wait`` asks how the endpoint is doing, seconds.
+WAIT_POLL_SECONDS = 1.0
 
 NameArgument = Annotated[
     str, typer.Argument(help="The endpoint's name (lowercase letters, digits and '-').")
@@ -48,7 +62,8 @@ def endpoints(json_output: JsonFlag = False) -> None:
 
     An endpoint stopped because your credits ran out shows ``Stopped (OutOfCredits)``; one
     scaled to zero shows ``Stopped (Idle)`` and wakes on its next call; one waiting for GPUs
-    shows why (``Pending (RealGpuBusy)``: a vllm endpoint waits for a real GPU with room),
+    shows why (``Pending (WaitingForGpu)``: every GPU that fits it is taken;
+    ``Pending (RealGpuBusy)``: a vllm endpoint waits for a real GPU with room),
     and so does one a call woke (``Stopped (Idle), waking: WaitingForGpu``: every GPU that
     fits it is taken).
     --json gives the reason's message too.
@@ -157,6 +172,16 @@ def deploy(
     idle: Annotated[
         str, typer.Option("--idle", help="Idle time before scaling to zero (0: never).")
     ] = "5m",
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="Wait until it runs, showing its phase and why it waits; exit 1 if it fails.",
+        ),
+    ] = False,
+    timeout: Annotated[
+        str, typer.Option("--timeout", help="With --wait: give up after this long (10m, 1h).")
+    ] = "10m",
     json_output: JsonFlag = False,
 ) -> None:
     """Deploy a model (OpenAI-compatible routes) or a class of yours as an endpoint.
@@ -167,11 +192,14 @@ def deploy(
     NAME of a stopped or failed endpoint is deployed again (it is replaced); one running,
     starting or scaled to zero is kept (stop it first). --mode vllm needs a real GPU in the
     cluster; until the endpoint runs, gridweave endpoints shows why it waits (e.g.
-    Pending (RealGpuBusy): no real GPU has room for it yet).
+    Pending (RealGpuBusy): no real GPU has room for it yet). With --wait the command
+    follows it until it runs (a spinner shows its phase and why it waits) and fails
+    (exit 1) if it fails, stops, or still does not run after --timeout; it is left as it
+    is then, deploying or waiting.
 
     Examples:
 
-        gridweave deploy chat --model-ref /models/gpt2 --vram 4GB
+        gridweave deploy chat --model-ref /models/gpt2 --vram 4GB --wait
 
         gridweave deploy llama --mode vllm --model-ref s3://models/llama-3-8b --vram 24GB
 
@@ -200,6 +228,7 @@ def deploy(
         max_replicas=max_replicas,
         idle=idle,
     )
+    timeout_seconds = seconds_of(timeout, param_hint="--timeout")
     function = _custom_class(class_spec) if class_spec else None
     base_url = configured_url()
     with platform_client() as client:
@@ -216,10 +245,47 @@ def deploy(
             max_replicas=scaling.max_replicas,
             idle_seconds=scaling.idle_seconds,
         )
+        if wait:
+            created = _wait_running(client, created, timeout_seconds)
     if json_output:
         emit_json(_endpoint_json(created, base_url))
         return
     stdout().print(f"{created.name}: {_state(created)} at {base_url}{created.path}")
+
+
+def _serving(endpoint: EndpointResponse) -> bool:
+    """Running, or scaled to zero (its next call wakes it)."""
+    phase = endpoint.phase.value
+    return phase == "Running" or (phase == "Stopped" and endpoint.reason == "Idle")
+
+
+def _why(endpoint: EndpointResponse) -> str:
+    """Its state, with the message that says why (``Pending (RealGpuBusy): ...``)."""
+    message = endpoint.message if endpoint.phase.value != "Running" else None
+    message = endpoint.waking_message or message
+    return f"{_state(endpoint)}: {message}" if message else _state(endpoint)
+
+
+def _wait_running(
+    client: PlatformClient, endpoint: EndpointResponse, timeout_seconds: int
+) -> EndpointResponse:
+    """Ask again every :data:`WAIT_POLL_SECONDS` until it runs; exit 1 if it fails, stops
+    or the timeout passes (it is left as it is)."""
+    deadline = time.monotonic() + timeout_seconds
+    label = f"{escape(endpoint.name)}: {{}}"
+    with stderr().status(label.format(escape(_why(endpoint))), spinner="dots") as status:
+        while not _serving(endpoint):
+            if endpoint.phase.value in ("Failed", "Stopped"):
+                raise CliError(f"{endpoint.name} did not start: {_why(endpoint)}")
+            if time.monotonic() >= deadline:
+                raise CliError(
+                    f"{endpoint.name} is not running after {timeout_seconds} s: "
+                    f"{_why(endpoint)} (left as it is; gridweave endpoints follows it)"
+                )
+            time.sleep(min(WAIT_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+            endpoint = client.get_endpoint(endpoint.name)
+            status.update(label.format(escape(_why(endpoint))))
+    return endpoint
 
 
 @handle_errors

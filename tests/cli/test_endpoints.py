@@ -4,11 +4,16 @@ tests/sdk/test_endpoints_served.py)."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from gridweave_cli.exit_codes import ExitCode
+from gridweave_controller import CrdClient, EndpointPhase
 from tests.cli.helpers import Invoke, as_user, json_of
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer, User
@@ -97,3 +102,72 @@ def test_an_endpoint_stopped_for_credits_says_so(
     assert "Stopped (OutOfCredits)" in table.stdout
     listed = json_of(gridweave("endpoints", "--json"))["endpoints"]
     assert (listed[0]["phase"], listed[0]["reason"]) == ("Stopped", "OutOfCredits")
+
+
+@contextmanager
+def moved_once_placed(
+    gateway: GatewayServer, user: User, name: str, move: Callable[[CrdClient, str], object]
+) -> Iterator[None]:
+    """In a thread: once ``user``'s endpoint ``name`` is Deploying (placed; this gateway
+    does not serve it), ``move(crd, endpoint_id)`` writes what its reconciler would."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for endpoint in gateway.crd.list_endpoints(user_id=user.user_id):
+                placed = endpoint.phase is EndpointPhase.DEPLOYING
+                if placed and endpoint.name.startswith(f"{name}-"):
+                    move(gateway.crd, endpoint.name)
+                    return
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join(60)
+
+
+class TestDeployWait:
+    """``deploy --wait``: followed until it runs, fails, or the timeout passes."""
+
+    def test_it_returns_once_the_endpoint_runs(
+        self, alice: User, gridweave: Invoke, gateway: GatewayServer
+    ) -> None:
+        def run(crd: CrdClient, endpoint_id: str) -> object:
+            return crd.set_endpoint_running(endpoint_id, "http://127.0.0.1:1/gw/x")
+
+        with moved_once_placed(gateway, alice, "ready", run):
+            result = gridweave("deploy", "ready", "--model", "m", "--wait", "--timeout", "60s")
+        assert result.exit_code == 0, result.output
+        assert "ready: Running at " in result.stdout
+
+    def test_a_failure_exits_1_with_the_reason(
+        self, alice: User, gridweave: Invoke, gateway: GatewayServer
+    ) -> None:
+        def fail(crd: CrdClient, endpoint_id: str) -> object:
+            return crd.set_endpoint_failed(endpoint_id, "DeployFailed", "the model did not load")
+
+        with moved_once_placed(gateway, alice, "broken", fail):
+            result = gridweave("deploy", "broken", "--model", "m", "--wait", "--timeout", "60s")
+        assert result.exit_code == ExitCode.FAILED, result.output
+        assert (
+            "broken did not start: Failed (DeployFailed): the model did not load" in result.stderr
+        )
+
+    def test_past_the_timeout_it_exits_1_and_leaves_it_deploying(
+        self, alice: User, gridweave: Invoke
+    ) -> None:
+        result = gridweave("deploy", "slow", "--model", "m", "--wait", "--timeout", "2s")
+        assert result.exit_code == ExitCode.FAILED, result.output
+        listed = json_of(gridweave("endpoints", "--json"))["endpoints"]
+        assert [item["name"] for item in listed] == ["slow"]
+        assert listed[0]["phase"] in ("Pending", "Deploying")  # placed, never served here
+        assert "slow is not running after 2 s: Pending" in result.stderr or (
+            "slow is not running after 2 s: Deploying" in result.stderr
+        )
+
+    def test_a_bad_timeout_is_a_usage_error(self, alice: User, gridweave: Invoke) -> None:
+        result = gridweave("deploy", "x", "--model", "m", "--wait", "--timeout", "soon")
+        assert result.exit_code == ExitCode.USAGE, result.output
