@@ -1,10 +1,11 @@
 """The scheduling loop: Pending jobs onto node + GPUs, written back as Allocated.
 
 Endpoints waiting to be deployed (Pending, or Stopped and woken through the API) are placed
-by the same passes and written back as Deploying. A Pending endpoint the scheduler can say
-more about than "no room now" (``Decision.unplaced``: a vllm endpoint whose real GPUs are
-full, the message saying whether simulated ones have room) gets that reason written
-(``set_endpoint_waiting``), again whenever the reason or its message changes. A woken
+by the same passes and written back as Deploying. A Pending endpoint a pass cannot place
+gets why written (``set_endpoint_waiting``), again whenever the reason or its message
+changes: the scheduler's own where it says more (``Decision.unplaced``: ``RealGpuBusy``, a
+vllm endpoint whose real GPUs are full, the message saying whether simulated ones have
+room), else ``WaitingForGpu`` with the VRAM it waits for. A woken
 endpoint stays Stopped until placed, so nothing is written on it: why it waits is kept in
 memory (:meth:`SchedulingLoop.why_waking`) and answered with its view by this gateway.
 
@@ -49,7 +50,7 @@ __all__ = ["WAITING_FOR_GPU", "PassReport", "SchedulingLoop", "no_room_now"]
 
 _log = logging.getLogger(__name__)
 
-#: The reason of a woken endpoint that waits for room where the scheduler says no more.
+#: The reason of a waiting endpoint where the scheduler says no more than "no room now".
 WAITING_FOR_GPU = "WaitingForGpu"
 
 
@@ -202,16 +203,17 @@ class SchedulingLoop:
         self._reservations = dict(decision.reservations)
         for placement in decision.placements:
             self.allocations.put(placement.allocation())
-        self._waking = {
+        whys = {
             request.name: decision.unplaced.get(request.key) or no_room_now(request)
             for request in decision.waiting
-            if request.kind == "endpoint" and request.name in self._woken
+            if request.kind == "endpoint"
         }
+        # a woken endpoint is Stopped: its reason (the stop's) stays, why it waits is answered
+        self._waking = {name: why for name, why in whys.items() if name in self._woken}
         tells = [
             self._tell(name, why)
-            for (kind, name), why in decision.unplaced.items()
-            # a woken endpoint is Stopped: its reason (the stop's) stays
-            if kind == "endpoint" and name not in self._woken and self._told.get(name) != why
+            for name, why in whys.items()
+            if name not in self._woken and self._told.get(name) != why
         ]
         results, _ = await asyncio.gather(
             asyncio.gather(*(self._write(p) for p in decision.placements)),

@@ -291,6 +291,34 @@ class TestEndpointsPlaced:
         assert (not_woken, woken, again) == (0, 1, 0)
         assert placed.phase is EndpointPhase.DEPLOYING and placed.status.node == "gpu-a"
 
+    def test_a_pending_endpoint_without_room_says_why_once(self) -> None:
+        async def scenario() -> tuple[Endpoint, int]:
+            crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
+            scheduler = Scheduler(load_inventory_text(TWO_GPUS))
+            loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
+            for name in ("ep-0", "ep-1", "ep"):  # two take both GPUs whole: the third waits
+                loop.follow_endpoint(
+                    await crd.create_endpoint(
+                        name, "alice", vram_mb=80 * GIB, mode="custom", function_ref="f"
+                    )
+                )
+                await loop.run_pass()
+            for placed in ("ep-0", "ep-1"):
+                scheduler.allocations.apply_endpoint(await crd.get_endpoint(placed))
+            waiting = await crd.get_endpoint("ep")
+            loop.follow_endpoint(waiting)
+            await loop.run_pass()  # the same reason: nothing written again
+            again = await crd.get_endpoint("ep")
+            version, then = waiting.metadata.resource_version, again.metadata.resource_version
+            return waiting, int(then or 0) - int(version or 0)
+
+        waiting, rewritten = asyncio.run(scenario())
+        assert (waiting.phase, waiting.status.reason) == (EndpointPhase.PENDING, "WaitingForGpu")
+        assert "a GPU with 81920 MiB free (any)" in (waiting.status.message or "")
+        ready = next(c for c in waiting.status.conditions if c.type == "Ready")
+        assert (ready.status, ready.reason) == ("False", "WaitingForGpu")
+        assert rewritten == 0
+
     def test_a_woken_endpoint_without_room_says_why_and_stays_stopped(self) -> None:
         """Nothing is written on a woken endpoint (it stays Stopped until placed): why it
         waits is answered with its view, until a GPU frees and it is placed."""
