@@ -105,6 +105,19 @@ test("the endpoints list links each endpoint to its page", async () => {
   expect(await screen.findByRole("link", { name: "chat" })).toHaveAttribute("href", "/endpoints/chat");
 });
 
+test("the endpoints list says why an endpoint stopped or waits", async () => {
+  const stopped = { ...endpoint("broke", "Stopped"), reason: "OutOfCredits" };
+  const waking = { ...endpoint("idle", "Stopped"), reason: "Idle", waking_reason: "WaitingForGpu" };
+  server.use(http.get("*/v1/endpoints", () => HttpResponse.json({ endpoints: [endpoint("chat"), stopped, waking] })));
+  renderApp("/endpoints");
+  await screen.findByRole("link", { name: "idle" });
+  expect(screen.getAllByTestId("endpoint-state").map((cell) => cell.textContent)).toEqual([
+    "Running",
+    "Stopped (OutOfCredits)",
+    "Stopped (Idle), waking: WaitingForGpu",
+  ]);
+});
+
 test("milliseconds read as ms, seconds past ten seconds", () => {
   expect([millis(null), millis(3.21), millis(18.4), millis(12_400)]).toEqual(["—", "3.2 ms", "18 ms", "12.4 s"]);
 });

@@ -1,6 +1,15 @@
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "react-router";
-import { api, errorMessage, unwrap, when } from "../api/client";
+import { api, errorMessage, unwrap, when, type Schemas } from "../api/client";
+
+/** The phase, why it stopped or waits (``Stopped (OutOfCredits)``), and why a woken one
+ * waits (``Stopped (Idle), waking: WaitingForGpu``), as `gridweave endpoints` says it. */
+export function endpointState(endpoint: Schemas["EndpointResponse"]): string {
+  let state = endpoint.phase as string;
+  if (endpoint.reason && endpoint.phase !== "Running") state += ` (${endpoint.reason})`;
+  if (endpoint.waking_reason) state += `, waking: ${endpoint.waking_reason}`;
+  return state;
+}
 
 export function Endpoints() {
   const endpoints = useQuery({
@@ -22,7 +31,7 @@ export function Endpoints() {
             <tr key={endpoint.endpoint_id} className="border-t border-slate-100">
               <td className="p-2"><Link className="font-mono text-blue-800 underline" to={`/endpoints/${encodeURIComponent(endpoint.name)}`}>{endpoint.name}</Link></td>
               <td className="p-2">{endpoint.model ?? endpoint.mode}</td>
-              <td className="p-2">{endpoint.phase}</td>
+              <td className="p-2" data-testid="endpoint-state">{endpointState(endpoint)}</td>
               <td className="p-2">{endpoint.health}</td>
               <td className="p-2">{endpoint.ready_replicas} ready ({endpoint.min_replicas}–{endpoint.max_replicas})</td>
               <td className="p-2">{endpoint.node ?? "—"}</td>
