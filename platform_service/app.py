@@ -42,11 +42,8 @@ from platform_service.routers import (
     users,
 )
 from platform_service.services.accepted_keys import AcceptedKeys
-from platform_service.services.endpoint_billing import (
-    EndpointBilling,
-    install_billing,
-    over_gateway_api,
-)
+from platform_service.services.billing_task import install_billing, over_gateway_api
+from platform_service.services.endpoint_billing import EndpointBilling
 from platform_service.services.endpoint_proxy import EndpointProxy
 from platform_service.services.endpoints import EndpointServices
 from platform_service.services.jobs import JobServices

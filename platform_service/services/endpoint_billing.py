@@ -1,7 +1,7 @@
 """Endpoint billing: every running second paid for, per replica and GPU share, exactly once;
 settling periods and moving money (what a run was: ``endpoint_runs``).
 
-The platform runs it (``install_billing``: a pass on start, then every
+The platform runs it (``billing_task.install_billing``: a pass on start, then every
 ``PLATFORM_ENDPOINT_BILLING_INTERVAL_SECONDS``), reading the endpoints and stopping them
 through the gateway's endpoint API; several platforms may run it at once (every write is
 keyed). A run (Running from ``started_at``) is cut into *periods* of ``period_seconds``;
@@ -41,12 +41,9 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 from typing import cast
-
-from fastapi import FastAPI
 
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.credit import operations as credit_ops
@@ -57,9 +54,7 @@ from gridweave_clients.errors import (
     PaymentRequired,
     ServiceError,
 )
-from gridweave_clients.gateway import AsyncGatewayClient
-from gridweave_clients.gateway import endpoints as gateway_ops
-from gridweave_clients.gateway.endpoints import EndpointResponse, StopEndpointRequest
+from gridweave_clients.gateway.endpoints import EndpointResponse
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering import operations as metering_ops
 from gridweave_clients.metering.models import RecordUsageRequest
@@ -86,8 +81,6 @@ __all__ = [
     "EndpointBilling",
     "ListEndpoints",
     "StopEndpoint",
-    "install_billing",
-    "over_gateway_api",
     "period_key",
 ]
 
@@ -97,19 +90,6 @@ _log = logging.getLogger(__name__)
 StopEndpoint = Callable[[str, str, str], Awaitable[object]]
 #: The current endpoints (the gateway's informer cache, or its API).
 ListEndpoints = Callable[[], Awaitable[Iterable[EndpointResponse]]]
-
-
-def over_gateway_api(gateway: AsyncGatewayClient) -> tuple[ListEndpoints, StopEndpoint]:
-    """Listing and stopping through the gateway's HTTP API (billing outside the gateway)."""
-
-    async def list_endpoints() -> Iterable[EndpointResponse]:
-        return (await gateway.run(gateway_ops.list_endpoints())).endpoints
-
-    async def stop(endpoint_id: str, reason: str, message: str) -> EndpointResponse:
-        request = StopEndpointRequest(reason=reason, message=message[:1024])
-        return await gateway.run(gateway_ops.stop_endpoint(endpoint_id, request))
-
-    return list_endpoints, stop
 
 
 class EndpointBilling:
@@ -424,30 +404,3 @@ class EndpointBilling:
     def pending(self) -> int:
         """Runs not settled to their end yet."""
         return sum(1 for m in self._meters.values() for r in m.runs.values() if not r.finished)
-
-
-def install_billing(
-    app: FastAPI,
-    billing: EndpointBilling,
-    list_endpoints: ListEndpoints,
-    *,
-    interval_seconds: float,
-) -> None:
-    """Run ``billing`` every ``interval_seconds`` while ``app`` serves (a task of its loop)."""
-    inner_lifespan = app.router.lifespan_context
-
-    @asynccontextmanager
-    async def lifespan(wrapped: FastAPI) -> AsyncIterator[None]:
-        async with inner_lifespan(wrapped):
-            task = asyncio.create_task(
-                billing.run(list_endpoints, interval_seconds=interval_seconds),
-                name="endpoint-billing",
-            )
-            try:
-                yield
-            finally:
-                task.cancel()
-                with suppress(asyncio.CancelledError):
-                    await task
-
-    app.router.lifespan_context = lifespan

@@ -28,7 +28,8 @@ from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.gateway import AsyncGatewayClient
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, price_per_gpu_second
-from platform_service.services.endpoint_billing import EndpointBilling, over_gateway_api
+from platform_service.services.billing_task import over_gateway_api
+from platform_service.services.endpoint_billing import EndpointBilling
 from tests.job_gateway.execution_factories import RayWorld
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service import endpoint_factories
