@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from datetime import datetime
 
 import pytest
@@ -20,6 +19,7 @@ from tests.platform_service.admin_stack import (
     FILE_NODE,
     MASTER,
     join_with,
+    until_schedulable,
 )
 from tests.platform_service.factories import PlatformServer
 from tests.support.credit_server import INTERNAL_TOKEN
@@ -66,26 +66,6 @@ def _seconds(created: dict[str, str], field: str) -> float:
         datetime.fromisoformat(created["created_at"]),
     )
     return (end - start).total_seconds()
-
-
-def _inventory_node(platform: PlatformServer, name: str) -> list[bool] | None:
-    """The node's GPUs' schedulable flags as the gateway sees them (None: not listed)."""
-    response = platform.http.get("/v1/nodes", headers=platform.admin.headers)
-    assert response.status_code == 200, response.text
-    for node in response.json()["nodes"]:
-        if node["name"] == name:
-            return [gpu["schedulable"] for gpu in node["gpus"]]
-    return None
-
-
-def _until_schedulable(platform: PlatformServer, name: str, expected: bool) -> list[bool] | None:
-    """The node's flags once every GPU is ``expected`` (or what they are after 20 s)."""
-    deadline = time.monotonic() + 20
-    seen = _inventory_node(platform, name)
-    while (not seen or set(seen) != {expected}) and time.monotonic() < deadline:
-        time.sleep(0.1)
-        seen = _inventory_node(platform, name)
-    return seen
 
 
 class TestJoinKeys:
@@ -154,24 +134,24 @@ class TestNodes:
         self, gridweave: Invoke, as_admin: PlatformServer, node_registry: Registry
     ) -> None:
         name = join_with(node_registry, _created_key(gridweave, "--uses", "1")[0])
-        assert _until_schedulable(as_admin, name, True) == [True, True, True]
+        assert until_schedulable(as_admin, name, True) == [True, True, True]
         cordoned = gridweave("admin", "cordon", name)
         assert cordoned.exit_code == 0, cordoned.output
         assert f"{name} cordoned" in cordoned.stdout
-        assert _until_schedulable(as_admin, name, False) == [False, False, False]
+        assert until_schedulable(as_admin, name, False) == [False, False, False]
         listed = json_of(gridweave("admin", "nodes", "--json"))["nodes"]
         assert next(node for node in listed if node["name"] == name)["cordoned"] is True
         assert _node_row(gridweave, name)[:3] == [name, "Ready", "cordoned"]
         uncordoned = json_of(gridweave("admin", "uncordon", name, "--json"))
         assert (uncordoned["name"], uncordoned["cordoned"]) == (name, False)
-        assert _until_schedulable(as_admin, name, True) == [True, True, True]
+        assert until_schedulable(as_admin, name, True) == [True, True, True]
         assert "cordoned" not in _node_row(gridweave, name)
 
     def test_drain_of_a_free_node_says_it_is_drained(
         self, gridweave: Invoke, as_admin: PlatformServer, node_registry: Registry
     ) -> None:
         name = join_with(node_registry, _created_key(gridweave, "--uses", "1")[0])
-        assert _until_schedulable(as_admin, name, True) == [True, True, True]
+        assert until_schedulable(as_admin, name, True) == [True, True, True]
         result = gridweave("admin", "drain", name)
         assert result.exit_code == 0, result.output
         assert f"{name} drained" in result.stdout
@@ -192,7 +172,7 @@ class TestNodes:
     ) -> None:
         monkeypatch.setattr(admin_nodes, "DRAIN_POLL_SECONDS", 0.1)
         joined = join_with(node_registry, _created_key(gridweave, "--uses", "1")[0])
-        assert _until_schedulable(as_admin, joined, True) == [True, True, True]
+        assert until_schedulable(as_admin, joined, True) == [True, True, True]
         internal = {"Authorization": f"Bearer {INTERNAL_TOKEN}"}
         body = submit_body(user_id=as_admin.admin.user_id, vendor="nvidia", vram_mb=2048)
         submitted = registry_gateway.http.post("/v1/jobs", json=body, headers=internal)

@@ -7,6 +7,7 @@ over a gateway whose inventory is a file, so its node was joined with no join ke
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -31,6 +32,8 @@ __all__ = [
     "file_platform",
     "join_with",
     "registry_gateway",
+    "schedulable_flags",
+    "until_schedulable",
 ]
 
 #: The URL a join command names (the platform's ``node_join_url``).
@@ -119,3 +122,23 @@ def join_with(node_registry: Registry, join_key: str) -> str:
         assert registered.status_code == 200, registered.text
     name: str = answer.json()["name"]
     return name
+
+
+def schedulable_flags(platform: PlatformServer, name: str) -> list[bool] | None:
+    """The node's GPUs' schedulable flags as the gateway sees them (None: not listed)."""
+    response = platform.http.get("/v1/nodes", headers=platform.admin.headers)
+    assert response.status_code == 200, response.text
+    for node in response.json()["nodes"]:
+        if node["name"] == name:
+            return [gpu["schedulable"] for gpu in node["gpus"]]
+    return None
+
+
+def until_schedulable(platform: PlatformServer, name: str, expected: bool) -> list[bool] | None:
+    """The node's flags once every GPU is ``expected`` (or what they are after 20 s)."""
+    deadline = time.monotonic() + 20
+    seen = schedulable_flags(platform, name)
+    while (not seen or set(seen) != {expected}) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        seen = schedulable_flags(platform, name)
+    return seen

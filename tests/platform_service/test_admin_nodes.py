@@ -18,7 +18,7 @@ from tests.kuberay_service.node_factories import (
     validate,
     validate_body,
 )
-from tests.platform_service.admin_stack import FILE_NODE, MASTER, join_with
+from tests.platform_service.admin_stack import FILE_NODE, MASTER, join_with, until_schedulable
 from tests.platform_service.factories import (
     NOWHERE,
     PlatformServer,
@@ -54,25 +54,6 @@ def _create_key(platform: PlatformServer, **fields: Any) -> dict[str, Any]:
 def _joined_node(platform: PlatformServer, node_registry: Registry) -> str:
     """A machine joined with a key made through the platform (validated and registered)."""
     return join_with(node_registry, _create_key(platform)["key"])
-
-
-def _schedulable(platform: PlatformServer, name: str) -> list[bool] | None:
-    response = platform.http.get("/v1/nodes", headers=platform.admin.headers)
-    assert response.status_code == 200, response.text
-    for node in response.json()["nodes"]:
-        if node["name"] == name:
-            return [gpu["schedulable"] for gpu in node["gpus"]]
-    return None
-
-
-def _until(platform: PlatformServer, name: str, expected: list[bool]) -> list[bool] | None:
-    """The node's GPUs' schedulable flags once they are ``expected`` (or after 20 s)."""
-    deadline = time.monotonic() + 20
-    seen = _schedulable(platform, name)
-    while seen != expected and time.monotonic() < deadline:
-        time.sleep(0.1)
-        seen = _schedulable(platform, name)
-    return seen
 
 
 def _field(response: httpx.Response) -> str:
@@ -170,7 +151,7 @@ class TestCordon:
         self, platform: PlatformServer, node_registry: Registry
     ) -> None:
         name = _joined_node(platform, node_registry)
-        assert _until(platform, name, [True, True, True]) == [True, True, True]
+        assert until_schedulable(platform, name, True) == [True, True, True]
         cordoned = platform.http.put(
             f"/v1/admin/nodes/{name}/cordon",
             json={"cordoned": True},
@@ -178,7 +159,7 @@ class TestCordon:
         )
         assert cordoned.status_code == 200, cordoned.text
         assert cordoned.json()["cordoned"] is True
-        assert _until(platform, name, [False, False, False]) == [False, False, False]
+        assert until_schedulable(platform, name, False) == [False, False, False]
         listed = platform.http.get("/v1/admin/nodes", headers=platform.admin.headers)
         entry = next(node for node in listed.json()["nodes"] if node["name"] == name)
         assert entry["cordoned"] is True and entry["last_heartbeat_at"] is not None
@@ -188,13 +169,13 @@ class TestCordon:
             headers=platform.admin.headers,
         )
         assert uncordoned.status_code == 200 and uncordoned.json()["cordoned"] is False
-        assert _until(platform, name, [True, True, True]) == [True, True, True]
+        assert until_schedulable(platform, name, True) == [True, True, True]
 
     def test_drain_cordons_and_says_what_still_holds_the_node(
         self, platform: PlatformServer, node_registry: Registry
     ) -> None:
         name = _joined_node(platform, node_registry)
-        assert _until(platform, name, [True, True, True]) == [True, True, True]
+        assert until_schedulable(platform, name, True) == [True, True, True]
         drained = platform.http.post(
             f"/v1/admin/nodes/{name}/drain", headers=platform.admin.headers
         )
@@ -202,7 +183,7 @@ class TestCordon:
         body = drained.json()
         assert body["node"]["cordoned"] is True
         assert (body["held_mb"], body["drained"]) == (0, True)
-        assert _until(platform, name, [False, False, False]) == [False, False, False]
+        assert until_schedulable(platform, name, False) == [False, False, False]
 
     @pytest.mark.parametrize(
         ("path", "body", "field"),
