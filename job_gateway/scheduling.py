@@ -5,7 +5,8 @@ by the same passes and written back as Deploying. A Pending endpoint a pass cann
 gets why written (``set_endpoint_waiting``), again whenever the reason or its message
 changes: the scheduler's own where it says more (``Decision.unplaced``: ``RealGpuBusy``, a
 vllm endpoint whose real GPUs are full, the message saying whether simulated ones have
-room), else ``WaitingForGpu`` with the VRAM it waits for. A woken
+room), else ``WaitingForGpu`` with the VRAM it waits for, unless the endpoint carries a
+reason of its own that says more (``NodeLost``: its node was lost and it is placed again). A woken
 endpoint stays Stopped until placed, so nothing is written on it: why it waits is kept in
 memory (:meth:`SchedulingLoop.why_waking`) and answered with its view by this gateway.
 
@@ -36,6 +37,7 @@ from gridweave_controller.operations import AsyncClientBase
 from gridweave_controller.phases import EndpointPhase, JobPhase
 from job_gateway.execution.devices import placed_vendor
 from job_gateway.scheduler import (
+    REAL_GPU_BUSY,
     AllocationKey,
     AllocationMap,
     Decision,
@@ -104,6 +106,9 @@ class SchedulingLoop:
         self._woken: set[str] = set()
         #: The reason last written on each waiting endpoint (written again only when it changes).
         self._told: dict[str, Unplaced] = {}
+        #: The reason each Pending endpoint carries (the informer's copy): one the loop did
+        #: not write (NodeLost) is kept over its "no room now".
+        self._said: dict[str, str | None] = {}
         #: Why each woken endpoint still waits, as of the last pass (nothing is written: it
         #: stays Stopped until placed; the API answers it with the endpoint's view).
         self._waking: dict[str, Unplaced] = {}
@@ -134,6 +139,8 @@ class SchedulingLoop:
         if phase is EndpointPhase.PENDING or (
             phase is EndpointPhase.STOPPED and name in self._woken
         ):
+            if phase is EndpointPhase.PENDING:
+                self._said[name] = endpoint.status.reason
             if name not in self._endpoints:
                 self._endpoints[name] = PlacementRequest.from_endpoint(endpoint)
                 self._wake.set()
@@ -143,6 +150,7 @@ class SchedulingLoop:
         # a wake is answered by its placement's write (an older copy may still arrive)
         self._endpoints.pop(name, None)
         self._told.pop(name, None)
+        self._said.pop(name, None)
         self._reservations.pop(("endpoint", name), None)
 
     def wake_endpoint(self, endpoint: Endpoint) -> None:
@@ -155,6 +163,7 @@ class SchedulingLoop:
         self._woken.discard(name)
         self._endpoints.pop(name, None)
         self._told.pop(name, None)
+        self._said.pop(name, None)
         self._reservations.pop(("endpoint", name), None)
 
     def why_waking(self, name: str) -> Unplaced | None:
@@ -204,9 +213,9 @@ class SchedulingLoop:
         for placement in decision.placements:
             self.allocations.put(placement.allocation())
         whys = {
-            request.name: decision.unplaced.get(request.key) or no_room_now(request)
+            request.name: why
             for request in decision.waiting
-            if request.kind == "endpoint"
+            if request.kind == "endpoint" and (why := self._why_waiting(request, decision))
         }
         # a woken endpoint is Stopped: its reason (the stop's) stays, why it waits is answered
         self._waking = {name: why for name, why in whys.items() if name in self._woken}
@@ -226,6 +235,16 @@ class SchedulingLoop:
         for listener in self._listeners:
             listener(report)
         return report
+
+    def _why_waiting(self, request: PlacementRequest, decision: Decision) -> Unplaced | None:
+        """Why a waiting endpoint waits: the scheduler's reason, else "no room now" unless
+        its own reason says more (NodeLost: its node was lost, it is placed again)."""
+        why = decision.unplaced.get(request.key)
+        if why is not None or request.name in self._woken:
+            return why or no_room_now(request)
+        if self._said.get(request.name) not in (None, WAITING_FOR_GPU, REAL_GPU_BUSY):
+            return None
+        return no_room_now(request)
 
     async def _write(self, placement: Placement) -> bool:
         async with self._writes:

@@ -194,6 +194,16 @@ class TestFailedWrites:
         assert second.decision.placements == ()
 
 
+async def fill_both_gpus(crd: AsyncCrdClient, loop: SchedulingLoop, scheduler: Scheduler) -> None:
+    """Jobs ``job-0`` and ``job-1`` take both GPUs of ``TWO_GPUS`` whole."""
+    for name in ("job-0", "job-1"):
+        loop.follow(await crd.create_job(name, "alice", "file:///f", vram_mb=80 * GIB))
+        await loop.run_pass()
+        job = await crd.get_job(name)
+        scheduler.allocations.apply_job(job)
+        loop.follow(job)
+
+
 class TestEndpointsPlaced:
     def test_pending_endpoints_and_jobs_share_the_gpus_of_one_map(self) -> None:
         async def scenario() -> tuple[PassReport, Endpoint, Job]:
@@ -319,6 +329,25 @@ class TestEndpointsPlaced:
         assert (ready.status, ready.reason) == ("False", "WaitingForGpu")
         assert rewritten == 0
 
+    def test_a_lost_endpoint_keeps_its_reason_while_it_waits(self) -> None:
+        """NodeLost (its node was lost, it is placed again) says more than "no room now"."""
+
+        async def scenario() -> Endpoint:
+            crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
+            scheduler = Scheduler(load_inventory_text(TWO_GPUS))
+            loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
+            await fill_both_gpus(crd, loop, scheduler)
+            await crd.create_endpoint("ep", "alice", vram_mb=GIB, mode="custom", function_ref="f")
+            await crd.set_endpoint_deploying("ep", "gpu-b", [0])
+            await crd.set_endpoint_running("ep", "http://127.0.0.1:1/gw/ep")
+            loop.follow_endpoint(await crd.set_endpoint_pending("ep", "NodeLost", "gpu-b gone"))
+            await loop.run_pass()
+            return await crd.get_endpoint("ep")
+
+        lost = asyncio.run(scenario())
+        assert (lost.phase, lost.status.reason) == (EndpointPhase.PENDING, "NodeLost")
+        assert lost.status.message == "gpu-b gone"
+
     def test_a_woken_endpoint_without_room_says_why_and_stays_stopped(self) -> None:
         """Nothing is written on a woken endpoint (it stays Stopped until placed): why it
         waits is answered with its view, until a GPU frees and it is placed."""
@@ -327,12 +356,7 @@ class TestEndpointsPlaced:
             crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
             scheduler = Scheduler(load_inventory_text(TWO_GPUS))
             loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
-            for name in ("job-0", "job-1"):  # both GPUs taken whole
-                loop.follow(await crd.create_job(name, "alice", "file:///f", vram_mb=80 * GIB))
-                await loop.run_pass()
-                job = await crd.get_job(name)
-                scheduler.allocations.apply_job(job)
-                loop.follow(job)
+            await fill_both_gpus(crd, loop, scheduler)
             await crd.create_endpoint("ep", "alice", vram_mb=GIB, mode="custom", function_ref="f")
             await crd.set_endpoint_deploying("ep", "gpu-a", [1])
             await crd.set_endpoint_running("ep", "http://127.0.0.1:1/gw/ep")
