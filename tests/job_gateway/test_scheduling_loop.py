@@ -204,6 +204,13 @@ async def fill_both_gpus(crd: AsyncCrdClient, loop: SchedulingLoop, scheduler: S
         loop.follow(job)
 
 
+async def running_endpoint(crd: AsyncCrdClient) -> Endpoint:
+    """Endpoint ``ep`` (1 GiB, custom) deployed on gpu-a's GPU 1 and Running."""
+    await crd.create_endpoint("ep", "alice", vram_mb=GIB, mode="custom", function_ref="f")
+    await crd.set_endpoint_deploying("ep", "gpu-a", [1])
+    return await crd.set_endpoint_running("ep", "http://127.0.0.1:1/gw/ep")
+
+
 class TestEndpointsPlaced:
     def test_pending_endpoints_and_jobs_share_the_gpus_of_one_map(self) -> None:
         async def scenario() -> tuple[PassReport, Endpoint, Job]:
@@ -278,9 +285,7 @@ class TestEndpointsPlaced:
             crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
             scheduler = Scheduler(load_inventory_text(TWO_GPUS))
             loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
-            await crd.create_endpoint("ep", "alice", vram_mb=GIB, mode="custom", function_ref="f")
-            await crd.set_endpoint_deploying("ep", "gpu-a", [1])
-            await crd.set_endpoint_running("ep", "http://127.0.0.1:1/gw/ep")
+            await running_endpoint(crd)
             stopped = await crd.set_endpoint_stopped("ep", "Idle", "no request")
             loop.follow_endpoint(stopped)
             not_woken = len((await loop.run_pass()).decision.placements)
@@ -337,16 +342,14 @@ class TestEndpointsPlaced:
             scheduler = Scheduler(load_inventory_text(TWO_GPUS))
             loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
             await fill_both_gpus(crd, loop, scheduler)
-            await crd.create_endpoint("ep", "alice", vram_mb=GIB, mode="custom", function_ref="f")
-            await crd.set_endpoint_deploying("ep", "gpu-b", [0])
-            await crd.set_endpoint_running("ep", "http://127.0.0.1:1/gw/ep")
-            loop.follow_endpoint(await crd.set_endpoint_pending("ep", "NodeLost", "gpu-b gone"))
+            await running_endpoint(crd)
+            loop.follow_endpoint(await crd.set_endpoint_pending("ep", "NodeLost", "gpu-a gone"))
             await loop.run_pass()
             return await crd.get_endpoint("ep")
 
         lost = asyncio.run(scenario())
         assert (lost.phase, lost.status.reason) == (EndpointPhase.PENDING, "NodeLost")
-        assert lost.status.message == "gpu-b gone"
+        assert lost.status.message == "gpu-a gone"
 
     def test_a_woken_endpoint_without_room_says_why_and_stays_stopped(self) -> None:
         """Nothing is written on a woken endpoint (it stays Stopped until placed): why it
@@ -357,9 +360,7 @@ class TestEndpointsPlaced:
             scheduler = Scheduler(load_inventory_text(TWO_GPUS))
             loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
             await fill_both_gpus(crd, loop, scheduler)
-            await crd.create_endpoint("ep", "alice", vram_mb=GIB, mode="custom", function_ref="f")
-            await crd.set_endpoint_deploying("ep", "gpu-a", [1])
-            await crd.set_endpoint_running("ep", "http://127.0.0.1:1/gw/ep")
+            await running_endpoint(crd)
             stopped = await crd.set_endpoint_stopped("ep", "Idle", "no request")
             loop.follow_endpoint(stopped)
 
@@ -394,9 +395,7 @@ class TestEndpointsPlaced:
             crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
             scheduler = Scheduler(load_inventory_text(TWO_GPUS))
             loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
-            await crd.create_endpoint("ep", "alice", vram_mb=GIB, mode="custom", function_ref="f")
-            await crd.set_endpoint_deploying("ep", "gpu-a", [1])
-            await crd.set_endpoint_running("ep", "http://127.0.0.1:1/gw/ep")
+            await running_endpoint(crd)
             loop.follow_endpoint(await crd.set_endpoint_stopped("ep", reason, "stopped"))
 
             async def settled(_id: str, _wait: float, _version: str | None) -> None:
