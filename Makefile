@@ -8,7 +8,7 @@ PY_SOURCES := gridweave_controller gridweave_runtime gridweave_clients kuberay_s
 # Only the folders that exist: the layout grows issue by issue.
 CHECK_PATHS = $(wildcard $(PY_SOURCES))
 
-.PHONY: help install up kubeapi cometbft registry vllm lint typecheck layers shellcheck chromium web-deps web-schema web-schema-check web-build web pytest test bench clean
+.PHONY: help install up sandbox kubeapi cometbft registry vllm lint typecheck layers shellcheck chromium web-deps web-schema web-schema-check web-build web pytest test bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -21,8 +21,16 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv and install Gridweave with its server, models and dev extras
 
-up: install web-build  ## the whole platform on this machine until Ctrl-C (data in GRIDWEAVE_STATE_DIR, default ~/.gridweave)
+up: install web-build sandbox  ## the whole platform on this machine until Ctrl-C (data in GRIDWEAVE_STATE_DIR, default ~/.gridweave)
 	$(BIN)/gridweave up
+
+sandbox:  ## the job sandbox: runc and mmdebstrap from Debian (installed when missing) and the default job image (cached outside the repo)
+	@command -v runc >/dev/null && command -v mmdebstrap >/dev/null || { \
+		[ "$$(id -u)" = 0 ] || { echo "*** install runc and mmdebstrap (apt-get install runc mmdebstrap)"; exit 1; }; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq runc mmdebstrap >/dev/null; }
+	@tools/sandbox-image/build.sh >/dev/null || { \
+		echo "*** the default job image could not be built: jobs cannot run, the sandbox tests will skip"; \
+		[ "$$CI" != "true" ]; }
 
 kubeapi:  ## build the Kubernetes API server + etcd used by the tests (cached outside the repo)
 	@tools/kubeapi/build.sh >/dev/null || { \
@@ -95,12 +103,12 @@ web: web-deps web-schema-check chromium  ## the dashboard: typecheck, component 
 	cd web && node_modules/.bin/vitest run
 	cd web && node_modules/.bin/vite build --logLevel warn
 
-pytest: install kubeapi cometbft registry vllm  ## the test suite (real apiserver and PostgreSQL included)
+pytest: install sandbox kubeapi cometbft registry vllm  ## the test suite (real apiserver and PostgreSQL included)
 	$(BIN)/pytest
 
 test: lint typecheck layers shellcheck web pytest  ## everything CI runs
 
-bench: install kubeapi cometbft registry vllm  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
+bench: install sandbox kubeapi cometbft registry vllm  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python -m bench.$$(basename $$b .py) || exit 1; done
 
 clean:  ## remove the virtualenv and caches (not the apiserver build cache)

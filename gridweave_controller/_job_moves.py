@@ -104,11 +104,14 @@ def completed(
     wall_seconds: float,
     result_ref: str | None,
     now: datetime,
+    result_sha256: str | None = None,
 ) -> StatusChange | None:
     """Running -> Completed; bills ``ceil(wall_seconds)``."""
     extra = wall_time_fields(wall_seconds)
     if result_ref is not None:
         extra["resultRef"] = result_ref
+    if result_sha256 is not None:
+        extra["resultSha256"] = result_sha256
     if not _moves(name, status, JobPhase.COMPLETED):
         check_same_repeat(KIND, name, status, extra)
         return None

@@ -33,6 +33,7 @@ from gridweave_controller.validation import (
     check_name,
     check_outcome,
     check_placement,
+    check_sha256,
     check_text,
     check_vendor,
     check_wall_seconds,
@@ -157,18 +158,29 @@ class JobOperations:
 
     @operation(post("/jobs/{job_id}/completed"))
     def set_job_completed(
-        self: FlowContext, job_id: str, wall_seconds: float, result_ref: str | None = None
+        self: FlowContext,
+        job_id: str,
+        wall_seconds: float,
+        result_ref: str | None = None,
+        result_sha256: str | None = None,
     ) -> Flow[Job]:
-        """Running -> Completed, billing ``ceil(wall_seconds)``."""
+        """Running -> Completed, billing ``ceil(wall_seconds)``; the result's URI and digest."""
         check_wall_seconds(wall_seconds)
         if result_ref is not None:
             check_text(result_ref, field="result_ref", max_length=2048)
+        if result_sha256 is not None:
+            check_sha256(result_sha256, field="result_sha256")
         return (
             yield from _write(
                 self,
                 job_id,
                 lambda status, _spec, now: _job_moves.completed(
-                    job_id, status, wall_seconds=wall_seconds, result_ref=result_ref, now=now
+                    job_id,
+                    status,
+                    wall_seconds=wall_seconds,
+                    result_ref=result_ref,
+                    result_sha256=result_sha256,
+                    now=now,
                 ),
             )
         )

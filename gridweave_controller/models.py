@@ -102,6 +102,9 @@ class JobStatus(_WireModel):
     reason: str | None = None
     message: str | None = None
     result_ref: str | None = None
+    #: SHA-256 of the result object as the trusted worker stored it: the SDK checks the
+    #: bytes it is served against it before it unpickles them.
+    result_sha256: str | None = None
     observed_generation: int | None = None
     conditions: tuple[Condition, ...] = ()
 

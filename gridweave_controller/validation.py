@@ -22,6 +22,8 @@ from typing import Literal, get_args
 from gridweave_controller.errors import Invalid
 from gridweave_controller.vendors import VENDORS
 
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
 __all__ = [
     "ENDPOINT_MODES",
     "EndpointMode",
@@ -41,6 +43,7 @@ __all__ = [
     "check_outcome",
     "check_placement",
     "check_reason",
+    "check_sha256",
     "check_text",
     "check_vendor",
     "check_wall_seconds",
@@ -162,6 +165,13 @@ def check_wall_seconds(wall_seconds: float | None) -> float | None:
             f"wall_seconds must be a finite number >= 0, not {wall_seconds!r}", field="wall_seconds"
         )
     return float(wall_seconds)
+
+
+def check_sha256(value: str, *, field: str) -> str:
+    """Return ``value`` if it is a SHA-256 digest in lowercase hex."""
+    if not isinstance(value, str) or not _SHA256.fullmatch(value):
+        raise Invalid(f"{field} must be 64 lowercase hex digits (a SHA-256)", field=field)
+    return value
 
 
 def check_text(value: str, *, field: str, max_length: int, required: bool = True) -> str:

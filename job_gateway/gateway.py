@@ -103,6 +103,7 @@ class Gateway:
                 poll_seconds=self.execution.executor_poll_seconds,
                 start_timeout=self.execution.worker_start_timeout_seconds,
                 warm=self.execution.warm,
+                sandbox=self.execution.sandbox.config(),
             )
         self.endpoint_settings = endpoint_settings or EndpointSettings()
         self.reconciler: EndpointReconciler | None = None

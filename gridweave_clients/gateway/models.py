@@ -173,6 +173,9 @@ class JobResultResponse(BaseModel):
     message: str | None
     wall_seconds: float | None
     result_ref: str | None
+    result_sha256: str | None = Field(
+        default=None, description="SHA-256 of the result object, from the job's status."
+    )
     error_ref: str | None
     stdout_ref: str | None
     stderr_ref: str | None

@@ -59,6 +59,7 @@ from gridweave_clients.platform.registry import (
     ShareRepositoryRequest,
     UserId,
 )
+from gridweave_clients.platform.results import checked_result
 from gridweave_controller.operations import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
 from gridweave_controller.phases import JobPhase
 
@@ -208,12 +209,14 @@ def cancel_job(job_id: JobId) -> Operation[JobResponse]:
 
 @validate_call
 def get_job_result(job_id: JobId, *, wait: WaitSeconds = 0) -> Operation[bytes]:
-    """The pickled return value; Conflict ``job_not_finished`` or ``job_did_not_complete``
-    (its details carry ``phase``, ``reason`` and the remote ``traceback``). ``wait`` > 0:
-    the platform answers as soon as the job finishes, or after ``wait`` seconds."""
+    """The pickled return value, checked against the digest the job recorded
+    (ServiceUnavailable, not unpickled, when it does not match); Conflict
+    ``job_not_finished`` or ``job_did_not_complete`` (its details carry ``phase``,
+    ``reason`` and the remote ``traceback``). ``wait`` > 0: the platform answers as soon as
+    the job finishes, or after ``wait`` seconds."""
     params = {"wait": str(wait)} if wait else None
     call = Call("GET", f"/v1/jobs/{quote(job_id)}/result", params=params, wait_seconds=wait)
-    return Operation(call, bytes)
+    return Operation(call, bytes, read=checked_result)
 
 
 @validate_call

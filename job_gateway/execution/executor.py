@@ -53,7 +53,7 @@ from job_gateway.execution.actors import (
     launch_attempt,
 )
 from job_gateway.execution.attempts import Attempt, started_timestamp
-from job_gateway.execution.devices import visible_devices
+from job_gateway.execution.devices import placed_vendor, visible_devices
 from job_gateway.execution.outcome import Outcome, outcome_key, parse_outcome
 from job_gateway.execution.settings import WarmSettings
 from job_gateway.execution.spares import WarmPool, worker_name
@@ -61,6 +61,8 @@ from job_gateway.execution.worker import AttemptSpec
 from job_gateway.inventory import Inventory
 from job_gateway.node_loss import NODE_LOST
 from job_gateway.requeue import requeue_or_fail
+from job_gateway.sandbox.attempt import SandboxedJob
+from job_gateway.sandbox.settings import SandboxConfig, SandboxSettings
 
 __all__ = ["Executor"]
 
@@ -84,6 +86,7 @@ class Executor:
         poll_seconds: float = 0.2,
         start_timeout: float = 300.0,
         warm: WarmSettings | None = None,
+        sandbox: SandboxConfig | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.crd = crd
@@ -91,6 +94,7 @@ class Executor:
         self.store = open_object_store(storage)
         self._inventory = inventory
         self._poll = poll_seconds
+        self._sandbox = sandbox or SandboxSettings().config()
         self._start_timeout = start_timeout
         self._clock = clock
         self._followed: dict[str, Attempt] = {}
@@ -266,12 +270,13 @@ class Executor:
             function_ref=job.spec.function_ref,
             args_ref=job.spec.args_ref,
             storage=self.storage,
-            environment=self._environment(job),
+            sandbox=self._sandbox,
+            job=self._sandboxed_job(job),
         )
         warm = self._warm
         idle = None
         if warm is not None:
-            idle = await asyncio.to_thread(warm.take, node, job.spec.user_id, spec.environment)
+            idle = await asyncio.to_thread(warm.take, node, job.spec.user_id, spec.job.environment)
         if warm is not None and idle is not None:
             self._next_refill = 0.0  # a spare taken: its replacement starts at the next tick
             run = await asyncio.to_thread(warm.hand_over, idle, spec)
@@ -344,14 +349,31 @@ class Executor:
             self._inventory(), job.status.node, job.status.gpu_indices, job.spec.vendor
         )
 
+    def _sandboxed_job(self, job: Job) -> SandboxedJob:
+        """Who the attempt's container belongs to, and its GPUs."""
+        assert job.status.node is not None
+        inventory = self._inventory()
+        indices = tuple(job.status.gpu_indices)
+        vendor = placed_vendor(inventory, job.status.node, indices) or job.spec.vendor
+        return SandboxedJob(
+            user_id=job.spec.user_id,
+            vendor=vendor,
+            gpu_indices=indices,
+            gpu_count=job.spec.gpu_count,
+            environment=self._environment(job),
+        )
+
     async def _write_outcome(self, attempt: Attempt, outcome: Outcome, observed: float) -> None:
         wall = self._wall_seconds(attempt, outcome, observed)
         if outcome.status == "ok":
             result = self.store.uri(attempt_objects(attempt.name, attempt.attempt).result)
-            await self.crd.set_job_completed(attempt.name, wall, result_ref=result)
+            await self.crd.set_job_completed(
+                attempt.name, wall, result_ref=result, result_sha256=outcome.result_sha256
+            )
         else:
             message = outcome.message or outcome.exception_type or "the function raised"
-            await self.crd.set_job_failed(attempt.name, "Exception", message, wall_seconds=wall)
+            reason = outcome.reason or "Exception"
+            await self.crd.set_job_failed(attempt.name, reason, message, wall_seconds=wall)
         self._finished(attempt)
 
     async def _lost(self, attempt: Attempt, reason: str, message: str) -> None:

@@ -1,7 +1,8 @@
 """The outcome record: what a worker writes last, and the only thing the gateway reads back.
 
-A JSON object (never a pickle) at ``jobs/<id>/attempt-<n>/outcome.json``, parsed strictly
-and bounded in size, since user code shares the worker's process and could write it too.
+A JSON object (never a pickle) at ``jobs/<id>/attempt-<n>/outcome.json``, written by the
+trusted worker (user code runs in a container that cannot reach the object store), parsed
+strictly and bounded in size all the same.
 """
 
 from __future__ import annotations
@@ -13,12 +14,21 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gridweave_runtime.storage import attempt_objects
 
-__all__ = ["MAX_MESSAGE_CHARS", "MAX_OUTCOME_BYTES", "Outcome", "outcome_key", "parse_outcome"]
+__all__ = [
+    "MAX_MESSAGE_CHARS",
+    "MAX_OUTCOME_BYTES",
+    "OUT_OF_MEMORY",
+    "Outcome",
+    "outcome_key",
+    "parse_outcome",
+]
 
 #: A larger outcome object is refused unread.
 MAX_OUTCOME_BYTES = 64 * 1024
 #: The message kept in the CRD (status.message) is cut to this length.
 MAX_MESSAGE_CHARS = 500
+#: The reason of a job whose container the kernel killed for memory.
+OUT_OF_MEMORY = "OutOfMemory"
 
 
 class Outcome(BaseModel):
@@ -29,6 +39,15 @@ class Outcome(BaseModel):
     job_id: str = Field(max_length=253)
     attempt: int = Field(ge=0)
     status: Literal["ok", "exception"]
+    reason: str | None = Field(
+        default=None,
+        pattern=r"^[A-Z][A-Za-z0-9]*$",
+        max_length=64,
+        description=(
+            "Why it failed (the job's reason): Exception (the function raised), OutOfMemory, "
+            "ProcessDied (its process ended without a result), InputsMissing."
+        ),
+    )
     wall_seconds: float = Field(ge=0)
     started_at: float = Field(description="Unix time the function started (the worker's clock).")
     finished_at: float = Field(description="Unix time it returned or raised.")
@@ -37,11 +56,16 @@ class Outcome(BaseModel):
     hostname: str = Field(default="", max_length=253)
     ray_node_id: str = Field(default="", max_length=128)
     pid: int = 0
+    result_sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="SHA-256 of the stored result, as the worker received it from the container.",
+    )
     reusable: bool = Field(
         default=False,
         description=(
-            "The worker's process is as clean as it started: no thread or child process left "
-            "by the function, no GPU memory held (NVML). Only then is it kept warm."
+            "The worker may be kept warm: the attempt's container is gone, and with it "
+            "everything the function started."
         ),
     )
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from job_gateway.sandbox.settings import SandboxSettings
+
 __all__ = ["ExecutionSettings", "WarmSettings"]
 
 
@@ -28,7 +30,7 @@ class WarmSettings:
 class ExecutionSettings(BaseSettings):
     """``GATEWAY_EXECUTE_JOBS``, ``GATEWAY_RAY_*``, ``GATEWAY_WORKER_*``,
     ``GATEWAY_WARM_SPARES_PER_NODE``, ``GATEWAY_MAX_IDLE_WORKERS_PER_NODE``,
-    ``GATEWAY_EXECUTOR_*``."""
+    ``GATEWAY_EXECUTOR_*``, and the sandbox's ``GATEWAY_SANDBOX_*``."""
 
     @property
     def warm(self) -> WarmSettings:
@@ -40,6 +42,11 @@ class ExecutionSettings(BaseSettings):
         )
 
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore", frozen=True)
+
+    sandbox: SandboxSettings = Field(
+        default_factory=SandboxSettings,
+        description="The job sandbox (GATEWAY_SANDBOX_*: the OCI runtime, image, limits).",
+    )
 
     execute_jobs: bool = Field(
         default=True,

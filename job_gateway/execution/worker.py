@@ -1,32 +1,27 @@
-"""The worker side: the one control-plane-adjacent module that unpickles user data.
+"""The worker side: the trusted process that runs a job attempt in its container.
 
 :class:`JobWorker` is the body of a detached Ray actor, one per job attempt, named
 ``gw-job-<id>-<attempt>`` in the ``gridweave`` namespace (:mod:`job_gateway.execution.actors`).
-In the worker process it sets the GPU visibility variables to exactly the job's indices,
-then loads the function and its ``(args, kwargs)`` with cloudpickle from the object store,
-runs it with stdout and stderr captured at the file-descriptor level, and writes the
-result (cloudpickle) or the remote traceback, both outputs and, last, the JSON outcome
-record. The gateway reads only that record; it never unpickles anything (see
-docs/architecture.md, "Execution on Ray").
+It reads the function's and arguments' bytes from the object store, runs them in a
+container of the job's owner (:mod:`job_gateway.sandbox`: the only place they are
+unpickled), captures the container's stdout and stderr as they come, and writes the result
+(as the bytes the container sent, with their SHA-256) or the remote traceback, both outputs
+and, last, the JSON outcome record. The gateway reads only that record; nothing here
+unpickles anything (see docs/architecture.md, "The job sandbox").
 """
 
 from __future__ import annotations
 
-import importlib
+import hashlib
 import os
 import socket
-import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any
-
-import cloudpickle
+from dataclasses import dataclass
+from typing import Any
 
 from gridweave_runtime.storage import (
     StorageConfig,
@@ -34,12 +29,11 @@ from gridweave_runtime.storage import (
     log_part_key,
     open_object_store,
 )
-from job_gateway.execution.outcome import MAX_MESSAGE_CHARS, Outcome, outcome_key
+from job_gateway.execution.outcome import MAX_MESSAGE_CHARS, OUT_OF_MEMORY, Outcome, outcome_key
+from job_gateway.sandbox.attempt import SandboxedJob, limits_for, run_sandboxed
+from job_gateway.sandbox.settings import SandboxConfig
 
 __all__ = ["AttemptSpec", "JobWorker", "run_attempt"]
-
-#: Variables a worker clears before setting its own, so no inherited value widens the view.
-_GPU_VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +45,8 @@ class AttemptSpec:
     function_ref: str
     args_ref: str | None
     storage: StorageConfig
-    environment: dict[str, str] = field(default_factory=dict)
+    sandbox: SandboxConfig
+    job: SandboxedJob
 
 
 class JobWorker:
@@ -105,120 +100,107 @@ class JobWorker:
 
 
 def run_attempt(spec: AttemptSpec) -> Outcome:
-    """Load, run and record one attempt; the outcome record is written last."""
-    for name in _GPU_VARIABLES:
-        os.environ.pop(name, None)
-    os.environ.update(spec.environment)  # before any user code is loaded
+    """Run one attempt in its container and record it; the outcome record is written last.
+
+    The function's and arguments' bytes go to the container as they are (unpickled only
+    inside it); the result comes back as bytes, stored with its SHA-256 in the outcome, which
+    the gateway copies into the job's status for the SDK to check.
+    """
     store = open_object_store(spec.storage)
     objects = attempt_objects(spec.job_id, spec.attempt)
-    threads_before = _thread_ids()
     started = time.time()
     clock = time.perf_counter()
-    error: BaseException | None = None
-    payload, remote_traceback = b"", ""
-    with _captured(1, sys.stdout) as stdout, _captured(2, sys.stderr) as stderr:
+    with _capture_file() as stdout, _capture_file() as stderr:
         mirror = _LiveOutput(store, [(objects.stdout, stdout), (objects.stderr, stderr)])
         try:
-            function = cloudpickle.loads(store.get(spec.function_ref))
-            args, kwargs = _arguments(store.get(spec.args_ref) if spec.args_ref else None)
-            payload = cloudpickle.dumps(function(*args, **kwargs))
-        except BaseException as exc:  # SystemExit and KeyboardInterrupt are the user's too
-            error = exc
-            remote_traceback = _user_traceback(exc)
+            ending = _run_in_sandbox(spec, store, stdout.fileno, stderr.fileno)
         finally:
-            mirror.stop()  # before the cleanliness check counts the threads
+            mirror.stop()
     wall = time.perf_counter() - clock
     store.put(objects.stdout, stdout.data)
     store.put(objects.stderr, stderr.data)
-    if error is None:
-        store.put(objects.result, payload)
+    digest = None
+    if ending.ok:
+        store.put(objects.result, ending.payload)
+        digest = hashlib.sha256(ending.payload).hexdigest()
     else:
-        store.put(objects.error, remote_traceback.encode())
+        store.put(objects.error, ending.traceback.encode())
     outcome = Outcome(
         job_id=spec.job_id,
         attempt=spec.attempt,
-        status="ok" if error is None else "exception",
+        status="ok" if ending.ok else "exception",
+        reason=None if ending.ok else ending.reason,
         wall_seconds=wall,
         started_at=started,
         finished_at=started + wall,
-        exception_type=None if error is None else type(error).__qualname__[:500],
-        message=None if error is None else _short(error),
+        exception_type=ending.exception_type,
+        message=ending.message,
+        result_sha256=digest,
         hostname=socket.gethostname(),
         ray_node_id=_ray_node_id(),
         pid=os.getpid(),
+        reusable=True,  # the user's code ran in a container that is gone now
     )
-    outcome = outcome.model_copy(update={"reusable": _left_clean(threads_before)})
     store.put(outcome_key(spec.job_id, spec.attempt), outcome.model_dump_json().encode())
     mirror.delete_parts()  # the whole outputs are there: readers no longer need them
     return outcome
 
 
-def _thread_ids() -> set[int]:
-    """The process's threads, native ones included (``/proc/self/task``)."""
+@dataclass(frozen=True, slots=True)
+class _Ending:
+    """How the function ended, as the worker records it (never unpickled here)."""
+
+    ok: bool
+    payload: bytes = b""
+    reason: str = "Exception"
+    exception_type: str | None = None
+    message: str | None = None
+    traceback: str = ""
+
+
+def _run_in_sandbox(spec: AttemptSpec, store: Any, stdout: int, stderr: int) -> _Ending:
     try:
-        return {int(name) for name in os.listdir("/proc/self/task")}
-    except OSError:
-        return set()
+        function = store.get(spec.function_ref)
+        arguments = store.get(spec.args_ref) if spec.args_ref else b""
+    except Exception as error:  # the inputs are gone: the job fails, saying which
+        return _failed("InputsMissing", f"the job's inputs could not be read: {error}")
+    run = run_sandboxed(
+        spec.sandbox,
+        spec.job,
+        function=function,
+        arguments=arguments,
+        stdout=stdout,
+        stderr=stderr,
+        extra_environment=(("GRIDWEAVE_JOB_ID", spec.job_id),),
+    )
+    header = run.header
+    if header is not None and header.get("status") == "ok":
+        return _Ending(ok=True, payload=run.payload)
+    if header is not None:
+        return _Ending(
+            ok=False,
+            exception_type=_text(header.get("exception_type"), 500),
+            message=_text(header.get("message"), MAX_MESSAGE_CHARS),
+            traceback=_text(header.get("traceback"), 1 << 20) or "",
+        )
+    if run.oom_killed:
+        limit = limits_for(spec.sandbox, spec.job.gpu_count).memory_mb
+        return _failed(
+            OUT_OF_MEMORY,
+            f"the job used more than its memory limit of {limit} MiB and was killed",
+        )
+    return _failed("ProcessDied", run.error or "the function's process ended without a result")
 
 
-def _left_clean(threads_before: set[int]) -> bool:
-    """Whether the function left nothing running in or under this process: no new thread,
-    no child process, no GPU memory held. A hygiene check for keeping a worker warm (an
-    honest job's GPU memory is not held while idle); the process is the user's, so it is
-    not a boundary against the user's own code."""
-    if not _thread_ids() <= threads_before:
-        return False
-    pid = str(os.getpid())
-    try:
-        for task in os.listdir("/proc/self/task"):
-            if Path(f"/proc/self/task/{task}/children").read_text().split():
-                return False
-    except OSError:
-        return False
-    return not _holds_gpu_memory(int(pid))
+def _failed(reason: str, message: str) -> _Ending:
+    return _Ending(
+        ok=False, reason=reason, exception_type=reason, message=message, traceback=message + "\n"
+    )
 
 
-def _holds_gpu_memory(pid: int) -> bool:
-    """Whether NVML lists this process on any GPU (no NVML, or no NVIDIA GPU: False)."""
-    try:
-        pynvml: Any = importlib.import_module("pynvml")
-    except ImportError:
-        return False
-    try:
-        pynvml.nvmlInit()
-    except (pynvml.NVMLError, OSError):
-        return False
-    try:
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            running = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
-            if any(process.pid == pid for process in running):
-                return True
-        return False
-    except pynvml.NVMLError:
-        return True  # cannot tell: not kept warm
-    finally:
-        pynvml.nvmlShutdown()
-
-
-def _arguments(data: bytes | None) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    if data is None:
-        return (), {}
-    args, kwargs = cloudpickle.loads(data)
-    return tuple(args), dict(kwargs)
-
-
-def _user_traceback(error: BaseException) -> str:
-    """The traceback from the user's frames on (this module's own frame left out)."""
-    frames = error.__traceback__
-    if frames is not None and frames.tb_next is not None:
-        frames = frames.tb_next
-    return "".join(traceback.format_exception(type(error), error, frames))
-
-
-def _short(error: BaseException) -> str:
-    text = f"{type(error).__name__}: {error}"
-    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
+def _text(value: object, limit: int) -> str | None:
+    """A string the runner sent, bounded; anything else is dropped."""
+    return value[:limit] if isinstance(value, str) else None
 
 
 def _ray_node_id() -> str:
@@ -251,10 +233,6 @@ class _Captured:
             return b""
 
 
-#: how long ``_LiveOutput.stop`` waits for its thread's task to end after ``join``
-_THREAD_EXIT_SECONDS = 1.0
-
-
 class _LiveOutput:
     """A thread appending what each capture gained to its object's parts while it grows."""
 
@@ -269,11 +247,6 @@ class _LiveOutput:
     def _run(self) -> None:
         written = dict.fromkeys((key for key, _ in self._targets), 0)
         while not self._stopped.wait(LIVE_OUTPUT_SECONDS):
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()  # a print without flush=True still shows
-                except (OSError, ValueError):
-                    pass
             for key, captured in self._targets:
                 new = captured.since(written[key])
                 if not new:
@@ -287,15 +260,9 @@ class _LiveOutput:
                 written[key] += len(new)
 
     def stop(self) -> None:
-        """Stop and wait for the thread (the final, whole outputs are the caller's) until
-        the system has ended it too: ``join`` returns once its Python code is done, a moment
-        before its task leaves ``/proc/self/task``, where the cleanliness check counts it."""
+        """Stop and wait for the thread (the final, whole outputs are the caller's)."""
         self._stopped.set()
-        native_id = self._thread.native_id
         self._thread.join()
-        deadline = time.monotonic() + _THREAD_EXIT_SECONDS
-        while os.path.exists(f"/proc/self/task/{native_id}") and time.monotonic() < deadline:
-            time.sleep(0.001)
 
     def delete_parts(self) -> None:
         """Delete the parts uploaded (after the whole outputs were written)."""
@@ -307,19 +274,13 @@ class _LiveOutput:
 
 
 @contextmanager
-def _captured(fd: int, stream: IO[str]) -> Iterator[_Captured]:
-    """Point ``fd`` at a temporary file, so child processes and C code are captured too."""
+def _capture_file() -> Iterator[_Captured]:
+    """A temporary file the container writes one of its outputs to (``data`` at the end)."""
     captured = _Captured()
     with tempfile.TemporaryFile() as handle:
-        stream.flush()
-        saved = os.dup(fd)
-        os.dup2(handle.fileno(), fd)
         captured.fileno = handle.fileno()
         try:
             yield captured
         finally:
-            stream.flush()
-            os.dup2(saved, fd)
-            os.close(saved)
             handle.seek(0)
             captured.data = handle.read()

@@ -242,6 +242,7 @@ def job_result(job: Job, store: ObjectStore) -> JobResultResponse:
         message=status.message,
         wall_seconds=status.wall_seconds,
         result_ref=status.result_ref,
+        result_sha256=status.result_sha256,
         error_ref=store.uri(objects.error) if failed else None,
         stdout_ref=store.uri(objects.stdout) if ran else None,
         stderr_ref=store.uri(objects.stderr) if ran else None,

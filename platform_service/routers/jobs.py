@@ -19,6 +19,7 @@ from gridweave_clients.platform.models import (
     JobResponse,
     SubmitJobRequest,
 )
+from gridweave_clients.platform.results import RESULT_SHA256_HEADER
 from gridweave_controller.phases import JobPhase
 from gridweave_runtime.responses import mark_replayed
 from platform_service.routers.common import JobServicesDep, SettingsDep, UserDep
@@ -150,10 +151,14 @@ async def get_job_result(
         ),
     ] = 0,
 ) -> Response:
-    """The pickled return value (409 ``job_not_finished``, or ``job_did_not_complete`` with
+    """The pickled return value, its SHA-256 (as the job's status records it) in
+    ``X-Gridweave-Result-Sha256`` (409 ``job_not_finished``, or ``job_did_not_complete`` with
     the remote traceback); with ``wait``, answered as soon as the job finishes."""
-    data = await outcomes.job_result(services, user_id=user.user_id, job_id=job_id, wait_s=wait)
-    return Response(data, media_type=PICKLE_MEDIA_TYPE)
+    data, digest = await outcomes.job_result(
+        services, user_id=user.user_id, job_id=job_id, wait_s=wait
+    )
+    headers = {RESULT_SHA256_HEADER: digest} if digest else None
+    return Response(data, media_type=PICKLE_MEDIA_TYPE, headers=headers)
 
 
 @router.get("/{job_id}/logs")

@@ -96,9 +96,10 @@ async def _read_range(
 
 async def job_result(
     services: JobServices, *, user_id: str, job_id: str, wait_s: float = 0.0
-) -> bytes:
-    """The pickled return value of a Completed job; 409 while running (after waiting up to
-    ``wait_s`` for it to finish) or when it did not complete."""
+) -> tuple[bytes, str | None]:
+    """The pickled return value of a Completed job and its SHA-256 as the job's status
+    records it; 409 while running (after waiting up to ``wait_s`` for it to finish) or when
+    it did not complete."""
     outcome = await _outcome(services, user_id=user_id, job_id=job_id, wait_s=wait_s)
     if outcome.phase not in JOB_TERMINAL_PHASES:
         raise JobNotFinished(job_id=job_id, phase=outcome.phase.value)
@@ -119,11 +120,12 @@ async def job_result(
             "the job completed without a result reference", service="job_gateway"
         )
     try:
-        return await to_thread.run_sync(services.store.get, outcome.result_ref)
+        data = await to_thread.run_sync(services.store.get, outcome.result_ref)
     except ObjectStoreError as exc:
         raise DownstreamUnavailable(
             "the job's result could not be read: try again", service="storage"
         ) from exc
+    return data, outcome.result_sha256
 
 
 async def _tail(

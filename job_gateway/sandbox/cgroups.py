@@ -1,0 +1,50 @@
+"""What the kernel says of a container's memory cgroup: how many processes it OOM-killed.
+
+The runtime puts a container's cgroup at ``cgroupsPath`` relative to the cgroup of the
+process that started it (the worker), in every hierarchy: under cgroup v2 one tree, under
+v1 (or the hybrid layout) the ``memory`` hierarchy's. Either way the kernel counts OOM
+kills (``oom_kill`` in ``memory.events`` on v2, in ``memory.oom_control`` on v1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["memory_cgroup", "oom_kills"]
+
+_ROOT = Path("/sys/fs/cgroup")
+
+
+def memory_cgroup(relative: str, *, proc_cgroup: str | None = None) -> tuple[Path, str] | None:
+    """The directory of the memory cgroup ``relative`` to this process's, and the file
+    that counts its OOM kills; None when the system shows no memory controller."""
+    text = proc_cgroup if proc_cgroup is not None else Path("/proc/self/cgroup").read_text()
+    unified: str | None = None
+    for line in text.splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return _ROOT / "memory" / path.lstrip("/") / relative, "memory.oom_control"
+        if controllers == "":
+            unified = path
+    if unified is None:
+        return None
+    base = _ROOT / "unified" if (_ROOT / "unified").is_dir() else _ROOT
+    return base / unified.lstrip("/") / relative, "memory.events"
+
+
+def oom_kills(relative: str) -> int:
+    """How many processes of the cgroup ``relative`` to this process's the OOM killer
+    took; 0 when it cannot be read."""
+    found = memory_cgroup(relative)
+    if found is None:
+        return 0
+    directory, counter = found
+    try:
+        text = (directory / counter).read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == "oom_kill":
+            return int(value)
+    return 0

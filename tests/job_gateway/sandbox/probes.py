@@ -1,0 +1,158 @@
+"""What a hostile job tries from inside its container (pickled by value, as a user's module)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+
+def own_view() -> dict[str, object]:
+    """Who and where the job is: uid, processes, mounts, environment, network interfaces."""
+    return {
+        "uid_map": Path("/proc/self/uid_map").read_text().split(),
+        "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+        "environ": dict(os.environ),
+        "interfaces": [name for _, name in socket.if_nameindex()],
+        "hostname": socket.gethostname(),
+        "cwd": os.getcwd(),
+    }
+
+
+def read_paths(paths: list[str]) -> dict[str, str]:
+    """What reading each path gave: its first bytes, or the error."""
+    seen = {}
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                seen[path] = "read:" + handle.read(64).decode(errors="replace")
+        except OSError as error:
+            seen[path] = type(error).__name__
+    return seen
+
+
+def other_environments() -> list[str]:
+    """Every /proc/<pid>/environ the job can read that is not its own."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        if int(pid) == os.getpid():
+            continue
+        try:
+            found.append(Path(f"/proc/{pid}/environ").read_text(errors="replace"))
+        except OSError:
+            continue
+    return found
+
+
+def connect_all(ports: list[int]) -> dict[int, str]:
+    """Try every port on the loopback and on the host's addresses given; what each gave."""
+    seen = {}
+    for port in ports:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                seen[port] = "connected"
+        except OSError as error:
+            seen[port] = type(error).__name__
+    return seen
+
+
+def connect_unix(path: str) -> str:
+    try:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.connect(path)
+            return "connected"
+    except OSError as error:
+        return type(error).__name__
+
+
+def write_paths(paths: list[str]) -> dict[str, str]:
+    """Try to create a file at each path: ok, or the error."""
+    seen = {}
+    for path in paths:
+        try:
+            Path(path).write_text("x")
+            seen[path] = "ok"
+        except OSError as error:
+            seen[path] = type(error).__name__
+    return seen
+
+
+def leave_behind(marker: str) -> int:
+    """Start a session-leader sleep that outlives the function, and return at once."""
+    process = subprocess.Popen(
+        ["setsid", "sleep", "600", marker],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return process.pid
+
+
+def fork_bomb(limit: int) -> dict[str, object]:
+    """Fork until refused (children sleep); how many started, and how it was refused."""
+    started = 0
+    refused = ""
+    for _ in range(limit):
+        try:
+            pid = os.fork()
+        except OSError as error:
+            refused = type(error).__name__
+            break
+        if pid == 0:
+            import time
+
+            time.sleep(30)
+            os._exit(0)
+        started += 1
+    return {"started": started, "refused": refused}
+
+
+def allocate(megabytes: int) -> int:
+    """Hold ``megabytes`` of touched memory."""
+    held = []
+    for _ in range(megabytes):
+        held.append(bytearray(1024 * 1024))
+    return len(held)
+
+
+def devices() -> dict[str, object]:
+    """The device nodes the job sees, and its GPU variables."""
+    names: list[str] = []
+    for root, _dirs, files in os.walk("/dev"):
+        names.extend(os.path.join(root, name) for name in files)
+    return {
+        "devices": sorted(names),
+        "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "hip": os.environ.get("HIP_VISIBLE_DEVICES"),
+    }
+
+
+def write_scratch_and_wait(secret: str, ready: str, seconds: float) -> str:
+    """Write a secret in scratch, say so on stdout, and stay a while."""
+    import time
+
+    Path("/scratch/secret.txt").write_text(secret)
+    print(ready, flush=True)
+    time.sleep(seconds)
+    return Path("/scratch/secret.txt").read_text()
+
+
+def look_for_secret(secret: str) -> list[str]:
+    """Search every file under /scratch and /tmp, and every visible process's root's
+    scratch, for ``secret``."""
+    candidates: list[str] = []
+    for top in ("/scratch", "/tmp"):
+        for root, _dirs, files in os.walk(top):
+            candidates.extend(os.path.join(root, name) for name in files)
+    pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    candidates.extend(f"/proc/{pid}/root/scratch/secret.txt" for pid in pids)
+    hits = []
+    for path in candidates:
+        try:
+            with open(path, "rb") as handle:
+                if secret.encode() in handle.read(1 << 16):
+                    hits.append(path)
+        except OSError:
+            continue
+    return hits
