@@ -171,7 +171,10 @@ def _run_in_sandbox(spec: AttemptSpec, store: Any, stdout: int, stderr: int) -> 
         arguments=arguments,
         stdout=stdout,
         stderr=stderr,
-        extra_environment=(("GRIDWEAVE_JOB_ID", spec.job_id),),
+        extra_environment=(
+            ("GRIDWEAVE_JOB_ID", spec.job_id),
+            ("GRIDWEAVE_ATTEMPT", str(spec.attempt)),
+        ),
     )
     header = run.header
     if header is not None and header.get("status") == "ok":

@@ -9,6 +9,7 @@ fed by a job informer on an event loop of its own, as the gateway does.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 import uuid
@@ -30,7 +31,10 @@ from gridweave_controller.informer import AsyncInformer
 from gridweave_runtime.storage import ObjectStore, StorageConfig, input_objects
 from job_gateway.execution import NODE_LABEL, Executor
 from job_gateway.execution.settings import WarmSettings
+from job_gateway.execution.worker import AttemptSpec
 from job_gateway.inventory import Inventory, InventoryFile
+from job_gateway.sandbox.attempt import SandboxedJob
+from job_gateway.sandbox.settings import SandboxConfig, SandboxSettings
 from tests.job_gateway import execution_functions
 from tests.support.kubeapi import KubeAPI
 
@@ -174,6 +178,77 @@ def read_pid(path: Path) -> int:
     return int(path.read_text())
 
 
+def marked_pid(marker: str, timeout: float = 60.0) -> int:
+    """The host pid of the process whose command line carries ``marker`` (a job's
+    ``sleep_marked``, inside its container), once it runs."""
+    found: list[int] = []
+
+    def look() -> bool:
+        found[:] = _pids_with(marker)
+        return bool(found)
+
+    wait_until(look, timeout=timeout, what=f"a process marked {marker}")
+    return found[0]
+
+
+def worker_of(pid: int) -> int:
+    """The worker actor's process above ``pid`` (a process of one of its containers)."""
+    current = pid
+    while current > 1:
+        title = Path(f"/proc/{current}/cmdline").read_bytes()
+        if b"JobWorker" in title:
+            return current
+        current = int(Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    raise AssertionError(f"no worker process above {pid}")
+
+
+def unsandboxed() -> SandboxConfig:
+    """The runner as a plain process of the worker (runtime ``none``): for the tests of the
+    executor's own bookkeeping, whose functions record their runs in files of the host."""
+    return SandboxSettings(runtime="none").config()
+
+
+def new_marker() -> str:
+    """A string no other process's command line carries."""
+    return f"gw-marker-{uuid.uuid4().hex}"
+
+
+def _pids_with(marker: str) -> list[int]:
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            if marker.encode() in Path(f"/proc/{name}/cmdline").read_bytes():
+                pids.append(int(name))
+        except OSError:
+            continue
+    return pids
+
+
+def attempt_spec(
+    job_id: str,
+    function_ref: str,
+    storage: StorageConfig,
+    *,
+    attempt: int = 0,
+    args_ref: str | None = None,
+    user: str = "user-1",
+) -> AttemptSpec:
+    """An attempt as the executor makes it, on one simulated NVIDIA GPU, in the node's
+    default sandbox."""
+    job = SandboxedJob(
+        user_id=user,
+        vendor="nvidia",
+        gpu_indices=(0,),
+        gpu_count=1,
+        environment={"CUDA_VISIBLE_DEVICES": "0"},
+    )
+    return AttemptSpec(
+        job_id, attempt, function_ref, args_ref, storage, SandboxSettings().config(), job
+    )
+
+
 @contextmanager
 def running_executor(
     kubeapi: KubeAPI,
@@ -182,6 +257,7 @@ def running_executor(
     *,
     poll_seconds: float = 0.05,
     warm: WarmSettings | None = None,
+    sandbox: SandboxConfig | None = None,
 ) -> Iterator[Executor]:
     """An executor fed by a job informer, on an event loop in a thread (the gateway's wiring)."""
     loop = asyncio.new_event_loop()
@@ -192,7 +268,12 @@ def running_executor(
     async def start() -> tuple[Any, Executor, AsyncInformer[Job]]:
         crd = await connect(kubeconfig=kubeapi.kubeconfig, namespace=namespace)
         executor = Executor(
-            crd, storage, inventory=lambda: inventory, poll_seconds=poll_seconds, warm=warm
+            crd,
+            storage,
+            inventory=lambda: inventory,
+            poll_seconds=poll_seconds,
+            warm=warm,
+            sandbox=sandbox,
         )
         informer: AsyncInformer[Job] = AsyncInformer(
             lambda known: crd.watch_jobs(known=known),

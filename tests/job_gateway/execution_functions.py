@@ -1,4 +1,10 @@
-"""User functions the execution tests run on Ray (pickled by value, like a user's own code)."""
+"""User functions the execution tests run (pickled by value, like a user's own code).
+
+They run in their job's container: a test learns what happened from the result, the
+outputs, or a process on the host whose command line carries a marker (``sleep_marked``);
+only the functions for the executor's bookkeeping tests, run without the sandbox
+(``runtime="none"``), write files of the host (``count_runs``, ``record_run``).
+"""
 
 from __future__ import annotations
 
@@ -11,16 +17,13 @@ from typing import Any
 
 
 def report(greeting: str, *, loud: bool = False) -> dict[str, Any]:
-    """What the worker sees: host, process, Ray node and GPU variables; prints to both outputs."""
-    import ray
-
+    """What the job sees: host, process and GPU variables; prints to both outputs."""
     print(greeting.upper() if loud else greeting)
     print("to stderr", file=sys.stderr)
     os.system("echo from a child process")  # captured at the file-descriptor level too
     return {
         "hostname": socket.gethostname(),
         "pid": os.getpid(),
-        "ray_node_id": ray.get_runtime_context().get_node_id(),
         "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "HIP_VISIBLE_DEVICES": os.environ.get("HIP_VISIBLE_DEVICES"),
         "ROCR_VISIBLE_DEVICES": os.environ.get("ROCR_VISIBLE_DEVICES"),
@@ -33,19 +36,19 @@ def fail(code: int) -> None:
     raise ValueError(f"boom {code}")
 
 
-def sleep_after_writing_pid(pid_file: str, seconds: float) -> str:
-    """Write this process's id, then sleep (a job to time out, cancel or kill)."""
-    Path(pid_file).write_text(str(os.getpid()))
-    time.sleep(seconds)
+def sleep_marked(marker: str, seconds: float) -> str:
+    """Sleep in a child process whose command line carries ``marker`` (a job to time out,
+    cancel or kill: the host finds the process by it)."""
+    import subprocess
+
+    subprocess.run([sys.executable, "-c", f"import time; time.sleep({seconds})", marker])
     return "slept"
 
 
 def die_on_first_attempt(marker: str, seconds: float) -> str:
-    """First run: write the pid to ``marker`` and sleep (the test kills it); then return."""
-    path = Path(marker)
-    if not path.exists():
-        path.write_text(str(os.getpid()))
-        time.sleep(seconds)
+    """Attempt 0: sleep marked (the test kills its worker); a later attempt returns."""
+    if os.environ.get("GRIDWEAVE_ATTEMPT") == "0":
+        sleep_marked(marker, seconds)
         return "first"
     return "second"
 
@@ -69,9 +72,15 @@ def record_run(runs_dir: str, job_id: str, seconds: float) -> str:
 
 
 def leave_a_thread(seconds: float) -> str:
-    """Return at once, leaving a thread running (a worker not to keep warm)."""
+    """Return at once, leaving a thread running (it dies with the job's container)."""
     import threading
     import time
 
     threading.Thread(target=time.sleep, args=(seconds,), daemon=True).start()
     return "left"
+
+
+def allocate(megabytes: int) -> int:
+    """Hold ``megabytes`` of touched memory."""
+    held = [bytearray(1024 * 1024) for _ in range(megabytes)]
+    return len(held)

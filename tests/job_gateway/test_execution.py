@@ -7,6 +7,8 @@ scheduling loop writes) and read what the workers left in the store.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import signal
@@ -23,13 +25,16 @@ from tests.job_gateway import execution_functions as fn
 from tests.job_gateway.execution_factories import (
     RayWorld,
     allocated_job,
+    marked_pid,
+    new_marker,
     process_gone,
-    read_pid,
     running_executor,
     wait_for_phase,
     wait_until,
+    worker_of,
 )
 from tests.support.kubeapi import KubeAPI
+from tests.support.sandbox import sandbox_config
 
 pytestmark = pytest.mark.kubeapi
 
@@ -57,10 +62,10 @@ class TestPlacement:
             assert job.phase is JobPhase.COMPLETED, job.status
             objects = attempt_objects(job_id, 0)
             assert job.status.result_ref == store.uri(objects.result)
-            seen = cloudpickle.loads(store.get(job.status.result_ref))
-            assert seen["ray_node_id"] == ray_world.node_ids[node]
+            result = store.get(job.status.result_ref)
+            assert job.status.result_sha256 == hashlib.sha256(result).hexdigest()
             outcome = json.loads(store.get(store.uri(outcome_key(job_id, 0))))
-            assert outcome["status"] == "ok" and outcome["ray_node_id"] == seen["ray_node_id"]
+            assert outcome["status"] == "ok" and outcome["ray_node_id"] == ray_world.node_ids[node]
         assert done[nvidia].status.wall_seconds is not None
         seen_nvidia = cloudpickle.loads(store.get(store.uri(attempt_objects(nvidia, 0).result)))
         assert seen_nvidia["CUDA_VISIBLE_DEVICES"] == "1,3"
@@ -98,6 +103,25 @@ class TestOutcomes:
         assert remote.endswith("ValueError: boom 42\n")
         assert store.get(store.uri(objects.stdout)) == b"about to fail\n"
 
+    def test_a_job_past_its_memory_fails_out_of_memory_and_is_billed_what_it_ran(
+        self,
+        ray_world: RayWorld,
+        kubeapi: KubeAPI,
+        kube_namespace: str,
+        crd: CrdClient,
+        storage: StorageConfig,
+        store: LocalObjectStore,
+    ) -> None:
+        small = dataclasses.replace(sandbox_config(), memory_mb_per_gpu=128)
+        with running_executor(kubeapi, kube_namespace, storage, sandbox=small):
+            job_id = allocated_job(crd, store, fn.allocate, 1024, node="node-a", gpus=[0])
+            job = wait_for_phase(crd, job_id, TERMINAL)
+        assert job.phase is JobPhase.FAILED
+        assert job.status.reason == "OutOfMemory"
+        assert job.status.message is not None and "128 MiB" in job.status.message
+        assert job.status.wall_seconds is not None and job.status.wall_seconds > 0
+        assert job.status.billed_seconds is not None and job.status.billed_seconds >= 1
+
     def test_a_timeout_kills_the_worker_and_times_the_job_out(
         self,
         ray_world: RayWorld,
@@ -108,19 +132,19 @@ class TestOutcomes:
         tmp_path: Path,
         store: LocalObjectStore,
     ) -> None:
-        pid_file = tmp_path / "pid"
+        marker = new_marker()
         with running_executor(kubeapi, kube_namespace, storage):
             job_id = allocated_job(
                 crd,
                 store,
-                fn.sleep_after_writing_pid,
-                str(pid_file),
+                fn.sleep_marked,
+                marker,
                 600,
                 node="node-b",
                 gpus=[0],
                 timeout_seconds=3,
             )
-            pid = read_pid(pid_file)
+            pid = marked_pid(marker)
             job = wait_for_phase(crd, job_id, TERMINAL)
             wait_until(lambda: process_gone(pid), what="the timed-out worker to exit")
         assert job.phase is JobPhase.TIMED_OUT, job.status.message
@@ -136,18 +160,18 @@ class TestOutcomes:
         tmp_path: Path,
         store: LocalObjectStore,
     ) -> None:
-        pid_file = tmp_path / "pid"
+        marker = new_marker()
         with running_executor(kubeapi, kube_namespace, storage) as executor:
             job_id = allocated_job(
                 crd,
                 store,
-                fn.sleep_after_writing_pid,
-                str(pid_file),
+                fn.sleep_marked,
+                marker,
                 600,
                 node="node-a",
                 gpus=[1],
             )
-            pid = read_pid(pid_file)
+            pid = marked_pid(marker)
             crd.set_job_cancelled(job_id, message="cancelled on request")
             wait_until(lambda: process_gone(pid), what="the cancelled worker to exit")
             wait_until(lambda: job_id not in executor.following(), what="the executor to let go")
@@ -163,19 +187,21 @@ class TestOutcomes:
         tmp_path: Path,
         store: LocalObjectStore,
     ) -> None:
-        marker = tmp_path / "first-attempt"
+        marker = new_marker()
         with running_executor(kubeapi, kube_namespace, storage):
             job_id = allocated_job(
                 crd,
                 store,
                 fn.die_on_first_attempt,
-                str(marker),
+                marker,
                 600,
                 node="node-c",
                 gpus=[2],
                 max_retries=1,
             )
-            os.kill(read_pid(marker), signal.SIGKILL)
+            contained = marked_pid(marker)
+            os.kill(worker_of(contained), signal.SIGKILL)
+            wait_until(lambda: process_gone(contained), what="the container to die with it")
             requeued = wait_for_phase(crd, job_id, {JobPhase.PENDING, *TERMINAL})
             assert requeued.phase is JobPhase.PENDING, requeued.status
             assert requeued.status.attempts == 1 and requeued.status.reason == "WorkerLost"

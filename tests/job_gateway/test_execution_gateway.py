@@ -6,6 +6,7 @@ gateway uses it), the real apiserver, the three-node Ray of the execution tests.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import cloudpickle
@@ -14,7 +15,7 @@ import pytest
 from gridweave_controller import JobPhase
 from gridweave_controller.phases import JOB_TERMINAL_PHASES
 from gridweave_runtime.storage import LocalObjectStore, input_objects
-from job_gateway.execution import ExecutionSettings
+from job_gateway.execution import ExecutionSettings, outcome_key
 from tests.job_gateway import execution_functions as fn
 from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld, new_job_id
 from tests.job_gateway.gateway_factories import running_gateway, submit_body
@@ -54,7 +55,8 @@ class TestGatewayExecution:
             assert job.phase is JobPhase.COMPLETED, job.status.message
             assert (job.status.node, job.status.gpu_indices) == ("node-b", (0, 1))
             seen = cloudpickle.loads(store.get(result["result_ref"]))
-            assert seen["ray_node_id"] == ray_world.node_ids["node-b"]
+            outcome = json.loads(store.get(store.uri(outcome_key(job.name, 0))))
+            assert outcome["ray_node_id"] == ray_world.node_ids["node-b"]
             assert seen["HIP_VISIBLE_DEVICES"] == "0,1"
             assert seen["CUDA_VISIBLE_DEVICES"] is None
         first, second = done

@@ -29,7 +29,7 @@ import cloudpickle, ray
 from gridweave_runtime.storage import LocalObjectStore, StorageConfig
 from job_gateway.execution import ExecutionSettings, actor_name, connect_ray, ensure_local_head
 from job_gateway.execution.actors import adopt_attempt, launch_attempt
-from job_gateway.execution.worker import AttemptSpec
+from tests.job_gateway.execution_factories import attempt_spec
 
 state, port, role = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 settings = ExecutionSettings(ray_port=port, ray_num_cpus=1, ray_object_store_mb=80)
@@ -39,7 +39,7 @@ report = {"started": head.started, "nodes": [(n["Labels"], n["Resources"]) for n
 if role == "first":
     store = LocalObjectStore(state / "objects")
     function = store.put("fn.pkl", cloudpickle.dumps(lambda: __import__("time").sleep(120)))
-    spec = AttemptSpec("survivor", 0, function, None, StorageConfig(root=str(state / "objects")))
+    spec = attempt_spec("survivor", function, StorageConfig(root=str(state / "objects")))
     # the actor's process started: a kill before GCS has created it may take it along
     ray.get(launch_attempt(spec, "local-node").ready, timeout=60)
     print(json.dumps(report), flush=True)

@@ -8,6 +8,8 @@ is lost (requeued while retries remain, else Failed ``Lost``).
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,13 +21,15 @@ from gridweave_controller import CrdClient, JobPhase
 from gridweave_controller.phases import JOB_TERMINAL_PHASES
 from gridweave_runtime.storage import LocalObjectStore, StorageConfig, attempt_objects
 from gridweave_runtime.storage.store import S3ObjectStore
-from job_gateway.execution import AttemptSpec, Outcome, outcome_key
+from job_gateway.execution import Outcome, outcome_key
 from job_gateway.execution.actors import launch_attempt
 from tests.job_gateway import execution_functions as fn
 from tests.job_gateway.execution_factories import (
     RayWorld,
     allocated_job,
+    attempt_spec,
     running_executor,
+    unsandboxed,
     wait_for_phase,
     wait_until,
 )
@@ -63,13 +67,13 @@ class TestReattach:
         store: LocalObjectStore,
     ) -> None:
         runs = tmp_path / "runs"
-        with running_executor(kubeapi, kube_namespace, storage):
+        with running_executor(kubeapi, kube_namespace, storage, sandbox=unsandboxed()):
             job_id = allocated_job(crd, store, fn.count_runs, str(runs), 4, node="node-b", gpus=[0])
             wait_for_phase(crd, job_id, {JobPhase.RUNNING})
             wait_until(runs.exists, what="the first run to start")
         # the first gateway is gone; its worker still runs on Ray
         assert crd.get_job(job_id).phase is JobPhase.RUNNING
-        with running_executor(kubeapi, kube_namespace, storage) as second:
+        with running_executor(kubeapi, kube_namespace, storage, sandbox=unsandboxed()) as second:
             assert second.following() == {job_id: 0}
             job = wait_for_phase(crd, job_id, TERMINAL)
         assert job.phase is JobPhase.COMPLETED, job.status.message
@@ -90,10 +94,13 @@ class TestReattach:
         job_id = allocated_job(crd, store, fn.count_runs, str(runs), 3, node="node-c", gpus=[0])
         job = crd.get_job(job_id)
         # the dead gateway launched the actor and died before writing Running
-        spec = AttemptSpec(job_id, 0, job.spec.function_ref, job.spec.args_ref, storage)
+        spec = dataclasses.replace(
+            attempt_spec(job_id, job.spec.function_ref, storage, args_ref=job.spec.args_ref),
+            sandbox=unsandboxed(),
+        )
         launch_attempt(spec, "node-c")
         wait_until(runs.exists, what="the first run to start")
-        with running_executor(kubeapi, kube_namespace, storage):
+        with running_executor(kubeapi, kube_namespace, storage, sandbox=unsandboxed()):
             done = wait_for_phase(crd, job_id, TERMINAL)
         assert done.phase is JobPhase.COMPLETED, done.status.message
         assert cloudpickle.loads(store.get(done.status.result_ref or "")) == 1
@@ -157,7 +164,8 @@ class TestS3:
         result_ref = done[ok].status.result_ref or ""
         assert result_ref == f"s3://gridweave-jobs/jobs/{ok}/attempt-0/result.pkl"
         seen = cloudpickle.loads(store.get(result_ref))
-        assert seen["ray_node_id"] == ray_world.node_ids["node-a"]
+        outcome = json.loads(store.get(store.uri(outcome_key(ok, 0))))
+        assert outcome["ray_node_id"] == ray_world.node_ids["node-a"]
         assert seen["CUDA_VISIBLE_DEVICES"] == "1"
         assert store.get(store.uri(attempt_objects(ok, 0).stdout)).startswith(b"to s3\n")
         assert done[bad].phase is JobPhase.FAILED and done[bad].status.reason == "Exception"

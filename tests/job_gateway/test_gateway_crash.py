@@ -122,6 +122,8 @@ def gateway_process(
         "GATEWAY_INVENTORY_FILE": str(inventory),
         "GATEWAY_PASS_INTERVAL_SECONDS": "1",
         "GATEWAY_EXECUTOR_POLL_SECONDS": "0.1",
+        # the jobs record their runs in files of the host (the bookkeeping is tested here)
+        "GATEWAY_SANDBOX_RUNTIME": "none",
         "RAY_ADDRESS": ray_address,
         "METERING_SERVICE_URL": metering_url,
     }

@@ -20,9 +20,10 @@ from job_gateway.execution import ExecutionSettings
 from tests.job_gateway import execution_functions as fn
 from tests.job_gateway.execution_factories import (
     RayWorld,
+    marked_pid,
     new_job_id,
+    new_marker,
     process_gone,
-    read_pid,
     wait_until,
 )
 from tests.job_gateway.gateway_factories import GatewayServer, running_gateway, submit_body
@@ -64,7 +65,7 @@ class TestNodeLossWithExecution:
     def test_a_lost_nodes_workers_are_killed_and_their_jobs_requeued(
         self, ray_world: RayWorld, kubeapi: KubeAPI, tmp_path: Path
     ) -> None:
-        marker, pid_file = tmp_path / "first-attempt", tmp_path / "pid"
+        marker, last_marker = new_marker(), new_marker()
         with running_gateway(
             kubeapi,
             tmp_path,
@@ -73,11 +74,9 @@ class TestNodeLossWithExecution:
             inventory_refresh_seconds=0.1,
             node_lost_grace_seconds=0.3,
         ) as gateway:
-            retried = _submit(gateway, fn.die_on_first_attempt, str(marker), 600, max_retries=1)
-            last_try = _submit(
-                gateway, fn.sleep_after_writing_pid, str(pid_file), 600, max_retries=0
-            )
-            pids = [read_pid(marker), read_pid(pid_file)]  # both run on node-a
+            retried = _submit(gateway, fn.die_on_first_attempt, marker, 600, max_retries=1)
+            last_try = _submit(gateway, fn.sleep_marked, last_marker, 600, max_retries=0)
+            pids = [marked_pid(marker), marked_pid(last_marker)]  # both run on node-a
             for job_id in (retried, last_try):
                 job = gateway.crd.wait_for_job(job_id, {JobPhase.RUNNING}, timeout=60)
                 assert job.status.node == "node-a"

@@ -26,7 +26,8 @@ from gridweave_runtime.storage import (
     log_parts_uri,
     read_log,
 )
-from job_gateway.execution.worker import LIVE_OUTPUT_SECONDS, AttemptSpec
+from job_gateway.execution.worker import LIVE_OUTPUT_SECONDS
+from tests.job_gateway.execution_factories import attempt_spec
 
 # no Ray here: the outcome's node id is then empty (as for a direct call), and no local Ray
 # instance is started by asking for it
@@ -54,11 +55,13 @@ def _talker() -> str:
 
 def test_output_is_in_the_store_while_the_attempt_runs(tmp_path: Path) -> None:
     store = LocalObjectStore(tmp_path / "objects")
-    function_ref = store.put("jobs/live/function.pkl", cloudpickle.dumps(_talker))
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # as a user's own module
+    try:
+        function_ref = store.put("jobs/live/function.pkl", cloudpickle.dumps(_talker))
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     storage = StorageConfig(root=str(tmp_path / "objects"))
-    (tmp_path / "spec.pkl").write_bytes(
-        pickle.dumps(AttemptSpec("live", 0, function_ref, None, storage))
-    )
+    (tmp_path / "spec.pkl").write_bytes(pickle.dumps(attempt_spec("live", function_ref, storage)))
     objects = attempt_objects("live", 0)
     environment = {
         k: v for k, v in os.environ.items() if k != "RAY_ADDRESS" and not k.startswith("GRIDWEAVE_")
@@ -91,4 +94,4 @@ def test_output_is_in_the_store_while_the_attempt_runs(tmp_path: Path) -> None:
     assert store.list_names(log_parts_uri(stdout)) == []  # the parts went with the end
     with pytest.raises(ObjectNotFound):
         store.size(log_parts_uri(stdout))
-    assert "reusable True" in errors  # the mirror thread ended before the cleanliness check
+    assert "reusable True" in errors  # the container is gone: nothing of the job is left
