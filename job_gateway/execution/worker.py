@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -30,8 +32,14 @@ from gridweave_runtime.storage import (
     open_object_store,
 )
 from job_gateway.execution.outcome import MAX_MESSAGE_CHARS, OUT_OF_MEMORY, Outcome, outcome_key
-from job_gateway.sandbox.attempt import SandboxedJob, limits_for, run_sandboxed
-from job_gateway.sandbox.settings import SandboxConfig
+from job_gateway.sandbox.attempt import (
+    SandboxedJob,
+    limits_for,
+    run_sandboxed,
+    warm_containers,
+)
+from job_gateway.sandbox.container import sweep_orphans
+from job_gateway.sandbox.settings import SandboxConfig, SandboxSettings
 
 __all__ = ["AttemptSpec", "JobWorker", "run_attempt"]
 
@@ -59,7 +67,9 @@ class JobWorker:
     at a time, so it returns right after the attempt under way, which never runs twice.
 
     With ``idle_exit_seconds``, a watchdog thread ends the process once no attempt has run
-    for that long, so idle workers never outlive the gateway that kept them by much.
+    for that long, so idle workers never outlive the gateway that kept them by much; its
+    warm containers are deleted first. A new worker deletes the containers of workers of
+    its node that died without doing so (:func:`~job_gateway.sandbox.container.sweep_orphans`).
     """
 
     def __init__(
@@ -70,6 +80,9 @@ class JobWorker:
         self._lock = threading.Lock()
         self._busy = False
         self._idle_since = time.monotonic()
+        if spec is not None or idle_exit_seconds is not None:
+            sandbox = spec.sandbox if spec is not None else None
+            threading.Thread(target=_sweep, args=(sandbox,), daemon=True).start()
         if idle_exit_seconds is not None:
             watchdog = threading.Thread(
                 target=self._exit_when_idle, args=(idle_exit_seconds,), daemon=True
@@ -96,7 +109,19 @@ class JobWorker:
             time.sleep(min(1.0, idle_exit_seconds / 4))
             with self._lock:
                 if not self._busy and time.monotonic() - self._idle_since >= idle_exit_seconds:
+                    warm_containers.close()
                     os._exit(0)
+
+
+def _sweep(sandbox: SandboxConfig | None) -> None:
+    """Delete the containers that dead workers of this node left (their state, cgroups)."""
+    config = sandbox or SandboxSettings().config()
+    try:
+        swept = sweep_orphans(config.runtime, config.state_dir)
+    except (OSError, subprocess.SubprocessError):
+        return
+    if swept:
+        print(f"deleted {len(swept)} containers of workers that died", file=sys.stderr)
 
 
 def run_attempt(spec: AttemptSpec) -> Outcome:

@@ -1,19 +1,28 @@
-"""One attempt in its sandbox: from the job's owner, GPUs and inputs to a finished container."""
+"""One attempt in its sandbox: from the job's owner, GPUs and inputs to a finished run.
+
+A worker keeps its containers warm (:class:`WarmContainers`): an attempt takes an idle
+container of the same owner, image, limits and GPUs if there is one whose cgroup holds
+nothing but the runner, else starts one; after the attempt the container goes back only if
+it is still that clean, else it is deleted with everything in it.
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from job_gateway.sandbox.container import ContainerRun, ContainerSpec, run_in_container
+from job_gateway.sandbox.container import Container, ContainerRun, ContainerSpec
 from job_gateway.sandbox.gpus import gpu_devices, renumbered
 from job_gateway.sandbox.oci import ContainerLimits
 from job_gateway.sandbox.runner_dir import runner_dir
 from job_gateway.sandbox.settings import SandboxConfig
 from job_gateway.sandbox.uids import user_uid
 
-__all__ = ["SandboxedJob", "limits_for", "run_sandboxed"]
+__all__ = ["SandboxedJob", "WarmContainers", "limits_for", "run_sandboxed", "warm_containers"]
 
-from dataclasses import dataclass
+#: Idle containers a worker process keeps (a worker serves one user: one is the usual).
+MAX_IDLE_CONTAINERS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +47,87 @@ def limits_for(config: SandboxConfig, gpu_count: int) -> ContainerLimits:
     )
 
 
+def container_spec(config: SandboxConfig, job: SandboxedJob) -> ContainerSpec:
+    """The container ``job``'s attempts run in on this node."""
+    devices = gpu_devices(config.device_dir, job.vendor, job.gpu_indices)
+    return ContainerSpec(
+        runtime=config.runtime,
+        state_dir=config.state_dir,
+        rootfs=config.rootfs.resolve(),
+        runner_dir=runner_dir(config.state_dir),
+        host_uid=user_uid(config.state_dir, job.user_id),
+        limits=limits_for(config, job.gpu_count),
+        environment=tuple(sorted(renumbered(job.environment, devices).items())),
+        devices=devices,
+        max_result_bytes=config.max_result_mb * 1024 * 1024,
+    )
+
+
+class WarmContainers:
+    """A worker process's idle containers, by what they were started for."""
+
+    def __init__(self, max_idle: int = MAX_IDLE_CONTAINERS) -> None:
+        self._idle: list[Container] = []
+        self._max_idle = max_idle
+        self._lock = threading.Lock()
+
+    def run(
+        self,
+        spec: ContainerSpec,
+        *,
+        function: bytes,
+        arguments: bytes,
+        environment: dict[str, str],
+        stdout: int,
+        stderr: int,
+    ) -> ContainerRun:
+        """Run one attempt in a warm container for ``spec``, or a new one."""
+        container = self._take(spec) or Container(spec)
+        try:
+            run = container.run(
+                function=function,
+                arguments=arguments,
+                environment=environment,
+                stdout=stdout,
+                stderr=stderr,
+            )
+        except BaseException:
+            container.close()
+            raise
+        self._give_back(container)
+        return run
+
+    def close(self) -> None:
+        """Delete every idle container."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for container in idle:
+            container.close()
+
+    def _take(self, spec: ContainerSpec) -> Container | None:
+        with self._lock:
+            for container in self._idle:
+                if container.spec == spec:
+                    self._idle.remove(container)
+                    return container
+        return None
+
+    def _give_back(self, container: Container) -> None:
+        if not container.clean():
+            container.close()
+            return
+        with self._lock:
+            self._idle.append(container)
+            evicted = self._idle[: -self._max_idle] if len(self._idle) > self._max_idle else []
+            self._idle = self._idle[len(evicted) :]
+        for old in evicted:
+            old.close()
+
+
+#: The containers of this worker process.
+warm_containers = WarmContainers()
+
+
 def run_sandboxed(
     config: SandboxConfig,
     job: SandboxedJob,
@@ -48,20 +138,13 @@ def run_sandboxed(
     stderr: int,
     extra_environment: Sequence[tuple[str, str]] = (),
 ) -> ContainerRun:
-    """Run the runner on the inputs in a container of ``job``'s owner."""
-    devices = gpu_devices(config.device_dir, job.vendor, job.gpu_indices)
-    environment = {**renumbered(job.environment, devices), **dict(extra_environment)}
-    spec = ContainerSpec(
-        runtime=config.runtime,
-        state_dir=config.state_dir,
-        rootfs=config.rootfs.resolve(),
-        runner_dir=runner_dir(config.state_dir),
-        host_uid=user_uid(config.state_dir, job.user_id),
-        limits=limits_for(config, job.gpu_count),
-        environment=environment,
-        devices=devices,
-        max_result_bytes=config.max_result_mb * 1024 * 1024,
-    )
-    return run_in_container(
-        spec, function=function, arguments=arguments, stdout=stdout, stderr=stderr
+    """Run the function on the inputs in a container of ``job``'s owner (a warm one when
+    this process has one)."""
+    return warm_containers.run(
+        container_spec(config, job),
+        function=function,
+        arguments=arguments,
+        environment=dict(extra_environment),
+        stdout=stdout,
+        stderr=stderr,
     )

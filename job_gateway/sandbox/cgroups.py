@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["memory_cgroup", "oom_kills"]
+__all__ = ["cgroup_processes", "memory_cgroup", "oom_kills"]
 
 _ROOT = Path("/sys/fs/cgroup")
 
@@ -48,3 +48,15 @@ def oom_kills(relative: str) -> int:
         if name == "oom_kill":
             return int(value)
     return 0
+
+
+def cgroup_processes(relative: str) -> int:
+    """How many processes the cgroup ``relative`` to this process's holds; -1 when it
+    cannot be read."""
+    found = memory_cgroup(relative)
+    if found is None:
+        return -1
+    try:
+        return len((found[0] / "cgroup.procs").read_text().split())
+    except OSError:
+        return -1

@@ -1,11 +1,13 @@
-"""Run one job attempt in a container: the trusted side of the sandbox.
+"""A job container: the trusted side of the sandbox, which starts, feeds, watches and reaps it.
 
-The worker calls :func:`run_in_container` with the function's and arguments' bytes (never
-unpickled here). It writes the bundle (``config.json`` from :mod:`job_gateway.sandbox.oci`),
-starts the OCI runtime (``runc run --keep``) with ``posix_spawn`` so the result and end
-pipes land on descriptors 3 and 4, feeds the inputs, reads the result while the function
-runs (bounded), waits, reads the memory cgroup's OOM count, and deletes the container,
-which kills anything still in its cgroup.
+:class:`Container` writes the bundle (``config.json`` from :mod:`job_gateway.sandbox.oci`),
+starts the OCI runtime (``runc run --keep``) with ``posix_spawn`` so the control socket lands
+on descriptor 3, and then runs attempts in it one after the other (:meth:`Container.run`):
+it sends the attempt's stdout, stderr and result pipe over the socket with the inputs'
+bytes (never unpickled here), reads the result while the function runs (bounded), and the
+end record. :meth:`Container.clean` says whether it may serve its owner's next attempt:
+only pid 1 left in its cgroup and no OOM kill. :meth:`Container.close` deletes it, which
+kills anything still in its cgroup.
 
 The runtime runs under ``setpriv --pdeathsig KILL``: when the worker's process dies (a
 timeout or a cancel kills it), the runtime dies with it, and the runner (pid 1, which asked
@@ -21,20 +23,20 @@ import json
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from job_gateway.sandbox import runner
-from job_gateway.sandbox.cgroups import oom_kills
+from job_gateway.sandbox.cgroups import cgroup_processes, oom_kills
 from job_gateway.sandbox.oci import ContainerLimits, DeviceNode, container_config
 
-__all__ = ["ContainerRun", "ContainerSpec", "run_in_container", "sweep_orphans"]
+__all__ = ["Container", "ContainerRun", "ContainerSpec", "sweep_orphans"]
 
 _log = logging.getLogger(__name__)
 _CONTAINER_PREFIX = "gw"
@@ -44,7 +46,8 @@ _counter_lock = threading.Lock()
 
 @dataclass(frozen=True, slots=True)
 class ContainerSpec:
-    """One container to run: the image's root, who runs it, its limits and devices."""
+    """One container: the image's root, who runs it, its limits, devices and environment
+    (the GPU variables; what varies per attempt is given to :meth:`Container.run`)."""
 
     runtime: str
     state_dir: Path
@@ -52,21 +55,21 @@ class ContainerSpec:
     runner_dir: Path
     host_uid: int
     limits: ContainerLimits
-    environment: dict[str, str]
+    environment: tuple[tuple[str, str], ...]
     devices: tuple[DeviceNode, ...] = ()
     max_result_bytes: int = 1 << 30
 
 
 @dataclass(frozen=True, slots=True)
 class ContainerRun:
-    """How the container's run ended.
+    """How one attempt in the container ended.
 
     ``header``: the runner's result header (``status``, ``exception_type``, ``message``,
     ``traceback``), None when the function never wrote one (killed, out of memory, the
     container did not start); ``payload``: the pickled result, as bytes; ``exit_code`` /
-    ``signal``: how the function's process ended (from pid 1's end record); ``oom_killed``:
-    the kernel killed a process of the container for memory; ``error``: why the run gave
-    no result, in words.
+    ``signal``: how the function's process ended (pid 1's end record); ``oom_killed``: the
+    kernel killed a process of the container for memory during the attempt; ``error``:
+    why the run gave no result, in words.
     """
 
     header: dict[str, Any] | None
@@ -79,115 +82,155 @@ class ContainerRun:
     finished_at: float
 
 
-def run_in_container(
-    spec: ContainerSpec,
-    *,
-    function: bytes,
-    arguments: bytes,
-    stdout: int,
-    stderr: int,
-) -> ContainerRun:
-    """Run the runner on ``function`` and ``arguments`` in a new container; its stdout and
-    stderr go to the given descriptors."""
-    name = _container_name()
-    bundle = spec.state_dir / "bundles" / name
-    bundle.mkdir(parents=True, mode=0o700)
-    cgroup = f"gridweave/{name}"
-    log = bundle / "runtime.log"
-    command, environment = _command(spec, name, bundle, cgroup)
-    started = time.time()
-    try:
-        with _pipes() as (stdin, result, end):
-            pid = os.posix_spawnp(
-                command[0],
-                command,
-                environment,
-                file_actions=[
-                    (os.POSIX_SPAWN_DUP2, stdin.reader, 0),
-                    (os.POSIX_SPAWN_DUP2, stdout, 1),
-                    (os.POSIX_SPAWN_DUP2, stderr, 2),
-                    (os.POSIX_SPAWN_DUP2, result.writer, runner.RESULT_FD),
-                    (os.POSIX_SPAWN_DUP2, end.writer, runner.END_FD),
-                ],
-            )
-            for pipe in (stdin, result, end):
-                pipe.close_child_end()
-            feeder = threading.Thread(
-                target=_feed, args=(stdin.writer, function, arguments), daemon=True
-            )
-            feeder.start()
-            collected = _collect_result(result.reader, spec.max_result_bytes, pid)
-            ended = _read_end(end.reader)
-            _, status = os.waitpid(pid, 0)
-            feeder.join(timeout=5)
-        finished = time.time()
-        oom = oom_kills(cgroup) if spec.runtime != "none" else 0
+class Container:
+    """A running container of one user and image, serving attempts one at a time."""
+
+    def __init__(self, spec: ContainerSpec) -> None:
+        self.spec = spec
+        self.name = _container_name()
+        self.bundle = spec.state_dir / "bundles" / self.name
+        self.cgroup = f"gridweave/{self.name}"
+        self._closed = False
+        self._broken = False
+        self.bundle.mkdir(parents=True, mode=0o700)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._control = ours
+        try:
+            command, environment = _command(spec, self.name, self.bundle, self.cgroup)
+            log = os.open(self.bundle / "container.log", os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                self._pid = os.posix_spawnp(
+                    command[0],
+                    command,
+                    environment,
+                    file_actions=[
+                        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                        (os.POSIX_SPAWN_DUP2, log, 1),
+                        (os.POSIX_SPAWN_DUP2, log, 2),
+                        (os.POSIX_SPAWN_DUP2, theirs.fileno(), runner.CONTROL_FD),
+                    ],
+                )
+            finally:
+                os.close(log)
+        except BaseException:
+            ours.close()
+            shutil.rmtree(self.bundle, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
+
+    def run(
+        self,
+        *,
+        function: bytes,
+        arguments: bytes,
+        environment: dict[str, str],
+        stdout: int,
+        stderr: int,
+    ) -> ContainerRun:
+        """Run one attempt; its stdout and stderr go to the given descriptors."""
+        started = time.time()
+        ooms = oom_kills(self.cgroup) if self.spec.runtime != "none" else 0
+        reader, writer = os.pipe()
+        try:
+            try:
+                socket.send_fds(self._control, [b"A"], [stdout, stderr, writer])
+                os.close(writer)
+                writer = -1
+                header = json.dumps({"environment": environment}).encode()
+                for frame in (header, function, arguments):
+                    runner.write_frame(self._control.fileno(), frame)
+            except OSError as gone:
+                self._broken = True
+                return self._no_result(started, ooms, f"the container is gone ({gone})")
+            collected = _collect_result(reader, self.spec.max_result_bytes, self._stop)
+            ended = self._read_end()
+        finally:
+            os.close(reader)
+            if writer >= 0:
+                os.close(writer)
+        oom = self.spec.runtime != "none" and oom_kills(self.cgroup) > ooms
         error = collected.error
         if error is None and collected.header is None:
-            error = _why_no_result(ended, os.waitstatus_to_exitcode(status), log)
+            error = self._why_no_result(ended)
+        if collected.header is None or collected.error is not None:
+            self._broken = self._broken or oom
         return ContainerRun(
             header=collected.header,
             payload=collected.payload,
             exit_code=ended.get("exit_code"),
             signal=ended.get("signal"),
-            oom_killed=oom > 0,
+            oom_killed=oom,
             error=error,
             started_at=started,
-            finished_at=finished,
+            finished_at=time.time(),
         )
-    finally:
-        if spec.runtime != "none":
-            _delete(spec, name)
-        shutil.rmtree(bundle, ignore_errors=True)
 
+    def clean(self) -> bool:
+        """Whether it may serve its owner's next attempt: alive, no OOM kill, and nothing
+        left running in it but the runner (pid 1)."""
+        if self._closed or self._broken:
+            return False
+        if self.spec.runtime == "none":
+            return os.waitpid(self._pid, os.WNOHANG) == (0, 0)
+        return cgroup_processes(self.cgroup) == 1
 
-def _command(
-    spec: ContainerSpec, name: str, bundle: Path, cgroup: str
-) -> tuple[list[str], dict[str, str]]:
-    """The runtime's command line, its environment, and the bundle's ``config.json``.
+    def close(self) -> None:
+        """Delete the container (killing whatever runs in it) and its bundle."""
+        if self._closed:
+            return
+        self._closed = True
+        self._control.close()
+        if self.spec.runtime != "none":
+            _runtime(self.spec, "delete", "--force", self.name)
+        else:
+            self._stop()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self._pid, 0)
+        shutil.rmtree(self.bundle, ignore_errors=True)
 
-    Runtime ``none``: the runner as a plain process of the worker's Python (the cost
-    baseline of the benchmark; no isolation at all).
-    """
-    path = os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-    if spec.runtime == "none":
-        environment = {"PATH": path, "PYTHONPATH": str(spec.runner_dir), **spec.environment}
-        return [sys.executable, "-m", "gridweave_runner"], environment
-    config = container_config(
-        args=["python3", "-m", "gridweave_runner"],
-        rootfs=spec.rootfs,
-        runner_dir=spec.runner_dir,
-        host_uid=spec.host_uid,
-        limits=spec.limits,
-        environment=spec.environment,
-        devices=spec.devices,
-    )
-    config["linux"]["cgroupsPath"] = cgroup
-    (bundle / "config.json").write_text(json.dumps(config))
-    command = [
-        "setpriv",
-        "--pdeathsig",
-        "KILL",
-        spec.runtime,
-        "--root",
-        str(_runtime_root(spec.state_dir)),
-        "--log",
-        str(bundle / "runtime.log"),
-        "run",
-        "--keep",
-        "--bundle",
-        str(bundle),
-        "--preserve-fds",
-        "2",
-        name,
-    ]
-    return command, {"PATH": path}
+    # -- helpers ------------------------------------------------------------------------
+
+    def _read_end(self) -> dict[str, Any]:
+        try:
+            end = json.loads(runner.read_frame(self._control.fileno(), runner.MAX_HEADER_BYTES))
+        except (ValueError, OSError):
+            self._broken = True
+            return {}
+        return end if isinstance(end, dict) else {}
+
+    def _stop(self) -> None:
+        """End the runtime (its pdeathsig'd runner, and so the container, go with it)."""
+        self._broken = True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self._pid, 9)
+
+    def _no_result(self, started: float, ooms: int, error: str) -> ContainerRun:
+        oom = self.spec.runtime != "none" and oom_kills(self.cgroup) > ooms
+        return ContainerRun(None, b"", None, None, oom, error, started, time.time())
+
+    def _why_no_result(self, end: dict[str, Any]) -> str:
+        signal = end.get("signal")
+        if signal is not None:
+            return f"the function's process was killed by signal {signal}"
+        code = end.get("exit_code")
+        if code is not None:
+            return f"the function's process exited with code {code} before returning"
+        return f"the container ended without a result{self._log_tail()}"
+
+    def _log_tail(self) -> str:
+        """The container's last words (the runtime's error, if it could not start it)."""
+        try:
+            text = (self.bundle / "container.log").read_text(errors="replace").strip()
+        except OSError:
+            return ""
+        return f": {text.splitlines()[-1][:300]}" if text else ""
 
 
 def sweep_orphans(runtime: str, state_dir: Path) -> list[str]:
     """Kill and delete the containers whose worker process is gone; their names."""
     root = _runtime_root(state_dir)
-    if not root.exists():
+    if runtime == "none" or not root.exists():
         return []
     listed = subprocess.run(
         [runtime, "--root", str(root), "list", "--quiet"],
@@ -212,54 +255,46 @@ def sweep_orphans(runtime: str, state_dir: Path) -> list[str]:
     return swept
 
 
-# -- the pipes ------------------------------------------------------------------------------
+def _command(
+    spec: ContainerSpec, name: str, bundle: Path, cgroup: str
+) -> tuple[list[str], dict[str, str]]:
+    """The runtime's command line, its environment, and the bundle's ``config.json``.
 
-
-@dataclass
-class _Pipe:
-    """A pipe whose ends are closed once each (a second close could hit a reused number)."""
-
-    reader: int
-    writer: int
-    parent_reads: bool
-
-    def close_child_end(self) -> None:
-        if self.parent_reads:
-            os.close(self.writer)
-            self.writer = -1
-        else:
-            os.close(self.reader)
-            self.reader = -1
-
-    def close(self) -> None:
-        for fd in (self.reader, self.writer):
-            if fd >= 0:
-                os.close(fd)
-        self.reader = self.writer = -1
-
-
-@contextlib.contextmanager
-def _pipes() -> Iterator[tuple[_Pipe, _Pipe, _Pipe]]:
-    made: list[_Pipe] = []
-    try:
-        for parent_reads in (False, True, True):
-            reader, writer = os.pipe()
-            made.append(_Pipe(reader, writer, parent_reads))
-        yield made[0], made[1], made[2]
-    finally:
-        for pipe in made:
-            pipe.close()
-
-
-def _feed(fd: int, function: bytes, arguments: bytes) -> None:
-    """Write the two input frames (on a copy of ``fd``: the pipe's owner closes it); a
-    runner that died early makes the write fail, and that is all."""
-    try:
-        with os.fdopen(os.dup(fd), "wb") as stream:
-            runner.write_frame(stream, function)
-            runner.write_frame(stream, arguments)
-    except OSError:
-        pass
+    Runtime ``none``: the runner as a plain process of the worker's Python (the cost
+    baseline of the benchmark; no isolation at all).
+    """
+    path = os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+    if spec.runtime == "none":
+        environment = {"PATH": path, "PYTHONPATH": str(spec.runner_dir), **dict(spec.environment)}
+        return [sys.executable, "-m", "gridweave_runner"], environment
+    config = container_config(
+        args=["python3", "-m", "gridweave_runner", *runner.SCRATCH_DIRS],
+        rootfs=spec.rootfs,
+        runner_dir=spec.runner_dir,
+        host_uid=spec.host_uid,
+        limits=spec.limits,
+        environment=dict(spec.environment),
+        devices=spec.devices,
+        hostname=name,
+    )
+    config["linux"]["cgroupsPath"] = cgroup
+    (bundle / "config.json").write_text(json.dumps(config))
+    command = [
+        "setpriv",
+        "--pdeathsig",
+        "KILL",
+        spec.runtime,
+        "--root",
+        str(_runtime_root(spec.state_dir)),
+        "run",
+        "--keep",
+        "--bundle",
+        str(bundle),
+        "--preserve-fds",
+        "1",
+        name,
+    ]
+    return command, {"PATH": path}
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,67 +304,25 @@ class _Collected:
     error: str | None
 
 
-def _collect_result(fd: int, limit: int, runtime_pid: int) -> _Collected:
+def _collect_result(fd: int, limit: int, stop: Any) -> _Collected:
     """Read the result frames; one over ``limit`` stops the container (and is an error)."""
-    with os.fdopen(os.dup(fd), "rb") as stream:
-        try:
-            header = json.loads(runner.read_frame(stream, runner.MAX_HEADER_BYTES))
-        except ValueError:
-            return _Collected(None, b"", None)  # no result: why is found from the end record
-        if not isinstance(header, dict) or header.get("status") not in ("ok", "exception"):
-            return _Collected(None, b"", "the runner wrote a result header that is not one")
-        try:
-            payload = runner.read_frame(stream, limit)
-        except ValueError as error:
-            _stop(runtime_pid)
-            return _Collected(None, b"", f"the result could not be read: {error}")
-        return _Collected(header, payload, None)
-
-
-def _read_end(fd: int) -> dict[str, Any]:
-    with os.fdopen(os.dup(fd), "rb") as stream:
-        try:
-            end = json.loads(runner.read_frame(stream, runner.MAX_HEADER_BYTES))
-        except ValueError:
-            return {}
-    return end if isinstance(end, dict) else {}
-
-
-def _stop(runtime_pid: int) -> None:
-    """End the runtime (its pdeathsig'd runner, and so the container, go with it)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(runtime_pid, 9)
-
-
-def _why_no_result(end: dict[str, Any], runtime_exit: int, log: Path) -> str:
-    signal = end.get("signal")
-    if signal is not None:
-        return f"the function's process was killed by signal {signal}"
-    code = end.get("exit_code")
-    if code is not None:
-        return f"the function's process exited with code {code} before returning"
-    return f"the container ended without a result (runtime exit {runtime_exit}){_log_tail(log)}"
-
-
-def _log_tail(log: Path) -> str:
-    """The runtime's last error line, if it logged one."""
     try:
-        lines = log.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    for line in reversed(lines):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if entry.get("level") in ("error", "fatal"):
-            return f": {str(entry.get('msg', ''))[:300]}"
-    return ""
+        header = json.loads(runner.read_frame(fd, runner.MAX_HEADER_BYTES))
+    except ValueError:
+        return _Collected(None, b"", None)  # no result: why is found from the end record
+    if not isinstance(header, dict) or header.get("status") not in ("ok", "exception"):
+        return _Collected(None, b"", "the runner wrote a result header that is not one")
+    try:
+        payload = runner.read_frame(fd, limit)
+    except ValueError as error:
+        stop()
+        return _Collected(None, b"", f"the result could not be read: {error}")
+    return _Collected(header, payload, None)
 
 
-def _delete(spec: ContainerSpec, name: str) -> None:
+def _runtime(spec: ContainerSpec, *args: str) -> None:
     subprocess.run(
-        [spec.runtime, "--root", str(_runtime_root(spec.state_dir)), "delete", "--force", name],
+        [spec.runtime, "--root", str(_runtime_root(spec.state_dir)), *args],
         capture_output=True,
         timeout=30,
         check=False,

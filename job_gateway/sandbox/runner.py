@@ -7,23 +7,28 @@ container's init (pid 1). The one place that unpickles a job's function, its arg
 its result is the forked child below, inside the container (see docs/architecture.md,
 "The job sandbox").
 
-The pipes, each a file descriptor the trusted side passed in:
+pid 1 never runs user code. It serves attempts one after the other over the control
+socket, descriptor 3 (a Unix stream socket; the worker holds the other end), so a warm
+container runs its owner's next attempt without starting again. Per attempt:
 
-- stdin (0): two frames, the pickled function, then the pickled ``(args, kwargs)`` (an
-  empty frame: no arguments);
-- 3, the result: a JSON header frame (``status`` ``ok`` or ``exception``, the exception's
-  type and message, the remote traceback), then the pickled return value (empty on an
-  exception); written by the child, which runs the user's function;
-- 4, the end: one JSON frame written by pid 1 once the child ended: its ``exit_code`` or
-  the ``signal`` that killed it.
+1. the worker sends one byte carrying three descriptors (``SCM_RIGHTS``): the attempt's
+   stdout, its stderr, and the write end of its result pipe; then three frames: a JSON
+   header (``{"environment": {...}}``), the pickled function, the pickled
+   ``(args, kwargs)`` (an empty frame: no arguments);
+2. pid 1 forks; the child takes the three descriptors as 1, 2 and the result pipe, sets
+   the environment, unpickles and calls the function, and writes a JSON header frame
+   (``status`` ``ok`` or ``exception``, the exception's type and message, the remote
+   traceback) and the pickled return value (empty on an exception) to the result pipe;
+3. pid 1 waits for the child, empties the scratch directories named on its command line
+   (``/scratch``, ``/tmp`` and ``/dev/shm`` in a container: scratch is per attempt; none
+   when it is not the pid 1 of a container of its own), and answers one JSON frame on the
+   control socket: the child's ``exit_code`` or the ``signal`` that killed it.
 
-A frame is an 8-byte big-endian length and that many bytes. stdout and stderr are the
-user's, captured by the trusted side as they come.
-
-pid 1 never runs user code: it reads the inputs, forks, waits and reports. It asks the
-kernel to kill it when its parent (the runtime, itself killed with the trusted worker)
-dies, and makes itself undumpable so the user's child cannot trace it and undo that. When
-pid 1 exits, the kernel kills every process left in the container's pid namespace.
+A frame is an 8-byte big-endian length and that many bytes. The control socket's end
+(the worker closed it, or died) ends pid 1, and the kernel then kills every process left
+in the container's pid namespace. pid 1 also asks the kernel to kill it when its parent
+(the runtime, itself killed with the trusted worker) dies, and makes itself undumpable so
+the user's child cannot trace it and undo that.
 """
 
 from __future__ import annotations
@@ -31,51 +36,59 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import signal
+import socket
 import struct
 import sys
 import traceback
-from typing import Any, BinaryIO
+from typing import Any
 
 __all__ = [
-    "END_FD",
+    "CONTROL_FD",
     "MAX_HEADER_BYTES",
-    "RESULT_FD",
     "main",
     "read_frame",
     "write_frame",
 ]
 
-RESULT_FD = 3
-END_FD = 4
-#: A JSON frame (the result's header, the end record) larger than this is refused.
+CONTROL_FD = 3
+#: A JSON frame (a header, the end record) larger than this is refused.
 MAX_HEADER_BYTES = 256 * 1024
+#: What pid 1 empties after each attempt, in a container (its command line names them).
+SCRATCH_DIRS = ("/scratch", "/tmp", "/dev/shm")
 _LENGTH = struct.Struct(">Q")
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _MAX_MESSAGE_CHARS = 500
+_DESCRIPTORS = 3
 
 
-def write_frame(stream: BinaryIO, data: bytes) -> None:
-    """Write one frame (length, then the bytes)."""
-    stream.write(_LENGTH.pack(len(data)))
-    stream.write(data)
+def write_frame(fd: int, data: bytes) -> None:
+    """Write one frame (length, then the bytes) to descriptor ``fd``."""
+    _write_all(fd, _LENGTH.pack(len(data)))
+    _write_all(fd, data)
 
 
-def read_frame(stream: BinaryIO, limit: int) -> bytes:
+def read_frame(fd: int, limit: int) -> bytes:
     """Read one frame of at most ``limit`` bytes; ``ValueError`` when cut short or larger."""
-    head = _read_exactly(stream, _LENGTH.size)
-    (length,) = _LENGTH.unpack(head)
+    (length,) = _LENGTH.unpack(_read_exactly(fd, _LENGTH.size))
     if length > limit:
         raise ValueError(f"a frame of {length} bytes is over the limit of {limit}")
-    return _read_exactly(stream, length)
+    return _read_exactly(fd, length)
 
 
-def _read_exactly(stream: BinaryIO, size: int) -> bytes:
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
     chunks: list[bytes] = []
     left = size
     while left:
-        chunk = stream.read(left)
+        chunk = os.read(fd, min(left, 1 << 20))
         if not chunk:
             raise ValueError(f"the stream ended {left} bytes short of a frame")
         chunks.append(chunk)
@@ -83,30 +96,80 @@ def _read_exactly(stream: BinaryIO, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def main() -> None:
-    """pid 1: read the inputs, run them in a child, report how the child ended."""
+def main(scratch: list[str]) -> None:
+    """pid 1: serve attempts until the control socket ends, emptying ``scratch`` after
+    each (only as the pid 1 of a pid namespace of its own: never a host's directories)."""
+    if os.getpid() != 1:
+        scratch = []
     _guard_init()
-    stdin = sys.stdin.buffer
-    function = read_frame(stdin, limit=1 << 40)
-    arguments = read_frame(stdin, limit=1 << 40)
+    import cloudpickle  # noqa: F401  (loaded once: every attempt's child starts with it)
+
+    control = socket.socket(fileno=CONTROL_FD)
+    while True:
+        try:
+            _, fds, _, _ = socket.recv_fds(control, 1, _DESCRIPTORS)
+        except OSError:
+            return
+        if len(fds) != _DESCRIPTORS:
+            return  # the worker is gone (end of stream), or it did not follow the protocol
+        try:
+            header = json.loads(read_frame(CONTROL_FD, MAX_HEADER_BYTES))
+            function = read_frame(CONTROL_FD, 1 << 40)
+            arguments = read_frame(CONTROL_FD, 1 << 40)
+        except ValueError:
+            return
+        end = _serve(header, function, arguments, fds)
+        del function, arguments
+        for directory in scratch:
+            _empty(directory)
+        write_frame(CONTROL_FD, json.dumps(end).encode())
+
+
+def _serve(header: dict[str, Any], function: bytes, arguments: bytes, fds: list[int]) -> Any:
+    """Run one attempt in a child; how the child ended."""
+    stdout, stderr, result = fds
     child = os.fork()
     if child == 0:
-        os.close(END_FD)
-        code = _run_child(function, arguments)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    os.close(RESULT_FD)
-    del function, arguments
+        os.close(CONTROL_FD)
+        os.dup2(stdout, 1)
+        os.dup2(stderr, 2)
+        os.close(stdout)
+        os.close(stderr)
+        os.environ.update({str(k): str(v) for k, v in header.get("environment", {}).items()})
+        os._exit(_run_child(function, arguments, result))
+    for fd in fds:
+        os.close(fd)
     _, status = os.waitpid(child, 0)
-    end: dict[str, Any] = {"exit_code": None, "signal": None}
     if os.WIFSIGNALED(status):
-        end["signal"] = os.WTERMSIG(status)
-    else:
-        end["exit_code"] = os.WEXITSTATUS(status)
-    with os.fdopen(END_FD, "wb") as channel:
-        write_frame(channel, json.dumps(end).encode())
-    # pid 1's exit takes down whatever the function left behind in the container
+        return {"exit_code": None, "signal": os.WTERMSIG(status)}
+    return {"exit_code": os.WEXITSTATUS(status), "signal": None}
+
+
+def _empty(directory: str) -> None:
+    """Remove what the attempt left in ``directory`` (its own files: pid 1 is the same uid)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(directory, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, onerror=_writable_then_retry)  # the image's Python may be 3.11
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def _writable_then_retry(function: Any, path: str, _error: Any) -> None:
+    """A directory the job made unwritable: make it writable and try again, once."""
+    try:
+        os.chmod(os.path.dirname(path), 0o700)
+        os.chmod(path, 0o700)
+        function(path)
+    except OSError:
+        pass
 
 
 def _guard_init() -> None:
@@ -115,11 +178,10 @@ def _guard_init() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-    if os.getppid() == 1:  # the runtime ended before the signal was asked for
-        os._exit(137)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
-def _run_child(function_bytes: bytes, argument_bytes: bytes) -> int:
+def _run_child(function_bytes: bytes, argument_bytes: bytes, result_fd: int) -> int:
     """Unpickle and call the function, then write the result frames; the exit code."""
     import cloudpickle
 
@@ -138,9 +200,16 @@ def _run_child(function_bytes: bytes, argument_bytes: bytes) -> int:
             "traceback": _user_traceback(error),
         }
         payload = b""
-    with os.fdopen(RESULT_FD, "wb") as channel:
-        write_frame(channel, json.dumps(header).encode())
-        write_frame(channel, payload)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()  # the child ends with os._exit, which flushes nothing
+        except (OSError, ValueError):
+            pass
+    try:
+        write_frame(result_fd, json.dumps(header).encode())
+        write_frame(result_fd, payload)
+    except OSError:
+        return 1
     return 0
 
 
@@ -161,4 +230,4 @@ def _short(error: BaseException) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

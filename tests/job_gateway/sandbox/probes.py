@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 
@@ -78,15 +79,19 @@ def write_paths(paths: list[str]) -> dict[str, str]:
     return seen
 
 
-def leave_behind(marker: str) -> int:
-    """Start a session-leader sleep that outlives the function, and return at once."""
+def leave_behind(marker: str) -> bool:
+    """Start a session-leader sleep meant to outlive the function; whether it runs when
+    the function returns."""
     process = subprocess.Popen(
-        ["setsid", "sleep", "600", marker],
+        ["setsid", sys.executable, "-c", "import time; time.sleep(600)", marker],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    return process.pid
+    import time
+
+    time.sleep(0.2)
+    return process.poll() is None
 
 
 def fork_bomb(limit: int) -> dict[str, object]:
@@ -156,3 +161,17 @@ def look_for_secret(secret: str) -> list[str]:
         except OSError:
             continue
     return hits
+
+
+def scratch_then_pid(name: str) -> dict[str, object]:
+    """What scratch held when the attempt began, then leave a file there; the container's
+    hostname (its name)."""
+    before = sorted(os.listdir("/scratch")) + sorted(os.listdir("/tmp"))
+    Path("/scratch", name).write_text("x")
+    Path("/tmp", name).write_text("x")
+    return {"before": before, "hostname": socket.gethostname()}
+
+
+def run_plain_then_leave(host_file: str) -> bool:
+    """Unsandboxed: whether a file of the host is there (the runner must never empty it)."""
+    return Path(host_file).exists()

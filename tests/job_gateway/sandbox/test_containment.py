@@ -145,10 +145,9 @@ class TestTheNetwork:
 class TestWhatOutlivesIt:
     def test_a_setsid_sleep_dies_with_the_job(self, sandbox: SandboxConfig) -> None:
         marker = f"gw-left-{uuid.uuid4().hex[:8]}"
-        run = run_function(sandbox, probes.leave_behind, marker)
-        assert isinstance(run.value, int)
-        time.sleep(0.5)
-        assert not _host_processes_with(marker)
+        run = run_function(sandbox, probes.leave_behind, marker, user="sandbox-leaver")
+        assert run.value is True  # it ran when the function returned
+        assert not _host_processes_with(marker)  # its container was deleted with it
 
     def test_a_fork_bomb_meets_the_pids_limit(self, sandbox: SandboxConfig) -> None:
         small = dataclasses.replace(sandbox, pids=64)
@@ -237,3 +236,41 @@ def _host_processes_with(marker: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+class TestWarmContainers:
+    def test_an_attempt_reuses_its_owners_clean_container_with_an_empty_scratch(
+        self, sandbox: SandboxConfig
+    ) -> None:
+        first = run_function(sandbox, probes.scratch_then_pid, "one", user="sandbox-warm")
+        second = run_function(sandbox, probes.scratch_then_pid, "two", user="sandbox-warm")
+        assert first.value["before"] == [] and second.value["before"] == []
+        assert _container_of(first) == _container_of(second)  # the same warm container
+
+    def test_a_container_left_unclean_is_not_reused(self, sandbox: SandboxConfig) -> None:
+        first = run_function(sandbox, probes.own_view, user="sandbox-unclean")
+        run_function(sandbox, probes.leave_behind, "gw-unclean", user="sandbox-unclean")
+        after = run_function(sandbox, probes.own_view, user="sandbox-unclean")
+        assert _container_of(first) != _container_of(after)
+
+    def test_another_user_never_gets_a_warm_container(self, sandbox: SandboxConfig) -> None:
+        a = run_function(sandbox, probes.own_view, user="sandbox-test-a")
+        b = run_function(sandbox, probes.own_view, user="sandbox-test-b")
+        assert _container_of(a) != _container_of(b)
+
+
+class TestUnsandboxed:
+    def test_the_plain_runner_never_empties_the_hosts_directories(
+        self, sandbox: SandboxConfig
+    ) -> None:
+        plain = dataclasses.replace(sandbox, runtime="none")
+        with tempfile.NamedTemporaryFile(dir="/tmp", prefix="gw-keep-") as kept:
+            assert run_function(plain, probes.run_plain_then_leave, kept.name).value is True
+            assert run_function(plain, probes.run_plain_then_leave, kept.name).value is True
+            assert Path(kept.name).exists()
+
+
+def _container_of(run: object) -> str:
+    """The hostname is per container (its uts namespace): the container's name."""
+    value = run.value  # type: ignore[attr-defined]
+    return str(value["hostname"])

@@ -1,0 +1,108 @@
+"""What the job sandbox costs: a container's start alone, and a warm ``.remote()`` end to end.
+
+1. **Container start**: the same trivial function run ``--starts`` times through
+   ``job_gateway.sandbox`` as a worker runs it (bytes in, result bytes out), alternating
+   runc with the runtime ``none`` (the runner as a plain child process: the same protocol
+   without isolation); p50 of each, and runc's extra cost.
+2. **Warm ``.remote()``**: ``gridweave up`` (as ``bench_remote_latency`` runs it) once with
+   ``GATEWAY_SANDBOX_RUNTIME=none`` and once with runc, ``--warmup`` calls, then ``--calls``
+   sequential ``.remote()`` calls each; p50 of each and their ratio (the issue's goal:
+   sandboxed <= 1.15x unsandboxed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import cloudpickle
+
+import gridweave as gw
+from bench.report import machine_line, write_section
+from tests.support.allinone import AllInOneProcess
+from tests.support.sandbox import run_function, sandbox_config
+
+
+def add_one(x: int) -> int:
+    return x + 1
+
+
+def container_starts(count: int) -> dict[str, list[float]]:
+    """Seconds per run of ``add_one`` in a container (runc) and unsandboxed (none)."""
+    runc = sandbox_config()
+    plain = dataclasses.replace(runc, runtime="none")
+    timings: dict[str, list[float]] = {"runc": [], "none": []}
+    for _ in range(count):
+        for name, config in (("runc", runc), ("none", plain)):
+            clock = time.perf_counter()
+            assert run_function(config, add_one, 1).value == 2
+            timings[name].append(time.perf_counter() - clock)
+    return timings
+
+
+def remote_calls(runtime: str, calls: int, warmup: int) -> list[float]:
+    """Seconds from ``.remote()`` to the value, on a fresh all-in-one with ``runtime``."""
+    os.environ["GATEWAY_SANDBOX_RUNTIME"] = runtime
+    workdir = Path(tempfile.mkdtemp(prefix="gw-bench-sandbox-"))
+    workdir.chmod(0o755)
+    try:
+        with AllInOneProcess(workdir) as platform:
+            config = platform.config_file.read_text()
+            api_key = config.split('api_key = "', 1)[1].split('"', 1)[0]
+            gw.configure(url=platform.url("platform"), api_key=api_key)
+            function = gw.function(vram="1GB", timeout="1m")(add_one)
+            for i in range(warmup):
+                assert function.remote(i) == i + 1
+            timed = []
+            for i in range(calls):
+                clock = time.perf_counter()
+                assert function.remote(i) == i + 1
+                timed.append(time.perf_counter() - clock)
+            return timed
+    finally:
+        os.environ.pop("GATEWAY_SANDBOX_RUNTIME", None)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _ms(values: list[float]) -> float:
+    return statistics.median(values) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--starts", type=int, default=50)
+    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args()
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # as a user's own module
+    starts = container_starts(args.starts)
+    plain = remote_calls("none", args.calls, args.warmup)
+    sandboxed = remote_calls("runc", args.calls, args.warmup)
+    lines = [
+        f"{machine_line()}.",
+        "",
+        "| what | runtime none (no sandbox) | runc (sandbox) | ratio |",
+        "| --- | --- | --- | --- |",
+        f"| one run of a trivial function, p50 ({args.starts} each, alternated) "
+        f"| {_ms(starts['none']):.1f} ms | {_ms(starts['runc']):.1f} ms "
+        f"| {_ms(starts['runc']) / _ms(starts['none']):.2f}x |",
+        f"| warm `.remote()` through `gridweave up`, p50 ({args.calls} calls, "
+        f"{args.warmup} warm-up) | {_ms(plain):.1f} ms | {_ms(sandboxed):.1f} ms "
+        f"| {_ms(sandboxed) / _ms(plain):.2f}x |",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if not args.no_write:
+        write_section("Job sandbox (`bench_sandbox`)", text)
+
+
+if __name__ == "__main__":
+    main()
