@@ -55,6 +55,7 @@ from gridweave.errors import (
     JobNotFinished,
     MapItemFailed,
     NoGpuLargeEnough,
+    OutOfMemory,
     PlatformUnreachable,
     RemoteError,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "JobNotFinished",
     "MapItemFailed",
     "NoGpuLargeEnough",
+    "OutOfMemory",
     "PlatformUnreachable",
     "RemoteError",
     "config_path",

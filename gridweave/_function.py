@@ -22,8 +22,10 @@ from gridweave.errors import (
     JobDidNotComplete,
     JobNotFinished,
     MapItemFailed,
+    OutOfMemory,
 )
 from gridweave_clients import Conflict
+from gridweave_clients.gateway.reasons import OUT_OF_MEMORY, out_of_memory_limit_mb
 from gridweave_clients.platform.models import JobLogsResponse, JobResponse
 
 __all__ = ["DEFAULT_MAP_CONCURRENCY", "Function", "JobHandle", "function"]
@@ -48,6 +50,8 @@ class Resources:
     vendor: Vendor
     timeout_seconds: int
     max_retries: int
+    memory_mb: int | None = None
+    cpu_millis: int | None = None
 
 
 class JobHandle(Generic[R]):
@@ -107,6 +111,14 @@ class JobHandle(Generic[R]):
         traceback = details.get("traceback")
         if refusal.code == "job_did_not_complete" and isinstance(traceback, str) and traceback:
             return remote_exception(self.job_id, traceback)
+        if refusal.code == "job_did_not_complete" and details.get("reason") == OUT_OF_MEMORY:
+            message = details.get("job_message")
+            return OutOfMemory(
+                refusal.message,
+                job_id=self.job_id,
+                phase=str(details.get("phase", "")),
+                limit_mb=out_of_memory_limit_mb(message if isinstance(message, str) else None),
+            )
         if refusal.code == "job_did_not_complete":
             return JobDidNotComplete(
                 refusal.message,
@@ -153,6 +165,8 @@ class Function(Generic[P, R]):
                 max_retries=resources.max_retries,
                 idempotency_key=f"sdk-{uuid.uuid4().hex}",
                 function_name=_function_name(self.fn),
+                memory_mb=resources.memory_mb,
+                cpu_millis=resources.cpu_millis,
             )
         return JobHandle(job, config)
 
@@ -252,6 +266,8 @@ def function(
     gpus: int = 1,
     timeout: str | int | float = "10m",
     retries: int = 0,
+    memory: str | int | None = None,
+    cpu: float | None = None,
 ) -> Callable[[Callable[P, R]], Function[P, R]]:
     """Make a function remote: each call gets ``gpus`` GPUs of one node, ``vram`` on each.
 
@@ -262,6 +278,11 @@ def function(
         timeout: the longest a call may run: "90s", "10m", "1h" (a number: seconds); the
             credit hold is price x timeout x GPUs.
         retries: how often the platform runs a call again after its node was lost.
+        memory: the call's memory limit (host RAM, its files in /scratch included): "8GB"
+            (an int: MiB); past it the call fails with ``OutOfMemory``. None: the node's
+            default per GPU.
+        cpu: the CPU cores the call may use (2.5: two and a half). None: the node's
+            default per GPU.
 
     Raises:
         ConfigurationError: an argument is not understood; the message names it.
@@ -272,9 +293,18 @@ def function(
         vendor=_vendor(vendor),
         timeout_seconds=parse_duration(timeout, argument="timeout"),
         max_retries=_count(retries, "retries", least=0),
+        memory_mb=None if memory is None else parse_size(memory, argument="memory"),
+        cpu_millis=None if cpu is None else _cpu_millis(cpu),
     )
 
     def decorate(fn: Callable[P, R]) -> Function[P, R]:
         return Function(fn, resources)
 
     return decorate
+
+
+def _cpu_millis(cpu: float) -> int:
+    """Cores as thousandths of a core; ``ConfigurationError`` naming ``cpu`` otherwise."""
+    if isinstance(cpu, bool) or not isinstance(cpu, int | float) or not 0.01 <= cpu <= 1024:
+        raise ConfigurationError(f"cpu must be a number of cores from 0.01 to 1024, not {cpu!r}")
+    return round(cpu * 1000)

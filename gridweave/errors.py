@@ -9,6 +9,7 @@ Tree::
     ├── NoGpuLargeEnough         422: no GPU could ever hold the job; the largest there is
     ├── JobNotFinished           ``result(timeout=)`` ran out first
     ├── JobDidNotComplete        cancelled, timed out, or failed without a traceback
+    │   └── OutOfMemory          killed past its memory limit: ``limit_mb``
     ├── RemoteError              the function raised remotely, and its type could not be rebuilt
     ├── MapItemFailed            one item of ``.map`` failed: ``index``, the cause chained
     ├── EndpointNotRunning       an endpoint failed or stopped, or did not run in time
@@ -31,6 +32,7 @@ __all__ = [
     "JobNotFinished",
     "MapItemFailed",
     "NoGpuLargeEnough",
+    "OutOfMemory",
     "PlatformUnreachable",
     "RemoteError",
 ]
@@ -95,6 +97,14 @@ class JobDidNotComplete(GridweaveError):
         self.job_id = job_id
         self.phase = phase
         self.reason = reason
+
+
+class OutOfMemory(JobDidNotComplete):
+    """The job used more memory than its limit (``limit_mb``, MiB) and was killed."""
+
+    def __init__(self, message: str, *, job_id: str, phase: str, limit_mb: int | None) -> None:
+        super().__init__(message, job_id=job_id, phase=phase, reason="OutOfMemory")
+        self.limit_mb = limit_mb
 
 
 class RemoteError(GridweaveError):

@@ -105,6 +105,8 @@ def _remote_function(
     vendor: str | None,
     timeout: str | None,
     retries: int | None,
+    memory: str | None = None,
+    cpu: float | None = None,
 ) -> gw.Function[..., Any]:
     """The function with its resources: the decorator's, each option given overriding."""
     if isinstance(found, gw.Function):
@@ -115,6 +117,8 @@ def _remote_function(
             vendor=vendor or base.vendor,
             timeout=timeout or base.timeout_seconds,
             retries=base.max_retries if retries is None else retries,
+            memory=memory or base.memory_mb,
+            cpu=cpu if cpu is not None else _cores(base.cpu_millis),
         )(found.fn)
     if vram is None:
         raise typer.BadParameter(
@@ -127,7 +131,13 @@ def _remote_function(
         vendor=vendor or "any",
         timeout=timeout or "10m",
         retries=0 if retries is None else retries,
+        memory=memory,
+        cpu=cpu,
     )(found)
+
+
+def _cores(millis: int | None) -> float | None:
+    return None if millis is None else millis / 1000
 
 
 def _wait(handle: gw.JobHandle[Any]) -> Any:
@@ -200,6 +210,24 @@ def run(
         int | None,
         typer.Option(min=0, help="Runs again after a lost node (default 0).", show_default=False),
     ] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            help=(
+                "Memory limit of the call, e.g. 8GB (default: the node's per GPU); past it "
+                "the call fails OutOfMemory."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    cpu: Annotated[
+        float | None,
+        typer.Option(
+            min=0.01,
+            help="CPU cores the call may use (default: the node's per GPU).",
+            show_default=False,
+        ),
+    ] = None,
     detach: Annotated[
         bool, typer.Option("--detach", "-d", help="Print the job id and return at once.")
     ] = False,
@@ -230,6 +258,8 @@ def run(
         vendor=vendor,
         timeout=timeout,
         retries=retries,
+        memory=memory,
+        cpu=cpu,
     )
     handle = function.spawn(*args, **kwargs)
     if detach:

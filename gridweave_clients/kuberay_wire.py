@@ -14,12 +14,11 @@ travels as its resourceVersion only.
 from __future__ import annotations
 
 import math
+import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any, cast
-
-from pydantic.alias_generators import to_snake
 
 from gridweave_clients._core import Answer, Call, encode_json
 from gridweave_controller._objects import check_known
@@ -61,8 +60,15 @@ def error_from_status_answer(status_code: int, status: Mapping[str, Any]) -> Crd
     if isinstance(error, Invalid) and error.field is not None and error.field.isidentifier():
         # The wire names are the parameters in camelCase; name the parameter, as the direct
         # transport does.
-        error.field = to_snake(error.field)
+        error.field = parameter_name(error.field)
     return error
+
+
+def parameter_name(wire_name: str) -> str:
+    """The parameter a camelCase wire name stands for: an underscore before each capital
+    only, so digits stay with their word (``resultSha256`` -> ``result_sha256``, where
+    pydantic's ``to_snake`` would give ``result_sha_256``)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", wire_name).lower()
 
 
 _PLAIN = frozenset({str, int, bool, type(None)})

@@ -27,7 +27,11 @@ from gridweave_controller.models import Job, Vendor
 from gridweave_controller.phases import JobPhase
 from gridweave_controller.store import JOBS
 from gridweave_controller.validation import (
+    MAX_CPU_MILLIS,
+    MAX_MEMORY_MB,
     MAX_PRIORITY,
+    MIN_CPU_MILLIS,
+    MIN_MEMORY_MB,
     MIN_PRIORITY,
     check_int,
     check_name,
@@ -73,6 +77,8 @@ class JobOperations:
         args_ref: str | None = None,
         priority: int = 0,
         function_name: str | None = None,
+        memory_mb: int | None = None,
+        cpu_millis: int | None = None,
     ) -> Flow[Job]:
         """Create a GridweaveJob in phase Pending."""
         check_name(job_id, field="job_id")
@@ -93,6 +99,14 @@ class JobOperations:
             spec["argsRef"] = check_text(args_ref, field="args_ref", max_length=2048)
         if function_name is not None:
             spec["functionName"] = check_text(function_name, field="function_name", max_length=253)
+        if memory_mb is not None:
+            spec["memoryMb"] = check_int(
+                memory_mb, field="memory_mb", minimum=MIN_MEMORY_MB, maximum=MAX_MEMORY_MB
+            )
+        if cpu_millis is not None:
+            spec["cpuMillis"] = check_int(
+                cpu_millis, field="cpu_millis", minimum=MIN_CPU_MILLIS, maximum=MAX_CPU_MILLIS
+            )
         body = new_object("GridweaveJob", job_id, user_id, labels, spec)
         return Job.from_raw((yield from Create(self.namespace, JOBS, body).result()))
 

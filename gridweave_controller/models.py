@@ -82,6 +82,10 @@ class JobSpec(_WireModel):
     owner: str = ""
     timeout_seconds: int | None = None
     max_retries: int | None = None
+    #: The job's container's memory limit (MiB) and CPU (thousandths of a core); None:
+    #: the node's default per GPU slice.
+    memory_mb: int | None = None
+    cpu_millis: int | None = None
     args_ref: str | None = None
     priority: int = 0
     function_name: str | None = None

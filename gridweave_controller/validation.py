@@ -22,9 +22,16 @@ from typing import Literal, get_args
 from gridweave_controller.errors import Invalid
 from gridweave_controller.vendors import VENDORS
 
+#: A job's container memory (MiB) and CPU (thousandths of a core), as the CRD bounds them.
+MIN_MEMORY_MB, MAX_MEMORY_MB = 64, 4_194_304
+MIN_CPU_MILLIS, MAX_CPU_MILLIS = 10, 1_024_000
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 __all__ = [
+    "MAX_CPU_MILLIS",
+    "MAX_MEMORY_MB",
+    "MIN_CPU_MILLIS",
+    "MIN_MEMORY_MB",
     "ENDPOINT_MODES",
     "EndpointMode",
     "MAX_IDLE_SECONDS",

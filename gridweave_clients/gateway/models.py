@@ -11,7 +11,14 @@ from gridweave_clients.fields import PrintableId, RequestBody, UserId
 from gridweave_clients.metering.models import MAX_GPU_COUNT, MAX_WALL_SECONDS
 from gridweave_controller.operations import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
 from gridweave_controller.phases import JobPhase
-from gridweave_controller.validation import MAX_PRIORITY, MIN_PRIORITY
+from gridweave_controller.validation import (
+    MAX_CPU_MILLIS,
+    MAX_MEMORY_MB,
+    MAX_PRIORITY,
+    MIN_CPU_MILLIS,
+    MIN_MEMORY_MB,
+    MIN_PRIORITY,
+)
 
 __all__ = [
     "MAX_VRAM_MB",
@@ -20,6 +27,8 @@ __all__ = [
     "FunctionName",
     "GpuCount",
     "MaxRetries",
+    "MemoryMb",
+    "CpuMillis",
     "TimeoutSeconds",
     "Vendor",
     "VramMb",
@@ -70,6 +79,24 @@ TimeoutSeconds = Annotated[
     int, Field(strict=True, ge=1, le=MAX_WALL_SECONDS, description="Longest run, seconds.")
 ]
 MaxRetries = Annotated[int, Field(strict=True, ge=0, le=100, description="Runs after the first.")]
+MemoryMb = Annotated[
+    int,
+    Field(
+        strict=True,
+        ge=MIN_MEMORY_MB,
+        le=MAX_MEMORY_MB,
+        description="The job's memory limit, MiB (none: the node's default per GPU).",
+    ),
+]
+CpuMillis = Annotated[
+    int,
+    Field(
+        strict=True,
+        ge=MIN_CPU_MILLIS,
+        le=MAX_CPU_MILLIS,
+        description="The job's CPU, thousandths of a core (none: the node's default per GPU).",
+    ),
+]
 #: A label for people (the SDK sends the function's qualified name); never used to run it.
 FunctionName = Annotated[
     str,
@@ -97,6 +124,8 @@ class SubmitJobRequest(RequestBody):
     vendor: Vendor = "any"
     timeout_seconds: TimeoutSeconds = DEFAULT_TIMEOUT_SECONDS
     max_retries: MaxRetries = DEFAULT_MAX_RETRIES
+    memory_mb: MemoryMb | None = None
+    cpu_millis: CpuMillis | None = None
     priority: int = Field(default=0, strict=True, ge=MIN_PRIORITY, le=MAX_PRIORITY)
     function_name: FunctionName | None = None
     hold_reference: PrintableId | None = Field(
@@ -130,6 +159,8 @@ class JobResponse(BaseModel):
     vendor: str
     timeout_seconds: int | None
     max_retries: int | None
+    memory_mb: int | None = None
+    cpu_millis: int | None = None
     priority: int
     hold_reference: str
     phase: JobPhase

@@ -14,10 +14,12 @@ from pydantic import Base64Bytes, BaseModel, Field
 from gridweave_clients.faucet.models import Code, Email
 from gridweave_clients.fields import RequestBody
 from gridweave_clients.gateway.models import (
+    CpuMillis,
     FunctionName,
     GpuCount,
     JobConditionResponse,
     MaxRetries,
+    MemoryMb,
     TimeoutSeconds,
     Vendor,
     VramMb,
@@ -157,6 +159,8 @@ class SubmitJobRequest(RequestBody):
     vendor: Vendor = "any"
     timeout_seconds: TimeoutSeconds = DEFAULT_TIMEOUT_SECONDS
     max_retries: MaxRetries = DEFAULT_MAX_RETRIES
+    memory_mb: MemoryMb | None = None
+    cpu_millis: CpuMillis | None = None
     function_name: FunctionName | None = None
 
 
@@ -172,6 +176,8 @@ class JobResponse(BaseModel):
     vendor: str
     timeout_seconds: int | None
     max_retries: int | None
+    memory_mb: int | None = None
+    cpu_millis: int | None = None
     node: str | None
     gpu_indices: list[int]
     attempts: int

@@ -20,11 +20,13 @@ from gridweave_clients.credit.models import IdempotencyKey
 from gridweave_clients.faucet.models import Code, Email, RefillResponse
 from gridweave_clients.fields import DatabaseId, UtcDatetime
 from gridweave_clients.gateway.models import (
+    CpuMillis,
     FunctionName,
     GpuCount,
     InventoryResponse,
     JobId,
     MaxRetries,
+    MemoryMb,
     TimeoutSeconds,
     Vendor,
     VramMb,
@@ -163,6 +165,8 @@ def submit_job(
     max_retries: MaxRetries = DEFAULT_MAX_RETRIES,
     idempotency_key: IdempotencyKey | None = None,
     function_name: FunctionName | None = None,
+    memory_mb: MemoryMb | None = None,
+    cpu_millis: CpuMillis | None = None,
 ) -> Operation[JobResponse]:
     """Run the pickled ``function`` with the pickled ``(args, kwargs)`` (402, 422, 413).
 
@@ -177,6 +181,8 @@ def submit_job(
         vendor=vendor,
         timeout_seconds=timeout_seconds,
         max_retries=max_retries,
+        memory_mb=memory_mb,
+        cpu_millis=cpu_millis,
         function_name=function_name,
     )
     operation = model_operation(

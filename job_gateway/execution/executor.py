@@ -361,6 +361,8 @@ class Executor:
             gpu_indices=indices,
             gpu_count=job.spec.gpu_count,
             environment=self._environment(job),
+            memory_mb=job.spec.memory_mb,
+            cpu_millis=job.spec.cpu_millis,
         )
 
     async def _write_outcome(self, attempt: Attempt, outcome: Outcome, observed: float) -> None:

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gridweave_clients.gateway.reasons import OUT_OF_MEMORY
 from gridweave_runtime.storage import attempt_objects
 
 __all__ = [
@@ -27,8 +28,6 @@ __all__ = [
 MAX_OUTCOME_BYTES = 64 * 1024
 #: The message kept in the CRD (status.message) is cut to this length.
 MAX_MESSAGE_CHARS = 500
-#: The reason of a job whose container the kernel killed for memory.
-OUT_OF_MEMORY = "OutOfMemory"
 
 
 class Outcome(BaseModel):

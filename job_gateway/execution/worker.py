@@ -25,13 +25,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from gridweave_clients.gateway.reasons import OUT_OF_MEMORY, out_of_memory_message
 from gridweave_runtime.storage import (
     StorageConfig,
     attempt_objects,
     log_part_key,
     open_object_store,
 )
-from job_gateway.execution.outcome import MAX_MESSAGE_CHARS, OUT_OF_MEMORY, Outcome, outcome_key
+from job_gateway.execution.outcome import MAX_MESSAGE_CHARS, Outcome, outcome_key
 from job_gateway.sandbox.attempt import (
     SandboxedJob,
     limits_for,
@@ -212,11 +213,8 @@ def _run_in_sandbox(spec: AttemptSpec, store: Any, stdout: int, stderr: int) -> 
             traceback=_text(header.get("traceback"), 1 << 20) or "",
         )
     if run.oom_killed:
-        limit = limits_for(spec.sandbox, spec.job.gpu_count).memory_mb
-        return _failed(
-            OUT_OF_MEMORY,
-            f"the job used more than its memory limit of {limit} MiB and was killed",
-        )
+        limit = limits_for(spec.sandbox, spec.job).memory_mb
+        return _failed(OUT_OF_MEMORY, out_of_memory_message(limit))
     return _failed("ProcessDied", run.error or "the function's process ended without a result")
 
 

@@ -27,21 +27,25 @@ MAX_IDLE_CONTAINERS = 4
 
 @dataclass(frozen=True, slots=True)
 class SandboxedJob:
-    """Who runs it and on what: the owner (its uid), the GPUs, the visibility variables."""
+    """Who runs it and on what: the owner (its uid), the GPUs, the visibility variables, and
+    the memory (MiB) and CPU (thousandths of a core) it asked for (None: the defaults)."""
 
     user_id: str
     vendor: str
     gpu_indices: tuple[int, ...]
     gpu_count: int
     environment: dict[str, str]
+    memory_mb: int | None = None
+    cpu_millis: int | None = None
 
 
-def limits_for(config: SandboxConfig, gpu_count: int) -> ContainerLimits:
-    """The job's limits: the node's defaults per GPU slice, times its GPUs."""
-    slices = max(1, gpu_count)
+def limits_for(config: SandboxConfig, job: SandboxedJob) -> ContainerLimits:
+    """The job's limits: what it asked for, else the node's defaults per GPU slice times
+    its GPUs."""
+    slices = max(1, job.gpu_count)
     return ContainerLimits(
-        memory_mb=config.memory_mb_per_gpu * slices,
-        cpus=config.cpus_per_gpu * slices,
+        memory_mb=job.memory_mb or config.memory_mb_per_gpu * slices,
+        cpus=job.cpu_millis / 1000 if job.cpu_millis else config.cpus_per_gpu * slices,
         pids=config.pids,
         scratch_mb=config.scratch_mb,
     )
@@ -56,7 +60,7 @@ def container_spec(config: SandboxConfig, job: SandboxedJob) -> ContainerSpec:
         rootfs=config.rootfs.resolve(),
         runner_dir=runner_dir(config.state_dir),
         host_uid=user_uid(config.state_dir, job.user_id),
-        limits=limits_for(config, job.gpu_count),
+        limits=limits_for(config, job),
         environment=tuple(sorted(renumbered(job.environment, devices).items())),
         devices=devices,
         max_result_bytes=config.max_result_mb * 1024 * 1024,

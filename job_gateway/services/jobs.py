@@ -116,6 +116,8 @@ async def submit_job(
             args_ref=request.args_ref,
             priority=request.priority,
             function_name=request.function_name,
+            memory_mb=request.memory_mb,
+            cpu_millis=request.cpu_millis,
         )
 
 
@@ -264,6 +266,8 @@ def job_response(job: Job) -> JobResponse:
         vendor=spec.vendor,
         timeout_seconds=spec.timeout_seconds,
         max_retries=spec.max_retries,
+        memory_mb=spec.memory_mb,
+        cpu_millis=spec.cpu_millis,
         priority=spec.priority,
         hold_reference=job.name,
         phase=job.phase,

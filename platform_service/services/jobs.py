@@ -123,6 +123,8 @@ def job_response(
         vendor=job.vendor,
         timeout_seconds=job.timeout_seconds,
         max_retries=job.max_retries,
+        memory_mb=job.memory_mb,
+        cpu_millis=job.cpu_millis,
         node=job.node,
         gpu_indices=job.gpu_indices,
         attempts=job.attempts,
@@ -166,7 +168,15 @@ async def _undo(services: JobServices, *, user_id: str, job_id: str, hold_id: in
         _log.warning("job %s: its inputs could not be deleted", job_id, exc_info=True)
 
 
-_ASKED = ("vram_mb", "gpu_count", "vendor", "timeout_seconds", "max_retries")
+_ASKED = (
+    "vram_mb",
+    "gpu_count",
+    "vendor",
+    "timeout_seconds",
+    "max_retries",
+    "memory_mb",
+    "cpu_millis",
+)
 
 
 async def _replay(
@@ -248,6 +258,8 @@ async def submit_job(
         vendor=request.vendor,
         timeout_seconds=request.timeout_seconds,
         max_retries=request.max_retries,
+        memory_mb=request.memory_mb,
+        cpu_millis=request.cpu_millis,
         function_name=request.function_name,
         hold_reference=job_id,
     )

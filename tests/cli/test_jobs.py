@@ -7,6 +7,7 @@ job's real function in this process and writes its outcome where the gateway's w
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from pathlib import Path
@@ -105,8 +106,10 @@ class TestRun:
             gateway.crd.set_job_allocated(job_id, "gpu-b", [0])
             gateway.crd.set_job_running(job_id)
             time.sleep(1.5)
-            uri = store.put(attempt_objects(job_id, 0).result, cloudpickle.dumps(7))
-            gateway.crd.set_job_completed(job_id, 1.5, result_ref=uri)
+            result = cloudpickle.dumps(7)
+            uri = store.put(attempt_objects(job_id, 0).result, result)
+            digest = hashlib.sha256(result).hexdigest()
+            gateway.crd.set_job_completed(job_id, 1.5, result_ref=uri, result_sha256=digest)
 
         worker = threading.Thread(target=run_slowly)
         worker.start()

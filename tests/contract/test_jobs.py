@@ -71,6 +71,15 @@ class TestCreateJob:
         assert caught.value.field == "job_id"
         assert sum(requests.values()) == 0
 
+    def test_a_jobs_memory_and_cpu_are_kept_in_its_spec(self, transport: Transport) -> None:
+        job = make_job(transport, memory_mb=512, cpu_millis=1500)
+        assert (job.spec.memory_mb, job.spec.cpu_millis) == (512, 1500)
+        assert (job.raw["spec"]["memoryMb"], job.raw["spec"]["cpuMillis"]) == (512, 1500)
+        read = transport.api.get_job(job.name)
+        assert (read.spec.memory_mb, read.spec.cpu_millis) == (512, 1500)
+        plain = make_job(transport)
+        assert (plain.spec.memory_mb, plain.spec.cpu_millis) == (None, None)
+
     @pytest.mark.parametrize(
         ("arguments", "field"),
         [
@@ -82,6 +91,8 @@ class TestCreateJob:
             ({"priority": 1001}, "priority"),
             ({"priority": -1001}, "priority"),
             ({"args_ref": ""}, "args_ref"),
+            ({"memory_mb": 63}, "memory_mb"),
+            ({"cpu_millis": 0}, "cpu_millis"),
         ],
     )
     def test_bad_arguments_name_the_parameter(
@@ -196,8 +207,11 @@ class TestJobSetters:
         assert RFC3339_Z.match(allocated.raw["status"]["allocatedAt"])
         running = api.set_job_running(job.name)
         assert running.status.started_at is not None
-        done = api.set_job_completed(job.name, 12.2, result_ref="s3://gridweave/results/r.pkl")
+        done = api.set_job_completed(
+            job.name, 12.2, result_ref="s3://gridweave/results/r.pkl", result_sha256="ab" * 32
+        )
         assert done.phase is JobPhase.COMPLETED
+        assert done.status.result_sha256 == "ab" * 32
         assert (done.status.wall_seconds, done.status.billed_seconds) == (12.2, 13)
         assert done.status.result_ref == "s3://gridweave/results/r.pkl"
         assert done.status.finished_at is not None
@@ -313,6 +327,8 @@ class TestJobSetters:
             (lambda api, n: api.get_job("Not_A_Name"), "job_id"),
             (lambda api, n: api.get_job(n + "\n"), "job_id"),
             (lambda api, n: api.set_job_failed(n, "Failed\n"), "reason"),
+            (lambda api, n: api.set_job_completed(n, 1.0, None, "AB" * 32), "result_sha256"),
+            (lambda api, n: api.set_job_completed(n, 1.0, None, "ab" * 31), "result_sha256"),
         ],
     )
     def test_bad_setter_arguments_are_refused_before_any_request(

@@ -8,6 +8,7 @@ and write their outcome into the store where a worker writes it.
 from __future__ import annotations
 
 import base64
+import hashlib
 import threading
 import time
 import uuid
@@ -435,7 +436,8 @@ class TestPlatformClient:
             gateway.crd.set_job_running(job.job_id)
             store = LocalObjectStore(gateway.storage_dir)
             uri = store.put(attempt_objects(job.job_id, 0).result, b"\x80\x05value")
-            gateway.crd.set_job_completed(job.job_id, 0.2, result_ref=uri)
+            digest = hashlib.sha256(b"\x80\x05value").hexdigest()
+            gateway.crd.set_job_completed(job.job_id, 0.2, result_ref=uri, result_sha256=digest)
             assert client.get_job_result(job.job_id) == b"\x80\x05value"
             assert client.get_job(job.job_id).phase is JobPhase.COMPLETED
             assert [item.job_id for item in client.list_jobs(JobPhase.COMPLETED).jobs] == [

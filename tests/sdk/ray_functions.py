@@ -16,3 +16,9 @@ def visible_devices() -> str | None:
 
 def reciprocal(x: float) -> float:
     return 1 / x
+
+
+def allocate(megabytes: int) -> int:
+    """Hold ``megabytes`` of touched memory."""
+    held = [bytearray(1024 * 1024) for _ in range(megabytes)]
+    return len(held)

@@ -9,6 +9,7 @@ gateway on the real apiserver) with the gateway executing on the Ray of the exec
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import cloudpickle
@@ -17,14 +18,18 @@ import pytest
 
 import gridweave as gw
 from job_gateway.execution import ExecutionSettings
+from job_gateway.sandbox.settings import SandboxSettings
 from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld
 from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
 from tests.platform_service.factories import PlatformServer
 from tests.sdk import ray_functions
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 from tests.support.kubeapi import KubeAPI
+from tests.support.sandbox import sandbox_config
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
+#: The memory limit of a job's container per GPU, on this module's gateway.
+SLICE_MEMORY_MB = 384
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -42,7 +47,12 @@ def gateway(
         kubeapi,
         tmp_path_factory.mktemp("gateway-ray"),
         inventory_yaml=INVENTORY_YAML,
-        execution=ExecutionSettings(executor_poll_seconds=0.05),
+        execution=ExecutionSettings(
+            executor_poll_seconds=0.05,
+            sandbox=SandboxSettings(
+                rootfs=sandbox_config().rootfs, memory_mb_per_gpu=SLICE_MEMORY_MB
+            ),
+        ),
         internal_token=INTERNAL_TOKEN,
         metering_service_url=str(metering.base_url),
     ) as server:
@@ -80,3 +90,41 @@ def test_remote_map_logs_and_a_remote_exception_on_ray() -> None:
     with pytest.raises(ZeroDivisionError) as raised:
         _remote(ray_functions.reciprocal).remote(0)
     assert "in reciprocal" in raised.value.remote_traceback  # type: ignore[attr-defined]
+
+
+@pytest.mark.usefixtures("funded")
+def test_a_job_past_its_memory_raises_out_of_memory_naming_the_limit() -> None:
+    with pytest.raises(gw.OutOfMemory) as raised:
+        _remote(ray_functions.allocate).remote(4 * SLICE_MEMORY_MB)
+    assert raised.value.limit_mb == SLICE_MEMORY_MB
+    assert f"{SLICE_MEMORY_MB} MiB" in str(raised.value)
+    assert raised.value.reason == "OutOfMemory"
+
+
+@pytest.mark.usefixtures("funded")
+def test_a_result_changed_in_the_store_is_refused_unread(gateway: GatewayServer) -> None:
+    handle = _remote(ray_functions.shout).spawn("hi")
+    assert handle.result(timeout=120) == "HI!"
+    result_ref = gateway.crd.get_job(handle.job_id).status.result_ref
+    assert result_ref is not None
+    planted = Path(gateway.storage_dir) / "planted"
+    # a pickle that would create a file when unpickled: the SDK must not load it
+    stored = Path(result_ref.removeprefix("file://"))
+    assert stored.is_file()
+    stored.write_bytes(b"cos\nsystem\n(S'touch " + str(planted).encode() + b"'\ntR.")
+    with pytest.raises(gw.PlatformUnreachable, match="not the one the job recorded"):
+        handle.result(timeout=30)
+    assert not planted.exists()
+
+
+@pytest.mark.usefixtures("funded")
+def test_a_functions_own_memory_limit_replaces_the_nodes_default() -> None:
+    small = gw.function(vram="1GiB", vendor="nvidia", timeout="2m", memory="160MiB", cpu=0.5)
+    with pytest.raises(gw.OutOfMemory) as raised:
+        small(ray_functions.allocate).remote(SLICE_MEMORY_MB)
+    assert raised.value.limit_mb == 160
+    large = gw.function(vram="1GiB", vendor="nvidia", timeout="2m", memory="1GiB")
+    assert large(ray_functions.allocate).remote(2 * SLICE_MEMORY_MB) == 2 * SLICE_MEMORY_MB
+    handle = small(ray_functions.shout).spawn("x")
+    assert handle.result(timeout=120) == "X!"
+    assert (handle.status().memory_mb, handle.status().cpu_millis) == (160, 500)

@@ -4,11 +4,13 @@ The stack's gateway places jobs but does not execute them (no Ray in these tests
 thread plays the worker's part on the same object store and job records: it takes each of
 one user's Pending jobs, moves it to Running on the NotReady AMD node, loads the function
 and the arguments the SDK pickled, calls it, and writes the result (cloudpickle) or the
-traceback where the worker writes them, then completes or fails the job.
+traceback where the worker writes them, then completes (with the result's digest) or
+fails the job.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import traceback
 from collections.abc import Iterator
@@ -45,8 +47,10 @@ def run_job(gateway: GatewayServer, store: LocalObjectStore, job_id: str) -> Non
         gateway.crd.set_job_failed(job_id, "Exception", line, wall_seconds=0.5)
         return
     store.put(objects.stdout, f"ran {job_id}\n".encode())
-    uri = store.put(objects.result, cloudpickle.dumps(value))
-    gateway.crd.set_job_completed(job_id, 0.5, result_ref=uri)
+    result = cloudpickle.dumps(value)
+    uri = store.put(objects.result, result)
+    digest = hashlib.sha256(result).hexdigest()  # as the worker records it
+    gateway.crd.set_job_completed(job_id, 0.5, result_ref=uri, result_sha256=digest)
 
 
 @contextmanager

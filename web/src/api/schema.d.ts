@@ -529,7 +529,8 @@ export interface paths {
         };
         /**
          * Get Job Result
-         * @description The pickled return value (409 ``job_not_finished``, or ``job_did_not_complete`` with
+         * @description The pickled return value, its SHA-256 (as the job's status records it) in
+         *     ``X-Gridweave-Result-Sha256`` (409 ``job_not_finished``, or ``job_did_not_complete`` with
          *     the remote traceback); with ``wait``, answered as soon as the job finishes.
          */
         get: operations["get_job_result"];
@@ -1605,6 +1606,8 @@ export interface components {
              * @description The status conditions, each with its last transition (the phase timeline); in one job's read only, empty in lists.
              */
             conditions?: components["schemas"]["JobConditionResponse"][];
+            /** Cpu Millis */
+            cpu_millis?: number | null;
             /** Created At */
             created_at: string | null;
             /** Finished */
@@ -1626,6 +1629,8 @@ export interface components {
             job_id: string;
             /** Max Retries */
             max_retries: number | null;
+            /** Memory Mb */
+            memory_mb?: number | null;
             /** Message */
             message: string | null;
             /** Node */
@@ -2346,6 +2351,8 @@ export interface components {
              * @description base64 of the pickled (args, kwargs); none: no arguments.
              */
             args?: string | null;
+            /** Cpu Millis */
+            cpu_millis?: number | null;
             /**
              * Function
              * Format: base64
@@ -2366,6 +2373,8 @@ export interface components {
              * @default 2
              */
             max_retries: number;
+            /** Memory Mb */
+            memory_mb?: number | null;
             /**
              * Timeout Seconds
              * @description Longest run, seconds.

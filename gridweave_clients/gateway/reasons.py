@@ -1,0 +1,22 @@
+"""Why a job ended, as the gateway words it and a client reads it back: one place for each."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["OUT_OF_MEMORY", "out_of_memory_limit_mb", "out_of_memory_message"]
+
+#: The reason of a job whose container the kernel killed for memory.
+OUT_OF_MEMORY = "OutOfMemory"
+_LIMIT = re.compile(r"memory limit of (\d+) MiB")
+
+
+def out_of_memory_message(limit_mb: int) -> str:
+    """The job's message when it went past its memory limit."""
+    return f"the job used more than its memory limit of {limit_mb} MiB and was killed"
+
+
+def out_of_memory_limit_mb(message: str | None) -> int | None:
+    """The limit an :data:`OUT_OF_MEMORY` message names (None when it names none)."""
+    found = _LIMIT.search(message or "")
+    return int(found.group(1)) if found else None
