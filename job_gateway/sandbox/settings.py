@@ -61,7 +61,7 @@ class SandboxSettings(BaseSettings):
     rootfs: Path = Field(
         default_factory=default_rootfs,
         description=(
-            "The default image's root filesystem (make sandbox-image builds it from Debian's "
+            "The default image's root filesystem (make sandbox builds it from Debian's "
             "packages); mounted read-only in every container."
         ),
     )

@@ -31,6 +31,7 @@ from gridweave_runtime.settings import ServiceSettings
 from job_gateway.endpoints.settings import EndpointSettings
 from job_gateway.execution.settings import ExecutionSettings
 from job_gateway.inventory.settings import InventorySettings
+from job_gateway.sandbox.settings import SandboxSettings
 from job_gateway.settings import GatewaySettings
 from kuberay_service.settings import KubeRaySettings
 from metering_service.settings import MeteringSettings
@@ -47,7 +48,10 @@ READERS: list[tuple[str, list[type[BaseSettings]]]] = [
     ("gridweave up", [AllInOneSettings]),
     ("dashboard (gridweave up)", [DashboardSettings]),
     ("platform_service", [PlatformSettings]),
-    ("job_gateway", [GatewaySettings, InventorySettings, ExecutionSettings, EndpointSettings]),
+    (
+        "job_gateway",
+        [GatewaySettings, InventorySettings, ExecutionSettings, SandboxSettings, EndpointSettings],
+    ),
     ("metering_service", [MeteringSettings]),
     ("credit_service", [CreditSettings]),
     ("faucet_service", [FaucetSettings]),
@@ -73,6 +77,13 @@ PLAIN_VARIABLES = [
         "A directory with etcd, kube-apiserver and kubectl (skips the build).",
     ),
     (
+        "GRIDWEAVE_SANDBOX_CACHE",
+        "make sandbox, job_gateway",
+        "/var/cache/gridweave/sandbox",
+        "Where tools/sandbox-image/build.sh keeps the default job image (outside any home "
+        "directory: every job's uid passes through to it).",
+    ),
+    (
         "GRIDWEAVE_KUBEAPI_CACHE",
         "gridweave up, tests",
         "~/.cache/gridweave/kubeapi",
@@ -94,9 +105,11 @@ def _env_names(settings: type[BaseSettings], name: str, field: FieldInfo) -> lis
 def _default(field: FieldInfo) -> str:
     if field.default_factory is not None:
         factory = getattr(field.default_factory, "__name__", "computed")
-        return {"default_state_dir": "~/.gridweave", "gethostname": "the hostname"}.get(
-            factory, factory
-        )
+        return {
+            "default_state_dir": "~/.gridweave",
+            "gethostname": "the hostname",
+            "default_rootfs": "/var/cache/gridweave/sandbox/base/rootfs",
+        }.get(factory, factory)
     if field.default is PydanticUndefined or field.default is None:
         return ""
     value: Any = field.default
@@ -123,8 +136,16 @@ def _rows() -> Iterator[tuple[str, str, str, str]]:
     for reader, classes in READERS:
         for settings in classes:
             for name, field in settings.model_fields.items():
-                if name in shared and settings is not AllInOneSettings:
+                if (
+                    name in shared
+                    and issubclass(settings, ServiceSettings)
+                    and settings is not AllInOneSettings
+                ):
                     continue  # the fields every service has: their own table
+                if isinstance(field.annotation, type) and issubclass(
+                    field.annotation, BaseSettings
+                ):
+                    continue  # settings of their own, listed as such
                 for env in _env_names(settings, name, field):
                     readers = found.setdefault(env, ([], _default(field), _meaning(env, field)))[0]
                     if reader not in readers:
