@@ -1,9 +1,10 @@
 """What the job sandbox costs: a container's start alone, and a warm ``.remote()`` end to end.
 
-1. **Container start**: the same trivial function run ``--starts`` times through
-   ``job_gateway.sandbox`` as a worker runs it (bytes in, result bytes out), alternating
-   runc with the runtime ``none`` (the runner as a plain child process: the same protocol
-   without isolation); p50 of each, and runc's extra cost.
+1. **Container start, and a warm container's run**: the same trivial function run
+   ``--starts`` times through ``job_gateway.sandbox`` as a worker runs it (bytes in, result
+   bytes out), alternating runc with the runtime ``none`` (the runner as a plain child
+   process: the same protocol without isolation): once starting a new container (or
+   process) for each run, once in the warm one; p50 of each.
 2. **Warm ``.remote()``**: ``gridweave up`` (as ``bench_remote_latency`` runs it) once with
    ``GATEWAY_SANDBOX_RUNTIME=none`` and once with runc, ``--warmup`` calls, then ``--calls``
    sequential ``.remote()`` calls each; p50 of each and their ratio (the issue's goal:
@@ -26,6 +27,7 @@ import cloudpickle
 
 import gridweave as gw
 from bench.report import machine_line, write_section
+from job_gateway.sandbox.attempt import warm_containers
 from tests.support.allinone import AllInOneProcess
 from tests.support.sandbox import run_function, sandbox_config
 
@@ -34,16 +36,20 @@ def add_one(x: int) -> int:
     return x + 1
 
 
-def container_starts(count: int) -> dict[str, list[float]]:
-    """Seconds per run of ``add_one`` in a container (runc) and unsandboxed (none)."""
+def container_runs(count: int, *, cold: bool) -> dict[str, list[float]]:
+    """Seconds per run of ``add_one`` in a container (runc) and unsandboxed (none); each in
+    a new one (``cold``: the start included) or in the warm one."""
     runc = sandbox_config()
     plain = dataclasses.replace(runc, runtime="none")
     timings: dict[str, list[float]] = {"runc": [], "none": []}
     for _ in range(count):
         for name, config in (("runc", runc), ("none", plain)):
+            if cold:
+                warm_containers.close()
             clock = time.perf_counter()
             assert run_function(config, add_one, 1).value == 2
             timings[name].append(time.perf_counter() - clock)
+    warm_containers.close()
     return timings
 
 
@@ -83,7 +89,8 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # as a user's own module
-    starts = container_starts(args.starts)
+    starts = container_runs(args.starts, cold=True)
+    warm = container_runs(args.starts, cold=False)
     plain = remote_calls("none", args.calls, args.warmup)
     sandboxed = remote_calls("runc", args.calls, args.warmup)
     lines = [
@@ -91,9 +98,12 @@ def main() -> None:
         "",
         "| what | runtime none (no sandbox) | runc (sandbox) | ratio |",
         "| --- | --- | --- | --- |",
-        f"| one run of a trivial function, p50 ({args.starts} each, alternated) "
-        f"| {_ms(starts['none']):.1f} ms | {_ms(starts['runc']):.1f} ms "
-        f"| {_ms(starts['runc']) / _ms(starts['none']):.2f}x |",
+        f"| a new container (process) and one run of a trivial function, p50 "
+        f"({args.starts} each, alternated) | {_ms(starts['none']):.1f} ms "
+        f"| {_ms(starts['runc']):.1f} ms | {_ms(starts['runc']) / _ms(starts['none']):.2f}x |",
+        f"| one run in the warm container (process), p50 ({args.starts} each, alternated) "
+        f"| {_ms(warm['none']):.1f} ms | {_ms(warm['runc']):.1f} ms "
+        f"| {_ms(warm['runc']) / _ms(warm['none']):.2f}x |",
         f"| warm `.remote()` through `gridweave up`, p50 ({args.calls} calls, "
         f"{args.warmup} warm-up) | {_ms(plain):.1f} ms | {_ms(sandboxed):.1f} ms "
         f"| {_ms(sandboxed) / _ms(plain):.2f}x |",

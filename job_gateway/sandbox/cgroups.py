@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["cgroup_processes", "memory_cgroup", "oom_kills"]
+__all__ = [
+    "cgroup_processes",
+    "container_cgroups",
+    "memory_cgroup",
+    "oom_kills",
+    "remove_cgroup",
+]
 
 _ROOT = Path("/sys/fs/cgroup")
 
@@ -60,3 +66,36 @@ def cgroup_processes(relative: str) -> int:
         return len((found[0] / "cgroup.procs").read_text().split())
     except OSError:
         return -1
+
+
+def _hierarchies(relative: str) -> list[Path]:
+    """The directory of the cgroup ``relative`` to this process's in every hierarchy."""
+    found = []
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            base = _ROOT / "unified" if (_ROOT / "unified").is_dir() else _ROOT
+        else:
+            base = _ROOT / controllers.split(",")[0].removeprefix("name=")
+        found.append(base / path.lstrip("/") / relative)
+    return found
+
+
+def container_cgroups(relative: str) -> set[str]:
+    """The names of the cgroups under ``relative`` (to this process's), in any hierarchy."""
+    names: set[str] = set()
+    for directory in _hierarchies(relative):
+        try:
+            names.update(path.name for path in directory.iterdir() if path.is_dir())
+        except OSError:
+            continue
+    return names
+
+
+def remove_cgroup(relative: str) -> None:
+    """Remove the (empty) cgroup ``relative`` to this process's from every hierarchy."""
+    for directory in _hierarchies(relative):
+        try:
+            directory.rmdir()
+        except OSError:
+            continue

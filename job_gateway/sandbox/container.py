@@ -33,7 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from job_gateway.sandbox import runner
-from job_gateway.sandbox.cgroups import cgroup_processes, oom_kills
+from job_gateway.sandbox.cgroups import (
+    cgroup_processes,
+    container_cgroups,
+    oom_kills,
+    remove_cgroup,
+)
 from job_gateway.sandbox.oci import ContainerLimits, DeviceNode, container_config
 
 __all__ = ["Container", "ContainerRun", "ContainerSpec", "sweep_orphans"]
@@ -228,29 +233,39 @@ class Container:
 
 
 def sweep_orphans(runtime: str, state_dir: Path) -> list[str]:
-    """Kill and delete the containers whose worker process is gone; their names."""
+    """Kill and delete the containers whose worker process is gone (the runtime's state,
+    the bundle, and the cgroups a runtime killed mid-way left); their names."""
     root = _runtime_root(state_dir)
-    if runtime == "none" or not root.exists():
+    if runtime == "none":
         return []
-    listed = subprocess.run(
-        [runtime, "--root", str(root), "list", "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    swept = []
-    for name in listed.stdout.split():
-        owner = _owner_pid(name)
-        if owner is None or _alive(owner):
-            continue
-        subprocess.run(
-            [runtime, "--root", str(root), "delete", "--force", name],
+    names: set[str] = set()
+    if root.exists():
+        listed = subprocess.run(
+            [runtime, "--root", str(root), "list", "--quiet"],
             capture_output=True,
+            text=True,
             timeout=30,
             check=False,
         )
-        shutil.rmtree(state_dir / "bundles" / name, ignore_errors=True)
+        names.update(listed.stdout.split())
+    bundles = state_dir / "bundles"
+    if bundles.is_dir():
+        names.update(path.name for path in bundles.iterdir())
+    names.update(container_cgroups("gridweave"))
+    swept = []
+    for name in sorted(names):
+        owner = _owner_pid(name)
+        if owner is None or _alive(owner):
+            continue
+        if root.exists():
+            subprocess.run(
+                [runtime, "--root", str(root), "delete", "--force", name],
+                capture_output=True,
+                timeout=30,
+                check=False,
+            )
+        shutil.rmtree(bundles / name, ignore_errors=True)
+        remove_cgroup(f"gridweave/{name}")
         swept.append(name)
     return swept
 
