@@ -136,11 +136,7 @@ def _rows() -> Iterator[tuple[str, str, str, str]]:
     for reader, classes in READERS:
         for settings in classes:
             for name, field in settings.model_fields.items():
-                if (
-                    name in shared
-                    and issubclass(settings, ServiceSettings)
-                    and settings is not AllInOneSettings
-                ):
+                if name in shared and issubclass(settings, ServiceSettings):
                     continue  # the fields every service has: their own table
                 if isinstance(field.annotation, type) and issubclass(
                     field.annotation, BaseSettings
