@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
@@ -37,6 +36,7 @@ from job_gateway.sandbox.attempt import SandboxedJob
 from job_gateway.sandbox.settings import SandboxConfig, SandboxSettings
 from tests.job_gateway import execution_functions
 from tests.support.kubeapi import KubeAPI
+from tests.support.waiting import wait_until
 
 #: The Gridweave nodes of the test cluster, one Ray node each.
 NODES = ("node-a", "node-b", "node-c")
@@ -152,15 +152,6 @@ def wait_for_phase(
 ) -> Job:
     """Poll until the job is in one of ``phases``."""
     return crd.wait_for_job(job_id, phases, timeout=timeout)
-
-
-def wait_until(check: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
-    """Poll ``check`` until it is true."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or check}")
-        time.sleep(0.05)
 
 
 def process_gone(pid: int) -> bool:

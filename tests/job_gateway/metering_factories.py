@@ -16,8 +16,8 @@ from sqlalchemy import create_engine, text
 
 from gridweave_controller import CrdClient, Job
 from metering_service.settings import MeteringSettings
-from tests.job_gateway.execution_factories import wait_until
 from tests.support.credit_server import CreditServer
+from tests.support.waiting import wait_until
 
 FUNDS = 10_000_000
 

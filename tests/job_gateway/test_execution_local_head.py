@@ -18,9 +18,9 @@ from pathlib import Path
 from gridweave_runtime.local_ray import head_processes, ray_temp_dir
 from job_gateway.execution import NODE_LABEL, stop_local_head
 from job_gateway.execution.ray_cluster import ray_environment
-from tests.job_gateway.execution_factories import wait_until
 from tests.support.http_server import free_port
 from tests.support.kubeapi import REPO_ROOT
+from tests.support.waiting import wait_until
 
 GATEWAY = """
 import json, sys, time

@@ -31,12 +31,13 @@ from gridweave_controller.phases import JOB_TERMINAL_PHASES
 from gridweave_runtime.storage import LocalObjectStore, input_objects
 from job_gateway.scheduler import JOB_HOLDING_PHASES
 from tests.job_gateway import execution_functions as fn
-from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld, new_job_id, wait_until
+from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld, new_job_id
 from tests.job_gateway.gateway_factories import blocking_crd, submit_body
 from tests.job_gateway.metering_factories import Metering, usage_mark
 from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN
 from tests.support.kubeapi import KubeAPI, namespace_for_test
 from tests.support.service_process import service_process
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 

@@ -14,9 +14,9 @@ from job_gateway.inventory import Gpu, Inventory, Node
 from job_gateway.scheduler import AllocationMap
 from job_gateway.scheduler.types import Allocation
 from job_gateway.services.inventory import inventory_response
-from tests.job_gateway.execution_factories import wait_until
 from tests.job_gateway.gateway_factories import GatewayServer, running_gateway, submit_body
 from tests.support.kubeapi import KubeAPI
+from tests.support.waiting import wait_until
 
 A100 = "NVIDIA A100 80GB"
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from gridweave_controller import Endpoint, EndpointPhase, JobPhase
-from tests.job_gateway.execution_factories import wait_until
 from tests.job_gateway.gateway_factories import GatewayServer, running_gateway, submit_body
 from tests.job_gateway.metrics_reading import metric_value
 from tests.support.kubeapi import KubeAPI
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kubeapi
 

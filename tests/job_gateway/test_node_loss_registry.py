@@ -15,7 +15,6 @@ from gridweave_clients import RetryPolicy
 from gridweave_clients.nodes import NodeRegistryClient
 from gridweave_controller import JobPhase
 from job_gateway.inventory import NodeRegistrySource
-from tests.job_gateway.execution_factories import wait_until
 from tests.job_gateway.gateway_factories import running_gateway, submit_body
 from tests.kuberay_service.node_factories import (
     Registry,
@@ -30,6 +29,7 @@ from tests.kuberay_service.node_factories import (
 from tests.support.kubeapi import KubeAPI
 from tests.support.kuberay_fixtures import TOKEN
 from tests.support.postgres import PostgresTestServer
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from tests.support.held_answers import held_answers
 from tests.support.http_server import free_port, serve_in_thread
 from tests.support.kubeapi import KubeAPI, namespace_for_test
 from tests.support.service_process import service_process
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kubeapi
 
@@ -65,14 +65,6 @@ def finished_job(
     crd.set_job_running(job_id)
     crd.set_job_completed(job_id, wall_seconds)
     return job_id
-
-
-def wait_until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class TestReporting:
@@ -122,7 +114,7 @@ class TestReporting:
                     metric_value(gw.http, "gridweave_gateway_usage_reports_total", outcome="failed")
                     >= 2
                 ),
-                "failed attempts",
+                what="failed attempts",
             )
             assert usage_mark(gw.crd.get_job(job_id)) is None
             assert metric_value(gw.http, "gridweave_gateway_usage_reports_waiting") == 1
@@ -148,7 +140,7 @@ class TestRestart:
             ) as first,
         ):
             job_id = finished_job(first.crd, metering, user_id)
-            wait_until(lambda: proxy.forwarded >= 2, "a report and its retry")
+            wait_until(lambda: proxy.forwarded >= 2, what="a report and its retry")
             # the scheduling loop goes on meanwhile
             other = new_job_id()
             first.crd.create_job(other, user_id, "file:///f.pkl", vram_mb=GIB, vendor="nvidia")
@@ -178,7 +170,7 @@ class TestRestart:
             gateway_process(kubeapi, namespace, tmp_path / "killed", proxy_url) as process,
         ):
             job_id = finished_job(crd, metering, user_id)
-            wait_until(lambda: proxy.forwarded >= 1, "the report reaching metering")
+            wait_until(lambda: proxy.forwarded >= 1, what="the report reaching metering")
             process.send_signal(signal.SIGKILL)  # its answer still held: never marked
             process.wait(timeout=30)
             assert len(metering.records(user_id)) == 1

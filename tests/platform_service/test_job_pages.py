@@ -17,6 +17,7 @@ from platform_service.services.outcomes import parse_log_position
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer, User, submit_body
 from tests.support.credit_server import CreditServer
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 
@@ -73,8 +74,19 @@ class TestPages:
         platform.http.post(f"/v1/jobs/{second}/cancel", headers=alice.headers)
         gateway.crd.set_job_allocated(third, "gpu-b", [0])
         gateway.crd.set_job_running(third)
-        both = _page(platform, alice, limit=10, phase=["Cancelled", "Running"])
-        assert {job["job_id"] for job in both["jobs"]} == {second, third}
+        # pages are read from the gateway's informer, which sees the direct writes shortly
+        wait_until(
+            lambda: (
+                {
+                    job["job_id"]
+                    for job in _page(platform, alice, limit=10, phase=["Cancelled", "Running"])[
+                        "jobs"
+                    ]
+                }
+                == {second, third}
+            ),
+            what="the cancelled and the running job listed",
+        )
         assert _page(platform, alice, limit=10, phase="Pending")["total"] == 1
         later = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
         assert _page(platform, alice, limit=10, created_after=later)["jobs"] == []
