@@ -69,9 +69,8 @@ else:
 open(path, "w").write("\n".join(lines) + "\n")
 PY
 }
-for secret in GRIDWEAVE_INTERNAL_TOKEN POSTGRES_PASSWORD S3_SECRET_KEY; do
-	[ -n "$(setting "$secret")" ] || set_setting "$secret" "$(openssl rand -hex 32)"
-done
+fill_secrets "$settings" GRIDWEAVE_INTERNAL_TOKEN POSTGRES_PASSWORD S3_SECRET_KEY \
+	"${POSTGRES_ROLE_PASSWORDS[@]}" >/dev/null
 master_ip=$(setting KUBERAY_MASTER_VPN_IP)
 mesh=$(setting KUBERAY_MESH_CIDR)
 set_setting KUBERAY_WIREGUARD_ENDPOINT "$PUBLIC_ADDRESS:51820"

@@ -10,7 +10,8 @@ Usage: update.sh [options]
 Pulls the repository (fast-forward only), re-applies Gridweave's CRDs and RBAC, rebuilds
 the service images with fresh base images and restarts the services with docker compose.
 Volumes (databases, objects, registry) and keys are kept; each service migrates its
-database on start.
+database on start. The passwords of the services' own PostgreSQL roles missing from the
+env file are generated into it (compose's postgres-roles makes or updates the roles).
 
 Options:
   --env-file FILE    the settings (default deploy/.env, written by deploy.sh)
@@ -37,6 +38,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ -f "$ENV_FILE" ] || die "$ENV_FILE is missing: run deploy.sh first"
+need python3
 [ "$DRY_RUN" = 1 ] || [ "$(id -u)" = 0 ] || die "run as root (or with --dry-run)"
 
 compose=(docker compose --project-name gridweave --env-file "$ENV_FILE"
@@ -45,6 +47,15 @@ profiles=()
 grep -q -E '^S3_ENDPOINT=.+' "$ENV_FILE" || profiles=(--profile minio)
 if [ "$PULL" = 1 ]; then
 	run git -C "$repo" pull --ff-only
+fi
+# the passwords of the services' own PostgreSQL roles, which an older env file lacks
+settings=$(mktemp)
+trap 'rm -f "$settings"' EXIT
+cp "$ENV_FILE" "$settings"
+filled=$(fill_secrets "$settings" "${POSTGRES_ROLE_PASSWORDS[@]}")
+if [ -n "$filled" ]; then
+	log "generated into $ENV_FILE: ${filled//$'\n'/ }"
+	install_file "$ENV_FILE" 600 <"$settings"
 fi
 run env KUBECONFIG=/etc/rancher/k3s/k3s.yaml kubectl apply -f "$repo/k8s/"
 run "${compose[@]}" "${profiles[@]}" build --pull

@@ -1,7 +1,8 @@
 """The whole platform on one machine: start it, keep it running, stop every part of it.
 
 Order on start: the state directory (locked: one all-in-one per directory), the internal
-token, the embedded PostgreSQL, the Kubernetes API, then the services wave by wave
+token, the embedded PostgreSQL, the Kubernetes API, each service database with its own role
+(the only use of PostgreSQL's superuser), then the services wave by wave
 (:mod:`gridweave_allinone.services`), and on the first start only, an admin API key. Stop
 runs the other way: services, the local Ray head the gateway started, the Kubernetes API,
 PostgreSQL. Every step reports a line through ``report``.
@@ -22,7 +23,7 @@ from typing import IO
 from gridweave_allinone.kube import KubeAccess, start_kube
 from gridweave_allinone.mail import OutboxWatcher
 from gridweave_allinone.secrets import dashboard_proxy_secret, internal_token, secrets_dir
-from gridweave_allinone.services import Wiring, service_waves
+from gridweave_allinone.services import Wiring, service_databases, service_waves
 from gridweave_allinone.settings import AllInOneSettings
 from gridweave_allinone.supervisor import ServiceProcess, StartFailed, Supervisor
 from gridweave_clients.credit import CreditClient
@@ -31,6 +32,7 @@ from gridweave_runtime.kubeapi import KubeAPIError
 from gridweave_runtime.local_ray import ray_temp_dir, stop_local_head
 from gridweave_runtime.postgres import (
     EmbeddedPostgresError,
+    embedded_database_url,
     embedded_server_url,
     stop_embedded_server,
 )
@@ -94,7 +96,7 @@ class AllInOne:
         token = internal_token(state)
         self.report(f"state directory {state}")
         self.report("starting PostgreSQL (embedded)")
-        postgres_url = embedded_server_url(state)
+        embedded_server_url(state)
         self._postgres_started = True
         self.report(
             "starting the Kubernetes API (etcd + kube-apiserver)"
@@ -102,8 +104,17 @@ class AllInOne:
             else f"using the cluster of {self.settings.kubeconfig}"
         )
         self._kube = start_kube(self.settings, show_progress=self.show_progress)
+        waves = service_waves(
+            self.settings,
+            service_kubeconfig=self._kube.service_kubeconfig,
+            proxy_secret=dashboard_proxy_secret(state),
+        )
+        databases = service_databases(waves)
+        self.report(
+            "PostgreSQL: a role of its own for each database (" + ", ".join(databases) + ")"
+        )
         wiring = Wiring(
-            postgres_url=postgres_url,
+            database_urls={name: embedded_database_url(state, name) for name in databases},
             common={"GRIDWEAVE_INTERNAL_TOKEN": token, "GRIDWEAVE_STATE_DIR": str(state)},
         )
         supervisor = self._supervisor = Supervisor(state / "logs")
@@ -113,11 +124,6 @@ class AllInOne:
             if child.health_url is not None:  # a worker (no health URL) serves nothing
                 urls[child.name] = self.settings.url(child.name)
 
-        waves = service_waves(
-            self.settings,
-            service_kubeconfig=self._kube.service_kubeconfig,
-            proxy_secret=dashboard_proxy_secret(state),
-        )
         for wave in waves:
             children = [
                 supervisor.add(

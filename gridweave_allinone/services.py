@@ -1,10 +1,11 @@
 """Which processes the all-in-one runs, in which order, and the environment of each.
 
 Every service runs the way an operator runs it (``python -m <package>``), on its standard
-port (plus ``GRIDWEAVE_PORT_OFFSET``), with its database on the one embedded PostgreSQL,
-the one internal token and the one state directory (so the platform and the gateway share
-the local object store under ``<state_dir>/objects``). The waves start in order; a wave's
-services start together and the next wave waits until each answers ``/healthz``.
+port (plus ``GRIDWEAVE_PORT_OFFSET``), with its database on the one embedded PostgreSQL
+(logging in as that database's own role), the one internal token and the one state
+directory (so the platform and the gateway share the local object store under
+``<state_dir>/objects``). The waves start in order; a wave's services start together and
+the next wave waits until each answers ``/healthz``.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gridweave_allinone.settings import AllInOneSettings
-from gridweave_runtime.postgres import to_sqlalchemy_url
 
-__all__ = ["DASHBOARD_SERVICES", "ServiceSpec", "Wiring", "service_waves"]
+__all__ = ["DASHBOARD_SERVICES", "ServiceSpec", "Wiring", "service_databases", "service_waves"]
 
 #: The services whose /healthz and /metrics the dashboard's diagnostics page shows (beside
 #: the platform's), each with the port that answers them: the registry's supervisor answers
@@ -62,18 +62,23 @@ class ServiceSpec:
             **self.env,
         }
         if self.database is not None:
-            values[f"{self.prefix}DATABASE_URL"] = to_sqlalchemy_url(
-                wiring.postgres_url, self.database
-            )
+            values[f"{self.prefix}DATABASE_URL"] = wiring.database_urls[self.database]
         return values
 
 
 @dataclass(frozen=True)
 class Wiring:
-    """What ties the services together: shared variables and the PostgreSQL server's URL."""
+    """What ties the services together: each database's URL (as its own role, never the
+    superuser's) and the shared variables."""
 
-    postgres_url: str
+    database_urls: Mapping[str, str]
     common: Mapping[str, str]
+
+
+def service_databases(waves: list[list[ServiceSpec]]) -> list[str]:
+    """The databases the services of ``waves`` use, each once, in start order."""
+    names = (spec.database for wave in waves for spec in wave if spec.database is not None)
+    return list(dict.fromkeys(names))
 
 
 def service_waves(

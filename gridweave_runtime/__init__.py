@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from gridweave_runtime.metrics import ServiceMetrics, install_health_and_metrics
     from gridweave_runtime.postgres import (
         EmbeddedPostgresError,
+        embedded_database_url,
         embedded_server_url,
         ensure_database,
         resolve_database_url,
@@ -64,6 +65,7 @@ __all__ = [
     "create_database",
     "create_service_app",
     "default_state_dir",
+    "embedded_database_url",
     "embedded_server_url",
     "ensure_database",
     "error_body",
@@ -104,6 +106,7 @@ _EXPORTS = {
     "create_database": "gridweave_runtime.database",
     "create_service_app": "gridweave_runtime.app",
     "default_state_dir": "gridweave_runtime.settings",
+    "embedded_database_url": "gridweave_runtime.postgres",
     "embedded_server_url": "gridweave_runtime.postgres",
     "ensure_database": "gridweave_runtime.postgres",
     "error_body": "gridweave_runtime.errors",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gridweave_allinone.services import Wiring, service_waves
+from gridweave_allinone.services import Wiring, service_databases, service_waves
 from gridweave_allinone.settings import AllInOneSettings
 from tests.support.settings_table import END, START, replace_table
 
@@ -27,8 +27,10 @@ def test_every_variable_the_all_in_one_sets_is_in_the_table(tmp_path: Path) -> N
     table = text[text.index(START) : text.index(END)]
     documented = set(re.findall(r"`([A-Z0-9_<>]+)`", table))
     settings = AllInOneSettings(state_dir=tmp_path, chain_enabled=True)
-    wiring = Wiring("postgresql://u@/postgres?host=/s", {"GRIDWEAVE_INTERNAL_TOKEN": "t"})
-    for wave in service_waves(settings, service_kubeconfig=tmp_path / "k"):
+    waves = service_waves(settings, service_kubeconfig=tmp_path / "k")
+    urls = {name: f"postgresql+psycopg://gw_{name}@/{name}" for name in service_databases(waves)}
+    wiring = Wiring(urls, {"GRIDWEAVE_INTERNAL_TOKEN": "t"})
+    for wave in waves:
         for spec in wave:
             for name in spec.environment(wiring, "127.0.0.1"):
                 shared = "<PREFIX>" + name.removeprefix(spec.prefix)

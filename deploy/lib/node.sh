@@ -45,6 +45,35 @@ install_file() {
 	mv -f "$temporary" "$path"
 }
 
+# The password of each service's own PostgreSQL role on the master (docker/deploy/
+# postgres-roles.sql makes the roles): deploy.sh and update.sh generate the missing ones.
+# shellcheck disable=SC2034  # used by the scripts that source this file
+POSTGRES_ROLE_PASSWORDS=(POSTGRES_PLATFORM_PASSWORD POSTGRES_CREDITS_PASSWORD
+	POSTGRES_METERING_PASSWORD POSTGRES_FAUCET_PASSWORD POSTGRES_CHAIN_PASSWORD
+	POSTGRES_KUBERAY_PASSWORD)
+
+# fill_secrets FILE NAME...: each NAME without a value in the env file FILE gets a random one
+# (64 hex digits), on its empty NAME= line or appended; prints the names it filled. The
+# values are made by python3 itself, never passed as arguments.
+fill_secrets() {
+	python3 - "$@" <<'PY'
+import secrets, sys
+path, names = sys.argv[1], sys.argv[2:]
+lines = open(path).read().splitlines()
+for name in names:
+    if any(line.startswith(name + "=") and line != name + "=" for line in lines):
+        continue
+    value = f"{name}={secrets.token_hex(32)}"
+    empty = [i for i, line in enumerate(lines) if line == name + "="]
+    if empty:
+        lines[empty[0]] = value
+    else:
+        lines.append(value)
+    print(name)
+open(path, "w").write("\n".join(lines) + "\n")
+PY
+}
+
 # install_secret PATH < content: write a 0600 file whose content is never printed.
 install_secret() {
 	if [ "$DRY_RUN" = 1 ]; then

@@ -16,10 +16,21 @@ import pytest
 from gridweave_allinone.kube import start_kube
 from gridweave_allinone.platform import AllInOne, AlreadyRunning, _lock_state_dir
 from gridweave_allinone.secrets import dashboard_proxy_secret, internal_token
-from gridweave_allinone.services import Wiring, service_waves
+from gridweave_allinone.services import ServiceSpec, Wiring, service_databases, service_waves
 from gridweave_allinone.settings import DEFAULT_PORTS, AllInOneSettings
 from gridweave_allinone.supervisor import StartFailed, Supervisor
 from gridweave_runtime.kubeapi import BIN_ENV, KubeAPIError
+
+
+def _wiring(waves: list[list[ServiceSpec]], common: dict[str, str] | None = None) -> Wiring:
+    """Each database's URL as the all-in-one makes it: its own role, its own password."""
+    return Wiring(
+        {
+            name: f"postgresql+psycopg://gw_{name}:pw-{name}@/{name}?host=/sock"
+            for name in service_databases(waves)
+        },
+        common or {},
+    )
 
 
 def test_the_internal_token_is_made_once_and_readable_by_its_owner_only(tmp_path: Path) -> None:
@@ -62,7 +73,7 @@ def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Pat
     # the platform calls all the others; the registry asks the platform for its token key;
     # the dashboard proxies to the platform
     assert order[-3:] == ["platform", "web", "registry"]
-    web = specs["web"].environment(Wiring("postgresql://u@/postgres", {}), "127.0.0.1")
+    web = specs["web"].environment(_wiring(waves), "127.0.0.1")
     assert web["WEB_PORT"] == str(DEFAULT_PORTS["web"] + 1000) == "4000"
     assert web["WEB_PLATFORM_URL"] == f"http://127.0.0.1:{DEFAULT_PORTS['platform'] + 1000}"
     # diagnostics: every service with a /healthz and /metrics (the platform's URL is given
@@ -76,13 +87,34 @@ def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Pat
     registry_health = specs["registry"].health_url("127.0.0.1")
     assert registry_health is not None
     assert registry_health.endswith(f":{DEFAULT_PORTS['registry_health'] + 1000}/healthz")
-    wiring = Wiring("postgresql://u@/postgres?host=/sock", {"GRIDWEAVE_INTERNAL_TOKEN": "t"})
+    wiring = _wiring(waves, {"GRIDWEAVE_INTERNAL_TOKEN": "t"})
     gateway = specs["gateway"].environment(wiring, "127.0.0.1")
     assert gateway["GATEWAY_SERVE_PORT"] == str(DEFAULT_PORTS["serve"] + 1000) == "9900"
     platform = specs["platform"].environment(wiring, "127.0.0.1")
     assert platform["PLATFORM_PORT"] == str(DEFAULT_PORTS["platform"] + 1000)
-    assert platform["PLATFORM_DATABASE_URL"].startswith("postgresql+psycopg://")
-    assert platform["PLATFORM_DATABASE_URL"].split("?")[0].endswith("/platform")
+    # each service its own database, as that database's own role
+    assert service_databases(waves) == [
+        "credits",
+        "kuberay",
+        "chain",
+        "metering",
+        "faucet",
+        "platform",
+    ]
+    for name, prefix, database in (
+        ("platform", "PLATFORM_", "platform"),
+        ("credit", "CREDITS_", "credits"),
+        ("kuberay", "KUBERAY_", "kuberay"),
+        ("chain", "CHAIN_", "chain"),
+        ("faucet", "FAUCET_", "faucet"),
+        ("metering", "METERING_", "metering"),
+    ):
+        environment = specs[name].environment(wiring, "127.0.0.1")
+        url = environment[f"{prefix}DATABASE_URL"]
+        assert url == wiring.database_urls[database]
+        assert f"gw_{database}:pw-{database}@/{database}?" in url
+        others = {v for v in environment if v.endswith("DATABASE_URL")} - {f"{prefix}DATABASE_URL"}
+        assert others == set(), name
     assert platform["GATEWAY_URL"] == f"http://127.0.0.1:{DEFAULT_PORTS['gateway'] + 1000}"
     assert platform["GRIDWEAVE_INTERNAL_TOKEN"] == "t"
     gateway = specs["gateway"].environment(wiring, "127.0.0.1")
@@ -97,7 +129,7 @@ def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Pat
     assert deliverer.health_url("127.0.0.1") is None
     deliverer_env = deliverer.environment(wiring, "127.0.0.1")
     assert deliverer_env["CHAIN_SERVICE_URL"] == f"http://127.0.0.1:{DEFAULT_PORTS['chain'] + 1000}"
-    assert deliverer_env["METERING_DATABASE_URL"].split("?")[0].endswith("/metering")
+    assert deliverer_env["METERING_DATABASE_URL"] == wiring.database_urls["metering"]
 
 
 def test_the_dashboards_proxy_secret_goes_to_the_dashboard_and_the_platform_only(
@@ -108,7 +140,7 @@ def test_the_dashboards_proxy_secret_goes_to_the_dashboard_and_the_platform_only
     assert dashboard_proxy_secret(tmp_path) == secret and len(secret) >= 40  # kept
     assert (tmp_path / "secrets" / "dashboard-proxy-secret").stat().st_mode & 0o077 == 0
     waves = service_waves(settings, service_kubeconfig=tmp_path / "k", proxy_secret=secret)
-    wiring = Wiring("postgresql://u@/postgres", {})
+    wiring = _wiring(waves)
     holders = {
         spec.name: name
         for wave in waves

@@ -25,6 +25,10 @@ SECRETS = {
     "KUBERAY_WIREGUARD_ENDPOINT": "203.0.113.10:51820",
     "KUBERAY_WIREGUARD_PUBLIC_KEY": "bW1tbW1tbW1tbW1tbW1tbW1tbW1tbW1tbW1tbW1tbW0=",
     "KUBERAY_K3S_TOKEN": "k3s-token",
+    **{
+        f"POSTGRES_{database.upper()}_PASSWORD": f"{database}-secret"
+        for database in ("platform", "credits", "metering", "faucet", "chain", "kuberay")
+    },
 }
 
 
@@ -78,6 +82,7 @@ class TestCompose:
         services = _services(_load(compose_check, _env_file(tmp_path, **SECRETS), "minio"))
         assert set(services) == {
             "postgres",
+            "postgres-roles",
             "minio",
             "platform",
             "gateway",
@@ -97,13 +102,44 @@ class TestCompose:
         assert published["platform"] == [8100] and published["registry"] == [30500]
         kuberay = services["kuberay"]
         assert kuberay["network_mode"] == "host" and kuberay["cap_add"] == ["NET_ADMIN"]
-        assert kuberay["environment"]["KUBERAY_DATABASE_URL"].endswith("@127.0.0.1:5432/kuberay")
-        for name in ("credit", "metering", "faucet", "chain", "platform"):
-            assert "pg-secret@postgres:5432/" in str(services[name]["environment"]), name
+        assert kuberay["environment"]["KUBERAY_DATABASE_URL"] == (
+            "postgresql+psycopg://gw_kuberay:kuberay-secret@127.0.0.1:5432/kuberay"
+        )
         deliverer = services["metering-deliverer"]
         assert deliverer["command"] == ["gridweave-metering-deliverer"]
         assert deliverer["environment"]["CHAIN_SERVICE_URL"] == "http://chain:8600"
         assert deliverer["environment"]["METERING_DATABASE_URL"].endswith("@postgres:5432/metering")
+
+    def test_each_service_logs_in_as_its_own_role_never_the_superuser(
+        self, compose_check: Path, tmp_path: Path
+    ) -> None:
+        services = _services(_load(compose_check, _env_file(tmp_path, **SECRETS), "minio"))
+        for name, prefix, database in (
+            ("platform", "PLATFORM_", "platform"),
+            ("credit", "CREDITS_", "credits"),
+            ("metering", "METERING_", "metering"),
+            ("metering-deliverer", "METERING_", "metering"),
+            ("faucet", "FAUCET_", "faucet"),
+            ("chain", "CHAIN_", "chain"),
+        ):
+            url = services[name]["environment"][f"{prefix}DATABASE_URL"]
+            assert url == (
+                f"postgresql+psycopg://gw_{database}:{database}-secret@postgres:5432/{database}"
+            ), name
+        for name, service in services.items():
+            if name not in ("postgres", "postgres-roles"):
+                assert "pg-secret" not in str(service.get("environment", {})), name
+        # the roles are made before any service starts, by the one place that holds the
+        # superuser's password
+        roles = services["postgres-roles"]
+        assert roles["environment"]["PGPASSWORD"] == "pg-secret"
+        assert roles["command"][-1] == "/gridweave/postgres-roles.sql"
+        mounted = {volume["target"] for volume in roles["volumes"]}
+        assert mounted == {"/gridweave/postgres-roles.sql", "/gridweave/postgres-role.sql"}
+        assert roles["restart"] == "no"
+        for name in ("platform", "gateway", "metering", "credit", "faucet", "chain", "kuberay"):
+            waits_for = services[name]["depends_on"]["postgres-roles"]["condition"]
+            assert waits_for == "service_completed_successfully", name
 
     def test_the_registry_is_registry_service_with_the_platforms_tokens(
         self, compose_check: Path, tmp_path: Path
@@ -126,9 +162,10 @@ class TestCompose:
         assert services["gateway"]["environment"]["S3_ENDPOINT"] == "https://s3.example.com"
 
     def test_a_missing_secret_is_named(self, compose_check: Path, tmp_path: Path) -> None:
-        missing = {k: v for k, v in SECRETS.items() if k != "POSTGRES_PASSWORD"}
-        done = _load(compose_check, _env_file(tmp_path, **missing))
-        assert done.returncode == 1 and "POSTGRES_PASSWORD" in done.stderr
+        for secret in ("POSTGRES_PASSWORD", "POSTGRES_CREDITS_PASSWORD"):
+            missing = {k: v for k, v in SECRETS.items() if k != secret}
+            done = _load(compose_check, _env_file(tmp_path, **missing))
+            assert done.returncode == 1 and secret in done.stderr, secret
 
     def test_a_broken_file_is_refused(self, compose_check: Path, tmp_path: Path) -> None:
         broken = tmp_path / "docker-compose.yml"

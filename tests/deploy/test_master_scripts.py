@@ -46,6 +46,8 @@ class TestDeploy:
             "KUBERAY_K3S_URL=https://10.88.0.1:6443",
             "GRIDWEAVE_INTERNAL_TOKEN= <redacted>",
             "POSTGRES_PASSWORD= <redacted>",
+            "POSTGRES_CREDITS_PASSWORD= <redacted>",
+            "POSTGRES_KUBERAY_PASSWORD= <redacted>",
             "--profile minio up -d --build",
         ):
             assert step in out, step
@@ -89,6 +91,21 @@ class TestUpdateAndHttps:
         assert "--profile minio build --pull" in done.stdout
         assert "--profile minio up -d --remove-orphans" in done.stdout
         assert "--volumes" not in done.stdout and "down" not in done.stdout
+        # an env file from before the services' own PostgreSQL roles gets their passwords
+        assert "POSTGRES_PLATFORM_PASSWORD POSTGRES_CREDITS_PASSWORD" in done.stderr
+        assert f"would write {env_file} (mode 600)" in done.stdout
+        assert "    POSTGRES_FAUCET_PASSWORD= <redacted>" in done.stdout
+        assert env_file.read_text() == (DEPLOY / ".env.example").read_text()  # a dry run
+
+    def test_update_keeps_the_role_passwords_there_are(self, tmp_path: Path) -> None:
+        env_file = tmp_path / ".env"
+        text = (DEPLOY / ".env.example").read_text()
+        for name in ("PLATFORM", "CREDITS", "METERING", "FAUCET", "CHAIN", "KUBERAY"):
+            text = text.replace(f"POSTGRES_{name}_PASSWORD=\n", f"POSTGRES_{name}_PASSWORD=x\n")
+        env_file.write_text(text)
+        done = run_script("update.sh", "--dry-run", "--env-file", str(env_file))
+        assert done.returncode == 0, done.stderr
+        assert "generated into" not in done.stderr and "would write" not in done.stdout
 
     def test_https_writes_the_domain_and_starts_traefik(self, tmp_path: Path) -> None:
         env_file = tmp_path / ".env"
