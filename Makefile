@@ -24,10 +24,12 @@ install: $(STAMP)  ## create .venv and install Gridweave with its server, models
 up: install web-build sandbox  ## the whole platform on this machine until Ctrl-C (data in GRIDWEAVE_STATE_DIR, default ~/.gridweave)
 	$(BIN)/gridweave up
 
-sandbox:  ## the job sandbox: runc and mmdebstrap from Debian (installed when missing) and the default job image (cached outside the repo)
-	@command -v runc >/dev/null && command -v mmdebstrap >/dev/null || { \
-		[ "$$(id -u)" = 0 ] || { echo "*** install runc and mmdebstrap (apt-get install runc mmdebstrap)"; exit 1; }; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq runc mmdebstrap >/dev/null; }
+SANDBOX_TOOLS = runc mmdebstrap umoci skopeo
+sandbox:  ## the job sandbox: runc, mmdebstrap, umoci and skopeo from Debian (installed when missing) and the default job image (cached outside the repo)
+	@missing=$$(for tool in $(SANDBOX_TOOLS); do command -v $$tool >/dev/null || echo $$tool; done); \
+	[ -z "$$missing" ] || { \
+		[ "$$(id -u)" = 0 ] || { echo "*** install" $$missing "(apt-get install" $$missing")"; exit 1; }; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }
 	@tools/sandbox-image/build.sh >/dev/null || { \
 		echo "*** the default job image could not be built: jobs cannot run, the sandbox tests will skip"; \
 		[ "$$CI" != "true" ]; }

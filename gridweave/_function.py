@@ -26,6 +26,7 @@ from gridweave.errors import (
 )
 from gridweave_clients import Conflict
 from gridweave_clients.gateway.reasons import OUT_OF_MEMORY, out_of_memory_limit_mb
+from gridweave_clients.images import parse_image
 from gridweave_clients.platform.models import JobLogsResponse, JobResponse
 
 __all__ = ["DEFAULT_MAP_CONCURRENCY", "Function", "JobHandle", "function"]
@@ -52,6 +53,7 @@ class Resources:
     max_retries: int
     memory_mb: int | None = None
     cpu_millis: int | None = None
+    image: str | None = None
 
 
 class JobHandle(Generic[R]):
@@ -167,6 +169,7 @@ class Function(Generic[P, R]):
                 function_name=_function_name(self.fn),
                 memory_mb=resources.memory_mb,
                 cpu_millis=resources.cpu_millis,
+                image=resources.image,
             )
         return JobHandle(job, config)
 
@@ -268,6 +271,7 @@ def function(
     retries: int = 0,
     memory: str | int | None = None,
     cpu: float | None = None,
+    image: str | None = None,
 ) -> Callable[[Callable[P, R]], Function[P, R]]:
     """Make a function remote: each call gets ``gpus`` GPUs of one node, ``vram`` on each.
 
@@ -283,6 +287,10 @@ def function(
             default per GPU.
         cpu: the CPU cores the call may use (2.5: two and a half). None: the node's
             default per GPU.
+        image: the image the call runs in, from the platform's registry without its host:
+            "<your user id>/tools:v2", one shared with you, or a public "gridweave/..." one
+            (build it FROM gridweave/python:3.11: it needs the cluster's Python). The tag is
+            pinned to its digest when the call is submitted. None: the node's default image.
 
     Raises:
         ConfigurationError: an argument is not understood; the message names it.
@@ -295,12 +303,22 @@ def function(
         max_retries=_count(retries, "retries", least=0),
         memory_mb=None if memory is None else parse_size(memory, argument="memory"),
         cpu_millis=None if cpu is None else _cpu_millis(cpu),
+        image=None if image is None else _image(image),
     )
 
     def decorate(fn: Callable[P, R]) -> Function[P, R]:
         return Function(fn, resources)
 
     return decorate
+
+
+def _image(image: str) -> str:
+    """``image`` if it names an image of the platform's registry; ``ConfigurationError``."""
+    try:
+        parse_image(image)
+    except ValueError as bad:
+        raise ConfigurationError(f"image: {bad}") from None
+    return image
 
 
 def _cpu_millis(cpu: float) -> int:

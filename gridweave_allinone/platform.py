@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from gridweave_allinone.job_image import publish_default_image
 from gridweave_allinone.kube import KubeAccess, start_kube
 from gridweave_allinone.mail import OutboxWatcher
 from gridweave_allinone.secrets import dashboard_proxy_secret, internal_token, secrets_dir
@@ -143,6 +144,8 @@ class AllInOne:
             )
         platform = next(child for child in supervisor.children if child.name == "platform")
         admin_key = self._first_admin_key(platform.env, token)
+        registry = self.settings.url("registry").removeprefix("http://")
+        publish_default_image(registry, platform.env, self.report)
         self._mail = OutboxWatcher(self.settings.url("faucet"), token)
         return Started(
             state_dir=state,

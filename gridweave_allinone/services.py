@@ -104,6 +104,9 @@ def service_waves(
     gateway_env = {
         **shared_urls,
         "GATEWAY_CRD_TRANSPORT": "proxied",
+        # a job's own image: its owner's pull token from the platform, pulled from here
+        "GATEWAY_PLATFORM_URL": url("platform"),
+        "GATEWAY_REGISTRY_ADDRESS": url("registry").removeprefix("http://"),
         "GATEWAY_RAY_PORT": str(settings.port("ray")),
         "GATEWAY_SERVE_PORT": str(settings.port("serve")),
     }
@@ -154,7 +157,17 @@ def service_waves(
                 shared_urls,
                 health_path=None,
             ),
-            spec("platform", "PLATFORM_", "platform", {**shared_urls, **proxied}),
+            spec(
+                "platform",
+                "PLATFORM_",
+                "platform",
+                {
+                    **shared_urls,
+                    **proxied,
+                    # where a job's image is checked and pinned to its digest
+                    "PLATFORM_REGISTRY_URL": url("registry"),
+                },
+            ),
         ],
         # the registry asks the platform for its token key at start; crane refuses a token
         # realm on a loopback IP address, hence localhost; the dashboard proxies /v1 to the

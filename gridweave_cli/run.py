@@ -107,6 +107,7 @@ def _remote_function(
     retries: int | None,
     memory: str | None = None,
     cpu: float | None = None,
+    image: str | None = None,
 ) -> gw.Function[..., Any]:
     """The function with its resources: the decorator's, each option given overriding."""
     if isinstance(found, gw.Function):
@@ -119,6 +120,7 @@ def _remote_function(
             retries=base.max_retries if retries is None else retries,
             memory=memory or base.memory_mb,
             cpu=cpu if cpu is not None else _cores(base.cpu_millis),
+            image=image or base.image,
         )(found.fn)
     if vram is None:
         raise typer.BadParameter(
@@ -133,6 +135,7 @@ def _remote_function(
         retries=0 if retries is None else retries,
         memory=memory,
         cpu=cpu,
+        image=image,
     )(found)
 
 
@@ -228,6 +231,16 @@ def run(
             show_default=False,
         ),
     ] = None,
+    image: Annotated[
+        str | None,
+        typer.Option(
+            help=(
+                "The image to run in, from the platform's registry: <namespace>/<name>[:tag] "
+                "(default: the node's image, Debian's Python 3.11)."
+            ),
+            show_default=False,
+        ),
+    ] = None,
     detach: Annotated[
         bool, typer.Option("--detach", "-d", help="Print the job id and return at once.")
     ] = False,
@@ -260,6 +273,7 @@ def run(
         retries=retries,
         memory=memory,
         cpu=cpu,
+        image=image,
     )
     handle = function.spawn(*args, **kwargs)
     if detach:

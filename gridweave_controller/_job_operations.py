@@ -33,6 +33,7 @@ from gridweave_controller.validation import (
     MIN_CPU_MILLIS,
     MIN_MEMORY_MB,
     MIN_PRIORITY,
+    check_image,
     check_int,
     check_name,
     check_outcome,
@@ -79,8 +80,10 @@ class JobOperations:
         function_name: str | None = None,
         memory_mb: int | None = None,
         cpu_millis: int | None = None,
+        image: str | None = None,
     ) -> Flow[Job]:
-        """Create a GridweaveJob in phase Pending."""
+        """Create a GridweaveJob in phase Pending (``image``: pinned, ``repo@sha256:...``;
+        None: the node's default image)."""
         check_name(job_id, field="job_id")
         spec = {
             "userId": check_text(user_id, field="user_id", max_length=253),
@@ -107,6 +110,8 @@ class JobOperations:
             spec["cpuMillis"] = check_int(
                 cpu_millis, field="cpu_millis", minimum=MIN_CPU_MILLIS, maximum=MAX_CPU_MILLIS
             )
+        if image is not None:
+            spec["image"] = check_image(image)
         body = new_object("GridweaveJob", job_id, user_id, labels, spec)
         return Job.from_raw((yield from Create(self.namespace, JOBS, body).result()))
 

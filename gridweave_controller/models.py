@@ -86,6 +86,9 @@ class JobSpec(_WireModel):
     #: the node's default per GPU slice.
     memory_mb: int | None = None
     cpu_millis: int | None = None
+    #: The image the job runs in, pinned to its digest (``repo@sha256:...``); None: the
+    #: node's default image.
+    image: str | None = None
     args_ref: str | None = None
     priority: int = 0
     function_name: str | None = None

@@ -26,9 +26,24 @@ from gridweave_controller.vendors import VENDORS
 MIN_MEMORY_MB, MAX_MEMORY_MB = 64, 4_194_304
 MIN_CPU_MILLIS, MAX_CPU_MILLIS = 10, 1_024_000
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+#: A repository's full name in the platform's registry: ``<namespace>/<name>[/...]``
+#: (unanchored, to build on; ``REPOSITORY_PATTERN`` is the anchored one).
+REPOSITORY_NAME = rf"{_COMPONENT}(?:/{_COMPONENT})+"
+REPOSITORY_PATTERN = rf"^{REPOSITORY_NAME}$"
+#: A job's ``spec.image``: a repository of the platform's registry pinned to its manifest's
+#: digest (the platform resolves a tag when the job is submitted, so every attempt and
+#: every node runs the same image).
+PINNED_IMAGE_PATTERN = rf"^{REPOSITORY_NAME}@sha256:[0-9a-f]{{64}}$"
+MAX_IMAGE_LENGTH = 320
+_PINNED_IMAGE = re.compile(PINNED_IMAGE_PATTERN)
 
 __all__ = [
     "MAX_CPU_MILLIS",
+    "MAX_IMAGE_LENGTH",
+    "PINNED_IMAGE_PATTERN",
+    "REPOSITORY_NAME",
+    "REPOSITORY_PATTERN",
     "MAX_MEMORY_MB",
     "MIN_CPU_MILLIS",
     "MIN_MEMORY_MB",
@@ -43,6 +58,7 @@ __all__ = [
     "USER_LABEL",
     "check_endpoint_source",
     "check_gpu_indices",
+    "check_image",
     "check_int",
     "check_labels",
     "check_message",
@@ -178,6 +194,21 @@ def check_sha256(value: str, *, field: str) -> str:
     """Return ``value`` if it is a SHA-256 digest in lowercase hex."""
     if not isinstance(value, str) or not _SHA256.fullmatch(value):
         raise Invalid(f"{field} must be 64 lowercase hex digits (a SHA-256)", field=field)
+    return value
+
+
+def check_image(value: str, *, field: str = "image") -> str:
+    """Return ``value`` if it is a registry repository pinned to a digest (``repo@sha256:...``)."""
+    if (
+        not isinstance(value, str)
+        or len(value) > MAX_IMAGE_LENGTH
+        or not _PINNED_IMAGE.fullmatch(value)
+    ):
+        raise Invalid(
+            f"{field} must name a repository of the platform's registry pinned to its "
+            "digest, <namespace>/<name>@sha256:<64 hex digits>",
+            field=field,
+        )
     return value
 
 

@@ -17,6 +17,7 @@ from contextlib import suppress
 from prometheus_client import CollectorRegistry
 
 from gridweave_clients.metering import AsyncMeteringClient
+from gridweave_clients.platform import AsyncPlatformClient
 from gridweave_controller.informer import AsyncInformer
 from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.operations import AsyncClientBase
@@ -26,6 +27,7 @@ from gridweave_runtime.storage import ObjectStore
 from job_gateway.collector import collector_paused
 from job_gateway.endpoints import EndpointReconciler, EndpointSettings
 from job_gateway.execution import ExecutionSettings, Executor, connect_gateway_ray
+from job_gateway.execution.image_pulls import PullTokens
 from job_gateway.finish_waiters import FinishWaiters
 from job_gateway.inventory import Gpu, Inventory, InventoryError, InventorySource
 from job_gateway.metrics import GatewayMetrics
@@ -104,6 +106,7 @@ class Gateway:
                 start_timeout=self.execution.worker_start_timeout_seconds,
                 warm=self.execution.warm,
                 sandbox=self.execution.sandbox.config(),
+                pull_tokens=_pull_tokens(settings),
             )
         self.endpoint_settings = endpoint_settings or EndpointSettings()
         self.reconciler: EndpointReconciler | None = None
@@ -269,6 +272,18 @@ class Gateway:
                     self.loop.poke()
             # requeues are counted by the job informer (_job_updated), like every requeue
             await self.node_loss.check(inventory, self.jobs.list(), self.endpoints.list())
+
+
+def _pull_tokens(settings: GatewaySettings) -> PullTokens | None:
+    """How the nodes pull jobs' own images (None without an internal token to ask with)."""
+    token = settings.internal_token
+    if token is None or not token.get_secret_value():
+        return None
+    return PullTokens(
+        AsyncPlatformClient(settings.platform_url, token.get_secret_value()),
+        registry=settings.registry_address,
+        plain_http=not settings.registry_tls,
+    )
 
 
 def _internal_token(settings: GatewaySettings) -> str:

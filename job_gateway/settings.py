@@ -8,7 +8,8 @@ kuberay-service at ``KUBERAY_URL``, or ``direct`` to the cluster of ``GATEWAY_KU
 ``GATEWAY_AGING_SECONDS``, ``GATEWAY_PASS_INTERVAL_SECONDS``, the node-loss
 ``GATEWAY_NODE_LOST_GRACE_SECONDS``, the usage reports'
 ``GATEWAY_USAGE_REPORT_CONCURRENCY``, ``GATEWAY_USAGE_REPORT_TIMEOUT_SECONDS``,
-``GATEWAY_USAGE_RETRY_MAX_SECONDS``, plus the inventory's
+``GATEWAY_USAGE_RETRY_MAX_SECONDS``, the job images' ``GATEWAY_PLATFORM_URL``,
+``GATEWAY_REGISTRY_ADDRESS`` and ``GATEWAY_REGISTRY_TLS``, plus the inventory's
 ``GATEWAY_INVENTORY_*`` (:class:`job_gateway.inventory.InventorySettings`) and the
 deployment-wide ``GRIDWEAVE_INTERNAL_TOKEN`` and ``GRIDWEAVE_STATE_DIR``.
 """
@@ -67,6 +68,29 @@ class GatewaySettings(ObjectStorageSettings):
         default="http://127.0.0.1:8300",
         validation_alias=AliasChoices("METERING_SERVICE_URL"),
         description="METERING_SERVICE_URL: where finished jobs' usage is reported.",
+    )
+    platform_url: str = Field(
+        default="http://127.0.0.1:8100",
+        validation_alias=AliasChoices("GATEWAY_PLATFORM_URL", "PLATFORM_URL"),
+        description=(
+            "GATEWAY_PLATFORM_URL or PLATFORM_URL: the platform, which signs the registry "
+            "token a node pulls a job's own image with (its owner's rights)."
+        ),
+    )
+    registry_address: str = Field(
+        default="localhost:30500",
+        pattern=r"^[A-Za-z0-9.-]+(?::[0-9]{1,5})?$",
+        description=(
+            "The image registry as the nodes reach it (host:port): where a job's own image "
+            "(image=) is pulled from."
+        ),
+    )
+    registry_tls: bool = Field(
+        default=False,
+        description=(
+            "Pull from the registry over HTTPS (false: plain HTTP, a registry on the node or "
+            "inside the cluster's VPN)."
+        ),
     )
     scheduling_policy: Policy = Field(
         default="binpack", description="binpack (tightest GPUs that fit) or spread."

@@ -3,7 +3,10 @@
 - no argument (or ``serve``): run the platform until interrupted;
 - ``create-admin [--email EMAIL] [--key-name NAME]``: migrate the database, create an admin
   user (or, when ``--email`` names one already, reuse it) and print a new API key of it on
-  stdout, alone on its line, for ``make up`` to show. Nothing else is printed on stdout.
+  stdout, alone on its line, for ``make up`` to show. Nothing else is printed on stdout;
+- ``publish-token --repository gridweave/NAME``: print a registry token (pull and push) for
+  a repository of the public namespace, signed with the platform's key, for ``gridweave up``
+  and ``deploy.sh`` to push Gridweave's own images (the default job image) with.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from gridweave_runtime.app import open_service_database, serve
 from platform_service.app import MIGRATIONS_DIR, create_app
 from platform_service.services.bootstrap import create_admin_key
 from platform_service.services.keys import api_key_secret
+from platform_service.services.registry_tokens import publish_token
 from platform_service.settings import DATABASE_NAME, PlatformSettings
 
 
@@ -26,6 +30,10 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
     admin = commands.add_parser("create-admin", help="print a new API key of an admin user")
     admin.add_argument("--email", default=None, help="the admin's email (reused if it exists)")
     admin.add_argument("--key-name", default="bootstrap", help="the key's label")
+    publish = commands.add_parser(
+        "publish-token", help="print a push token for a repository of the public namespace"
+    )
+    publish.add_argument("--repository", required=True, help="e.g. gridweave/python")
     return parser.parse_args(argv)
 
 
@@ -48,6 +56,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         finally:
             database.dispose()
         print(key.api_key)
+        return
+    if arguments.command == "publish-token":
+        try:
+            token = publish_token(settings, arguments.repository)
+        except ValueError as refused:
+            sys.exit(f"publish-token: {refused}")
+        print(token)
         return
     serve(create_app(settings), settings)
 

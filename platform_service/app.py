@@ -46,6 +46,7 @@ from platform_service.services.billing_task import install_billing, over_gateway
 from platform_service.services.endpoint_billing import EndpointBilling
 from platform_service.services.endpoint_proxy import EndpointProxy
 from platform_service.services.endpoints import EndpointServices
+from platform_service.services.images import ImageRegistry
 from platform_service.services.jobs import JobServices
 from platform_service.services.keys import api_key_secret
 from platform_service.services.outcomes import LogStreamSlots
@@ -141,12 +142,22 @@ def create_app(
         settings.kuberay_url, token, role="admin", timeout=timeout
     )
     install_client(app, "node_registry_client", node_registry)
+    registry_http = httpx.AsyncClient(timeout=httpx.Timeout(10.0), trust_env=False)
+    install_client(app, "registry_http", registry_http)
     app.state.jobs = JobServices(
         credit=credit,
         gateway=gateway,
         store=store or open_object_store(settings.storage_config()),
         prices=settings.price_table,
         id_secret=hmac_key,
+        images=ImageRegistry(
+            url=settings.registry_url,
+            signer=app.state.registry_signer,
+            database=app.state.database,
+            http=registry_http,
+            public_namespace=settings.registry_public_namespace,
+            default_quota=int(settings.registry_quota_gb * 10**9),
+        ),
     )
     app.state.log_streams = LogStreamSlots(settings.max_log_streams_per_user)
     list_endpoints, stop_endpoint = over_gateway_api(gateway)

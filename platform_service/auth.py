@@ -49,6 +49,7 @@ PUBLIC_PATHS = frozenset(
         "/v1/registry/events",
         "/v1/registry/usage/report",
         "/v1/registry/maintenance",
+        "/v1/registry/pull-tokens",
     }
 )
 _USER = "gridweave.platform.user"

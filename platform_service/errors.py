@@ -18,6 +18,8 @@ Tree::
         ├── RegistryScopeRefused   403  (body: refused; another user's repository)
         ├── RegistryPushRefused    403  (body: usage_bytes, quota_bytes; over quota)
         ├── RegistryReadOnly       503  (a push while the registry collects garbage)
+        ├── ImageRefused           403  (body: field, image; another user's private image)
+        ├── ImageNotFound          404  (body: field, image; no such repository, tag or digest)
         ├── EndpointNotServing     402, 409 or 503 (body: endpoint, phase, reason; its code says)
         ├── EndpointUnreachable    502  (body: endpoint; a running endpoint did not answer)
         ├── DownstreamRefused      the refusing service's own 4xx, code and details, passed on
@@ -44,6 +46,8 @@ __all__ = [
     "EndpointNotServing",
     "EndpointUnreachable",
     "IdempotencyConflict",
+    "ImageNotFound",
+    "ImageRefused",
     "InsufficientCredits",
     "JobDidNotComplete",
     "JobNotFinished",
@@ -246,3 +250,35 @@ class RegistryReadOnly(RegistryRefusal):
         "the registry is read-only while it collects garbage (pulls still work): "
         "push again in a few minutes"
     )
+
+
+class ImageRefused(PlatformError):
+    """A job's image the user may not pull: another user's, not shared with it."""
+
+    code = "image_refused"
+    status_code = 403
+    message = "the image is refused"
+
+    def __init__(self, image: str) -> None:
+        super().__init__(
+            f"image {image} is refused: a job may run images under your own namespace, "
+            "those shared with you (gridweave registry share) and the public gridweave/ ones",
+            field="image",
+            image=image,
+        )
+
+
+class ImageNotFound(PlatformError):
+    """A job's image the registry does not have."""
+
+    code = "image_not_found"
+    status_code = 404
+    message = "no such image"
+
+    def __init__(self, image: str) -> None:
+        super().__init__(
+            f"image {image} is not in the platform's registry: push it there first "
+            "(log in to the registry with your API key as the password, then push)",
+            field="image",
+            image=image,
+        )

@@ -213,6 +213,13 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
             "missing). Unset: <state_dir>/registry-token/key.pem."
         ),
     )
+    registry_url: str = Field(
+        default="http://localhost:30500",
+        description=(
+            "The image registry's API as the platform reaches it: a job's image is checked "
+            "there and pinned to its digest when the job is submitted."
+        ),
+    )
     registry_token_seconds: int = Field(
         default=300, ge=30, le=86_400, description="Lifetime of a registry token, seconds."
     )

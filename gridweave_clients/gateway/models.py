@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from gridweave_clients.fields import PrintableId, RequestBody, UserId
+from gridweave_clients.images import PinnedImage
 from gridweave_clients.metering.models import MAX_GPU_COUNT, MAX_WALL_SECONDS
 from gridweave_controller.operations import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
 from gridweave_controller.phases import JobPhase
@@ -126,6 +127,7 @@ class SubmitJobRequest(RequestBody):
     max_retries: MaxRetries = DEFAULT_MAX_RETRIES
     memory_mb: MemoryMb | None = None
     cpu_millis: CpuMillis | None = None
+    image: PinnedImage | None = None
     priority: int = Field(default=0, strict=True, ge=MIN_PRIORITY, le=MAX_PRIORITY)
     function_name: FunctionName | None = None
     hold_reference: PrintableId | None = Field(
@@ -161,6 +163,7 @@ class JobResponse(BaseModel):
     max_retries: int | None
     memory_mb: int | None = None
     cpu_millis: int | None = None
+    image: str | None = None
     priority: int
     hold_reference: str
     phase: JobPhase

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["OUT_OF_MEMORY", "out_of_memory_limit_mb", "out_of_memory_message"]
+__all__ = [
+    "IMAGE_PULL_FAILED",
+    "IMAGE_REFUSED",
+    "OUT_OF_MEMORY",
+    "out_of_memory_limit_mb",
+    "out_of_memory_message",
+]
 
 #: The reason of a job whose container the kernel killed for memory.
 OUT_OF_MEMORY = "OutOfMemory"
+#: The reason of a job whose image its node could not pull, unpack or run (no GPU time).
+IMAGE_PULL_FAILED = "ImagePullFailed"
+#: The reason of a job whose owner may no longer pull its image (a share withdrawn).
+IMAGE_REFUSED = "ImageRefused"
 _LIMIT = re.compile(r"memory limit of (\d+) MiB")
 
 

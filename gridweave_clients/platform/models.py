@@ -24,6 +24,7 @@ from gridweave_clients.gateway.models import (
     Vendor,
     VramMb,
 )
+from gridweave_clients.images import ImageName
 from gridweave_controller.operations import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
 from gridweave_controller.phases import JobPhase
 
@@ -161,6 +162,7 @@ class SubmitJobRequest(RequestBody):
     max_retries: MaxRetries = DEFAULT_MAX_RETRIES
     memory_mb: MemoryMb | None = None
     cpu_millis: CpuMillis | None = None
+    image: ImageName | None = None
     function_name: FunctionName | None = None
 
 
@@ -178,6 +180,10 @@ class JobResponse(BaseModel):
     max_retries: int | None
     memory_mb: int | None = None
     cpu_millis: int | None = None
+    image: str | None = Field(
+        default=None,
+        description="The image it runs in, pinned to its digest (none: the node's default).",
+    )
     node: str | None
     gpu_indices: list[int]
     attempts: int

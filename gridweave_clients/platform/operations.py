@@ -32,6 +32,7 @@ from gridweave_clients.gateway.models import (
     VramMb,
     WaitSeconds,
 )
+from gridweave_clients.images import ImageName
 from gridweave_clients.metering.models import UsagePageResponse
 from gridweave_clients.platform.models import (
     IDEMPOTENCY_HEADER,
@@ -53,6 +54,8 @@ from gridweave_clients.platform.models import (
     VerifySignUpRequest,
 )
 from gridweave_clients.platform.registry import (
+    PullTokenRequest,
+    PullTokenResponse,
     RegistryShareListResponse,
     RegistryShareResponse,
     RegistryUsageResponse,
@@ -167,6 +170,7 @@ def submit_job(
     function_name: FunctionName | None = None,
     memory_mb: MemoryMb | None = None,
     cpu_millis: CpuMillis | None = None,
+    image: ImageName | None = None,
 ) -> Operation[JobResponse]:
     """Run the pickled ``function`` with the pickled ``(args, kwargs)`` (402, 422, 413).
 
@@ -183,6 +187,7 @@ def submit_job(
         max_retries=max_retries,
         memory_mb=memory_mb,
         cpu_millis=cpu_millis,
+        image=image,
         function_name=function_name,
     )
     operation = model_operation(
@@ -301,6 +306,16 @@ def set_registry_quota(
     path = f"/v1/admin/users/{quote(user_id, safe='')}/registry-quota"
     body = SetRegistryQuotaRequest(quota_bytes=quota_bytes)
     return model_operation("PUT", path, RegistryUsageResponse, body=body, idempotent=True)
+
+
+@validate_call
+def issue_pull_token(user_id: UserId, repository: Repository) -> Operation[PullTokenResponse]:
+    """A registry token for a node to pull a job's image with its owner's rights (the
+    gateway, with the internal token)."""
+    body = PullTokenRequest(user_id=user_id, repository=repository)
+    return model_operation(
+        "POST", "/v1/registry/pull-tokens", PullTokenResponse, body=body, idempotent=True
+    )
 
 
 def list_registry_shares() -> Operation[RegistryShareListResponse]:

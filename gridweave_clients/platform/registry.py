@@ -14,6 +14,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from gridweave_clients.fields import RequestBody
+from gridweave_controller.validation import REPOSITORY_PATTERN
 
 __all__ = [
     "DEFAULT_REGISTRY_SERVICE",
@@ -33,6 +34,8 @@ __all__ = [
     "SetRegistryQuotaRequest",
     "UserId",
     "ShareRepositoryRequest",
+    "PullTokenRequest",
+    "PullTokenResponse",
     "format_size",
     "parse_size",
 ]
@@ -45,9 +48,6 @@ TOKEN_ISSUER = "gridweave-platform"
 Bytes = Annotated[int, Field(strict=True, ge=0, le=2**62)]
 Digest = Annotated[str, Field(pattern=r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,128}$")]
 
-_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-#: A repository's full name as the registry takes it: ``<namespace>/<name>[/...]``.
-REPOSITORY_PATTERN = rf"^{_COMPONENT}(?:/{_COMPONENT})+$"
 Repository = Annotated[str, Field(min_length=3, max_length=255, pattern=REPOSITORY_PATTERN)]
 UserId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._-]+$")]
 
@@ -171,3 +171,17 @@ class RegistryShareListResponse(BaseModel):
 
     granted: list[RegistryShareResponse]
     received: list[RegistryShareResponse]
+
+
+class PullTokenRequest(RequestBody):
+    """A node's pull of a job's image, with the rights of the job's owner."""
+
+    user_id: UserId
+    repository: Repository
+
+
+class PullTokenResponse(BaseModel):
+    """A registry token granting ``user_id`` pull on the repository, for ``expires_in`` s."""
+
+    token: str
+    expires_in: int

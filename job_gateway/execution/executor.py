@@ -34,6 +34,7 @@ from typing import Any
 
 import ray
 
+from gridweave_clients.gateway.reasons import IMAGE_PULL_FAILED, IMAGE_REFUSED
 from gridweave_controller.errors import Conflict, InvalidTransition, NotFound
 from gridweave_controller.models import Job
 from gridweave_controller.operations import AsyncClientBase
@@ -54,6 +55,7 @@ from job_gateway.execution.actors import (
 )
 from job_gateway.execution.attempts import Attempt, started_timestamp
 from job_gateway.execution.devices import placed_vendor, visible_devices
+from job_gateway.execution.image_pulls import ImageRefusedToOwner, PullTokens
 from job_gateway.execution.outcome import Outcome, outcome_key, parse_outcome
 from job_gateway.execution.settings import WarmSettings
 from job_gateway.execution.spares import WarmPool, worker_name
@@ -62,6 +64,7 @@ from job_gateway.inventory import Inventory
 from job_gateway.node_loss import NODE_LOST
 from job_gateway.requeue import requeue_or_fail
 from job_gateway.sandbox.attempt import SandboxedJob
+from job_gateway.sandbox.images import ImagePull
 from job_gateway.sandbox.settings import SandboxConfig, SandboxSettings
 
 __all__ = ["Executor"]
@@ -87,14 +90,17 @@ class Executor:
         start_timeout: float = 300.0,
         warm: WarmSettings | None = None,
         sandbox: SandboxConfig | None = None,
+        pull_tokens: PullTokens | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``pull_tokens`` None: a job naming its own image fails (ImagePullFailed)."""
         self.crd = crd
         self.storage = storage
         self.store = open_object_store(storage)
         self._inventory = inventory
         self._poll = poll_seconds
         self._sandbox = sandbox or SandboxSettings().config()
+        self._pull_tokens = pull_tokens
         self._start_timeout = start_timeout
         self._clock = clock
         self._followed: dict[str, Attempt] = {}
@@ -175,6 +181,8 @@ class Executor:
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._warm is not None:
             await asyncio.to_thread(self._warm.stop_idle)
+        if self._pull_tokens is not None:
+            await self._pull_tokens.close()
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -264,6 +272,21 @@ class Executor:
         job = attempt.job
         node = job.status.node
         assert node is not None  # Allocated and Running jobs have one
+        try:
+            image = await self._image_pull(job)
+        except ImageRefusedToOwner as refused:
+            await self.crd.set_job_failed(attempt.name, IMAGE_REFUSED, str(refused))
+            self._finished(attempt)
+            return
+        if job.spec.image is not None and image is None:
+            await self.crd.set_job_failed(
+                attempt.name,
+                IMAGE_PULL_FAILED,
+                "this gateway pulls no images: it has no internal token to ask the platform "
+                "for the owner's pull token (GRIDWEAVE_INTERNAL_TOKEN)",
+            )
+            self._finished(attempt)
+            return
         spec = AttemptSpec(
             job_id=job.name,
             attempt=attempt.attempt,
@@ -272,6 +295,7 @@ class Executor:
             storage=self.storage,
             sandbox=self._sandbox,
             job=self._sandboxed_job(job),
+            image=image,
         )
         warm = self._warm
         idle = None
@@ -349,6 +373,12 @@ class Executor:
             self._inventory(), job.status.node, job.status.gpu_indices, job.spec.vendor
         )
 
+    async def _image_pull(self, job: Job) -> ImagePull | None:
+        """How the node pulls the job's own image (None: the default image, or no way)."""
+        if job.spec.image is None or self._pull_tokens is None:
+            return None
+        return await self._pull_tokens.pull_for(job.spec.user_id, job.spec.image)
+
     def _sandboxed_job(self, job: Job) -> SandboxedJob:
         """Who the attempt's container belongs to, and its GPUs."""
         assert job.status.node is not None
@@ -414,14 +444,18 @@ class Executor:
         """Running time: by the gateway's clock when it saw the run end.
 
         An adopted attempt may have ended while no gateway ran: then the worker's finish
-        time, bounded by when this gateway saw it (user code shares the worker's process and
-        could write the record, so its figure is never taken beyond what the gateway saw).
+        time, bounded by when this gateway saw it (a worker's figure is never taken beyond
+        what the gateway saw). The node's pull of the job's image is not billed, nor is an
+        attempt whose function never started.
         """
         assert attempt.started_at is not None
+        if not outcome.function_started:
+            return 0.0
         seen = max(0.0, observed - attempt.started_at)
-        if not attempt.adopted:
-            return seen
-        return min(seen, max(0.0, outcome.finished_at - attempt.started_at))
+        if attempt.adopted:
+            seen = min(seen, max(0.0, outcome.finished_at - attempt.started_at))
+        # the trusted worker measured its image's pull: the user is not billed for it
+        return max(0.0, seen - outcome.prepare_seconds)
 
     def _finished(self, attempt: Attempt) -> None:
         self._settled[attempt.name] = attempt.attempt

@@ -12,10 +12,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gridweave_clients.gateway.reasons import OUT_OF_MEMORY
+from gridweave_clients.gateway.reasons import IMAGE_PULL_FAILED, OUT_OF_MEMORY
 from gridweave_runtime.storage import attempt_objects
 
 __all__ = [
+    "INPUTS_MISSING",
     "MAX_MESSAGE_CHARS",
     "MAX_OUTCOME_BYTES",
     "OUT_OF_MEMORY",
@@ -28,6 +29,10 @@ __all__ = [
 MAX_OUTCOME_BYTES = 64 * 1024
 #: The message kept in the CRD (status.message) is cut to this length.
 MAX_MESSAGE_CHARS = 500
+#: The reason of an attempt whose inputs were gone from the object store.
+INPUTS_MISSING = "InputsMissing"
+#: Reasons of attempts whose function never started: billed no time.
+_NEVER_STARTED = frozenset({INPUTS_MISSING, IMAGE_PULL_FAILED})
 
 
 class Outcome(BaseModel):
@@ -44,10 +49,19 @@ class Outcome(BaseModel):
         max_length=64,
         description=(
             "Why it failed (the job's reason): Exception (the function raised), OutOfMemory, "
-            "ProcessDied (its process ended without a result), InputsMissing."
+            "ProcessDied (its process ended without a result), InputsMissing, "
+            "ImagePullFailed."
         ),
     )
     wall_seconds: float = Field(ge=0)
+    prepare_seconds: float = Field(
+        default=0.0,
+        ge=0,
+        description=(
+            "Of the attempt's time, what the node spent making its image ready (a pull and "
+            "unpack) before the function's container started: not billed."
+        ),
+    )
     started_at: float = Field(description="Unix time the function started (the worker's clock).")
     finished_at: float = Field(description="Unix time it returned or raised.")
     exception_type: str | None = Field(default=None, max_length=500)
@@ -67,6 +81,12 @@ class Outcome(BaseModel):
             "everything the function started."
         ),
     )
+
+    @property
+    def function_started(self) -> bool:
+        """False when the attempt ended before its function ran (its inputs or its image
+        could not be had): no time of it is billed."""
+        return self.reason not in _NEVER_STARTED
 
 
 def parse_outcome(data: bytes) -> Outcome:

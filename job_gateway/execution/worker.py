@@ -12,6 +12,7 @@ unpickles anything (see docs/architecture.md, "The job sandbox").
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import socket
@@ -25,14 +26,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from gridweave_clients.gateway.reasons import OUT_OF_MEMORY, out_of_memory_message
+from gridweave_clients.gateway.reasons import (
+    IMAGE_PULL_FAILED,
+    OUT_OF_MEMORY,
+    out_of_memory_message,
+)
 from gridweave_runtime.storage import (
     StorageConfig,
     attempt_objects,
     log_part_key,
     open_object_store,
 )
-from job_gateway.execution.outcome import MAX_MESSAGE_CHARS, Outcome, outcome_key
+from job_gateway.execution.outcome import (
+    INPUTS_MISSING,
+    MAX_MESSAGE_CHARS,
+    Outcome,
+    outcome_key,
+)
 from job_gateway.sandbox.attempt import (
     SandboxedJob,
     limits_for,
@@ -40,6 +50,13 @@ from job_gateway.sandbox.attempt import (
     warm_containers,
 )
 from job_gateway.sandbox.container import sweep_orphans
+from job_gateway.sandbox.images import (
+    ImagePull,
+    ImagePullFailed,
+    UnpackedImage,
+    evict_images,
+    unpacked_image,
+)
 from job_gateway.sandbox.settings import SandboxConfig, SandboxSettings
 
 __all__ = ["AttemptSpec", "JobWorker", "run_attempt"]
@@ -56,6 +73,8 @@ class AttemptSpec:
     storage: StorageConfig
     sandbox: SandboxConfig
     job: SandboxedJob
+    #: The job's own image and the owner's token to pull it; None: the node's default image.
+    image: ImagePull | None = None
 
 
 class JobWorker:
@@ -157,6 +176,7 @@ def run_attempt(spec: AttemptSpec) -> Outcome:
         status="ok" if ending.ok else "exception",
         reason=None if ending.ok else ending.reason,
         wall_seconds=wall,
+        prepare_seconds=min(wall, ending.prepare_seconds),
         started_at=started,
         finished_at=started + wall,
         exception_type=ending.exception_type,
@@ -182,6 +202,7 @@ class _Ending:
     exception_type: str | None = None
     message: str | None = None
     traceback: str = ""
+    prepare_seconds: float = 0.0
 
 
 def _run_in_sandbox(spec: AttemptSpec, store: Any, stdout: int, stderr: int) -> _Ending:
@@ -189,7 +210,41 @@ def _run_in_sandbox(spec: AttemptSpec, store: Any, stdout: int, stderr: int) -> 
         function = store.get(spec.function_ref)
         arguments = store.get(spec.args_ref) if spec.args_ref else b""
     except Exception as error:  # the inputs are gone: the job fails, saying which
-        return _failed("InputsMissing", f"the job's inputs could not be read: {error}")
+        return _failed(INPUTS_MISSING, f"the job's inputs could not be read: {error}")
+    clock = time.monotonic()
+    try:
+        image = _image(spec, stderr)
+    except ImagePullFailed as error:
+        ending = _failed(IMAGE_PULL_FAILED, str(error))
+        return dataclasses.replace(ending, prepare_seconds=time.monotonic() - clock)
+    prepared = time.monotonic() - clock
+    return dataclasses.replace(
+        _run_function(spec, function, arguments, stdout, stderr, image),
+        prepare_seconds=prepared,
+    )
+
+
+def _image(spec: AttemptSpec, stderr: int) -> UnpackedImage | None:
+    """The job's own image, from the node's cache or pulled now (said on the job's stderr)."""
+    if spec.image is None:
+        return None
+    image = unpacked_image(spec.sandbox.image_dir, spec.image)
+    if image.pull_seconds > 0:
+        size = image.size_bytes / 1e6
+        note = f"gridweave: pulled {spec.image.image} ({size:.0f} MB) in {image.pull_seconds:.1f} s"
+        os.write(stderr, f"{note}\n".encode())
+        evict_images(spec.sandbox.image_dir, max_bytes=int(spec.sandbox.image_cache_gb * 1e9))
+    return image
+
+
+def _run_function(
+    spec: AttemptSpec,
+    function: bytes,
+    arguments: bytes,
+    stdout: int,
+    stderr: int,
+    image: UnpackedImage | None,
+) -> _Ending:
     run = run_sandboxed(
         spec.sandbox,
         spec.job,
@@ -201,6 +256,7 @@ def _run_in_sandbox(spec: AttemptSpec, store: Any, stdout: int, stderr: int) -> 
             ("GRIDWEAVE_JOB_ID", spec.job_id),
             ("GRIDWEAVE_ATTEMPT", str(spec.attempt)),
         ),
+        image=image,
     )
     header = run.header
     if header is not None and header.get("status") == "ok":

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from job_gateway.sandbox.container import Container, ContainerRun, ContainerSpec
 from job_gateway.sandbox.gpus import gpu_devices, renumbered
+from job_gateway.sandbox.images import UnpackedImage
 from job_gateway.sandbox.oci import ContainerLimits
 from job_gateway.sandbox.runner_dir import runner_dir
 from job_gateway.sandbox.settings import SandboxConfig
@@ -51,13 +52,17 @@ def limits_for(config: SandboxConfig, job: SandboxedJob) -> ContainerLimits:
     )
 
 
-def container_spec(config: SandboxConfig, job: SandboxedJob) -> ContainerSpec:
-    """The container ``job``'s attempts run in on this node."""
+def container_spec(
+    config: SandboxConfig, job: SandboxedJob, image: UnpackedImage | None = None
+) -> ContainerSpec:
+    """The container ``job``'s attempts run in on this node: in ``image``, else the node's
+    default image."""
     devices = gpu_devices(config.device_dir, job.vendor, job.gpu_indices)
     return ContainerSpec(
         runtime=config.runtime,
         state_dir=config.state_dir,
-        rootfs=config.rootfs.resolve(),
+        rootfs=(image.rootfs if image is not None else config.rootfs).resolve(),
+        image_environment=image.environment if image is not None else (),
         runner_dir=runner_dir(config.state_dir),
         host_uid=user_uid(config.state_dir, job.user_id),
         limits=limits_for(config, job),
@@ -141,11 +146,12 @@ def run_sandboxed(
     stdout: int,
     stderr: int,
     extra_environment: Sequence[tuple[str, str]] = (),
+    image: UnpackedImage | None = None,
 ) -> ContainerRun:
-    """Run the function on the inputs in a container of ``job``'s owner (a warm one when
-    this process has one)."""
+    """Run the function on the inputs in a container of ``job``'s owner, in ``image`` (else
+    the node's default image); a warm one when this process has one."""
     return warm_containers.run(
-        container_spec(config, job),
+        container_spec(config, job, image),
         function=function,
         arguments=arguments,
         environment=dict(extra_environment),

@@ -39,6 +39,7 @@ from job_gateway.sandbox.cgroups import (
     oom_kills,
     remove_cgroup,
 )
+from job_gateway.sandbox.images import hold_image
 from job_gateway.sandbox.oci import ContainerLimits, DeviceNode, container_config
 
 __all__ = ["Container", "ContainerRun", "ContainerSpec", "sweep_orphans"]
@@ -63,6 +64,8 @@ class ContainerSpec:
     environment: tuple[tuple[str, str], ...]
     devices: tuple[DeviceNode, ...] = ()
     max_result_bytes: int = 1 << 30
+    #: The variables of the image's config (its PATH...), under the sandbox's own.
+    image_environment: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +100,7 @@ class Container:
         self.cgroup = f"gridweave/{self.name}"
         self._closed = False
         self._broken = False
+        self._image_hold = hold_image(spec.rootfs)  # the cache never deletes it meanwhile
         self.bundle.mkdir(parents=True, mode=0o700)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._control = ours
@@ -120,6 +124,7 @@ class Container:
         except BaseException:
             ours.close()
             shutil.rmtree(self.bundle, ignore_errors=True)
+            self._let_go_of_image()
             raise
         finally:
             theirs.close()
@@ -193,8 +198,14 @@ class Container:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self._pid, 0)
         shutil.rmtree(self.bundle, ignore_errors=True)
+        self._let_go_of_image()
 
     # -- helpers ------------------------------------------------------------------------
+
+    def _let_go_of_image(self) -> None:
+        if self._image_hold is not None:
+            os.close(self._image_hold)
+            self._image_hold = None
 
     def _read_end(self) -> dict[str, Any]:
         try:
@@ -291,6 +302,7 @@ def _command(
         environment=dict(spec.environment),
         devices=spec.devices,
         hostname=name,
+        image_environment=dict(spec.image_environment),
     )
     config["linux"]["cgroupsPath"] = cgroup
     (bundle / "config.json").write_text(json.dumps(config))

@@ -103,17 +103,25 @@ def container_config(
     environment: Mapping[str, str],
     devices: Sequence[DeviceNode] = (),
     hostname: str = "gridweave",
+    image_environment: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The ``config.json`` of a job container running ``args`` as container root."""
+    """The ``config.json`` of a job container running ``args`` as container root.
+
+    ``image_environment``: the variables of the image's config (its ``PATH``, ``LANG``...),
+    under the sandbox's own (home, scratch, the runner's ``PYTHONPATH`` first) and the job's.
+    """
     if host_uid <= 0:
         raise ValueError("a container's uid on the host is never root")
     memory = limits.memory_mb * 1024 * 1024
+    image = dict(image_environment or {})
+    python_path = ":".join(filter(None, (RUNNER_DIR, image.get("PYTHONPATH"))))
     env = {
         "PATH": _PATH,
+        "LANG": "C.UTF-8",
+        **image,
         "HOME": SCRATCH_DIR,
         "TMPDIR": SCRATCH_DIR,
-        "LANG": "C.UTF-8",
-        "PYTHONPATH": RUNNER_DIR,
+        "PYTHONPATH": python_path,
         "PYTHONUNBUFFERED": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
         **environment,

@@ -6,7 +6,6 @@ The gateway reads them; :meth:`SandboxSettings.config` turns them into a
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -14,19 +13,14 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Runtime", "SandboxConfig", "SandboxSettings", "default_rootfs"]
+from gridweave_runtime.job_images import SYSTEM_CACHE, default_rootfs, image_cache
+
+__all__ = ["Runtime", "SandboxConfig", "SandboxSettings"]
 
 Runtime = Literal["runc", "crun", "none"]
-#: Images and the sandbox's state live outside any home directory: a container's uid must be
-#: able to pass through every directory above its image and the runner (a home is 0700).
-_SYSTEM_CACHE = "/var/cache/gridweave/sandbox"
+#: The sandbox's state lives outside any home directory: a container's uid must be able to
+#: pass through every directory above the runner (a home is 0700).
 _SYSTEM_STATE = Path("/var/lib/gridweave/sandbox")
-
-
-def default_rootfs() -> Path:
-    """Where ``tools/sandbox-image/build.sh`` (``make sandbox-image``) leaves the default
-    image's root filesystem."""
-    return Path(os.environ.get("GRIDWEAVE_SANDBOX_CACHE") or _SYSTEM_CACHE) / "base" / "rootfs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +36,8 @@ class SandboxConfig:
     scratch_mb: int
     max_result_mb: int
     device_dir: Path
+    image_dir: Path = SYSTEM_CACHE / "images"
+    image_cache_gb: float = 50.0
 
 
 class SandboxSettings(BaseSettings):
@@ -103,6 +99,22 @@ class SandboxSettings(BaseSettings):
         default=Path("/dev"),
         description="Where the node's GPU device nodes are (nvidiaN, nvidiactl, kfd, dri/).",
     )
+    image_dir: Path = Field(
+        default_factory=image_cache,
+        description=(
+            "Where a node keeps the images jobs named (image=), pulled from the platform's "
+            "registry and unpacked once per digest."
+        ),
+    )
+    image_cache_gb: float = Field(
+        default=50.0,
+        gt=0,
+        le=1_000_000,
+        description=(
+            "The image cache's size (GB, 10^9 bytes) past which the least recently used "
+            "images no container runs are deleted."
+        ),
+    )
 
     def config(self) -> SandboxConfig:
         """The plain data a worker takes."""
@@ -116,4 +128,6 @@ class SandboxSettings(BaseSettings):
             scratch_mb=self.scratch_mb,
             max_result_mb=self.max_result_mb,
             device_dir=self.device_dir,
+            image_dir=self.image_dir,
+            image_cache_gb=self.image_cache_gb,
         )

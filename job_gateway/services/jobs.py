@@ -118,6 +118,7 @@ async def submit_job(
             function_name=request.function_name,
             memory_mb=request.memory_mb,
             cpu_millis=request.cpu_millis,
+            image=request.image,
         )
 
 
@@ -268,6 +269,7 @@ def job_response(job: Job) -> JobResponse:
         max_retries=spec.max_retries,
         memory_mb=spec.memory_mb,
         cpu_millis=spec.cpu_millis,
+        image=spec.image,
         priority=spec.priority,
         hold_reference=job.name,
         phase=job.phase,

@@ -70,9 +70,10 @@ async def submit_job(
         ),
     ] = None,
 ) -> JobResponse:
-    """Hold price x timeout x GPUs, store the function, submit (402 short, 422 no such GPU)."""
+    """Check the image (403, 404), hold price x timeout x GPUs, store the function, submit
+    (402 short, 422 no such GPU)."""
     submitted = await jobs.submit_job(
-        services, user_id=user.user_id, request=body, idempotency_key=idempotency_key
+        services, user=user, request=body, idempotency_key=idempotency_key
     )
     if submitted.replayed:
         response.status_code = 200

@@ -7,7 +7,9 @@
 - ``GET|POST|DELETE /v1/registry/shares``: repositories shared with other users (pull);
 - ``GET|PUT /v1/admin/users/{user_id}/registry-quota``: a user's quota (admins);
 - ``POST /v1/registry/events``, ``PUT /v1/registry/usage``, ``PUT /v1/registry/maintenance``:
-  the registry's notifications, reconciliation and read-only window, with the internal token.
+  the registry's notifications, reconciliation and read-only window, with the internal token;
+- ``POST /v1/registry/pull-tokens``: the gateway's pull of a job's image with its owner's
+  rights, with the internal token.
 
 The first two and the internal ones are in ``auth.PUBLIC_PATHS`` (no API key): each checks
 its own credential here.
@@ -26,6 +28,8 @@ from fastapi.responses import JSONResponse
 
 from gridweave_clients.platform.registry import (
     REPOSITORY_PATTERN,
+    PullTokenRequest,
+    PullTokenResponse,
     RegistryEventsRequest,
     RegistryMaintenanceRequest,
     RegistryShareListResponse,
@@ -46,6 +50,7 @@ from platform_service.routers.common import (
     UserDep,
 )
 from platform_service.services import registry, registry_shares
+from platform_service.services.images import ImageRegistry, issue_pull_token
 from platform_service.services.keys import authenticate
 from platform_service.services.registry_tokens import TokenSigner
 from platform_service.settings import PlatformSettings
@@ -249,6 +254,16 @@ def set_registry_quota(
         quota_bytes=body.quota_bytes,
         default_quota=_default_quota(settings),
     )
+
+
+@router.post("/v1/registry/pull-tokens")
+def post_pull_token(
+    body: PullTokenRequest, request: Request, _internal: InternalDep, session: SessionDep
+) -> PullTokenResponse:
+    """A token for a node to pull a job's image as the job's owner may (internal token; 403
+    ``image_refused`` when the owner may not, 404 when there is no such user)."""
+    images: ImageRegistry = request.app.state.jobs.images
+    return issue_pull_token(images, session, user_id=body.user_id, repository=body.repository)
 
 
 @router.post("/v1/registry/events")

@@ -1,7 +1,9 @@
 """A user's jobs: submitted (inputs stored, hold placed, gateway told), read, listed, cancelled.
 
-A submission is all or nothing for the user: the hold is placed first (a 402 costs no
-storage), then the pickled function and arguments are stored as opaque bytes
+A submission is all or nothing for the user: its image, if it names one, is checked and
+pinned to its digest first (:mod:`platform_service.services.images`: a refused or missing
+image costs nothing), then the hold is placed (a 402 costs no storage), then the pickled
+function and arguments are stored as opaque bytes
 (``gridweave_runtime.storage.input_objects``), then the gateway creates the GridweaveJob.
 When the gateway refuses (no GPU could ever hold it: its 422 naming the field and the
 largest GPU passes through), the hold is released and the objects deleted. When the
@@ -59,6 +61,8 @@ from platform_service.services.holds import (
     release_job_hold,
     release_unstarted_job_hold,
 )
+from platform_service.services.images import ImageRegistry, resolve_image
+from platform_service.services.keys import AuthenticatedUser
 
 __all__ = [
     "JobServices",
@@ -86,6 +90,7 @@ class JobServices:
     store: ObjectStore
     prices: PriceTable
     id_secret: bytes
+    images: ImageRegistry
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,7 @@ def job_response(
         max_retries=job.max_retries,
         memory_mb=job.memory_mb,
         cpu_millis=job.cpu_millis,
+        image=job.image,
         node=job.node,
         gpu_indices=job.gpu_indices,
         attempts=job.attempts,
@@ -180,7 +186,12 @@ _ASKED = (
 
 
 async def _replay(
-    services: JobServices, *, user_id: str, job_id: str, request: SubmitJobRequest
+    services: JobServices,
+    *,
+    user_id: str,
+    job_id: str,
+    request: SubmitJobRequest,
+    image: str | None,
 ) -> Submitted | None:
     """The earlier submission of this job id, answered again; None when there is none."""
     with downstream_errors("job_gateway", passed=()):
@@ -189,6 +200,8 @@ async def _replay(
         except ServiceNotFound:
             return None
     differing = [name for name in _ASKED if getattr(job, name) != getattr(request, name)]
+    if job.image != image:
+        differing.append("image")
     if job.user_id != user_id or differing:
         raise IdempotencyConflict(job_id=job_id, differing_fields=differing)
     amount = hold_amount(
@@ -204,13 +217,18 @@ async def _replay(
 async def submit_job(
     services: JobServices,
     *,
-    user_id: str,
+    user: AuthenticatedUser,
     request: SubmitJobRequest,
     idempotency_key: str | None = None,
 ) -> Submitted:
-    """Hold, store, submit; on a refusal nothing is left behind (see the module's rules)."""
+    """Check the image, hold, store, submit; on a refusal nothing is left behind (see the
+    module's rules)."""
     if not request.function:
         raise InvalidRequest("function", "the pickled function must not be empty")
+    user_id = user.user_id
+    image = None
+    if request.image is not None:  # before any hold: a refused image costs nothing
+        image = await resolve_image(services.images, user=user, image=request.image)
     amount = hold_amount(
         services.prices,
         vendor=request.vendor,
@@ -223,14 +241,18 @@ async def submit_job(
         hold = await place_job_hold(services.credit, user_id=user_id, job_id=job_id, amount=amount)
     except HoldKeyReused:
         # a retry asking for another hold: the earlier job names the fields that differ
-        earlier = await _replay(services, user_id=user_id, job_id=job_id, request=request)
+        earlier = await _replay(
+            services, user_id=user_id, job_id=job_id, request=request, image=image
+        )
         if earlier is not None:
             return earlier
         raise IdempotencyConflict(job_id=job_id, differing_fields=[]) from None
     if hold.replayed:
         # the job's id was submitted before (an idempotency key sent again): its job, else
         # its hold must still be open (a refused submission released it)
-        earlier = await _replay(services, user_id=user_id, job_id=job_id, request=request)
+        earlier = await _replay(
+            services, user_id=user_id, job_id=job_id, request=request, image=image
+        )
         if earlier is not None:
             return earlier
         if not await hold_is_open(services.credit, user_id=user_id, hold_id=hold.hold_id):
@@ -260,6 +282,7 @@ async def submit_job(
         max_retries=request.max_retries,
         memory_mb=request.memory_mb,
         cpu_millis=request.cpu_millis,
+        image=image,
         function_name=request.function_name,
         hold_reference=job_id,
     )
@@ -268,7 +291,9 @@ async def submit_job(
     except ServiceRefused as exc:
         if isinstance(exc, ServiceConflict) and idempotency_key is not None:
             # a retry with the same key created it first: same hold, same inputs, keep them
-            earlier = await _replay(services, user_id=user_id, job_id=job_id, request=request)
+            earlier = await _replay(
+                services, user_id=user_id, job_id=job_id, request=request, image=image
+            )
             if earlier is not None:
                 return earlier
         await _undo(services, user_id=user_id, job_id=job_id, hold_id=hold.hold_id)

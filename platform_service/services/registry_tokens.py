@@ -17,6 +17,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -28,9 +29,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
 from gridweave_clients.platform.registry import TOKEN_ISSUER
+from gridweave_controller.validation import REPOSITORY_PATTERN
 from platform_service.settings import PlatformSettings
 
-__all__ = ["TokenSigner", "load_token_signer", "token_key_path"]
+__all__ = ["TokenSigner", "load_token_signer", "publish_token", "token_key_path"]
 
 _COORDINATE_BYTES = 32  # P-256
 
@@ -130,3 +132,16 @@ def load_token_signer(settings: PlatformSettings) -> TokenSigner:
         service=settings.registry_service,
         lifetime_seconds=settings.registry_token_seconds,
     )
+
+
+def publish_token(settings: PlatformSettings, repository: str) -> str:
+    """A token to push ``repository`` of the public namespace (Gridweave's own images);
+    ``ValueError`` for any other repository."""
+    namespace = settings.registry_public_namespace
+    if not namespace or not re.fullmatch(REPOSITORY_PATTERN, repository):
+        raise ValueError(f"{repository!r} is not a repository name")
+    if repository.split("/", 1)[0] != namespace:
+        raise ValueError(f"{repository} is not in the public namespace {namespace}/")
+    access = [{"type": "repository", "name": repository, "actions": ["pull", "push"]}]
+    token, _, _ = load_token_signer(settings).sign(subject=namespace, access=access)
+    return token

@@ -80,9 +80,20 @@ class TestCreateJob:
         plain = make_job(transport)
         assert (plain.spec.memory_mb, plain.spec.cpu_millis) == (None, None)
 
+    def test_a_jobs_image_is_kept_pinned_in_its_spec(self, transport: Transport) -> None:
+        image = f"usr-0123/tools@sha256:{'ab' * 32}"
+        job = make_job(transport, image=image)
+        assert job.spec.image == image and job.raw["spec"]["image"] == image
+        assert transport.api.get_job(job.name).spec.image == image
+        assert make_job(transport).spec.image is None
+
     @pytest.mark.parametrize(
         ("arguments", "field"),
         [
+            ({"image": "usr-0123/tools:v2"}, "image"),  # a tag: the platform pins it first
+            ({"image": f"Usr/tools@sha256:{'ab' * 32}"}, "image"),
+            ({"image": f"localhost:30500/u/tools@sha256:{'ab' * 32}"}, "image"),
+            ({"image": f"u/t@sha256:{'ab' * 31}"}, "image"),
             ({"vram_mb": "lots"}, "vram_mb"),
             ({"vram_mb": 0}, "vram_mb"),
             ({"gpu_count": 2.5}, "gpu_count"),

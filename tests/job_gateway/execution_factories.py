@@ -24,17 +24,20 @@ import ray
 import yaml
 from ray.cluster_utils import Cluster
 
+from gridweave_clients.platform import AsyncPlatformClient
 from gridweave_controller import CrdClient, Job, JobPhase
 from gridweave_controller.aio import connect
 from gridweave_controller.informer import AsyncInformer
 from gridweave_runtime.storage import ObjectStore, StorageConfig, input_objects
 from job_gateway.execution import NODE_LABEL, Executor
+from job_gateway.execution.image_pulls import PullTokens
 from job_gateway.execution.settings import WarmSettings
 from job_gateway.execution.worker import AttemptSpec
 from job_gateway.inventory import Inventory, InventoryFile
 from job_gateway.sandbox.attempt import SandboxedJob
 from job_gateway.sandbox.settings import SandboxConfig, SandboxSettings
 from tests.job_gateway import execution_functions
+from tests.support.credit_server import INTERNAL_TOKEN
 from tests.support.kubeapi import KubeAPI
 from tests.support.waiting import wait_until
 
@@ -125,9 +128,11 @@ def allocated_job(
     timeout_seconds: int = 120,
     max_retries: int = 0,
     user: str = "alice",
+    image: str | None = None,
     **kwargs: Any,
 ) -> str:
-    """Store the function and its arguments (cloudpickle), create the job, allocate it."""
+    """Store the function and its arguments (cloudpickle), create the job (in ``image``,
+    pinned; None: the node's default image), allocate it."""
     job_id = job_id or new_job_id()
     inputs = input_objects(job_id)
     function_ref = store.put(inputs.function, cloudpickle.dumps(function))
@@ -142,6 +147,7 @@ def allocated_job(
         timeout_seconds=timeout_seconds,
         max_retries=max_retries,
         args_ref=args_ref,
+        image=image,
     )
     crd.set_job_allocated(job_id, node, gpus)
     return job_id
@@ -191,6 +197,13 @@ def worker_of(pid: int) -> int:
             return current
         current = int(Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()[1])
     raise AssertionError(f"no worker process above {pid}")
+
+
+def _pull_tokens(platform_url: str, registry: str) -> PullTokens:
+    """The gateway's pull tokens, asked of the platform at ``platform_url``."""
+    return PullTokens(
+        AsyncPlatformClient(platform_url, INTERNAL_TOKEN), registry=registry, plain_http=True
+    )
 
 
 def unsandboxed() -> SandboxConfig:
@@ -249,8 +262,10 @@ def running_executor(
     poll_seconds: float = 0.05,
     warm: WarmSettings | None = None,
     sandbox: SandboxConfig | None = None,
+    images_from: tuple[str, str] | None = None,
 ) -> Iterator[Executor]:
-    """An executor fed by a job informer, on an event loop in a thread (the gateway's wiring)."""
+    """An executor fed by a job informer, on an event loop in a thread (the gateway's wiring);
+    ``images_from``: (the platform's URL, the registry's host:port) for jobs' own images."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="executor-loop", daemon=True)
     thread.start()
@@ -265,6 +280,7 @@ def running_executor(
             poll_seconds=poll_seconds,
             warm=warm,
             sandbox=sandbox,
+            pull_tokens=None if images_from is None else _pull_tokens(*images_from),
         )
         informer: AsyncInformer[Job] = AsyncInformer(
             lambda known: crd.watch_jobs(known=known),

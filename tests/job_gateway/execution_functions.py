@@ -84,3 +84,12 @@ def allocate(megabytes: int) -> int:
     """Hold ``megabytes`` of touched memory."""
     held = [bytearray(1024 * 1024) for _ in range(megabytes)]
     return len(held)
+
+
+def read_text(path: str) -> str | None:
+    """The file at ``path`` in the job's image, None when the image has no such file."""
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None

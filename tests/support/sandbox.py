@@ -18,6 +18,7 @@ import cloudpickle
 
 from job_gateway.sandbox.attempt import SandboxedJob, run_sandboxed
 from job_gateway.sandbox.container import ContainerRun
+from job_gateway.sandbox.images import UnpackedImage
 from job_gateway.sandbox.settings import SandboxConfig, SandboxSettings
 from tests.support.unavailable import fail_or_skip
 
@@ -77,8 +78,10 @@ def run_function(
     vendor: str = "nvidia",
     gpu_indices: tuple[int, ...] = (0,),
     environment: dict[str, str] | None = None,
+    image: UnpackedImage | None = None,
 ) -> SandboxRun:
-    """Run ``function(*args)`` in a container of ``user``, as a worker would."""
+    """Run ``function(*args)`` in a container of ``user`` (in ``image``, else the node's
+    default image), as a worker would."""
     job = SandboxedJob(
         user_id=user,
         vendor=vendor,
@@ -94,6 +97,7 @@ def run_function(
             arguments=cloudpickle.dumps((args, {})),
             stdout=stdout.fileno(),
             stderr=stderr.fileno(),
+            image=image,
         )
         stdout.seek(0)
         stderr.seek(0)

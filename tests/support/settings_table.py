@@ -80,8 +80,8 @@ PLAIN_VARIABLES = [
         "GRIDWEAVE_SANDBOX_CACHE",
         "make sandbox, job_gateway",
         "/var/cache/gridweave/sandbox",
-        "Where tools/sandbox-image/build.sh keeps the default job image (outside any home "
-        "directory: every job's uid passes through to it).",
+        "Where tools/sandbox-image/build.sh keeps the default job image, and a node the images "
+        "its jobs named (outside any home directory: every job's uid passes through to it).",
     ),
     (
         "GRIDWEAVE_KUBEAPI_CACHE",
@@ -109,6 +109,7 @@ def _default(field: FieldInfo) -> str:
             "default_state_dir": "~/.gridweave",
             "gethostname": "the hostname",
             "default_rootfs": "/var/cache/gridweave/sandbox/base/rootfs",
+            "image_cache": "/var/cache/gridweave/sandbox/images",
         }.get(factory, factory)
     if field.default is PydanticUndefined or field.default is None:
         return ""

@@ -407,7 +407,8 @@ export interface paths {
         put?: never;
         /**
          * Submit Job
-         * @description Hold price x timeout x GPUs, store the function, submit (402 short, 422 no such GPU).
+         * @description Check the image (403, 404), hold price x timeout x GPUs, store the function, submit
+         *     (402 short, 422 no such GPU).
          */
         post: operations["submit_job"];
         delete?: never;
@@ -709,6 +710,27 @@ export interface paths {
          */
         put: operations["put_registry_maintenance"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/registry/pull-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Post Pull Token
+         * @description A token for a node to pull a job's image as the job's owner may (internal token; 403
+         *     ``image_refused`` when the owner may not, 404 when there is no such user).
+         */
+        post: operations["post_pull_token"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1625,6 +1647,11 @@ export interface components {
              * @description Micro-credits held at submission (in the submit answer).
              */
             hold_amount?: number | null;
+            /**
+             * Image
+             * @description The image it runs in, pinned to its digest (none: the node's default).
+             */
+            image?: string | null;
             /** Job Id */
             job_id: string;
             /** Max Retries */
@@ -1888,6 +1915,26 @@ export interface components {
             status: "Ready" | "NotReady";
             /** Vpn Ip */
             vpn_ip?: string | null;
+        };
+        /**
+         * PullTokenRequest
+         * @description A node's pull of a job's image, with the rights of the job's owner.
+         */
+        PullTokenRequest: {
+            /** Repository */
+            repository: string;
+            /** User Id */
+            user_id: string;
+        };
+        /**
+         * PullTokenResponse
+         * @description A registry token granting ``user_id`` pull on the repository, for ``expires_in`` s.
+         */
+        PullTokenResponse: {
+            /** Expires In */
+            expires_in: number;
+            /** Token */
+            token: string;
         };
         /**
          * ReceiptProofResponse
@@ -2367,6 +2414,8 @@ export interface components {
              * @default 1
              */
             gpu_count: number;
+            /** Image */
+            image?: string | null;
             /**
              * Max Retries
              * @description Runs after the first.
@@ -3831,6 +3880,39 @@ export interface operations {
                     "application/json": {
                         [key: string]: boolean | number;
                     };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    post_pull_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PullTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PullTokenResponse"];
                 };
             };
             /** @description Validation Error */
