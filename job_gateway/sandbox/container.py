@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,15 @@ from job_gateway.sandbox.cgroups import (
 from job_gateway.sandbox.images import hold_image
 from job_gateway.sandbox.oci import ContainerLimits, DeviceNode, container_config
 
-__all__ = ["Container", "ContainerRun", "ContainerSpec", "sweep_orphans"]
+__all__ = [
+    "Container",
+    "ContainerRun",
+    "ContainerSpec",
+    "container_name",
+    "delete_container",
+    "runtime_command",
+    "sweep_orphans",
+]
 
 _log = logging.getLogger(__name__)
 _CONTAINER_PREFIX = "gw"
@@ -95,7 +104,7 @@ class Container:
 
     def __init__(self, spec: ContainerSpec) -> None:
         self.spec = spec
-        self.name = _container_name()
+        self.name = container_name()
         self.bundle = spec.state_dir / "bundles" / self.name
         self.cgroup = f"gridweave/{self.name}"
         self._closed = False
@@ -105,7 +114,7 @@ class Container:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._control = ours
         try:
-            command, environment = _command(spec, self.name, self.bundle, self.cgroup)
+            command, environment = runtime_command(spec, self.name, self.bundle, self.cgroup)
             log = os.open(self.bundle / "container.log", os.O_WRONLY | os.O_CREAT, 0o600)
             try:
                 self._pid = os.posix_spawnp(
@@ -192,7 +201,7 @@ class Container:
         self._closed = True
         self._control.close()
         if self.spec.runtime != "none":
-            _runtime(self.spec, "delete", "--force", self.name)
+            delete_container(self.spec, self.name)
         else:
             self._stop()
         with contextlib.suppress(ChildProcessError):
@@ -281,20 +290,29 @@ def sweep_orphans(runtime: str, state_dir: Path) -> list[str]:
     return swept
 
 
-def _command(
-    spec: ContainerSpec, name: str, bundle: Path, cgroup: str
+def runtime_command(
+    spec: ContainerSpec,
+    name: str,
+    bundle: Path,
+    cgroup: str,
+    *,
+    module: str = "gridweave_runner",
+    args: Sequence[str] = runner.SCRATCH_DIRS,
+    mounts: Sequence[dict[str, Any]] = (),
 ) -> tuple[list[str], dict[str, str]]:
-    """The runtime's command line, its environment, and the bundle's ``config.json``.
+    """The runtime's command line, its environment, and the bundle's ``config.json``: the
+    container runs ``python3 -m <module> <args>`` (the job runner by default) as its pid 1,
+    with ``mounts`` besides those of every container.
 
-    Runtime ``none``: the runner as a plain process of the worker's Python (the cost
+    Runtime ``none``: the module as a plain process of the worker's Python (the cost
     baseline of the benchmark; no isolation at all).
     """
     path = os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
     if spec.runtime == "none":
         environment = {"PATH": path, "PYTHONPATH": str(spec.runner_dir), **dict(spec.environment)}
-        return [sys.executable, "-m", "gridweave_runner"], environment
+        return [sys.executable, "-m", module], environment
     config = container_config(
-        args=["python3", "-m", "gridweave_runner", *runner.SCRATCH_DIRS],
+        args=["python3", "-m", module, *args],
         rootfs=spec.rootfs,
         runner_dir=spec.runner_dir,
         host_uid=spec.host_uid,
@@ -304,6 +322,7 @@ def _command(
         hostname=name,
         image_environment=dict(spec.image_environment),
     )
+    config["mounts"].extend(mounts)
     config["linux"]["cgroupsPath"] = cgroup
     (bundle / "config.json").write_text(json.dumps(config))
     command = [
@@ -347,9 +366,10 @@ def _collect_result(fd: int, limit: int, stop: Any) -> _Collected:
     return _Collected(header, payload, None)
 
 
-def _runtime(spec: ContainerSpec, *args: str) -> None:
+def delete_container(spec: ContainerSpec, name: str) -> None:
+    """Delete the container ``name`` of ``spec``'s runtime, killing whatever runs in it."""
     subprocess.run(
-        [spec.runtime, "--root", str(_runtime_root(spec.state_dir)), *args],
+        [spec.runtime, "--root", str(_runtime_root(spec.state_dir)), "delete", "--force", name],
         capture_output=True,
         timeout=30,
         check=False,
@@ -360,7 +380,7 @@ def _runtime_root(state_dir: Path) -> Path:
     return state_dir / "runtime"
 
 
-def _container_name() -> str:
+def container_name() -> str:
     """``gw-<worker pid>-<n>``: :func:`sweep_orphans` knows a container's worker by it."""
     global _counter
     with _counter_lock:

@@ -47,6 +47,7 @@ from typing import Any
 __all__ = [
     "CONTROL_FD",
     "MAX_HEADER_BYTES",
+    "guard_init",
     "main",
     "read_frame",
     "write_frame",
@@ -101,7 +102,7 @@ def main(scratch: list[str]) -> None:
     each (only as the pid 1 of a pid namespace of its own: never a host's directories)."""
     if os.getpid() != 1:
         scratch = []
-    _guard_init()
+    guard_init()
     import cloudpickle  # noqa: F401  (loaded once: every attempt's child starts with it)
 
     control = socket.socket(fileno=CONTROL_FD)
@@ -172,7 +173,7 @@ def _writable_then_retry(function: Any, path: str, _error: Any) -> None:
         pass
 
 
-def _guard_init() -> None:
+def guard_init() -> None:
     """Die with the parent, and stay out of reach of the user's child (no ptrace, no
     /proc/1/mem): a process may undo its own parent-death signal, so pid 1 keeps it."""
     libc = ctypes.CDLL(None, use_errno=True)

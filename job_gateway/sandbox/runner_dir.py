@@ -1,6 +1,7 @@
 """The runner's directory on a node: what every container mounts read-only at /opt/gridweave.
 
-``gridweave_runner.py`` (a copy of :mod:`job_gateway.sandbox.runner`) and the cloudpickle
+``gridweave_runner.py`` (a copy of :mod:`job_gateway.sandbox.runner`),
+``gridweave_serve.py`` (of :mod:`job_gateway.sandbox.serve_runner`) and the cloudpickle
 package the worker itself has, so a job's image needs only a Python 3 (no Ray, no
 Gridweave, no cloudpickle of its own). Made once per content under the sandbox's state
 directory, written whole before it is renamed into place.
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import cloudpickle
 
-from job_gateway.sandbox import runner
+from job_gateway.sandbox import runner, serve_runner
 
 __all__ = ["runner_dir"]
 
@@ -28,15 +29,21 @@ def runner_dir(state_dir: Path) -> Path:
     made = _made.get(state_dir)
     if made is not None and made.is_dir():
         return made
-    source = Path(runner.__file__)
+    sources = {
+        "gridweave_runner.py": Path(runner.__file__),
+        "gridweave_serve.py": Path(serve_runner.__file__),
+    }
     package = Path(cloudpickle.__file__).parent
-    digest = hashlib.sha256(source.read_bytes())
+    digest = hashlib.sha256()
+    for source in sources.values():
+        digest.update(source.read_bytes())
     digest.update(cloudpickle.__version__.encode())
     target = state_dir / f"runner-{digest.hexdigest()[:16]}"
     if not target.is_dir():
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         partial = Path(tempfile.mkdtemp(dir=state_dir, prefix=".runner-"))
-        shutil.copyfile(source, partial / "gridweave_runner.py")
+        for name, source in sources.items():
+            shutil.copyfile(source, partial / name)
         shutil.copytree(package, partial / "cloudpickle", ignore=shutil.ignore_patterns("*.pyc"))
         for path in [partial, *partial.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)  # readable by every user's uid
