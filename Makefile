@@ -24,9 +24,12 @@ install: $(STAMP)  ## create .venv and install Gridweave with its server, models
 up: install web-build sandbox  ## the whole platform on this machine until Ctrl-C (data in GRIDWEAVE_STATE_DIR, default ~/.gridweave)
 	$(BIN)/gridweave up
 
-SANDBOX_TOOLS = runc mmdebstrap umoci skopeo
-sandbox:  ## the job sandbox: runc, mmdebstrap, umoci and skopeo from Debian (installed when missing) and the default job image (cached outside the repo)
-	@missing=$$(for tool in $(SANDBOX_TOOLS); do command -v $$tool >/dev/null || echo $$tool; done); \
+# command:Debian package (the package of the same name when no package is given); iptables,
+# ip and nsenter wire a job container's egress network (GATEWAY_JOB_NETWORK=egress, pip builds)
+SANDBOX_TOOLS = runc mmdebstrap umoci skopeo iptables ip:iproute2 nsenter:util-linux
+sandbox:  ## the job sandbox: runc, mmdebstrap, umoci, skopeo, iptables and iproute2 from Debian (installed when missing) and the default job image (cached outside the repo)
+	@missing=$$(for entry in $(SANDBOX_TOOLS); do tool=$${entry%%:*}; package=$${entry#*:}; \
+		command -v $$tool >/dev/null || echo $$package; done); \
 	[ -z "$$missing" ] || { \
 		[ "$$(id -u)" = 0 ] || { echo "*** install" $$missing "(apt-get install" $$missing")"; exit 1; }; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }

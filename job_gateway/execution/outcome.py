@@ -17,6 +17,7 @@ from gridweave_runtime.storage import attempt_objects
 
 __all__ = [
     "INPUTS_MISSING",
+    "NETWORK_UNAVAILABLE",
     "MAX_MESSAGE_CHARS",
     "MAX_OUTCOME_BYTES",
     "OUT_OF_MEMORY",
@@ -31,8 +32,10 @@ MAX_OUTCOME_BYTES = 64 * 1024
 MAX_MESSAGE_CHARS = 500
 #: The reason of an attempt whose inputs were gone from the object store.
 INPUTS_MISSING = "InputsMissing"
+#: The reason of an attempt whose node could not give its container the egress network.
+NETWORK_UNAVAILABLE = "NetworkUnavailable"
 #: Reasons of attempts whose function never started: billed no time.
-_NEVER_STARTED = frozenset({INPUTS_MISSING, IMAGE_PULL_FAILED})
+_NEVER_STARTED = frozenset({INPUTS_MISSING, IMAGE_PULL_FAILED, NETWORK_UNAVAILABLE})
 
 
 class Outcome(BaseModel):
@@ -50,7 +53,7 @@ class Outcome(BaseModel):
         description=(
             "Why it failed (the job's reason): Exception (the function raised), OutOfMemory, "
             "ProcessDied (its process ended without a result), InputsMissing, "
-            "ImagePullFailed."
+            "ImagePullFailed, NetworkUnavailable."
         ),
     )
     wall_seconds: float = Field(ge=0)

@@ -40,6 +40,7 @@ from gridweave_runtime.storage import (
 from job_gateway.execution.outcome import (
     INPUTS_MISSING,
     MAX_MESSAGE_CHARS,
+    NETWORK_UNAVAILABLE,
     Outcome,
     outcome_key,
 )
@@ -57,6 +58,7 @@ from job_gateway.sandbox.images import (
     evict_images,
     unpacked_image,
 )
+from job_gateway.sandbox.network import NetworkUnavailable
 from job_gateway.sandbox.settings import SandboxConfig, SandboxSettings
 
 __all__ = ["AttemptSpec", "JobWorker", "run_attempt"]
@@ -218,10 +220,11 @@ def _run_in_sandbox(spec: AttemptSpec, store: Any, stdout: int, stderr: int) -> 
         ending = _failed(IMAGE_PULL_FAILED, str(error))
         return dataclasses.replace(ending, prepare_seconds=time.monotonic() - clock)
     prepared = time.monotonic() - clock
-    return dataclasses.replace(
-        _run_function(spec, function, arguments, stdout, stderr, image),
-        prepare_seconds=prepared,
-    )
+    try:
+        ending = _run_function(spec, function, arguments, stdout, stderr, image)
+    except NetworkUnavailable as error:  # the container never started: nothing ran
+        ending = _failed(NETWORK_UNAVAILABLE, f"the job's network could not be made: {error}")
+    return dataclasses.replace(ending, prepare_seconds=prepared)
 
 
 def _image(spec: AttemptSpec, stderr: int) -> UnpackedImage | None:

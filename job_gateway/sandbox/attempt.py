@@ -69,6 +69,7 @@ def container_spec(
         environment=tuple(sorted(renumbered(job.environment, devices).items())),
         devices=devices,
         max_result_bytes=config.max_result_mb * 1024 * 1024,
+        network=config.job_egress,
     )
 
 

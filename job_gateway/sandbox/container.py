@@ -12,13 +12,15 @@ kills anything still in its cgroup.
 The runtime runs under ``setpriv --pdeathsig KILL``: when the worker's process dies (a
 timeout or a cancel kills it), the runtime dies with it, and the runner (pid 1, which asked
 for the same) with that, and the kernel empties the pid namespace. What such a death leaves
-(the container's state and cgroup) is removed by :func:`sweep_orphans`, which every worker
-runs: a container is named after the worker process that started it.
+(the container's state and cgroup, and its veth pair when it had a way out) is removed by
+:func:`sweep_orphans`, which every worker runs: a container is named after the worker
+process that started it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -41,6 +43,7 @@ from job_gateway.sandbox.cgroups import (
     remove_cgroup,
 )
 from job_gateway.sandbox.images import hold_image
+from job_gateway.sandbox.network import Egress, NetworkLink, attach, release, sweep_links
 from job_gateway.sandbox.oci import ContainerLimits, DeviceNode, container_config
 
 __all__ = [
@@ -49,6 +52,7 @@ __all__ = [
     "ContainerSpec",
     "container_name",
     "delete_container",
+    "network_link",
     "runtime_command",
     "sweep_orphans",
 ]
@@ -75,6 +79,9 @@ class ContainerSpec:
     max_result_bytes: int = 1 << 30
     #: The variables of the image's config (its PATH...), under the sandbox's own.
     image_environment: tuple[tuple[str, str], ...] = ()
+    #: The way out (a veth pair of its own, :mod:`job_gateway.sandbox.network`); None:
+    #: only a loopback of its own.
+    network: Egress | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +117,15 @@ class Container:
         self._closed = False
         self._broken = False
         self._image_hold = hold_image(spec.rootfs)  # the cache never deletes it meanwhile
+        self._link: NetworkLink | None = None
         self.bundle.mkdir(parents=True, mode=0o700)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._control = ours
         try:
-            command, environment = runtime_command(spec, self.name, self.bundle, self.cgroup)
+            self._link = network_link(spec, self.name)
+            command, environment = runtime_command(
+                spec, self.name, self.bundle, self.cgroup, network=self._link
+            )
             log = os.open(self.bundle / "container.log", os.O_WRONLY | os.O_CREAT, 0o600)
             try:
                 self._pid = os.posix_spawnp(
@@ -134,6 +145,7 @@ class Container:
             ours.close()
             shutil.rmtree(self.bundle, ignore_errors=True)
             self._let_go_of_image()
+            self._let_go_of_link()
             raise
         finally:
             theirs.close()
@@ -208,8 +220,14 @@ class Container:
             os.waitpid(self._pid, 0)
         shutil.rmtree(self.bundle, ignore_errors=True)
         self._let_go_of_image()
+        self._let_go_of_link()
 
     # -- helpers ------------------------------------------------------------------------
+
+    def _let_go_of_link(self) -> None:
+        if self._link is not None:
+            release(self.spec.state_dir, self._link)
+            self._link = None
 
     def _let_go_of_image(self) -> None:
         if self._image_hold is not None:
@@ -287,7 +305,23 @@ def sweep_orphans(runtime: str, state_dir: Path) -> list[str]:
         shutil.rmtree(bundles / name, ignore_errors=True)
         remove_cgroup(f"gridweave/{name}")
         swept.append(name)
+    for name in sweep_links(state_dir, _orphaned):  # a link whose container never started
+        if name not in swept:
+            swept.append(name)
     return swept
+
+
+def network_link(spec: ContainerSpec, name: str) -> NetworkLink | None:
+    """The veth pair of container ``name`` when ``spec`` gives it a way out (the image's
+    ``/etc/resolv.conf`` replaced only where it is a file: a bind cannot go through a link
+    out of the image, nor make a file in its read-only root)."""
+    if spec.network is None or spec.runtime == "none":
+        return None
+    link = attach(spec.state_dir, spec.network, name)
+    resolv = spec.rootfs / "etc" / "resolv.conf"
+    if resolv.is_symlink() or not resolv.is_file():
+        link = dataclasses.replace(link, resolv_conf=None)
+    return link
 
 
 def runtime_command(
@@ -299,6 +333,7 @@ def runtime_command(
     module: str = "gridweave_runner",
     args: Sequence[str] = runner.SCRATCH_DIRS,
     mounts: Sequence[dict[str, Any]] = (),
+    network: NetworkLink | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The runtime's command line, its environment, and the bundle's ``config.json``: the
     container runs ``python3 -m <module> <args>`` (the job runner by default) as its pid 1,
@@ -321,6 +356,7 @@ def runtime_command(
         devices=spec.devices,
         hostname=name,
         image_environment=dict(spec.image_environment),
+        network=network,
     )
     config["mounts"].extend(mounts)
     config["linux"]["cgroupsPath"] = cgroup
@@ -393,6 +429,11 @@ def _owner_pid(name: str) -> int | None:
     if len(parts) < 3 or parts[0] != _CONTAINER_PREFIX or not parts[1].isdigit():
         return None
     return int(parts[1])
+
+
+def _orphaned(name: str) -> bool:
+    owner = _owner_pid(name)
+    return owner is not None and not _alive(owner)
 
 
 def _alive(pid: int) -> bool:

@@ -4,7 +4,9 @@ Pure: what the container may see and use is decided here and nowhere else, so a 
 read it off the returned dictionary. The runtime (runc or crun) enforces it.
 
 - Namespaces: user (container root is ``host_uid`` on the host, one uid per platform user,
-  never 0), pid, mount, ipc, uts, network (only a loopback of its own), cgroup.
+  never 0), pid, mount, ipc, uts, network (only a loopback of its own; with ``network``, an
+  ``eth0`` the runtime's ``createRuntime`` hook wires to the node, and the node's resolvers
+  in ``/etc/resolv.conf``: :mod:`job_gateway.sandbox.network`), cgroup.
 - No capabilities at all, ``noNewPrivileges``, the usual masked and read-only paths of
   ``/proc`` and ``/sys``.
 - Filesystem: the image's root read-only; ``/scratch`` (also ``HOME``, ``TMPDIR`` and the
@@ -23,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from job_gateway.sandbox.network import NetworkLink
 
 __all__ = [
     "RUNNER_DIR",
@@ -104,11 +108,13 @@ def container_config(
     devices: Sequence[DeviceNode] = (),
     hostname: str = "gridweave",
     image_environment: Mapping[str, str] | None = None,
+    network: NetworkLink | None = None,
 ) -> dict[str, Any]:
     """The ``config.json`` of a job container running ``args`` as container root.
 
     ``image_environment``: the variables of the image's config (its ``PATH``, ``LANG``...),
     under the sandbox's own (home, scratch, the runner's ``PYTHONPATH`` first) and the job's.
+    ``network``: the container's veth pair (egress); None: only its loopback.
     """
     if host_uid <= 0:
         raise ValueError("a container's uid on the host is never root")
@@ -127,7 +133,17 @@ def container_config(
         **environment,
     }
     scratch = ["nosuid", "nodev", "mode=1777", f"size={limits.scratch_mb}m"]
-    return {
+    network_mounts = []
+    if network is not None and network.resolv_conf is not None:
+        network_mounts.append(
+            {
+                "destination": "/etc/resolv.conf",
+                "type": "bind",
+                "source": str(network.resolv_conf),
+                "options": ["bind", "ro", "nosuid", "nodev", "noexec"],
+            }
+        )
+    config: dict[str, Any] = {
         "ociVersion": "1.0.2",
         "process": {
             "terminal": False,
@@ -187,6 +203,7 @@ def container_config(
                 }
                 for device in devices
             ),
+            *network_mounts,
         ],
         "linux": {
             "uidMappings": [{"containerID": 0, "hostID": host_uid, "size": 1}],
@@ -229,3 +246,6 @@ def container_config(
             "readonlyPaths": list(_READONLY_PATHS),
         },
     }
+    if network is not None:
+        config["hooks"] = {"createRuntime": [network.hook()]}
+    return config

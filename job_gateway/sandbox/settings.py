@@ -7,17 +7,22 @@ The gateway reads them; :meth:`SandboxSettings.config` turns them into a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gridweave_runtime.job_images import SYSTEM_CACHE, default_rootfs, image_cache
+from job_gateway.sandbox.network import DEFAULT_POOL, Egress
 
-__all__ = ["Runtime", "SandboxConfig", "SandboxSettings"]
+__all__ = ["JobNetwork", "Runtime", "SandboxConfig", "SandboxSettings"]
 
 Runtime = Literal["runc", "crun", "none"]
+#: A job container's network: ``none`` (only a loopback of its own), ``egress`` (the
+#: internet, never the node or its networks).
+JobNetwork = Literal["none", "egress"]
 #: The sandbox's state lives outside any home directory: a container's uid must be able to
 #: pass through every directory above the runner (a home is 0700).
 _SYSTEM_STATE = Path("/var/lib/gridweave/sandbox")
@@ -38,6 +43,14 @@ class SandboxConfig:
     device_dir: Path
     image_dir: Path = SYSTEM_CACHE / "images"
     image_cache_gb: float = 50.0
+    job_network: JobNetwork = "none"
+    #: The node's way out for containers that have one (egress jobs, pip builds).
+    egress: Egress = Egress()
+
+    @property
+    def job_egress(self) -> Egress | None:
+        """A job container's way out; None: only its loopback."""
+        return self.egress if self.job_network == "egress" else None
 
 
 class SandboxSettings(BaseSettings):
@@ -116,6 +129,48 @@ class SandboxSettings(BaseSettings):
         ),
     )
 
+    job_network: JobNetwork = Field(
+        default="none",
+        validation_alias=AliasChoices("GATEWAY_JOB_NETWORK"),
+        description=(
+            "A job container's network. none: only a loopback of its own. egress: the "
+            "internet through a network namespace of its own (a veth pair, NAT), never the "
+            "node's own addresses, the private, loopback, link-local or CGNAT ranges, the "
+            "node's subnets or GATEWAY_SANDBOX_EGRESS_BLOCKED; DNS to the node's resolvers "
+            "only. pip= builds always have egress."
+        ),
+    )
+    egress_pool: IPv4Network = Field(
+        default=IPv4Network(DEFAULT_POOL),
+        description=(
+            "The private range the containers' veth pairs take a /30 each of (egress jobs and "
+            "pip builds); it must be used by nothing else on the node."
+        ),
+    )
+    egress_blocked: list[IPv4Network] = Field(
+        default=[],
+        description=(
+            "Ranges (JSON list) a container with egress never reaches besides the private, "
+            "loopback, link-local, CGNAT, multicast and reserved ones and the node's own "
+            "subnets: the cluster's LAN or mesh where they are public addresses."
+        ),
+    )
+    egress_dns: list[IPv4Address] = Field(
+        default=[],
+        description=(
+            "The DNS resolvers (JSON list) of containers with egress, the only addresses in "
+            "a refused range they reach (port 53). Empty: the node's own (/etc/resolv.conf; a "
+            "loopback stub replaced by systemd-resolved's upstreams)."
+        ),
+    )
+
+    @field_validator("egress_pool")
+    @classmethod
+    def _a_private_pool(cls, pool: IPv4Network) -> IPv4Network:
+        if not pool.is_private or pool.prefixlen > 30:
+            raise ValueError(f"{pool} must be a private range of at least a /30")
+        return pool
+
     def config(self) -> SandboxConfig:
         """The plain data a worker takes."""
         return SandboxConfig(
@@ -130,4 +185,10 @@ class SandboxSettings(BaseSettings):
             device_dir=self.device_dir,
             image_dir=self.image_dir,
             image_cache_gb=self.image_cache_gb,
+            job_network=self.job_network,
+            egress=Egress(
+                pool=str(self.egress_pool),
+                blocked=tuple(str(cidr) for cidr in self.egress_blocked),
+                dns=tuple(str(address) for address in self.egress_dns),
+            ),
         )

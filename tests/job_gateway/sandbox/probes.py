@@ -175,3 +175,79 @@ def scratch_then_pid(name: str) -> dict[str, object]:
 def run_plain_then_leave(host_file: str) -> bool:
     """Unsandboxed: whether a file of the host is there (the runner must never empty it)."""
     return Path(host_file).exists()
+
+
+def connect_to(targets: list[list[object]], timeout: float = 3.0) -> dict[str, str]:
+    """Open a TCP connection to each ``[host, port]`` (the host ``gateway``: the node's end
+    of the container's link): ``connected``, or the error's type and errno."""
+    seen = {}
+    for host, port in targets:
+        address = _gateway() if host == "gateway" else str(host)
+        try:
+            with socket.create_connection((address, int(str(port))), timeout=timeout):
+                seen[f"{host}:{port}"] = "connected"
+        except OSError as error:
+            seen[f"{host}:{port}"] = f"{type(error).__name__}:{error.errno}"
+    return seen
+
+
+def resolve(names: list[str]) -> dict[str, list[str]]:
+    """The IPv4 addresses each name resolves to (empty when it does not)."""
+    found: dict[str, list[str]] = {}
+    for name in names:
+        try:
+            infos = socket.getaddrinfo(name, 443, socket.AF_INET, socket.SOCK_STREAM)
+            found[name] = sorted({str(info[4][0]) for info in infos})
+        except OSError:
+            found[name] = []
+    return found
+
+
+def change_network() -> dict[str, str]:
+    """Try to change the container's network: a route, its address, its link's state, as
+    it is and again in a user namespace of its own; what each gave."""
+    import ctypes
+    import fcntl
+    import struct
+
+    def attempt(what: str, request: int, payload: bytes) -> str:
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                fcntl.ioctl(sock.fileno(), request, payload)
+            return "changed"
+        except OSError as error:
+            return type(error).__name__
+
+    def sockaddr(address: str) -> bytes:
+        return struct.pack("HH4s8x", socket.AF_INET, 0, socket.inet_aton(address))
+
+    # struct rtentry: rt_pad1, rt_dst, rt_gateway, rt_genmask, rt_flags (RTF_UP|RTF_GATEWAY)
+    route = (
+        struct.pack("L", 0)
+        + sockaddr("203.0.113.0")
+        + sockaddr("10.0.0.1")
+        + sockaddr("255.255.255.0")
+        + struct.pack("H", 0x3)
+    ).ljust(120, b"\0")
+    address = b"eth0".ljust(16, b"\0") + sockaddr("10.9.9.9")
+    down = struct.pack("16sh", b"eth0", 0).ljust(40, b"\0")
+    seen = {}
+    for prefix in ("", "userns-"):
+        if prefix:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+                seen["userns"] = f"refused:{ctypes.get_errno()}"
+                break
+        seen[prefix + "route"] = attempt("route", 0x890B, route)  # SIOCADDRT
+        seen[prefix + "address"] = attempt("address", 0x8916, address)  # SIOCSIFADDR
+        seen[prefix + "link"] = attempt("link", 0x8914, down)  # SIOCSIFFLAGS
+    return seen
+
+
+def _gateway() -> str:
+    """The default route's gateway, from /proc/net/route."""
+    for line in Path("/proc/net/route").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == "00000000":
+            return socket.inet_ntoa(int(fields[2], 16).to_bytes(4, "little"))
+    return "0.0.0.0"
