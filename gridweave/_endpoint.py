@@ -11,8 +11,12 @@
     ep.embed("hello")          # POST /v1/endpoints/embedder/embed, answered with JSON
     ep.stop()
 
-A custom endpoint's class is pickled here (cloudpickle) and unpickled only by the endpoint's
-replicas. Each public method is a route: ``POST /{method}`` whose JSON body is the
+    ep = gw.deploy("my-server", image="usr-.../server:v1", vram="8GB")  # its own server
+
+A custom endpoint's class is pickled here (cloudpickle) and unpickled only in the endpoint's
+containers, in the node's default image or the one named (``@gw.endpoint(image=...)``).
+An image deployed alone serves with its own command, which must listen on ``$PORT``.
+Each public method of a class is a route: ``POST /{method}`` whose JSON body is the
 arguments (an array positional ones, an object keyword ones) and whose answer is the value.
 """
 
@@ -29,7 +33,7 @@ import httpx
 
 from gridweave._client import platform_client, platform_errors
 from gridweave._config import Config, current_config
-from gridweave._units import parse_duration, parse_size
+from gridweave._units import parse_duration, parse_image_argument, parse_size
 from gridweave.errors import ConfigurationError, EndpointCallFailed, EndpointNotRunning
 from gridweave_clients.platform.endpoints import EndpointResponse
 from gridweave_controller.phases import EndpointStopReason
@@ -192,6 +196,7 @@ def _deploy(
     model: str | None = None,
     model_ref: str | None = None,
     function: bytes | None = None,
+    image: str | None = None,
 ) -> Config:
     config = current_config()
     with platform_errors(config.url):
@@ -201,6 +206,7 @@ def _deploy(
             model=model,
             model_ref=model_ref,
             function=function,
+            image=image,
             vram_mb=scaling.vram_mb,
             gpu_count=scaling.gpu_count,
             vendor=scaling.vendor,
@@ -223,15 +229,23 @@ def deploy(
     min_replicas: int = 0,
     max_replicas: int = 1,
     idle: str | int | float = "5m",
+    image: str | None = None,
 ) -> Endpoint:
-    """Serve a model (``model`` a name, ``model_ref`` its directory) with an OpenAI API.
+    """Serve a model (``model`` a name, ``model_ref`` its directory) with an OpenAI API, or
+    an image of the platform's registry whose command serves HTTP on ``$PORT``
+    (``image``: ``"<your user id>/server:v1"``; every request to the endpoint reaches it).
 
     Raises:
+        ConfigurationError: neither or both of a model and an image, or a bad image name.
         InsufficientCredits: 402, not the credits of two billing periods at max replicas.
         NoGpuLargeEnough: 422, no GPU of the platform could ever hold it.
+        ImageRefused / a 404: the image is another user's, or not in the registry.
     """
-    if model is None and model_ref is None:
-        raise ConfigurationError("deploy: give model or model_ref")
+    if image is not None:
+        if model is not None or model_ref is not None:
+            raise ConfigurationError("deploy: give a model or an image, not both")
+    elif model is None and model_ref is None:
+        raise ConfigurationError("deploy: give model or model_ref (or an image)")
     scaling = Scaling.parse(
         vram=vram,
         gpus=gpus,
@@ -240,7 +254,10 @@ def deploy(
         max_replicas=max_replicas,
         idle=idle,
     )
-    config = _deploy(name, scaling, mode=mode, model=model, model_ref=model_ref)
+    if image is not None:
+        config = _deploy(name, scaling, mode="custom", image=parse_image_argument(image))
+    else:
+        config = _deploy(name, scaling, mode=mode, model=model, model_ref=model_ref)
     return Endpoint(name, config)
 
 
@@ -258,9 +275,10 @@ def _public_methods(cls: type[Any]) -> frozenset[str]:
 class EndpointClass(Generic[T]):
     """A class made deployable by ``@gw.endpoint``; calling it still makes a local instance."""
 
-    def __init__(self, cls: type[T], scaling: Scaling) -> None:
+    def __init__(self, cls: type[T], scaling: Scaling, image: str | None = None) -> None:
         self.cls = cls
         self.scaling = scaling
+        self.image = image
         self.methods = _public_methods(cls)
 
     def __call__(self, *args: Any, **kwargs: Any) -> T:
@@ -269,7 +287,13 @@ class EndpointClass(Generic[T]):
     def deploy(self, name: str | None = None) -> CustomEndpoint[T]:
         """Pickle the class and serve it as ``name`` (default: the class's name, kebab-case)."""
         name = name or _kebab(self.cls.__name__)
-        config = _deploy(name, self.scaling, mode="custom", function=cloudpickle.dumps(self.cls))
+        config = _deploy(
+            name,
+            self.scaling,
+            mode="custom",
+            function=cloudpickle.dumps(self.cls),
+            image=self.image,
+        )
         return CustomEndpoint(name, self.methods, config)
 
     def connect(self, name: str | None = None) -> CustomEndpoint[T]:
@@ -285,8 +309,11 @@ def endpoint(
     min_replicas: int = 0,
     max_replicas: int = 1,
     idle: str | int | float = "5m",
+    image: str | None = None,
 ) -> Callable[[type[T]], EndpointClass[T]]:
-    """Make a class deployable as an endpoint whose public methods are its routes."""
+    """Make a class deployable as an endpoint whose public methods are its routes; it runs
+    in ``image`` (of the platform's registry, built on ``gridweave/python:3.11``), else the
+    node's default image."""
     scaling = Scaling.parse(
         vram=vram,
         gpus=gpus,
@@ -299,7 +326,7 @@ def endpoint(
     def decorate(cls: type[T]) -> EndpointClass[T]:
         if not isinstance(cls, type):
             raise ConfigurationError("@gw.endpoint decorates a class")
-        return EndpointClass(cls, scaling)
+        return EndpointClass(cls, scaling, None if image is None else parse_image_argument(image))
 
     return decorate
 

@@ -16,7 +16,7 @@ import cloudpickle
 from gridweave._client import platform_client, platform_errors
 from gridweave._config import Config, current_config
 from gridweave._remote import remote_exception
-from gridweave._units import parse_duration, parse_size
+from gridweave._units import parse_duration, parse_image_argument, parse_size
 from gridweave.errors import (
     ConfigurationError,
     JobDidNotComplete,
@@ -26,7 +26,6 @@ from gridweave.errors import (
 )
 from gridweave_clients import Conflict
 from gridweave_clients.gateway.reasons import OUT_OF_MEMORY, out_of_memory_limit_mb
-from gridweave_clients.images import parse_image
 from gridweave_clients.platform.models import JobLogsResponse, JobResponse
 
 __all__ = ["DEFAULT_MAP_CONCURRENCY", "Function", "JobHandle", "function"]
@@ -303,22 +302,13 @@ def function(
         max_retries=_count(retries, "retries", least=0),
         memory_mb=None if memory is None else parse_size(memory, argument="memory"),
         cpu_millis=None if cpu is None else _cpu_millis(cpu),
-        image=None if image is None else _image(image),
+        image=None if image is None else parse_image_argument(image),
     )
 
     def decorate(fn: Callable[P, R]) -> Function[P, R]:
         return Function(fn, resources)
 
     return decorate
-
-
-def _image(image: str) -> str:
-    """``image`` if it names an image of the platform's registry; ``ConfigurationError``."""
-    try:
-        parse_image(image)
-    except ValueError as bad:
-        raise ConfigurationError(f"image: {bad}") from None
-    return image
 
 
 def _cpu_millis(cpu: float) -> int:

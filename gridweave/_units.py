@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from gridweave.errors import ConfigurationError
+from gridweave_clients.images import parse_image
 
-__all__ = ["parse_duration", "parse_size"]
+__all__ = ["parse_duration", "parse_image_argument", "parse_size"]
 
 # Decimal units count 1000s, binary ones 1024s; the platform counts VRAM in MiB.
 _SIZE_UNITS = {
@@ -69,3 +70,13 @@ def parse_duration(value: str | int | float, *, argument: str = "timeout") -> in
     if whole <= 0:
         raise ConfigurationError(f"{argument}={value!r}: a duration must be positive")
     return whole
+
+
+def parse_image_argument(image: str) -> str:
+    """``image`` if it names an image of the platform's registry (``<namespace>/<name>[:tag]``
+    or ``...@sha256:<digest>``, no host); ``ConfigurationError`` saying what to write."""
+    try:
+        parse_image(image)
+    except ValueError as bad:
+        raise ConfigurationError(f"image: {bad}") from None
+    return image

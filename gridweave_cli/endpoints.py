@@ -27,6 +27,7 @@ from gridweave_cli._output import (
     stdout,
 )
 from gridweave_cli._platform import configured_url, platform_client
+from gridweave_clients.images import parse_image
 from gridweave_clients.platform import PlatformClient
 from gridweave_clients.platform.endpoints import EndpointResponse
 
@@ -138,11 +139,25 @@ def deploy(
             show_default=False,
         ),
     ] = None,
+    image: Annotated[
+        str | None,
+        typer.Option(
+            "--image",
+            help=(
+                "An image of the platform's registry (custom mode): with --class, the class "
+                "runs in it; alone, its own command is served (it must listen on $PORT)."
+            ),
+            show_default=False,
+        ),
+    ] = None,
     mode: Annotated[
         str | None,
         typer.Option(
             "--mode",
-            help="vllm, transformers or custom (default: custom with --class, else transformers).",
+            help=(
+                "vllm, transformers or custom (default: custom with --class or --image, else "
+                "transformers)."
+            ),
             show_default=False,
         ),
     ] = None,
@@ -204,18 +219,29 @@ def deploy(
         gridweave deploy llama --mode vllm --model-ref s3://models/llama-3-8b --vram 24GB
 
         gridweave deploy embedder --class serve.py:Embedder --vram 2GB --idle 10m --json
+
+        gridweave deploy my-server --image usr-1234/server:v1 --vram 8GB --wait
     """
-    chosen = mode or ("custom" if class_spec else "transformers")
+    chosen = mode or ("custom" if class_spec or image else "transformers")
     if chosen not in ("vllm", "transformers", "custom"):
         raise typer.BadParameter(
             f"{chosen!r}: expected vllm, transformers or custom", param_hint="--mode"
         )
     if vendor not in ("nvidia", "amd", "any"):
         raise typer.BadParameter(f"{vendor!r}: expected nvidia, amd or any", param_hint="--vendor")
-    if chosen == "custom" and class_spec is None:
+    if chosen == "custom" and class_spec is None and image is None:
         raise typer.BadParameter(
-            "a custom endpoint needs --class FILE.py:Class", param_hint="--class"
+            "a custom endpoint needs --class FILE.py:Class or --image", param_hint="--class"
         )
+    if chosen != "custom" and image is not None:
+        raise typer.BadParameter(
+            f"a {chosen} endpoint serves a model, not an image", param_hint="--image"
+        )
+    if image is not None:
+        try:
+            parse_image(image)
+        except ValueError as bad:
+            raise typer.BadParameter(str(bad), param_hint="--image") from None
     if chosen != "custom" and model is None and model_ref is None:
         raise typer.BadParameter(
             f"a {chosen} endpoint needs --model or --model-ref", param_hint="--model"
@@ -238,6 +264,7 @@ def deploy(
             model=model,
             model_ref=model_ref,
             function=function,
+            image=image,
             vram_mb=scaling.vram_mb,
             gpu_count=scaling.gpu_count,
             vendor=scaling.vendor,

@@ -11,7 +11,7 @@ from gridweave_controller.conditions import (
     ConditionStatus,
     format_precise_timestamp,
 )
-from gridweave_controller.errors import Conflict, Invalid
+from gridweave_controller.errors import Conflict, Invalid, InvalidTransition
 from gridweave_controller.phases import EndpointPhase, check_endpoint_move
 
 from ._status_change import (
@@ -50,8 +50,10 @@ def deploying(
     gpu_indices: list[int],
     vendor: str | None,
     now: datetime,
+    from_phase: EndpointPhase | None = None,
 ) -> StatusChange | None:
-    """Pending, Running, Stopped or Failed -> Deploying on ``node`` with ``gpu_indices``
+    """Pending, Running, Stopped or Failed (only ``from_phase`` when given) -> Deploying on
+    ``node`` with ``gpu_indices``
     (of ``vendor``: the placed GPUs' maker, what billing prices an ``any`` endpoint at).
 
     A redeploy from Running first adds the finished run's seconds to ``billedSeconds``. The
@@ -64,6 +66,8 @@ def deploying(
     """
     indices = list(gpu_indices)
     phase = current_phase(status)
+    if from_phase is not None and phase not in (from_phase, EndpointPhase.DEPLOYING):
+        raise InvalidTransition(KIND, name, phase.value, EndpointPhase.DEPLOYING.value)
     if not check_endpoint_move(name, phase, EndpointPhase.DEPLOYING):
         check_same_repeat(KIND, name, status, {"node": node, "gpuIndices": indices})
         return None

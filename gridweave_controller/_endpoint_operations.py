@@ -19,7 +19,9 @@ from gridweave_controller.models import Endpoint, EndpointMode, Vendor
 from gridweave_controller.store import ENDPOINTS
 from gridweave_controller.validation import (
     MAX_IDLE_SECONDS,
+    check_endpoint_phase,
     check_endpoint_source,
+    check_image,
     check_int,
     check_message,
     check_name,
@@ -126,9 +128,10 @@ class EndpointOperations:
                 ),
             },
         }
+        if image is not None:
+            spec["image"] = check_image(image)
         for key, value, field, max_length in (
             ("model", model, "model", 512),
-            ("image", image, "image", 1024),
             ("modelRef", model_ref, "model_ref", 2048),
             ("functionRef", function_ref, "function_ref", 2048),
         ):
@@ -164,10 +167,16 @@ class EndpointOperations:
         node: str,
         gpu_indices: Sequence[int],
         vendor: GpuVendor | None = None,
+        from_phase: str | None = None,
     ) -> Flow[Endpoint]:
         """Pending, Running, Stopped or Failed -> Deploying on a node and its GPUs (of
-        ``vendor``, when known: the maker billing prices the endpoint at)."""
+        ``vendor``, when known: the maker billing prices the endpoint at).
+
+        ``from_phase``: only from that phase (a placement decided on a Pending endpoint is
+        refused, InvalidTransition, once the endpoint was stopped meanwhile).
+        """
         indices = check_placement(node, gpu_indices)
+        expected = None if from_phase is None else check_endpoint_phase(from_phase, "from_phase")
         if vendor is not None and vendor not in GPU_VENDORS:
             raise Invalid(
                 f"vendor must be one of {', '.join(GPU_VENDORS)}, not {vendor!r}", field="vendor"
@@ -177,7 +186,13 @@ class EndpointOperations:
                 self,
                 endpoint_id,
                 lambda status, _spec, now: _endpoint_moves.deploying(
-                    endpoint_id, status, node=node, gpu_indices=indices, vendor=vendor, now=now
+                    endpoint_id,
+                    status,
+                    node=node,
+                    gpu_indices=indices,
+                    vendor=vendor,
+                    now=now,
+                    from_phase=expected,
                 ),
             )
         )

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Literal, get_args
 
 from gridweave_controller.errors import Invalid
+from gridweave_controller.phases import EndpointPhase
 from gridweave_controller.vendors import VENDORS
 
 #: A job's container memory (MiB) and CPU (thousandths of a core), as the CRD bounds them.
@@ -56,6 +57,7 @@ __all__ = [
     "MAX_REASON_LENGTH",
     "REASON_PATTERN",
     "USER_LABEL",
+    "check_endpoint_phase",
     "check_endpoint_source",
     "check_gpu_indices",
     "check_image",
@@ -195,6 +197,15 @@ def check_sha256(value: str, *, field: str) -> str:
     if not isinstance(value, str) or not _SHA256.fullmatch(value):
         raise Invalid(f"{field} must be 64 lowercase hex digits (a SHA-256)", field=field)
     return value
+
+
+def check_endpoint_phase(value: str, field: str) -> EndpointPhase:
+    """The endpoint phase ``value`` names; ``Invalid`` naming ``field`` otherwise."""
+    try:
+        return EndpointPhase(value)
+    except ValueError:
+        names = ", ".join(phase.value for phase in EndpointPhase)
+        raise Invalid(f"{field} must be one of {names}, not {value!r}", field=field) from None
 
 
 def check_image(value: str, *, field: str = "image") -> str:

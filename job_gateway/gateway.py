@@ -97,6 +97,7 @@ class Gateway:
         # execution on Ray: off unless asked for (the app asks, from GATEWAY_EXECUTE_JOBS)
         self.execution = execution or ExecutionSettings(execute_jobs=False)
         self.executor: Executor | None = None
+        pull_tokens = _pull_tokens(settings) if self.execution.execute_jobs else None
         if self.execution.execute_jobs:
             self.executor = Executor(
                 crd,
@@ -106,7 +107,7 @@ class Gateway:
                 start_timeout=self.execution.worker_start_timeout_seconds,
                 warm=self.execution.warm,
                 sandbox=self.execution.sandbox.config(),
-                pull_tokens=_pull_tokens(settings),
+                pull_tokens=pull_tokens,
             )
         self.endpoint_settings = endpoint_settings or EndpointSettings()
         self.reconciler: EndpointReconciler | None = None
@@ -117,6 +118,8 @@ class Gateway:
                 storage=settings.storage_config(),
                 inventory=lambda: self.scheduler.inventory,
                 serve_key=serve_key(_internal_token(settings)),
+                sandbox=self.execution.sandbox.config(),
+                pull_tokens=pull_tokens,
             )
         self.node_loss = NodeLossWatch(
             crd,

@@ -254,8 +254,16 @@ class SchedulingLoop:
                     vendor = placed_vendor(
                         self.scheduler.inventory, placement.node, placement.gpu_indices
                     )
+                    # decided on a Pending endpoint (or a woken Stopped one): never applied
+                    # to one stopped meanwhile
                     await self.crd.set_endpoint_deploying(
-                        name, placement.node, list(placement.gpu_indices), vendor
+                        name,
+                        placement.node,
+                        list(placement.gpu_indices),
+                        vendor,
+                        from_phase=(
+                            EndpointPhase.STOPPED if name in self._woken else EndpointPhase.PENDING
+                        ),
                     )
                     self._woken.discard(name)
                 else:

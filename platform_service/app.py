@@ -182,6 +182,7 @@ def create_app(
         wake_seconds=settings.endpoint_wake_seconds,
         model_roots=settings.resolved_model_roots(),
         billing=billing,
+        images=app.state.jobs.images,
     )
     upstream = httpx.AsyncClient(
         timeout=httpx.Timeout(10.0, read=settings.endpoint_read_timeout_seconds),

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, validate_call
 from gridweave_clients._core import Operation, model_operation
 from gridweave_clients.fields import RequestBody, UserId
 from gridweave_clients.gateway.models import GpuCount, ObjectRef, Vendor, VramMb
+from gridweave_clients.images import PinnedImage
 from gridweave_controller.phases import EndpointPhase
 from gridweave_controller.vendors import GpuVendor
 
@@ -103,6 +104,9 @@ class CreateEndpointRequest(RequestBody):
     function_ref: ObjectRef | None = Field(
         default=None, description="The pickled class (cloudpickle), custom mode."
     )
+    image: PinnedImage | None = Field(
+        default=None, description="custom mode: the image it runs in, pinned to its digest."
+    )
     vram_mb: VramMb
     gpu_count: GpuCount = 1
     vendor: Vendor = "any"
@@ -145,6 +149,7 @@ class EndpointResponse(BaseModel):
     owner: str | None = None
     mode: str
     model: str | None = None
+    image: str | None = None
     phase: EndpointPhase
     reason: str | None = None
     message: str | None = None

@@ -26,6 +26,7 @@ from gridweave_clients.gateway.endpoints import (
     Replicas,
 )
 from gridweave_clients.gateway.models import GpuCount, ObjectRef, Vendor, VramMb
+from gridweave_clients.images import ImageName
 from gridweave_controller.phases import EndpointPhase
 
 __all__ = [
@@ -71,6 +72,14 @@ class DeployEndpointRequest(RequestBody):
     function: Base64Bytes | None = Field(
         default=None, description="base64 of the pickled class (cloudpickle), custom mode."
     )
+    image: ImageName | None = Field(
+        default=None,
+        description=(
+            "custom mode: the image to run in, from the platform's registry. With a class, "
+            "the class is served in it; alone, the image's own server (its command, given "
+            "PORT) is served."
+        ),
+    )
     vram_mb: VramMb
     gpu_count: GpuCount = 1
     vendor: Vendor = "any"
@@ -87,6 +96,9 @@ class EndpointResponse(BaseModel):
     path: str = Field(description="The platform path that serves it: /v1/endpoints/{name}.")
     mode: str
     model: str | None
+    image: str | None = Field(
+        default=None, description="The image it runs in, pinned to its digest (custom mode)."
+    )
     phase: EndpointPhase
     reason: str | None
     message: str | None
@@ -156,6 +168,7 @@ def deploy_endpoint(
     model: ModelName | None = None,
     model_ref: ObjectRef | None = None,
     function: bytes | None = None,
+    image: ImageName | None = None,
     gpu_count: GpuCount = 1,
     vendor: Vendor = "any",
     min_replicas: Replicas = 0,
@@ -170,6 +183,7 @@ def deploy_endpoint(
         model=model,
         model_ref=model_ref,
         function=None if function is None else base64.b64encode(function),
+        image=image,
         vram_mb=vram_mb,
         gpu_count=gpu_count,
         vendor=vendor,

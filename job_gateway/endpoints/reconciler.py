@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from gridweave_clients.gateway.reasons import IMAGE_REFUSED
 from gridweave_controller.errors import CrdError
 from gridweave_controller.models import Endpoint
 from gridweave_controller.operations import AsyncClientBase
@@ -52,8 +53,11 @@ from job_gateway.endpoints.replica import STATS_PATH, ReplicaConfig
 from job_gateway.endpoints.serve_control import AppState
 from job_gateway.endpoints.settings import EndpointSettings
 from job_gateway.endpoints.vllm_config import vllm_launch
-from job_gateway.execution.devices import visible_devices
+from job_gateway.execution.devices import placed_vendor, visible_devices
+from job_gateway.execution.image_pulls import ImageRefusedToOwner, PullTokens
 from job_gateway.inventory import Inventory
+from job_gateway.sandbox.images import ImagePull
+from job_gateway.sandbox.settings import SandboxConfig
 
 __all__ = ["EndpointReconciler", "ReplicaSeen"]
 
@@ -83,12 +87,19 @@ class EndpointReconciler:
         storage: StorageConfig,
         inventory: Callable[[], Inventory],
         serve_key: str,
+        sandbox: SandboxConfig,
+        pull_tokens: PullTokens | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """``serve_key``: what every replica demands (``gridweave_runtime.serve_key``)."""
+        """``serve_key``: what every replica demands (``gridweave_runtime.serve_key``);
+        ``sandbox``: the nodes' sandbox a custom endpoint's container runs in;
+        ``pull_tokens``: how a node pulls an endpoint's image with its owner's rights (None:
+        an endpoint naming an image fails, ImagePullFailed)."""
         self.crd = crd
         self.settings = settings
         self.storage = storage
+        self.sandbox = sandbox
+        self._pull_tokens = pull_tokens
         self._inventory = inventory
         self._clock = clock
         self._endpoints: dict[str, Endpoint] = {}
@@ -361,6 +372,11 @@ class EndpointReconciler:
         node, indices = self._placement(endpoint)
         spec = endpoint.spec
         inventory = self._inventory()
+        try:
+            image = await self._image_pull(endpoint)
+        except ImageRefusedToOwner as refused:
+            await self.crd.set_endpoint_failed(endpoint.name, IMAGE_REFUSED, str(refused))
+            return
         config = ReplicaConfig(
             endpoint_id=endpoint.name,
             mode=spec.mode,
@@ -377,6 +393,11 @@ class EndpointReconciler:
                 if spec.mode == "vllm"
                 else None
             ),
+            sandbox=self.sandbox,
+            owner=spec.user_id,
+            vendor=placed_vendor(inventory, node, indices) or spec.vendor,
+            gpu_indices=indices,
+            image=image,
         )
         self._replicas.pop(endpoint.name, None)
         self._deployed[endpoint.name] = (node, indices, time.monotonic())
@@ -389,6 +410,23 @@ class EndpointReconciler:
             prefix=self.settings.serve_app_prefix,
         )
         _log.info("endpoint %s deploying on %s GPUs %s", endpoint.name, node, list(indices))
+
+    async def _image_pull(self, endpoint: Endpoint) -> ImagePull | None:
+        """How the node pulls the endpoint's image (None: the node's default image).
+
+        Raises:
+            ImageRefusedToOwner: the owner may not pull it (any longer), or this gateway
+                pulls no images.
+        """
+        image = endpoint.spec.image
+        if image is None:
+            return None
+        if self._pull_tokens is None:
+            raise ImageRefusedToOwner(
+                "this gateway pulls no images: it has no internal token to ask the platform "
+                "for the owner's pull token (GRIDWEAVE_INTERNAL_TOKEN)"
+            )
+        return await self._pull_tokens.pull_for(endpoint.spec.user_id, image)
 
     def _present(self, name: str) -> bool:
         """An application that is there and not already going away."""

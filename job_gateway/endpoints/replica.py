@@ -1,10 +1,11 @@
-"""The Ray Serve replica of an endpoint: what runs next to the user's class or model.
+"""The Ray Serve replica of an endpoint: the trusted side next to the user's class or model.
 
-This module runs only inside a Serve replica process, never in the gateway: it is, with
-``job_gateway/execution/worker.py``, the only control-plane module allowed to unpickle
-(the user's class of a ``custom`` endpoint, with cloudpickle). Before anything of the
-user's is loaded it shows the process exactly the GPUs the gateway chose
-(``CUDA_VISIBLE_DEVICES`` / ``HIP_VISIBLE_DEVICES``, as the job workers do).
+This module runs only inside a Serve replica process, never in the gateway. A ``custom``
+endpoint's code (the user's class, or the image's own server) runs in a container of its
+owner (:mod:`job_gateway.endpoints.sandboxed_backend`), never in this process: the replica
+relays requests to it and unpickles nothing. Before any backend loads, the process is shown
+exactly the GPUs the gateway chose (``CUDA_VISIBLE_DEVICES`` / ``HIP_VISIBLE_DEVICES``, as
+the job workers do).
 
 Every request but the statistics route counts: the time of the last one and how many are
 under way answer ``GET /-/gw/stats``, which the reconciler's probe reads for health and
@@ -18,22 +19,20 @@ the digest it was given, answers 401 without it, and removes the header before t
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-import json
 import os
 import time
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import cloudpickle
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from gridweave_runtime.serve_key import SERVE_KEY_HEADER, serve_key_matches
 from gridweave_runtime.storage import StorageConfig, open_object_store
+from job_gateway.sandbox.images import ImagePull
+from job_gateway.sandbox.settings import SandboxConfig
 
 __all__ = [
     "STATS_PATH",
@@ -78,6 +77,13 @@ class ReplicaConfig:
     model_ref: str | None = None
     function_ref: str | None = None
     vllm: VllmLaunch | None = None
+    #: A custom endpoint's container: the node's sandbox, the owner (its uid), the placed
+    #: GPUs, and the image with the owner's pull token (None: the node's default image).
+    sandbox: SandboxConfig | None = None
+    owner: str | None = None
+    vendor: str = "any"
+    gpu_indices: tuple[int, ...] = ()
+    image: ImagePull | None = None
 
 
 class Backend(Protocol):
@@ -189,7 +195,9 @@ def _own_path(request: Request) -> str:
 def load_backend(config: ReplicaConfig) -> Backend:
     """The backend of ``config.mode`` (imports only what that mode needs)."""
     if config.mode == "custom":
-        return CustomBackend(load_class(config))
+        from job_gateway.endpoints.sandboxed_backend import SandboxedBackend
+
+        return SandboxedBackend.start(config)
     if config.mode == "transformers":
         from job_gateway.endpoints.transformers_backend import TransformersBackend
 
@@ -204,71 +212,3 @@ def load_backend(config: ReplicaConfig) -> Backend:
 def _reader(config: ReplicaConfig) -> Callable[[str], bytes]:
     store = open_object_store(config.storage)
     return store.get
-
-
-def load_class(config: ReplicaConfig) -> Any:
-    """The user's object: ``spec.functionRef`` unpickled here, in the replica, only."""
-    if config.function_ref is None:
-        raise RuntimeError("a custom endpoint needs functionRef")
-    loaded = cloudpickle.loads(open_object_store(config.storage).get(config.function_ref))
-    return loaded() if inspect.isclass(loaded) else loaded
-
-
-class CustomBackend:
-    """A user's object: each public method is ``POST /{method}`` taking and giving JSON.
-
-    The body is the arguments: an object is keyword arguments, an array positional ones,
-    an empty body none. The answer is the method's return value as JSON.
-    """
-
-    def __init__(self, instance: Any) -> None:
-        self.instance = instance
-        self.methods: dict[str, Callable[..., Any]] = {
-            name: getattr(instance, name)
-            for name in dir(instance)
-            if not name.startswith("_") and callable(getattr(instance, name, None))
-        }
-
-    async def handle(self, method: str, path: str, request: Request) -> Response:
-        """Call ``path``'s method with the body's arguments."""
-        name = path.strip("/")
-        target = self.methods.get(name)
-        if target is None:
-            known = ", ".join(sorted(self.methods)) or "none"
-            return error_response(404, "not_found", f"no method {name!r}; methods: {known}")
-        if method != "POST":
-            return error_response(405, "method_not_allowed", f"call {name} with POST")
-        body = await request.body()
-        try:
-            arguments = json.loads(body) if body.strip() else None
-        except ValueError as error:
-            return error_response(422, "invalid_json", f"the body is not JSON: {error}")
-        args, kwargs = _arguments(arguments)
-        try:
-            result = await _call(target, args, kwargs)
-            return JSONResponse(result)
-        except Exception as error:  # the user's error, answered, never fatal to the replica
-            return error_response(500, type(error).__name__, str(error)[:2000])
-
-
-def _arguments(arguments: Any) -> tuple[list[Any], dict[str, Any]]:
-    if arguments is None:
-        return [], {}
-    if isinstance(arguments, dict):
-        return [], arguments
-    if isinstance(arguments, list):
-        return arguments, {}
-    return [arguments], {}
-
-
-async def _call(target: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
-    if inspect.iscoroutinefunction(target):
-        return await target(*args, **kwargs)
-    result = await asyncio.to_thread(target, *args, **kwargs)
-    if inspect.isawaitable(result):
-        return await _awaited(result)
-    return result
-
-
-async def _awaited(value: Awaitable[Any]) -> Any:
-    return await value

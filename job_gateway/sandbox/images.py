@@ -22,6 +22,7 @@ cache's size, never one a container holds.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -45,7 +46,7 @@ __all__ = [
 #: The longest a pull and unpack may take (a large image over a slow link).
 PULL_TIMEOUT_SECONDS = 1800
 #: Directories every job container mounts over (the image's root is read-only in it).
-_MOUNT_POINTS = ("scratch", "opt/gridweave", "tmp", "proc", "sys", "dev")
+_MOUNT_POINTS = ("scratch", "opt/gridweave", "run/gridweave", "tmp", "proc", "sys", "dev")
 _LOCK = ".lock"
 
 
@@ -72,13 +73,15 @@ class ImagePull:
 
 @dataclass(frozen=True, slots=True)
 class UnpackedImage:
-    """An image ready to run: its root filesystem, the environment of its config, and how
-    long this call spent pulling it (0 when it came from the cache)."""
+    """An image ready to run: its root filesystem, the environment of its config, how long
+    this call spent pulling it (0 when it came from the cache), its size, and its command
+    (entrypoint then command: what an endpoint serving the image runs)."""
 
     rootfs: Path
     environment: tuple[tuple[str, str], ...]
     pull_seconds: float = 0.0
     size_bytes: int = 0
+    command: tuple[str, ...] = ()
 
 
 def unpacked_image(image_dir: Path, pull: ImagePull) -> UnpackedImage:
@@ -103,9 +106,7 @@ def unpacked_image(image_dir: Path, pull: ImagePull) -> UnpackedImage:
         size = _pull_and_unpack(image_dir, pull, target)
     unpacked = _read_cached(target)
     assert unpacked is not None
-    return UnpackedImage(
-        unpacked.rootfs, unpacked.environment, time.monotonic() - started, size_bytes=size
-    )
+    return dataclasses.replace(unpacked, pull_seconds=time.monotonic() - started, size_bytes=size)
 
 
 def hold_image(rootfs: Path) -> int | None:
@@ -161,7 +162,12 @@ def _read_cached(target: Path) -> UnpackedImage | None:
     except (OSError, ValueError):
         return None
     environment = tuple((str(name), str(value)) for name, value in config.get("env", []))
-    return UnpackedImage(target / "rootfs", environment, size_bytes=int(config.get("size", 0)))
+    return UnpackedImage(
+        target / "rootfs",
+        environment,
+        size_bytes=int(config.get("size", 0)),
+        command=tuple(str(word) for word in config.get("command", [])),
+    )
 
 
 @contextlib.contextmanager
@@ -197,7 +203,7 @@ def _pull_and_unpack(image_dir: Path, pull: ImagePull, target: Path) -> int:
         bundle = work / "bundle"
         _run(["umoci", "unpack", "--image", f"{layout}:image", str(bundle)], what="unpacking")
         rootfs = bundle / "rootfs"
-        environment = _image_environment(bundle / "config.json")
+        environment, command = _image_process(bundle / "config.json")
         _check_runnable(rootfs, environment, pull.image)
         for point in _MOUNT_POINTS:
             (rootfs / point).mkdir(parents=True, exist_ok=True)
@@ -206,7 +212,7 @@ def _pull_and_unpack(image_dir: Path, pull: ImagePull, target: Path) -> int:
         rootfs.rename(final / "rootfs")
         size = _size(final / "rootfs")
         (final / "image.json").write_text(
-            json.dumps({"image": pull.image, "env": environment, "size": size})
+            json.dumps({"image": pull.image, "env": environment, "size": size, "command": command})
         )
         (final / _LOCK).touch()
         final.chmod(0o755)
@@ -230,18 +236,19 @@ def _run(command: list[str], *, what: str) -> None:
         raise ImagePullFailed(f"{what} failed: {words[-1][:400] if words else done.returncode}")
 
 
-def _image_environment(config: Path) -> list[list[str]]:
-    """The image's environment as umoci wrote it into the runtime configuration."""
+def _image_process(config: Path) -> tuple[list[list[str]], list[str]]:
+    """The image's environment and command (entrypoint then command) as umoci wrote them
+    into the runtime configuration."""
     try:
         process = json.loads(config.read_text()).get("process", {})
     except (OSError, ValueError):
-        return []
+        return [], []
     pairs = []
     for entry in process.get("env", []):
         name, equals, value = str(entry).partition("=")
         if equals and name:
             pairs.append([name, value])
-    return pairs
+    return pairs, [str(word) for word in process.get("args", [])]
 
 
 def _check_runnable(rootfs: Path, environment: list[list[str]], image: str) -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import signal
 import socket
 import socketserver
 import sys
@@ -58,10 +59,19 @@ except ImportError:  # read in the repository (tests, runtime none)
         write_frame,
     )
 
-__all__ = ["READY_PATH", "SERVE_DIR", "SOCKET_NAME", "FAILED_NAME", "main"]
+__all__ = [
+    "FAILED_NAME",
+    "READY_PATH",
+    "SERVE_DIR",
+    "SERVE_DIR_VARIABLE",
+    "SOCKET_NAME",
+    "main",
+]
 
 #: Where the socket's directory is mounted in the container.
 SERVE_DIR = "/run/gridweave"
+#: Another directory for it, outside a container only (the runtime ``none``).
+SERVE_DIR_VARIABLE = "GRIDWEAVE_SERVE_DIR"
 SOCKET_NAME = "serve.sock"
 FAILED_NAME = "failed.json"
 #: The class server's own readiness route.
@@ -74,12 +84,16 @@ def main() -> None:
     """pid 1: read what to serve, start it in a child, relay or wait, end with it."""
     if os.getpid() == 1:
         guard_init()
+    # a peer that hangs up must not kill the relay or the server (guard_init restores the
+    # default action, which ends the process)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     try:
         header = json.loads(read_frame(CONTROL_FD, MAX_HEADER_BYTES))
         program = read_frame(CONTROL_FD, 1 << 40)
     except ValueError:
         return
-    socket_path = os.path.join(SERVE_DIR, SOCKET_NAME)
+    serve_dir = os.environ.get(SERVE_DIR_VARIABLE, SERVE_DIR)
+    socket_path = os.path.join(serve_dir, SOCKET_NAME)
     environment = {str(k): str(v) for k, v in header.get("environment", {}).items()}
     if header.get("kind") == "command":
         port = int(header["port"])
@@ -136,6 +150,7 @@ def _listen(path: str) -> socket.socket:
 
 def _exec_command(command: list[str], environment: dict[str, str]) -> None:
     os.environ.update(environment)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # the image's server as it would run
     try:
         os.execvp(command[0], command)
     except OSError as error:
@@ -197,7 +212,7 @@ def _serve_class(program: bytes, environment: dict[str, str], socket_path: str) 
         loaded = cloudpickle.loads(program)
         instance = loaded() if inspect.isclass(loaded) else loaded
     except BaseException as error:  # the user's constructor: reported, never served
-        _write_failed(error)
+        _write_failed(error, os.path.dirname(socket_path))
         traceback.print_exc()
         return
     methods = {
@@ -212,14 +227,14 @@ def _serve_class(program: bytes, environment: dict[str, str], socket_path: str) 
     server.serve_forever()
 
 
-def _write_failed(error: BaseException) -> None:
+def _write_failed(error: BaseException, serve_dir: str) -> None:
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     record = {
         "type": type(error).__name__,
         "message": f"{type(error).__name__}: {error}"[:_MAX_ERROR_CHARS],
         "traceback": text[-_MAX_ERROR_CHARS:],
     }
-    with open(os.path.join(SERVE_DIR, FAILED_NAME), "w") as handle:
+    with open(os.path.join(serve_dir, FAILED_NAME), "w") as handle:
         json.dump(record, handle)
 
 
@@ -240,6 +255,8 @@ def _handler(methods: dict[str, Any]) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             if self.path == READY_PATH:
                 self._answer(200, {"methods": sorted(methods)})
+            elif self.path.strip("/") in methods:
+                self._error(405, "method_not_allowed", f"call {self.path.strip('/')} with POST")
             else:
                 self._not_found()
 
@@ -314,9 +331,10 @@ def _call(target: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
 
 
 def _user_traceback(error: BaseException) -> str:
+    """The traceback from the user's frames on (the server's own left out)."""
     frames = error.__traceback__
-    if frames is not None and frames.tb_next is not None:
-        frames = frames.tb_next  # the server's own frame left out
+    while frames is not None and frames.tb_frame.f_code.co_filename == __file__:
+        frames = frames.tb_next
     text = "".join(traceback.format_exception(type(error), error, frames))
     return text[-_MAX_ERROR_CHARS:]
 

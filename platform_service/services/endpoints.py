@@ -46,6 +46,7 @@ from platform_service.services.holds import (
     endpoint_hold_amount,
     hold_amount,
 )
+from platform_service.services.images import ImageRegistry, resolve_image
 from platform_service.services.keys import AuthenticatedUser
 
 __all__ = [
@@ -80,6 +81,8 @@ class EndpointServices:
     #: The endpoint billing (None: endpoints are not billed): a replaced endpoint's last run
     #: is settled through it before its object goes.
     billing: EndpointBilling | None = None
+    #: Where an endpoint's image is checked and pinned (None: images are refused).
+    images: ImageRegistry | None = None
 
 
 def endpoint_id_for(secret: bytes, *, user_id: str, name: str) -> str:
@@ -118,6 +121,7 @@ def endpoint_response(
         path=f"/v1/endpoints/{name}",
         mode=endpoint.mode,
         model=endpoint.model,
+        image=endpoint.image,
         phase=endpoint.phase,
         reason=endpoint.reason,
         message=endpoint.message,
@@ -179,8 +183,12 @@ def _class_key(endpoint_id: str) -> str:
 def check_deployment(request: DeployEndpointRequest) -> None:
     """The rules across fields the schema cannot say; raises InvalidRequest naming one."""
     if request.mode == "custom":
-        if not request.function:
-            raise InvalidRequest("function", "a custom endpoint needs its pickled class")
+        if not request.function and request.image is None:
+            raise InvalidRequest(
+                "function", "a custom endpoint needs its pickled class, or an image that serves"
+            )
+    elif request.image is not None:
+        raise InvalidRequest("image", f"a {request.mode} endpoint serves a model, not an image")
     elif request.function is not None:
         raise InvalidRequest("function", f"a {request.mode} endpoint serves a model, not a class")
     elif request.model is None and request.model_ref is None:
@@ -225,10 +233,15 @@ def _is_under(value: str, root: str) -> bool:
 async def deploy_endpoint(
     services: EndpointServices, *, user: AuthenticatedUser, request: DeployEndpointRequest
 ) -> EndpointResponse:
-    """Check the request and the credits, store the class (custom), create the endpoint at
-    the gateway."""
+    """Check the request, its image (pinned to its digest: 403, 404) and the credits, store
+    the class (custom), create the endpoint at the gateway."""
     check_deployment(request)
     check_model_source(request, roots=services.model_roots, admin=user.role == Role.ADMIN)
+    image = None
+    if request.image is not None:  # before the credits: a refused image costs nothing
+        if services.images is None:
+            raise InvalidRequest("image", "this platform has no image registry")
+        image = await resolve_image(services.images, user=user, image=request.image)
     user_id = user.user_id
     endpoint_id = endpoint_id_for(services.id_secret, user_id=user_id, name=request.name)
     replaced = await _replaced_endpoint(services, user_id=user_id, endpoint_id=endpoint_id)
@@ -250,6 +263,7 @@ async def deploy_endpoint(
         model=request.model,
         model_ref=request.model_ref,
         function_ref=function_ref,
+        image=image,
         vram_mb=request.vram_mb,
         gpu_count=request.gpu_count,
         vendor=request.vendor,

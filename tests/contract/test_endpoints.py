@@ -42,8 +42,17 @@ class TestCreateEndpoint:
         assert endpoint.metadata.labels[USER_LABEL] == user_label_value("alice@example.com")
 
     def test_image_means_custom_mode(self, transport: Transport) -> None:
-        endpoint = make_endpoint(transport, model=None, image="ghcr.io/acme/server:1")
-        assert (endpoint.spec.mode, endpoint.spec.image) == ("custom", "ghcr.io/acme/server:1")
+        image = f"acme/server@sha256:{'cd' * 32}"
+        endpoint = make_endpoint(transport, model=None, image=image)
+        assert (endpoint.spec.mode, endpoint.spec.image) == ("custom", image)
+
+    def test_an_image_not_pinned_to_its_digest_is_refused_naming_it(
+        self, transport: Transport
+    ) -> None:
+        with transport.count_requests() as requests, pytest.raises(Invalid) as caught:
+            make_endpoint(transport, model=None, image="ghcr.io/acme/server:1")
+        assert caught.value.field == "image"
+        assert sum(requests.values()) == 0
 
     def test_neither_model_nor_image_is_refused_before_any_request(
         self, transport: Transport
@@ -326,6 +335,24 @@ class TestEndpointSetters:
         api.set_endpoint_stopped(stopped.name, "Idle")
         with pytest.raises(Conflict):  # a stopped endpoint keeps its stop's reason
             api.set_endpoint_waiting(stopped.name, "RealGpuBusy")
+
+    def test_a_placement_decided_on_a_pending_endpoint_is_refused_once_it_stopped(
+        self, transport: Transport
+    ) -> None:
+        api = transport.api
+        endpoint = make_endpoint(transport)
+        api.set_endpoint_stopped(endpoint.name, "OutOfCredits")
+        with pytest.raises(InvalidTransition):
+            api.set_endpoint_deploying(endpoint.name, "n1", [0], from_phase=EndpointPhase.PENDING)
+        assert api.get_endpoint(endpoint.name).phase is EndpointPhase.STOPPED
+        woken = api.set_endpoint_deploying(
+            endpoint.name, "n1", [0], from_phase=EndpointPhase.STOPPED
+        )
+        assert woken.phase is EndpointPhase.DEPLOYING
+        again = api.set_endpoint_deploying(
+            endpoint.name, "n1", [0], from_phase=EndpointPhase.STOPPED
+        )  # a repeat writes nothing
+        assert again.metadata.resource_version == woken.metadata.resource_version
 
     def test_only_a_placed_endpoint_goes_back_to_placement(self, transport: Transport) -> None:
         api = transport.api

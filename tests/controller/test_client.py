@@ -174,7 +174,7 @@ class TestTimestampsAndBilling:
     def test_health_transition_time_moves_only_on_a_flip(
         self, client: CrdClient, clock: FakeClock
     ) -> None:
-        client.create_endpoint("ep-1", "alice", vram_mb=10, image="img")
+        client.create_endpoint("ep-1", "alice", vram_mb=10, image=f"a/img@sha256:{'0' * 64}")
         client.set_endpoint_deploying("ep-1", "n1", [0])
         client.set_endpoint_running("ep-1", "http://n1:1")
         first = client.set_endpoint_health("ep-1", True, "ok")

@@ -109,10 +109,11 @@ class PlatformServer:
 
 @contextmanager
 def running_platform(
-    settings: PlatformSettings, *, store: LocalObjectStore | None = None
+    settings: PlatformSettings, *, store: LocalObjectStore | None = None, port: int | None = None
 ) -> Iterator[PlatformServer]:
-    """The platform on a loopback port (database migrated) with a bootstrapped admin; its
-    object store the settings' directory unless ``store`` is given."""
+    """The platform on a loopback port (``port``, else a free one; database migrated) with
+    a bootstrapped admin; its object store the settings' directory unless ``store`` is
+    given."""
     storage_dir = settings.storage_dir or settings.state_dir / "objects"
     app = create_app(settings, store=store or LocalObjectStore(storage_dir))
     try:
@@ -124,7 +125,7 @@ def running_platform(
                 key_name="tests",
             )
         with (
-            serve_in_thread(app, settings) as url,
+            serve_in_thread(app, settings, port=port) as url,
             httpx.Client(base_url=url, timeout=60) as http,
         ):
             me = http.get("/v1/me", headers=bearer(admin_key.api_key)).json()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 import tarfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,9 +86,11 @@ class JobImages:
         *,
         tag: str = "v1",
         on_default: bool = True,
+        command: Sequence[str] = (),
     ) -> str:
         """Push ``repository:tag`` as ``user``: the default image (unless ``on_default`` is
-        false: the layer alone) plus a layer of ``files``; its manifest's digest."""
+        false: the layer alone) plus a layer of ``files``, with ``command`` as its CMD when
+        given; its manifest's digest."""
         crane = self.crane(user)
         layer = self.workdir / f"layer-{len(files)}-{tag}.tar"
         layer.write_bytes(layer_of(files))
@@ -96,6 +98,8 @@ class JobImages:
         crane.run("append", *base, "-f", str(layer), "-t", crane.ref(repository, tag))
         if not on_default:  # an image of its own says what it runs on, as a build would
             crane.run("mutate", "--set-platform", "linux/amd64", crane.ref(repository, tag))
+        if command:
+            crane.run("mutate", "--cmd", ",".join(command), crane.ref(repository, tag))
         return crane.digest(repository, tag).stdout.strip()
 
     def pull_token(self, user_id: str, repository: str) -> str:

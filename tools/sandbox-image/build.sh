@@ -43,7 +43,7 @@ mkdir "$work/rootfs"
 tar -C "$work/rootfs" -xf "$work/rootfs.tar"
 rm "$work/rootfs.tar"
 # the mount points of every job container (the image's root is read-only in it)
-mkdir -p "$work/rootfs/scratch" "$work/rootfs/opt/gridweave"
+mkdir -p "$work/rootfs/scratch" "$work/rootfs/opt/gridweave" "$work/rootfs/run/gridweave"
 # the same files as an OCI image of one layer, its environment what a job container sets
 umoci init --layout "$work/oci"
 umoci new --image "$work/oci:$tag"

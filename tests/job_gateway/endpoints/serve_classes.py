@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
+import socket
 import time
-
-import ray
 
 
 class Greeter:
@@ -22,10 +21,17 @@ class Greeter:
         return a + b
 
     def where(self) -> dict[str, str | None]:
+        """What the class sees of its placement: its GPUs' variables, its container's
+        name (which carries its replica's pid), and whether Ray is reachable at all."""
         names = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
         seen: dict[str, str | None] = {name: os.environ.get(name) for name in names}
-        seen["ray_node_id"] = ray.get_runtime_context().get_node_id()
-        seen["pid"] = str(os.getpid())
+        seen["hostname"] = socket.gethostname()
+        try:
+            import ray  # noqa: F401
+
+            seen["ray"] = "importable"
+        except ImportError:
+            seen["ray"] = None
         return seen
 
     def slow(self, seconds: float) -> float:

@@ -21,6 +21,7 @@ import pytest
 
 from gridweave_runtime.serve_key import SERVE_KEY_HEADER
 from job_gateway.endpoints import EndpointSettings, serve_control
+from job_gateway.endpoints.replica_logs import find_replicas
 from job_gateway.execution import ExecutionSettings
 from tests.job_gateway.endpoints import serve_classes
 from tests.job_gateway.endpoints.factories import (
@@ -70,12 +71,18 @@ class TestCustomEndpoint:
         assert serve.post(f"{url}/greet", json={"name": "ada"}).json() == "hello ada"
         assert serve.post(f"{url}/add", json=[2, 3]).json() == 5
         where = serve.post(f"{url}/where").json()
-        assert where["ray_node_id"] == ray_world.node_ids["node-b"]
-        assert where["HIP_VISIBLE_DEVICES"] == str(view["gpu_indices"][0])
+        assert where["HIP_VISIBLE_DEVICES"] == "0"  # its one GPU, numbered from 0 inside
         assert where["CUDA_VISIBLE_DEVICES"] is None
+        assert where["ray"] is None  # the class runs in its container: no Ray there
+        # its container belongs to a replica on the placed node (the name carries its pid)
+        replica_pid = int(where["hostname"].split("-")[1])
+        (replica,) = [r for r in find_replicas(f"gw-ep-{endpoint_id}") if r.state == "ALIVE"]
+        assert (replica.pid, replica.node_id) == (replica_pid, ray_world.node_ids["node-b"])
         failed = serve.post(f"{url}/fail")
         assert failed.status_code == 500
-        assert failed.json()["error"] == {"type": "ValueError", "message": "refused on purpose"}
+        error = failed.json()["error"]
+        assert (error["type"], error["message"]) == ("ValueError", "refused on purpose")
+        assert ", in fail" in error["traceback"]
         assert serve.post(f"{url}/_private").status_code == 404
         assert serve.get(f"{url}/greet").status_code == 405
         healthy = wait_for(gateway, endpoint_id, lambda v: v["health"] == "Healthy")

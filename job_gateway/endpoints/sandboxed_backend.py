@@ -1,0 +1,130 @@
+"""A ``custom`` endpoint's backend: the user's class, or its image's own server, in a container.
+
+The replica (a Ray Serve actor, trusted) never loads the user's code. It starts a
+:class:`~job_gateway.sandbox.serving.ServingContainer` of the endpoint's owner, in the
+endpoint's image (pulled with the owner's token, as a job's) or the node's default image,
+with only the placed GPUs, and relays each request to the container's Unix socket and the
+answer back, so OpenAI's client works against an image that serves
+OpenAI's API, and a class's method answers as before (``POST /{method}``, JSON; a user's
+exception a 500 with its remote traceback). A request's body is read whole before it is
+sent on (the platform's proxy bounds it); the answer is streamed. The pickled class
+travels to the container as bytes, unread here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from gridweave_runtime.storage import open_object_store
+from job_gateway.endpoints.replica import ReplicaConfig, error_response
+from job_gateway.sandbox.attempt import SandboxedJob, container_spec
+from job_gateway.sandbox.images import ImagePullFailed, unpacked_image
+from job_gateway.sandbox.serving import ServingContainer, ServingFailed
+
+__all__ = ["SandboxedBackend"]
+
+#: How long a replica's container may take to answer (an image's server loading a model).
+START_TIMEOUT_SECONDS = 600.0
+#: Headers of one hop, never relayed (RFC 9110 7.6.1), and the replica's own host.
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+
+
+class SandboxedBackend:
+    """Relays requests to the endpoint's container; the container is started by
+    :meth:`start` and deleted by :meth:`close`."""
+
+    def __init__(self, container: ServingContainer) -> None:
+        self.container = container
+        self.client = httpx.AsyncClient(
+            transport=httpx.AsyncHTTPTransport(uds=str(container.socket_path)),
+            base_url="http://replica",
+            timeout=httpx.Timeout(None, connect=10.0),
+        )
+
+    @classmethod
+    def start(cls, config: ReplicaConfig) -> SandboxedBackend:
+        """Start the endpoint's container and wait until it serves.
+
+        Raises:
+            RuntimeError: it did not come to serve (Serve fails the deployment with this).
+        """
+        assert config.sandbox is not None and config.owner is not None
+        try:
+            image = (
+                None
+                if config.image is None
+                else unpacked_image(config.sandbox.image_dir, config.image)
+            )
+        except ImagePullFailed as failed:
+            raise RuntimeError(f"the endpoint's image: {failed}") from None
+        job = SandboxedJob(
+            user_id=config.owner,
+            vendor=config.vendor,
+            gpu_indices=config.gpu_indices,
+            gpu_count=max(1, len(config.gpu_indices)),
+            environment=dict(config.devices),
+        )
+        spec = container_spec(config.sandbox, job, image)
+        if config.function_ref is not None:
+            program = open_object_store(config.storage).get(config.function_ref)
+            container = ServingContainer(spec, kind="class", program=program)
+        else:
+            command = image.command if image is not None else ()
+            container = ServingContainer(spec, kind="command", command=command)
+        try:
+            container.wait_ready(START_TIMEOUT_SECONDS)
+        except ServingFailed as failed:
+            container.close()
+            raise RuntimeError(f"the endpoint did not start: {failed}") from None
+        return cls(container)
+
+    async def handle(self, method: str, path: str, request: Request) -> Response:
+        """The container's answer to the request, streamed back."""
+        query = request.url.query
+        upstream = self.client.build_request(
+            method,
+            f"{path}?{query}" if query else path,
+            headers=[(k, v) for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP],
+            content=await request.body(),  # whole: a class's server reads Content-Length
+        )
+        try:
+            answer = await self.client.send(upstream, stream=True)
+        except httpx.HTTPError as error:
+            return error_response(
+                502, "endpoint_unreachable", f"the endpoint's container did not answer: {error}"
+            )
+        headers = {k: v for k, v in answer.headers.items() if k.lower() not in _HOP_BY_HOP}
+        return StreamingResponse(_relayed(answer), status_code=answer.status_code, headers=headers)
+
+    async def check_health(self) -> None:
+        """Serve's health check: the container must still serve."""
+        if not self.container.serving():
+            raise RuntimeError("the endpoint's container ended")
+
+    def close(self) -> None:
+        """Delete the container."""
+        self.container.close()
+
+
+async def _relayed(answer: httpx.Response) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in answer.aiter_raw():
+            yield chunk
+    finally:
+        await answer.aclose()
