@@ -6,7 +6,7 @@ import functools
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
@@ -26,6 +26,7 @@ from gridweave.errors import (
 )
 from gridweave_clients import Conflict
 from gridweave_clients.gateway.reasons import OUT_OF_MEMORY, out_of_memory_limit_mb
+from gridweave_clients.pip import check_requirements
 from gridweave_clients.platform.models import JobLogsResponse, JobResponse
 
 __all__ = ["DEFAULT_MAP_CONCURRENCY", "Function", "JobHandle", "function"]
@@ -53,6 +54,7 @@ class Resources:
     memory_mb: int | None = None
     cpu_millis: int | None = None
     image: str | None = None
+    pip: tuple[str, ...] = ()
 
 
 class JobHandle(Generic[R]):
@@ -169,6 +171,7 @@ class Function(Generic[P, R]):
                 memory_mb=resources.memory_mb,
                 cpu_millis=resources.cpu_millis,
                 image=resources.image,
+                pip=list(resources.pip) or None,
             )
         return JobHandle(job, config)
 
@@ -271,6 +274,7 @@ def function(
     memory: str | int | None = None,
     cpu: float | None = None,
     image: str | None = None,
+    pip: Sequence[str] | None = None,
 ) -> Callable[[Callable[P, R]], Function[P, R]]:
     """Make a function remote: each call gets ``gpus`` GPUs of one node, ``vram`` on each.
 
@@ -290,6 +294,12 @@ def function(
             "<your user id>/tools:v2", one shared with you, or a public "gridweave/..." one
             (build it FROM gridweave/python:3.11: it needs the cluster's Python). The tag is
             pinned to its digest when the call is submitted. None: the node's default image.
+        pip: Python packages to install for the call, as pip requirements of packages of
+            the index by name: ["numpy==2.1.3", "requests"] (no pip option, URL or path).
+            Each node installs them once per image and list, before the first call that
+            asks for them (pip's output is the call's log; a failed install fails the call
+            with ``PipInstallFailed``, billing no GPU time), and puts them first on its
+            ``sys.path``.
 
     Raises:
         ConfigurationError: an argument is not understood; the message names it.
@@ -303,12 +313,23 @@ def function(
         memory_mb=None if memory is None else parse_size(memory, argument="memory"),
         cpu_millis=None if cpu is None else _cpu_millis(cpu),
         image=None if image is None else parse_image_argument(image),
+        pip=_pip(pip),
     )
 
     def decorate(fn: Callable[P, R]) -> Function[P, R]:
         return Function(fn, resources)
 
     return decorate
+
+
+def _pip(pip: Sequence[str] | None) -> tuple[str, ...]:
+    """The requirements as a tuple; ``ConfigurationError`` naming ``pip`` otherwise."""
+    if pip is None:
+        return ()
+    try:
+        return check_requirements(list(pip) if isinstance(pip, list | tuple) else pip)
+    except ValueError as bad:
+        raise ConfigurationError(f"pip={pip!r}: {bad}") from None
 
 
 def _cpu_millis(cpu: float) -> int:

@@ -108,6 +108,7 @@ def _remote_function(
     memory: str | None = None,
     cpu: float | None = None,
     image: str | None = None,
+    pip: list[str] | None = None,
 ) -> gw.Function[..., Any]:
     """The function with its resources: the decorator's, each option given overriding."""
     if isinstance(found, gw.Function):
@@ -121,6 +122,7 @@ def _remote_function(
             memory=memory or base.memory_mb,
             cpu=cpu if cpu is not None else _cores(base.cpu_millis),
             image=image or base.image,
+            pip=pip or list(base.pip),
         )(found.fn)
     if vram is None:
         raise typer.BadParameter(
@@ -136,6 +138,7 @@ def _remote_function(
         memory=memory,
         cpu=cpu,
         image=image,
+        pip=pip,
     )(found)
 
 
@@ -241,6 +244,18 @@ def run(
             show_default=False,
         ),
     ] = None,
+    pip: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pip",
+            metavar="REQUIREMENT",
+            help=(
+                "A package to install for the call, as a pip requirement of a package of the "
+                "index (numpy==2.1.3); repeat it for more (replaces the decorator's pip=)."
+            ),
+            show_default=False,
+        ),
+    ] = None,
     detach: Annotated[
         bool, typer.Option("--detach", "-d", help="Print the job id and return at once.")
     ] = False,
@@ -274,6 +289,7 @@ def run(
         memory=memory,
         cpu=cpu,
         image=image,
+        pip=pip,
     )
     handle = function.spawn(*args, **kwargs)
     if detach:

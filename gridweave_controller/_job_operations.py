@@ -37,6 +37,7 @@ from gridweave_controller.validation import (
     check_int,
     check_name,
     check_outcome,
+    check_pip,
     check_placement,
     check_sha256,
     check_text,
@@ -81,9 +82,11 @@ class JobOperations:
         memory_mb: int | None = None,
         cpu_millis: int | None = None,
         image: str | None = None,
+        pip: Sequence[str] | None = None,
     ) -> Flow[Job]:
         """Create a GridweaveJob in phase Pending (``image``: pinned, ``repo@sha256:...``;
-        None: the node's default image)."""
+        None: the node's default image; ``pip``: PEP 508 requirements of packages of the
+        index, installed on the node before the function runs)."""
         check_name(job_id, field="job_id")
         spec = {
             "userId": check_text(user_id, field="user_id", max_length=253),
@@ -112,6 +115,10 @@ class JobOperations:
             )
         if image is not None:
             spec["image"] = check_image(image)
+        if pip is not None:
+            requirements = check_pip(pip)
+            if requirements:
+                spec["pip"] = requirements
         body = new_object("GridweaveJob", job_id, user_id, labels, spec)
         return Job.from_raw((yield from Create(self.namespace, JOBS, body).result()))
 

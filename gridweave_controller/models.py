@@ -89,6 +89,9 @@ class JobSpec(_WireModel):
     #: The image the job runs in, pinned to its digest (``repo@sha256:...``); None: the
     #: node's default image.
     image: str | None = None
+    #: PEP 508 requirements installed for the job (an environment per node, image and
+    #: list); None: none.
+    pip: tuple[str, ...] | None = None
     args_ref: str | None = None
     priority: int = 0
     function_name: str | None = None

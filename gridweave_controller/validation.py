@@ -19,6 +19,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Literal, get_args
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from gridweave_controller.errors import Invalid
 from gridweave_controller.phases import EndpointPhase
 from gridweave_controller.vendors import VENDORS
@@ -38,10 +40,18 @@ REPOSITORY_PATTERN = rf"^{REPOSITORY_NAME}$"
 PINNED_IMAGE_PATTERN = rf"^{REPOSITORY_NAME}@sha256:[0-9a-f]{{64}}$"
 MAX_IMAGE_LENGTH = 320
 _PINNED_IMAGE = re.compile(PINNED_IMAGE_PATTERN)
+#: A job's ``spec.pip`` (the CRD's bounds): at most this many requirements, each a PEP 508
+#: requirement of a package of the index by name, in printable ASCII, at most this long.
+MAX_PIP_REQUIREMENTS, MAX_PIP_REQUIREMENT_LENGTH = 64, 200
+PIP_REQUIREMENT_PATTERN = r"^[A-Za-z0-9][ -~]*$"
+_PIP_REQUIREMENT = re.compile(PIP_REQUIREMENT_PATTERN)
 
 __all__ = [
     "MAX_CPU_MILLIS",
     "MAX_IMAGE_LENGTH",
+    "MAX_PIP_REQUIREMENTS",
+    "MAX_PIP_REQUIREMENT_LENGTH",
+    "PIP_REQUIREMENT_PATTERN",
     "PINNED_IMAGE_PATTERN",
     "REPOSITORY_NAME",
     "REPOSITORY_PATTERN",
@@ -66,6 +76,7 @@ __all__ = [
     "check_message",
     "check_name",
     "check_outcome",
+    "check_pip",
     "check_placement",
     "check_reason",
     "check_sha256",
@@ -73,6 +84,7 @@ __all__ = [
     "check_vendor",
     "check_wall_seconds",
     "object_labels",
+    "pip_requirement_problem",
     "user_label_value",
 ]
 
@@ -221,6 +233,45 @@ def check_image(value: str, *, field: str = "image") -> str:
             field=field,
         )
     return value
+
+
+def pip_requirement_problem(value: object) -> str | None:
+    """Why ``value`` is not a requirement ``pip=`` takes, in words; None when it is one: a
+    PEP 508 requirement of a package of the index by name (``numpy==2.1.3``,
+    ``requests[socks]>=2; python_version < "3.13"``), never a pip option, a URL or a path."""
+    if not isinstance(value, str):
+        return f"{value!r} is not a string"
+    if len(value) > MAX_PIP_REQUIREMENT_LENGTH:
+        return f"{value[:40]!r}... is longer than {MAX_PIP_REQUIREMENT_LENGTH} characters"
+    if not _PIP_REQUIREMENT.fullmatch(value):
+        return (
+            f"{value!r} is not a requirement: it starts with a package's name and holds "
+            "printable characters only (no pip option such as --index-url or -e, no path)"
+        )
+    try:
+        requirement = Requirement(value)
+    except InvalidRequirement as bad:
+        return f"{value!r} is not a PEP 508 requirement: {str(bad).splitlines()[0]}"
+    if requirement.url is not None:
+        return f"{value!r} names a URL: only packages of the index, by name and version"
+    return None
+
+
+def check_pip(values: Sequence[str], *, field: str = "pip") -> list[str]:
+    """Return ``values`` as a list if each is a requirement ``pip=`` takes
+    (:func:`pip_requirement_problem`) and there are at most :data:`MAX_PIP_REQUIREMENTS`."""
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        raise Invalid(f"{field} must be a list of requirements, e.g. ['numpy==2.1.3']", field=field)
+    if len(values) > MAX_PIP_REQUIREMENTS:
+        raise Invalid(
+            f"{field} holds {len(values)} requirements, more than {MAX_PIP_REQUIREMENTS}",
+            field=field,
+        )
+    for value in values:
+        problem = pip_requirement_problem(value)
+        if problem is not None:
+            raise Invalid(f"{field}: {problem}", field=field)
+    return list(values)
 
 
 def check_text(value: str, *, field: str, max_length: int, required: bool = True) -> str:

@@ -22,6 +22,7 @@ __all__ = [
     "default_image_layout",
     "default_rootfs",
     "image_cache",
+    "pip_cache",
     "sandbox_cache",
 ]
 
@@ -51,3 +52,8 @@ def default_image_layout() -> Path:
 def image_cache() -> Path:
     """Where a node keeps the images its jobs named, unpacked, one directory per digest."""
     return sandbox_cache() / "images"
+
+
+def pip_cache() -> Path:
+    """Where a node keeps its jobs' pip environments, one directory per image and list."""
+    return sandbox_cache() / "pip"

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from gridweave_clients.fields import PrintableId, RequestBody, UserId
 from gridweave_clients.images import PinnedImage
 from gridweave_clients.metering.models import MAX_GPU_COUNT, MAX_WALL_SECONDS
+from gridweave_clients.pip import PipRequirements
 from gridweave_controller.operations import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
 from gridweave_controller.phases import JobPhase
 from gridweave_controller.validation import (
@@ -128,6 +129,7 @@ class SubmitJobRequest(RequestBody):
     memory_mb: MemoryMb | None = None
     cpu_millis: CpuMillis | None = None
     image: PinnedImage | None = None
+    pip: PipRequirements | None = None
     priority: int = Field(default=0, strict=True, ge=MIN_PRIORITY, le=MAX_PRIORITY)
     function_name: FunctionName | None = None
     hold_reference: PrintableId | None = Field(
@@ -164,6 +166,7 @@ class JobResponse(BaseModel):
     memory_mb: int | None = None
     cpu_millis: int | None = None
     image: str | None = None
+    pip: list[str] | None = None
     priority: int
     hold_reference: str
     phase: JobPhase

@@ -8,6 +8,7 @@ __all__ = [
     "IMAGE_PULL_FAILED",
     "IMAGE_REFUSED",
     "OUT_OF_MEMORY",
+    "PIP_INSTALL_FAILED",
     "out_of_memory_limit_mb",
     "out_of_memory_message",
 ]
@@ -18,6 +19,8 @@ OUT_OF_MEMORY = "OutOfMemory"
 IMAGE_PULL_FAILED = "ImagePullFailed"
 #: The reason of a job whose owner may no longer pull its image (a share withdrawn).
 IMAGE_REFUSED = "ImageRefused"
+#: The reason of a job whose pip= requirements its node could not install (no GPU time).
+PIP_INSTALL_FAILED = "PipInstallFailed"
 _LIMIT = re.compile(r"memory limit of (\d+) MiB")
 
 

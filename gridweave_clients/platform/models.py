@@ -25,6 +25,7 @@ from gridweave_clients.gateway.models import (
     VramMb,
 )
 from gridweave_clients.images import ImageName
+from gridweave_clients.pip import PipRequirements
 from gridweave_controller.operations import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
 from gridweave_controller.phases import JobPhase
 
@@ -163,6 +164,7 @@ class SubmitJobRequest(RequestBody):
     memory_mb: MemoryMb | None = None
     cpu_millis: CpuMillis | None = None
     image: ImageName | None = None
+    pip: PipRequirements | None = None
     function_name: FunctionName | None = None
 
 
@@ -183,6 +185,9 @@ class JobResponse(BaseModel):
     image: str | None = Field(
         default=None,
         description="The image it runs in, pinned to its digest (none: the node's default).",
+    )
+    pip: list[str] | None = Field(
+        default=None, description="The requirements installed for it (none: none)."
     )
     node: str | None
     gpu_indices: list[int]

@@ -34,6 +34,7 @@ from gridweave_clients.gateway.models import (
 )
 from gridweave_clients.images import ImageName
 from gridweave_clients.metering.models import UsagePageResponse
+from gridweave_clients.pip import PipRequirements
 from gridweave_clients.platform.models import (
     IDEMPOTENCY_HEADER,
     ApiKeyListResponse,
@@ -171,6 +172,7 @@ def submit_job(
     memory_mb: MemoryMb | None = None,
     cpu_millis: CpuMillis | None = None,
     image: ImageName | None = None,
+    pip: PipRequirements | None = None,
 ) -> Operation[JobResponse]:
     """Run the pickled ``function`` with the pickled ``(args, kwargs)`` (402, 422, 413).
 
@@ -188,6 +190,7 @@ def submit_job(
         memory_mb=memory_mb,
         cpu_millis=cpu_millis,
         image=image,
+        pip=pip,
         function_name=function_name,
     )
     operation = model_operation(

@@ -296,6 +296,7 @@ class Executor:
             sandbox=self._sandbox,
             job=self._sandboxed_job(job),
             image=image,
+            pip=tuple(job.spec.pip or ()),
         )
         warm = self._warm
         idle = None

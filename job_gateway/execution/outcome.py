@@ -12,7 +12,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gridweave_clients.gateway.reasons import IMAGE_PULL_FAILED, OUT_OF_MEMORY
+from gridweave_clients.gateway.reasons import (
+    IMAGE_PULL_FAILED,
+    OUT_OF_MEMORY,
+    PIP_INSTALL_FAILED,
+)
 from gridweave_runtime.storage import attempt_objects
 
 __all__ = [
@@ -35,7 +39,9 @@ INPUTS_MISSING = "InputsMissing"
 #: The reason of an attempt whose node could not give its container the egress network.
 NETWORK_UNAVAILABLE = "NetworkUnavailable"
 #: Reasons of attempts whose function never started: billed no time.
-_NEVER_STARTED = frozenset({INPUTS_MISSING, IMAGE_PULL_FAILED, NETWORK_UNAVAILABLE})
+_NEVER_STARTED = frozenset(
+    {INPUTS_MISSING, IMAGE_PULL_FAILED, PIP_INSTALL_FAILED, NETWORK_UNAVAILABLE}
+)
 
 
 class Outcome(BaseModel):
@@ -53,7 +59,7 @@ class Outcome(BaseModel):
         description=(
             "Why it failed (the job's reason): Exception (the function raised), OutOfMemory, "
             "ProcessDied (its process ended without a result), InputsMissing, "
-            "ImagePullFailed, NetworkUnavailable."
+            "ImagePullFailed, PipInstallFailed, NetworkUnavailable."
         ),
     )
     wall_seconds: float = Field(ge=0)
@@ -62,7 +68,8 @@ class Outcome(BaseModel):
         ge=0,
         description=(
             "Of the attempt's time, what the node spent making its image ready (a pull and "
-            "unpack) before the function's container started: not billed."
+            "unpack) and its pip environment (a build) before the function's container "
+            "started: not billed."
         ),
     )
     started_at: float = Field(description="Unix time the function started (the worker's clock).")
@@ -87,8 +94,8 @@ class Outcome(BaseModel):
 
     @property
     def function_started(self) -> bool:
-        """False when the attempt ended before its function ran (its inputs or its image
-        could not be had): no time of it is billed."""
+        """False when the attempt ended before its function ran (its inputs, its image, its
+        pip environment or its network could not be had): no time of it is billed."""
         return self.reason not in _NEVER_STARTED
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from gridweave_clients.gateway.reasons import (
     IMAGE_PULL_FAILED,
     OUT_OF_MEMORY,
+    PIP_INSTALL_FAILED,
     out_of_memory_message,
 )
 from gridweave_runtime.storage import (
@@ -59,6 +60,7 @@ from job_gateway.sandbox.images import (
     unpacked_image,
 )
 from job_gateway.sandbox.network import NetworkUnavailable
+from job_gateway.sandbox.pip_envs import PipEnvironment, PipInstallFailed, pip_environment
 from job_gateway.sandbox.settings import SandboxConfig, SandboxSettings
 
 __all__ = ["AttemptSpec", "JobWorker", "run_attempt"]
@@ -77,6 +79,8 @@ class AttemptSpec:
     job: SandboxedJob
     #: The job's own image and the owner's token to pull it; None: the node's default image.
     image: ImagePull | None = None
+    #: The job's pip= requirements, installed into an environment of the node first.
+    pip: tuple[str, ...] = ()
 
 
 class JobWorker:
@@ -216,15 +220,39 @@ def _run_in_sandbox(spec: AttemptSpec, store: Any, stdout: int, stderr: int) -> 
     clock = time.monotonic()
     try:
         image = _image(spec, stderr)
+        environment = _pip_environment(spec, image, stderr)
     except ImagePullFailed as error:
         ending = _failed(IMAGE_PULL_FAILED, str(error))
         return dataclasses.replace(ending, prepare_seconds=time.monotonic() - clock)
+    except PipInstallFailed as error:  # its output is on the job's stderr already
+        ending = _failed(PIP_INSTALL_FAILED, str(error))
+        return dataclasses.replace(ending, prepare_seconds=time.monotonic() - clock)
+    except NetworkUnavailable as error:  # the build's container never started
+        ending = _failed(NETWORK_UNAVAILABLE, f"the pip build's network could not be made: {error}")
+        return dataclasses.replace(ending, prepare_seconds=time.monotonic() - clock)
     prepared = time.monotonic() - clock
     try:
-        ending = _run_function(spec, function, arguments, stdout, stderr, image)
+        ending = _run_function(spec, function, arguments, stdout, stderr, image, environment)
     except NetworkUnavailable as error:  # the container never started: nothing ran
         ending = _failed(NETWORK_UNAVAILABLE, f"the job's network could not be made: {error}")
     return dataclasses.replace(ending, prepare_seconds=prepared)
+
+
+def _pip_environment(
+    spec: AttemptSpec, image: UnpackedImage | None, stderr: int
+) -> PipEnvironment | None:
+    """The job's pip environment, from the node's cache or built now (its build's output on
+    the job's stderr: the job's log); None when it asks for none."""
+    if not spec.pip:
+        return None
+    return pip_environment(
+        spec.sandbox,
+        spec.job.user_id,
+        spec.pip,
+        output=stderr,
+        image=image,
+        image_name=spec.image.image if spec.image is not None else None,
+    )
 
 
 def _image(spec: AttemptSpec, stderr: int) -> UnpackedImage | None:
@@ -247,6 +275,7 @@ def _run_function(
     stdout: int,
     stderr: int,
     image: UnpackedImage | None,
+    environment: PipEnvironment | None = None,
 ) -> _Ending:
     run = run_sandboxed(
         spec.sandbox,
@@ -260,6 +289,7 @@ def _run_function(
             ("GRIDWEAVE_ATTEMPT", str(spec.attempt)),
         ),
         image=image,
+        python_env=environment.site if environment is not None else None,
     )
     header = run.header
     if header is not None and header.get("status") == "ok":

@@ -1,9 +1,10 @@
 """One attempt in its sandbox: from the job's owner, GPUs and inputs to a finished run.
 
 A worker keeps its containers warm (:class:`WarmContainers`): an attempt takes an idle
-container of the same owner, image, limits and GPUs if there is one whose cgroup holds
-nothing but the runner, else starts one; after the attempt the container goes back only if
-it is still that clean, else it is deleted with everything in it.
+container of the same owner, image, pip environment, network, limits and GPUs if there is
+one whose cgroup holds nothing but the runner, else starts one; after the attempt the
+container goes back only if it is still that clean, else it is deleted with everything in
+it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from job_gateway.sandbox.container import Container, ContainerRun, ContainerSpec
 from job_gateway.sandbox.gpus import gpu_devices, renumbered
@@ -53,10 +55,13 @@ def limits_for(config: SandboxConfig, job: SandboxedJob) -> ContainerLimits:
 
 
 def container_spec(
-    config: SandboxConfig, job: SandboxedJob, image: UnpackedImage | None = None
+    config: SandboxConfig,
+    job: SandboxedJob,
+    image: UnpackedImage | None = None,
+    python_env: Path | None = None,
 ) -> ContainerSpec:
     """The container ``job``'s attempts run in on this node: in ``image``, else the node's
-    default image."""
+    default image, with its pip environment ``python_env`` if it has one."""
     devices = gpu_devices(config.device_dir, job.vendor, job.gpu_indices)
     return ContainerSpec(
         runtime=config.runtime,
@@ -70,6 +75,7 @@ def container_spec(
         devices=devices,
         max_result_bytes=config.max_result_mb * 1024 * 1024,
         network=config.job_egress,
+        python_env=python_env,
     )
 
 
@@ -148,11 +154,13 @@ def run_sandboxed(
     stderr: int,
     extra_environment: Sequence[tuple[str, str]] = (),
     image: UnpackedImage | None = None,
+    python_env: Path | None = None,
 ) -> ContainerRun:
     """Run the function on the inputs in a container of ``job``'s owner, in ``image`` (else
-    the node's default image); a warm one when this process has one."""
+    the node's default image) with the pip environment ``python_env``; a warm one when this
+    process has one."""
     return warm_containers.run(
-        container_spec(config, job, image),
+        container_spec(config, job, image, python_env),
         function=function,
         arguments=arguments,
         environment=dict(extra_environment),

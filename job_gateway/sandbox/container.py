@@ -82,6 +82,9 @@ class ContainerSpec:
     #: The way out (a veth pair of its own, :mod:`job_gateway.sandbox.network`); None:
     #: only a loopback of its own.
     network: Egress | None = None
+    #: The job's pip environment on the node (:mod:`job_gateway.sandbox.pip_envs`), mounted
+    #: read-only first on its PYTHONPATH after the runner; None: none.
+    python_env: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +120,7 @@ class Container:
         self._closed = False
         self._broken = False
         self._image_hold = hold_image(spec.rootfs)  # the cache never deletes it meanwhile
+        self._env_hold = hold_image(spec.python_env) if spec.python_env is not None else None
         self._link: NetworkLink | None = None
         self.bundle.mkdir(parents=True, mode=0o700)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -233,6 +237,9 @@ class Container:
         if self._image_hold is not None:
             os.close(self._image_hold)
             self._image_hold = None
+        if self._env_hold is not None:
+            os.close(self._env_hold)
+            self._env_hold = None
 
     def _read_end(self) -> dict[str, Any]:
         try:
@@ -357,6 +364,7 @@ def runtime_command(
         hostname=name,
         image_environment=dict(spec.image_environment),
         network=network,
+        python_env=spec.python_env,
     )
     config["mounts"].extend(mounts)
     config["linux"]["cgroupsPath"] = cgroup

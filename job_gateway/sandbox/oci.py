@@ -11,8 +11,9 @@ read it off the returned dictionary. The runtime (runc or crun) enforces it.
   ``/proc`` and ``/sys``.
 - Filesystem: the image's root read-only; ``/scratch`` (also ``HOME``, ``TMPDIR`` and the
   working directory) and ``/tmp``, both tmpfs of ``scratch_mb``, counted in the memory limit;
-  the runner read-only at ``/opt/gridweave``; the allocated GPUs' device nodes. Nothing else
-  of the host.
+  the runner read-only at ``/opt/gridweave``; the job's ``pip=`` environment, if any,
+  read-only at ``/opt/gridweave/env`` (first on ``PYTHONPATH`` after the runner); the
+  allocated GPUs' device nodes. Nothing else of the host.
 - cgroup: memory (swap included, so a job cannot page past it), CPU quota, pids; device
   access only to the GPUs' nodes and the usual pseudo-devices.
 """
@@ -29,6 +30,7 @@ from typing import Any
 from job_gateway.sandbox.network import NetworkLink
 
 __all__ = [
+    "ENV_DIR",
     "RUNNER_DIR",
     "SCRATCH_DIR",
     "ContainerLimits",
@@ -41,6 +43,8 @@ __all__ = [
 RUNNER_DIR = "/opt/gridweave"
 #: The job's writable directory (its home and working directory).
 SCRATCH_DIR = "/scratch"
+#: Where a job's pip environment is mounted (its mount point is in the runner's directory).
+ENV_DIR = f"{RUNNER_DIR}/env"
 _CPU_PERIOD_US = 100_000
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _MASKED_PATHS = (
@@ -109,18 +113,22 @@ def container_config(
     hostname: str = "gridweave",
     image_environment: Mapping[str, str] | None = None,
     network: NetworkLink | None = None,
+    python_env: str | Path | None = None,
 ) -> dict[str, Any]:
     """The ``config.json`` of a job container running ``args`` as container root.
 
     ``image_environment``: the variables of the image's config (its ``PATH``, ``LANG``...),
     under the sandbox's own (home, scratch, the runner's ``PYTHONPATH`` first) and the job's.
     ``network``: the container's veth pair (egress); None: only its loopback.
+    ``python_env``: the job's pip environment on the node, mounted read-only at
+    :data:`ENV_DIR`.
     """
     if host_uid <= 0:
         raise ValueError("a container's uid on the host is never root")
     memory = limits.memory_mb * 1024 * 1024
     image = dict(image_environment or {})
-    python_path = ":".join(filter(None, (RUNNER_DIR, image.get("PYTHONPATH"))))
+    env_dir = ENV_DIR if python_env is not None else None
+    python_path = ":".join(filter(None, (RUNNER_DIR, env_dir, image.get("PYTHONPATH"))))
     env = {
         "PATH": _PATH,
         "LANG": "C.UTF-8",
@@ -133,9 +141,18 @@ def container_config(
         **environment,
     }
     scratch = ["nosuid", "nodev", "mode=1777", f"size={limits.scratch_mb}m"]
-    network_mounts = []
+    extra_mounts = []
+    if python_env is not None:
+        extra_mounts.append(
+            {
+                "destination": ENV_DIR,
+                "type": "bind",
+                "source": str(python_env),
+                "options": ["rbind", "ro", "nosuid", "nodev"],
+            }
+        )
     if network is not None and network.resolv_conf is not None:
-        network_mounts.append(
+        extra_mounts.append(
             {
                 "destination": "/etc/resolv.conf",
                 "type": "bind",
@@ -203,7 +220,7 @@ def container_config(
                 }
                 for device in devices
             ),
-            *network_mounts,
+            *extra_mounts,
         ],
         "linux": {
             "uidMappings": [{"containerID": 0, "hostID": host_uid, "size": 1}],

@@ -3,7 +3,9 @@
 ``gridweave_runner.py`` (a copy of :mod:`job_gateway.sandbox.runner`),
 ``gridweave_serve.py`` (of :mod:`job_gateway.sandbox.serve_runner`) and the cloudpickle
 package the worker itself has, so a job's image needs only a Python 3 (no Ray, no
-Gridweave, no cloudpickle of its own). Made once per content under the sandbox's state
+Gridweave, no cloudpickle of its own); and an empty ``env``, where a job's ``pip=``
+environment is mounted (:mod:`job_gateway.sandbox.pip_envs`: a mount point must exist in the
+read-only tree it is mounted into). Made once per content under the sandbox's state
 directory, written whole before it is renamed into place.
 """
 
@@ -38,6 +40,7 @@ def runner_dir(state_dir: Path) -> Path:
     for source in sources.values():
         digest.update(source.read_bytes())
     digest.update(cloudpickle.__version__.encode())
+    digest.update(b"env/")  # the pip environments' mount point (a directory made before)
     target = state_dir / f"runner-{digest.hexdigest()[:16]}"
     if not target.is_dir():
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -45,6 +48,7 @@ def runner_dir(state_dir: Path) -> Path:
         for name, source in sources.items():
             shutil.copyfile(source, partial / name)
         shutil.copytree(package, partial / "cloudpickle", ignore=shutil.ignore_patterns("*.pyc"))
+        (partial / "env").mkdir()
         for path in [partial, *partial.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)  # readable by every user's uid
         try:

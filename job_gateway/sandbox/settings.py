@@ -14,10 +14,10 @@ from typing import Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from gridweave_runtime.job_images import SYSTEM_CACHE, default_rootfs, image_cache
+from gridweave_runtime.job_images import SYSTEM_CACHE, default_rootfs, image_cache, pip_cache
 from job_gateway.sandbox.network import DEFAULT_POOL, Egress
 
-__all__ = ["JobNetwork", "Runtime", "SandboxConfig", "SandboxSettings"]
+__all__ = ["JobNetwork", "PipConfig", "Runtime", "SandboxConfig", "SandboxSettings"]
 
 Runtime = Literal["runc", "crun", "none"]
 #: A job container's network: ``none`` (only a loopback of its own), ``egress`` (the
@@ -26,6 +26,24 @@ JobNetwork = Literal["none", "egress"]
 #: The sandbox's state lives outside any home directory: a container's uid must be able to
 #: pass through every directory above the runner (a home is 0700).
 _SYSTEM_STATE = Path("/var/lib/gridweave/sandbox")
+#: Debian's CA bundle: what a node's pip trusts unless it was told otherwise.
+_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+@dataclass(frozen=True, slots=True)
+class PipConfig:
+    """How a node builds its jobs' pip environments: where they are kept and how much, how
+    pip reaches the index (its URL, find-links, the CA bundle it trusts, its per-request
+    timeout), and a build's limits (seconds, memory MiB)."""
+
+    directory: Path = SYSTEM_CACHE / "pip"
+    cache_gb: float = 20.0
+    index_url: str | None = None
+    find_links: str | None = None
+    ca_bundle: Path | None = _CA_BUNDLE
+    request_timeout_seconds: float = 15.0
+    build_seconds: int = 1800
+    memory_mb: int = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +64,7 @@ class SandboxConfig:
     job_network: JobNetwork = "none"
     #: The node's way out for containers that have one (egress jobs, pip builds).
     egress: Egress = Egress()
+    pip: PipConfig = PipConfig()
 
     @property
     def job_egress(self) -> Egress | None:
@@ -164,6 +183,74 @@ class SandboxSettings(BaseSettings):
         ),
     )
 
+    pip_dir: Path = Field(
+        default_factory=pip_cache,
+        description=(
+            "Where a node keeps the jobs' pip= environments, one per image, Python and list "
+            "of requirements, each built once."
+        ),
+    )
+    pip_cache_gb: float = Field(
+        default=20.0,
+        gt=0,
+        le=1_000_000,
+        description=(
+            "The pip environments' size (GB) past which the least recently used ones no "
+            "container runs are deleted."
+        ),
+    )
+    pip_index_url: str | None = Field(
+        default=None,
+        max_length=2048,
+        validation_alias=AliasChoices("GATEWAY_SANDBOX_PIP_INDEX_URL", "PIP_INDEX_URL"),
+        description=(
+            "The index pip= builds install from (the node's own PIP_INDEX_URL when set). "
+            "Unset: pip's default, PyPI."
+        ),
+    )
+    pip_find_links: str | None = Field(
+        default=None,
+        max_length=2048,
+        validation_alias=AliasChoices("GATEWAY_SANDBOX_PIP_FIND_LINKS", "PIP_FIND_LINKS"),
+        description=(
+            "pip's --find-links for pip= builds (the node's own PIP_FIND_LINKS when set): a "
+            "URL, or a directory of the node mounted read-only into the build."
+        ),
+    )
+    pip_ca_bundle: Path | None = Field(
+        default=_CA_BUNDLE,
+        validation_alias=AliasChoices("GATEWAY_SANDBOX_PIP_CA_BUNDLE", "PIP_CERT"),
+        description=(
+            "The CA bundle pip= builds trust (the node's own PIP_CERT when set), mounted "
+            "read-only into the build; a path that does not exist: the image's own."
+        ),
+    )
+    pip_timeout_seconds: float = Field(
+        default=15.0,
+        gt=0,
+        le=3600,
+        validation_alias=AliasChoices("GATEWAY_SANDBOX_PIP_TIMEOUT_SECONDS", "PIP_DEFAULT_TIMEOUT"),
+        description=(
+            "pip's timeout per request in pip= builds (the node's own PIP_DEFAULT_TIMEOUT when "
+            "set), seconds."
+        ),
+    )
+    pip_build_seconds: int = Field(
+        default=1800,
+        ge=10,
+        le=86_400,
+        description="The longest a pip= build may take; past it the job fails PipInstallFailed.",
+    )
+    pip_build_memory_mb: int = Field(
+        default=4096,
+        ge=256,
+        le=4_194_304,
+        description=(
+            "A pip= build's memory limit (MiB), half of it its /scratch and /tmp (pip's "
+            "downloads and unpacked sources)."
+        ),
+    )
+
     @field_validator("egress_pool")
     @classmethod
     def _a_private_pool(cls, pool: IPv4Network) -> IPv4Network:
@@ -190,5 +277,15 @@ class SandboxSettings(BaseSettings):
                 pool=str(self.egress_pool),
                 blocked=tuple(str(cidr) for cidr in self.egress_blocked),
                 dns=tuple(str(address) for address in self.egress_dns),
+            ),
+            pip=PipConfig(
+                directory=self.pip_dir,
+                cache_gb=self.pip_cache_gb,
+                index_url=self.pip_index_url,
+                find_links=self.pip_find_links,
+                ca_bundle=self.pip_ca_bundle,
+                request_timeout_seconds=self.pip_timeout_seconds,
+                build_seconds=self.pip_build_seconds,
+                memory_mb=self.pip_build_memory_mb,
             ),
         )

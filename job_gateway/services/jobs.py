@@ -119,6 +119,7 @@ async def submit_job(
             memory_mb=request.memory_mb,
             cpu_millis=request.cpu_millis,
             image=request.image,
+            pip=request.pip,
         )
 
 
@@ -270,6 +271,7 @@ def job_response(job: Job) -> JobResponse:
         memory_mb=spec.memory_mb,
         cpu_millis=spec.cpu_millis,
         image=spec.image,
+        pip=list(spec.pip) if spec.pip else None,
         priority=spec.priority,
         hold_reference=job.name,
         phase=job.phase,

@@ -131,6 +131,7 @@ def job_response(
         memory_mb=job.memory_mb,
         cpu_millis=job.cpu_millis,
         image=job.image,
+        pip=job.pip,
         node=job.node,
         gpu_indices=job.gpu_indices,
         attempts=job.attempts,
@@ -202,6 +203,8 @@ async def _replay(
     differing = [name for name in _ASKED if getattr(job, name) != getattr(request, name)]
     if job.image != image:
         differing.append("image")
+    if (job.pip or []) != (request.pip or []):
+        differing.append("pip")
     if job.user_id != user_id or differing:
         raise IdempotencyConflict(job_id=job_id, differing_fields=differing)
     amount = hold_amount(
@@ -283,6 +286,7 @@ async def submit_job(
         memory_mb=request.memory_mb,
         cpu_millis=request.cpu_millis,
         image=image,
+        pip=request.pip or None,
         function_name=request.function_name,
         hold_reference=job_id,
     )

@@ -70,11 +70,13 @@ class TestRun:
     ) -> None:
         with running_worker(gateway, platform.url, alice.key):
             options = ["--vram", "4GiB", "--vendor", "amd", "--timeout", "30s"]
-            result = gridweave("run", target("plain"), "hello", *options)
+            packages = ["--pip", "six==1.16.0", "--pip", "requests>=2"]
+            result = gridweave("run", target("plain"), "hello", *options, *packages)
             assert result.exit_code == 0, result.output
             assert result.stdout == "'HELLO'\n"
         job = json_of(gridweave("jobs", "--json"))["jobs"][-1]
         assert (job["vram_mb"], job["vendor"], job["timeout_seconds"]) == (4096, "amd", 30)
+        assert job["pip"] == ["six==1.16.0", "requests>=2"]
 
     def test_a_remote_exception_prints_its_traceback_and_exits_1(
         self, platform: PlatformServer, gateway: GatewayServer, alice: User, gridweave: Invoke
@@ -148,6 +150,7 @@ class TestRun:
             ([target("NOT_A_FUNCTION")], "is not a function"),
             ([target("plain"), "x"], "--vram"),
             ([target("add"), "--vram", "lots"], "vram='lots'"),
+            ([target("add"), "--pip", "six @ https://example.com/six.whl"], "names a URL"),
             ([target("add"), "a=1", "a=2"], "a= is given twice"),
             (["no-separator"], "FILE.py::FUNCTION"),
         ],

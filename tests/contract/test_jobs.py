@@ -87,6 +87,14 @@ class TestCreateJob:
         assert transport.api.get_job(job.name).spec.image == image
         assert make_job(transport).spec.image is None
 
+    def test_a_jobs_pip_requirements_are_kept_in_its_spec(self, transport: Transport) -> None:
+        pip = ["six==1.16.0", "requests[socks]>=2; python_version < '3.13'"]
+        job = make_job(transport, pip=pip)
+        assert job.spec.pip == tuple(pip) and job.raw["spec"]["pip"] == pip
+        assert transport.api.get_job(job.name).spec.pip == tuple(pip)
+        assert make_job(transport).spec.pip is None
+        assert "pip" not in make_job(transport, pip=[]).raw["spec"]  # none asked: none written
+
     @pytest.mark.parametrize(
         ("arguments", "field"),
         [
@@ -94,6 +102,14 @@ class TestCreateJob:
             ({"image": f"Usr/tools@sha256:{'ab' * 32}"}, "image"),
             ({"image": f"localhost:30500/u/tools@sha256:{'ab' * 32}"}, "image"),
             ({"image": f"u/t@sha256:{'ab' * 31}"}, "image"),
+            ({"pip": ["--index-url=https://evil.example/simple"]}, "pip"),  # an option
+            ({"pip": ["-e ."]}, "pip"),
+            ({"pip": ["six @ https://example.com/six.whl"]}, "pip"),  # a URL
+            ({"pip": ["six\n--index-url http://evil.example"]}, "pip"),  # a second line
+            ({"pip": ["six=="]}, "pip"),
+            ({"pip": "six"}, "pip"),  # a string, not a list
+            ({"pip": ["six"] * 65}, "pip"),
+            ({"pip": ["s" * 201]}, "pip"),
             ({"vram_mb": "lots"}, "vram_mb"),
             ({"vram_mb": 0}, "vram_mb"),
             ({"gpu_count": 2.5}, "gpu_count"),

@@ -129,10 +129,11 @@ def allocated_job(
     max_retries: int = 0,
     user: str = "alice",
     image: str | None = None,
+    pip: list[str] | None = None,
     **kwargs: Any,
 ) -> str:
     """Store the function and its arguments (cloudpickle), create the job (in ``image``,
-    pinned; None: the node's default image), allocate it."""
+    pinned; None: the node's default image; with ``pip``'s requirements), allocate it."""
     job_id = job_id or new_job_id()
     inputs = input_objects(job_id)
     function_ref = store.put(inputs.function, cloudpickle.dumps(function))
@@ -148,6 +149,7 @@ def allocated_job(
         max_retries=max_retries,
         args_ref=args_ref,
         image=image,
+        pip=pip,
     )
     crd.set_job_allocated(job_id, node, gpus)
     return job_id

@@ -93,3 +93,10 @@ def read_text(path: str) -> str | None:
             return handle.read()
     except FileNotFoundError:
         return None
+
+
+def six_from_its_environment() -> str:
+    """Where six, installed by the job's pip=, was imported from, and its version."""
+    import six  # type: ignore[import-untyped]
+
+    return f"{six.__version__} {six.__file__}"

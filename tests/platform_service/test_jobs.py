@@ -138,6 +138,12 @@ class TestSubmit:
             ({"vendor": "intel"}, "vendor"),
             ({"timeout_seconds": 0}, "timeout_seconds"),
             ({"surprise": 1}, "surprise"),
+            ({"pip": ["--index-url=https://evil.example/simple"]}, "pip.0"),  # the item
+            ({"pip": ["six", "-e ."]}, "pip.1"),
+            ({"pip": ["six @ https://example.com/six.whl"]}, "pip.0"),
+            ({"pip": ["six\n--index-url http://evil.example"]}, "pip.0"),
+            ({"pip": "six"}, "pip"),
+            ({"pip": ["six"] * 65}, "pip"),
         ],
     )
     def test_bad_fields_are_named(
@@ -180,6 +186,17 @@ class TestIdempotency:
         error = other.json()["error"]
         assert error["code"] == "idempotency_conflict"
         assert error["differing_fields"] == ["vram_mb", "max_retries"]
+
+    def test_a_retry_asking_for_other_packages_names_pip(
+        self, platform: PlatformServer, alice: User
+    ) -> None:
+        first = self._submit_with(platform, alice, "retry-pip", pip=["six==1.16.0"])
+        assert first.status_code == 201 and first.json()["pip"] == ["six==1.16.0"]
+        again = self._submit_with(platform, alice, "retry-pip", pip=["six==1.16.0"])
+        assert again.status_code == 200 and again.json()["job_id"] == first.json()["job_id"]
+        other = self._submit_with(platform, alice, "retry-pip", pip=["six==1.15.0"])
+        assert other.status_code == 409
+        assert other.json()["error"]["differing_fields"] == ["pip"]
 
     def test_a_refused_submissions_key_is_spent(
         self, platform: PlatformServer, credit: CreditServer, alice: User

@@ -62,8 +62,26 @@ class TestDecoratorArguments:
             ({"vram": "1GB", "gpus": 0}, "gpus="),
             ({"vram": "1GB", "timeout": "soon"}, "timeout="),
             ({"vram": "1GB", "retries": -1}, "retries="),
+            ({"vram": "1GB", "pip": "numpy"}, "pip="),  # a string, not a list
+            ({"vram": "1GB", "pip": ["--index-url=https://evil.example/simple"]}, "pip="),
+            ({"vram": "1GB", "pip": ["-e ."]}, "pip="),
+            ({"vram": "1GB", "pip": ["./local/package"]}, "pip="),
+            ({"vram": "1GB", "pip": ["pkg @ https://example.com/pkg.whl"]}, "pip="),
+            ({"vram": "1GB", "pip": ["six\n--index-url http://evil.example"]}, "pip="),
+            ({"vram": "1GB", "pip": ["numpy=="]}, "pip="),
+            ({"vram": "1GB", "pip": ["six"] * 65}, "pip="),
         ],
     )
     def test_a_bad_argument_is_named(self, arguments: dict[str, object], named: str) -> None:
         with pytest.raises(gw.ConfigurationError, match=f"^{named}"):
             gw.function(**arguments)  # type: ignore[arg-type]
+
+    def test_pip_requirements_are_kept_as_given(self) -> None:
+        requirements = ["numpy==2.1.3", "requests[socks]>=2; python_version < '3.13'"]
+
+        @gw.function(vram="1GB", pip=requirements)
+        def plain() -> int:
+            return 1
+
+        assert plain.resources.pip == tuple(requirements)
+        assert gw.function(vram="1GB")(plain.fn).resources.pip == ()

@@ -81,7 +81,8 @@ PLAIN_VARIABLES = [
         "make sandbox, job_gateway",
         "/var/cache/gridweave/sandbox",
         "Where tools/sandbox-image/build.sh keeps the default job image, and a node the images "
-        "its jobs named (outside any home directory: every job's uid passes through to it).",
+        "its jobs named and their pip environments (outside any home directory: every job's "
+        "uid passes through to it).",
     ),
     (
         "GRIDWEAVE_KUBEAPI_CACHE",
@@ -110,6 +111,7 @@ def _default(field: FieldInfo) -> str:
             "gethostname": "the hostname",
             "default_rootfs": "/var/cache/gridweave/sandbox/base/rootfs",
             "image_cache": "/var/cache/gridweave/sandbox/images",
+            "pip_cache": "/var/cache/gridweave/sandbox/pip",
         }.get(factory, factory)
     if field.default is PydanticUndefined or field.default is None:
         return ""

@@ -1208,6 +1208,11 @@ export interface components {
              */
             idle_seconds: number;
             /**
+             * Image
+             * @description custom mode: the image to run in, from the platform's registry. With a class, the class is served in it; alone, the image's own server (its command, given PORT) is served.
+             */
+            image?: string | null;
+            /**
              * Max Replicas
              * @default 1
              */
@@ -1315,6 +1320,11 @@ export interface components {
             health: string;
             /** Idle Seconds */
             idle_seconds: number;
+            /**
+             * Image
+             * @description The image it runs in, pinned to its digest (custom mode).
+             */
+            image?: string | null;
             /** Max Replicas */
             max_replicas: number;
             /** Message */
@@ -1663,6 +1673,11 @@ export interface components {
             /** Node */
             node: string | null;
             phase: components["schemas"]["JobPhase"];
+            /**
+             * Pip
+             * @description The requirements installed for it (none: none).
+             */
+            pip?: string[] | null;
             /** Reason */
             reason: string | null;
             /** Started At */
@@ -2424,6 +2439,8 @@ export interface components {
             max_retries: number;
             /** Memory Mb */
             memory_mb?: number | null;
+            /** Pip */
+            pip?: string[] | null;
             /**
              * Timeout Seconds
              * @description Longest run, seconds.
