@@ -11,12 +11,21 @@ Every Ray worker (a job's process, an endpoint's replica) inherits the environme
 ``ray start``, so the head is started without the gateway's secrets
 (:func:`ray_environment`): a job must not read ``GRIDWEAVE_INTERNAL_TOKEN`` (every internal
 route, and the Serve key derived from it) from its own ``os.environ``.
+
+The local head always runs Ray's token authentication with a token of its own
+(:func:`local_auth_environment`: ``RAY_AUTH_MODE=token`` and ``RAY_AUTH_TOKEN_PATH`` naming
+``<temp dir>.auth-token``, made 0600 on first use), given to ``ray start`` and set in the
+gateway's own environment before it connects. Ray otherwise decides by itself: once any
+``ray.init()`` on the machine has written ``~/.ray/auth_token``, a head started without a
+mode turns token auth on while a driver connecting without one is refused
+(``InvalidAuthToken``), so a machine where Ray was ever used could not start the gateway.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -37,6 +46,7 @@ __all__ = [
     "connect_ray",
     "ensure_local_head",
     "head_processes",
+    "local_auth_environment",
     "ray_environment",
     "ray_temp_dir",
     "stop_local_head",
@@ -77,6 +87,31 @@ def _reachable(host: str, port: int) -> bool:
         return False
 
 
+def local_auth_environment(temp_dir: Path) -> dict[str, str]:
+    """Ray's token authentication for the local head of ``temp_dir``, with a token of its
+    own beside the directory (created, 0600, on first use): the variables every process of
+    that head and every driver connecting to it need."""
+    path = temp_dir.with_name(temp_dir.name + ".auth-token")
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(secrets.token_hex(32))
+        partial.chmod(0o600)
+        os.replace(partial, path)
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(path)}
+
+
+def _use_auth(environment: Mapping[str, str]) -> None:
+    """Make this process use ``environment``'s token auth from its next connection: Ray
+    reads the mode and the token once, at import, and caches both (what Ray's own
+    ``ray.init`` does when it turns token auth on for a new local cluster)."""
+    from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
+
+    os.environ.update(environment)
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
 def ensure_local_head(
     settings: ExecutionSettings, *, state_dir: Path, node: str, gpu_count: int
 ) -> LocalHead:
@@ -108,7 +143,8 @@ def ensure_local_head(
         stderr=subprocess.PIPE,
         text=True,
         timeout=_START_TIMEOUT_S,
-        env=ray_environment(os.environ),  # the workers inherit it: no secrets
+        # the workers inherit it: no secrets, and the head's own token auth
+        env={**ray_environment(os.environ), **local_auth_environment(temp_dir)},
     )
     if started.returncode != 0:
         raise RuntimeError(
@@ -128,10 +164,12 @@ def connect_ray(
     """Connect this process to Ray (``ray_address``, else the local head); the address."""
     if ray.is_initialized():  # one driver connection per process (tests share it)
         return str(ray.get_runtime_context().gcs_address)
-    address = (
-        ray_address
-        or ensure_local_head(settings, state_dir=state_dir, node=node, gpu_count=gpu_count).address
-    )
+    if ray_address is not None:
+        address = ray_address
+    else:
+        head = ensure_local_head(settings, state_dir=state_dir, node=node, gpu_count=gpu_count)
+        _use_auth(local_auth_environment(head.temp_dir))
+        address = head.address
     ray.init(
         address=address,
         namespace=NAMESPACE,

@@ -44,16 +44,24 @@ if role == "first":
     ray.get(launch_attempt(spec, "local-node").ready, timeout=60)
     print(json.dumps(report), flush=True)
     time.sleep(600)  # killed with -9 by the test
+elif role == "plain":
+    report["task"] = ray.get(ray.remote(num_cpus=0)(lambda: "ran").remote(), timeout=60)
+    print(json.dumps(report), flush=True)
 else:
     report["adopted"] = adopt_attempt(actor_name("survivor", 0)) is not None
     print(json.dumps(report), flush=True)
 """
 
 
-def gateway_process(state: Path, port: int, role: str) -> subprocess.Popen[str]:
-    """One gateway's Ray side in a process of its own."""
+def gateway_process(
+    state: Path, port: int, role: str, home: Path | None = None
+) -> subprocess.Popen[str]:
+    """One gateway's Ray side in a process of its own (``home``: its HOME)."""
     environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    environment.pop("RAY_ADDRESS", None)
+    if home is not None:
+        environment["HOME"] = str(home)
+    for name in ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        environment.pop(name, None)
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(GATEWAY), str(state), str(port), role],
         stdout=subprocess.PIPE,
@@ -90,6 +98,26 @@ class TestLocalHead:
         assert adopted["started"] is False  # the same head, found on its port
         assert adopted["adopted"] is True  # the worker outlived the killed gateway
         assert pids
+
+    def test_a_machine_where_ray_was_used_before_still_starts_the_head(
+        self, tmp_path: Path
+    ) -> None:
+        """Another ``ray.init()`` left ~/.ray/auth_token: the head runs token auth with a
+        token of its own, and the gateway connects with it."""
+        home = tmp_path / "home"
+        (home / ".ray").mkdir(parents=True)
+        (home / ".ray" / "auth_token").write_text("someone-elses-token-" + "0" * 32)
+        state, port = tmp_path / "state", free_port()
+        temp_dir = ray_temp_dir(state)
+        try:
+            output, _ = gateway_process(state, port, "plain", home).communicate(timeout=180)
+            report = json.loads(output)
+        finally:
+            stop_local_head(temp_dir, grace_s=2.0)
+            wait_until(lambda: not head_processes(temp_dir), what="the head to stop")
+        assert (report["started"], report["task"]) == (True, "ran")
+        token = temp_dir.with_name(temp_dir.name + ".auth-token")
+        assert token.stat().st_mode & 0o777 == 0o600 and len(token.read_text()) == 64
 
 
 class TestRayEnvironment:
