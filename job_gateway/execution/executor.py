@@ -47,6 +47,7 @@ from gridweave_runtime.storage import (
 )
 from job_gateway.execution.actors import (
     actor_death,
+    actor_name,
     adopt_attempt,
     finished_attempts,
     kill_actor,
@@ -58,7 +59,7 @@ from job_gateway.execution.devices import placed_vendor, visible_devices
 from job_gateway.execution.image_pulls import ImageRefusedToOwner, PullTokens
 from job_gateway.execution.outcome import Outcome, outcome_key, parse_outcome
 from job_gateway.execution.settings import WarmSettings
-from job_gateway.execution.spares import WarmPool, worker_name
+from job_gateway.execution.spares import WarmPool, recorded_worker, worker_key, worker_name
 from job_gateway.execution.worker import AttemptSpec
 from job_gateway.inventory import Inventory
 from job_gateway.node_loss import NODE_LOST
@@ -272,6 +273,14 @@ class Executor:
         job = attempt.job
         node = job.status.node
         assert node is not None  # Allocated and Running jobs have one
+        handed = await asyncio.to_thread(recorded_worker, self.store, attempt.name, attempt.attempt)
+        if handed is not None:
+            # an earlier gateway handed this attempt to a worker and died before it marked
+            # the job Running: follow that worker, or its outcome; never run it again
+            attempt.launch = False
+            attempt.needs_running = True
+            await self._adopt(attempt)
+            return
         try:
             image = await self._image_pull(job)
         except ImageRefusedToOwner as refused:
@@ -306,6 +315,12 @@ class Executor:
             self._next_refill = 0.0  # a spare taken: its replacement starts at the next tick
             run = await asyncio.to_thread(warm.hand_over, idle, spec)
         else:
+            # recorded before the actor exists: a gateway that restarts finds it handed over
+            await asyncio.to_thread(
+                self.store.put,
+                worker_key(attempt.name, attempt.attempt),
+                actor_name(attempt.name, attempt.attempt).encode(),
+            )
             run = await asyncio.to_thread(launch_attempt, spec, node, self._idle_exit)
         attempt.run = run
         # an actor a previous gateway launched may have run already: bill by its record
@@ -330,10 +345,15 @@ class Executor:
         run = await asyncio.to_thread(adopt_attempt, name)
         if run is not None:
             attempt.run = run
+            attempt.adopted = True
             self._wake.set()
             return
         outcome = await self._read_outcome(attempt)
         if outcome is not None:
+            if attempt.job.phase is JobPhase.ALLOCATED:  # it ran while no gateway watched
+                await self._mark_running(attempt)
+                attempt.adopted = True
+                attempt.started_at = outcome.started_at  # the trusted worker's clock
             await self._write_outcome(attempt, outcome, self._clock())
             return
         await self._lost(attempt, "Lost", f"no worker and no outcome for attempt {attempt.attempt}")
@@ -444,9 +464,10 @@ class Executor:
     def _wall_seconds(self, attempt: Attempt, outcome: Outcome, observed: float) -> float:
         """Running time: by the gateway's clock when it saw the run end.
 
-        An adopted attempt may have ended while no gateway ran: then the worker's finish
-        time, bounded by when this gateway saw it (a worker's figure is never taken beyond
-        what the gateway saw). The node's pull of the job's image is not billed, nor is an
+        An adopted attempt may have run while no gateway watched: from the earlier of the
+        job's start and the worker's, to the worker's finish, bounded by when this gateway
+        saw it (the worker is the trusted side: the user's code in its container cannot
+        write the record). The node's pull of the job's image is not billed, nor is an
         attempt whose function never started.
         """
         assert attempt.started_at is not None
@@ -454,7 +475,8 @@ class Executor:
             return 0.0
         seen = max(0.0, observed - attempt.started_at)
         if attempt.adopted:
-            seen = min(seen, max(0.0, outcome.finished_at - attempt.started_at))
+            started = min(attempt.started_at, outcome.started_at)
+            seen = max(0.0, min(observed, outcome.finished_at) - started)
         # the trusted worker measured its image's pull: the user is not billed for it
         return max(0.0, seen - outcome.prepare_seconds)
 

@@ -40,7 +40,14 @@ from job_gateway.execution.actors import (
 )
 from job_gateway.execution.worker import AttemptSpec, JobWorker
 
-__all__ = ["SPARE_PREFIX", "IdleWorker", "WarmPool", "worker_key", "worker_name"]
+__all__ = [
+    "SPARE_PREFIX",
+    "IdleWorker",
+    "WarmPool",
+    "recorded_worker",
+    "worker_key",
+    "worker_name",
+]
 
 SPARE_PREFIX = "gw-spare-"
 #: A worker idle this close to its exit is not handed out any more.
@@ -54,12 +61,17 @@ def worker_key(job_id: str, attempt: int) -> str:
     return f"jobs/{job_id}/attempt-{attempt}/worker"
 
 
-def worker_name(store: ObjectStore, job_id: str, attempt: int) -> str:
-    """The actor of an attempt: the recorded one, else the attempt's own name."""
+def recorded_worker(store: ObjectStore, job_id: str, attempt: int) -> str | None:
+    """The actor the attempt was handed to, as recorded before it ran; None: never handed."""
     try:
         return store.get(store.uri(worker_key(job_id, attempt))).decode()
     except ObjectNotFound:
-        return actor_name(job_id, attempt)
+        return None
+
+
+def worker_name(store: ObjectStore, job_id: str, attempt: int) -> str:
+    """The actor of an attempt: the recorded one, else the attempt's own name."""
+    return recorded_worker(store, job_id, attempt) or actor_name(job_id, attempt)
 
 
 def environment_key(environment: dict[str, str]) -> Environment:

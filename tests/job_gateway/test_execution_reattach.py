@@ -16,6 +16,7 @@ from pathlib import Path
 
 import cloudpickle
 import pytest
+import ray
 
 from gridweave_controller import CrdClient, JobPhase
 from gridweave_controller.phases import JOB_TERMINAL_PHASES
@@ -23,6 +24,8 @@ from gridweave_runtime.storage import LocalObjectStore, StorageConfig, attempt_o
 from gridweave_runtime.storage.store import S3ObjectStore
 from job_gateway.execution import Outcome, outcome_key
 from job_gateway.execution.actors import launch_attempt
+from job_gateway.execution.settings import WarmSettings
+from job_gateway.execution.spares import IdleWorker, WarmPool
 from tests.job_gateway import execution_functions as fn
 from tests.job_gateway.execution_factories import (
     RayWorld,
@@ -105,6 +108,48 @@ class TestReattach:
         assert done.phase is JobPhase.COMPLETED, done.status.message
         assert cloudpickle.loads(store.get(done.status.result_ref or "")) == 1
         assert len(runs.read_text().splitlines()) == 1
+
+    def test_an_allocated_job_a_dead_gateway_handed_to_a_warm_worker_runs_once(
+        self,
+        ray_world: RayWorld,
+        kubeapi: KubeAPI,
+        kube_namespace: str,
+        crd: CrdClient,
+        tmp_path: Path,
+        storage: StorageConfig,
+        store: LocalObjectStore,
+    ) -> None:
+        """The dead gateway handed the attempt to a warm worker (the hand-over recorded) and
+        died before writing Running; the worker finished it. The next gateway, warm workers
+        on, finishes the job from its outcome: it never runs it again."""
+        runs = tmp_path / "runs"
+        job_id = allocated_job(crd, store, fn.count_runs, str(runs), 0.5, node="node-a", gpus=[0])
+        job = crd.get_job(job_id)
+        spec = dataclasses.replace(
+            attempt_spec(job_id, job.spec.function_ref, storage, args_ref=job.spec.args_ref),
+            sandbox=unsandboxed(),
+        )
+        pool = WarmPool(store, spares=1, max_idle=1, idle_seconds=30)
+        pool.refill(["node-a"])
+        taken: list[IdleWorker] = []
+
+        def take_spare() -> bool:
+            worker = pool.take("node-a", "alice", {})  # None until its process runs
+            taken.extend([] if worker is None else [worker])
+            return bool(taken)
+
+        wait_until(take_spare, what="the spare to start")
+        worker = taken[0]
+        ray.get(pool.hand_over(worker, spec).run, timeout=60)  # ran and finished
+        assert crd.get_job(job_id).phase is JobPhase.ALLOCATED
+        with running_executor(
+            kubeapi, kube_namespace, storage, sandbox=unsandboxed(), warm=WarmSettings(1, 4, 30)
+        ):
+            done = wait_for_phase(crd, job_id, TERMINAL)
+        assert done.phase is JobPhase.COMPLETED, done.status.message
+        assert cloudpickle.loads(store.get(done.status.result_ref or "")) == 1
+        assert len(runs.read_text().splitlines()) == 1  # one run, counted
+        assert done.status.wall_seconds is not None and 0.4 < done.status.wall_seconds < 5
 
     def test_lost_attempts_are_requeued_or_failed_and_stored_outcomes_finish_their_job(
         self,

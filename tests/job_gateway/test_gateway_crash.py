@@ -15,11 +15,13 @@ import itertools
 import os
 import signal
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import cloudpickle
 import httpx
@@ -106,9 +108,16 @@ def job_mix(index: int) -> dict[str, object]:
 
 @contextmanager
 def gateway_process(
-    kubeapi: KubeAPI, ray_address: str, namespace: str, state: Path, metering_url: str
+    kubeapi: KubeAPI,
+    ray_address: str,
+    namespace: str,
+    state: Path,
+    metering_url: str,
+    *,
+    warm: bool = True,
 ) -> Iterator[tuple[str, int]]:
-    """``python -m job_gateway`` running jobs on the given Ray; (its URL, its pid)."""
+    """``python -m job_gateway`` running jobs on the given Ray (``warm``: with spares and
+    released workers, else one worker per attempt); (its URL, its pid)."""
     state.mkdir(parents=True, exist_ok=True)
     inventory = state / "inventory.yaml"
     inventory.write_text(INVENTORY_YAML)
@@ -127,6 +136,8 @@ def gateway_process(
         "GATEWAY_SANDBOX_RUNTIME": "none",
         "RAY_ADDRESS": ray_address,
         "METERING_SERVICE_URL": metering_url,
+        **({} if warm else {"GATEWAY_WARM_SPARES_PER_NODE": "0"}),
+        **({} if warm else {"GATEWAY_MAX_IDLE_WORKERS_PER_NODE": "0"}),
     }
     with service_process("job_gateway", env, prefix="GATEWAY_", log=state / "gateway.log") as (
         url,
@@ -144,6 +155,38 @@ def spans(runs_dir: Path) -> dict[str, list[tuple[float, float]]]:
         start, end = times[0], times[1] if len(times) > 1 else float("inf")
         found.setdefault(job_id, []).append((start, end))
     return found
+
+
+def run_counts(runs_dir: Path) -> Counter[str]:
+    """How many times each job's function ran: one file per run (its process's pid)."""
+    return Counter(path.name.rsplit(".", 1)[0] for path in runs_dir.iterdir())
+
+
+def submit_recorded_jobs(
+    url: str, metering: Metering, store: LocalObjectStore, runs_dir: Path, user_id: str, count: int
+) -> list[str]:
+    """``count`` jobs of the three shapes, each recording its run in ``runs_dir``."""
+    ids = []
+    with httpx.Client(base_url=url, headers=AUTH_HEADERS, timeout=30) as http:
+        for index in range(count):
+            job_id = new_job_id("crash")
+            inputs = input_objects(job_id)
+            metering.credit.place_hold(user_id, 1_000_000, job_id)
+            body = submit_body(
+                job_id,
+                user_id=user_id,
+                function_ref=store.put(inputs.function, cloudpickle.dumps(fn.record_run)),
+                args_ref=store.put(
+                    inputs.args, cloudpickle.dumps(((str(runs_dir), job_id, RUN_SECONDS), {}))
+                ),
+                timeout_seconds=300,
+                max_retries=2,
+                **job_mix(index),
+            )
+            response = http.post("/v1/jobs", json=body)
+            assert response.status_code == 201, response.text
+            ids.append(job_id)
+    return ids
 
 
 def overlapping(runs: list[tuple[float, float]]) -> bool:
@@ -232,3 +275,71 @@ class TestGatewayKilled:
         assert Counter(record["job_id"] for record in records) == Counter(ids)
         marks = {job_id: usage_mark(job) for job_id, job in final.items()}
         assert marks == {record["job_id"]: str(record["id"]) for record in records}
+
+
+class TestGatewayKilledTwice:
+    @pytest.mark.parametrize("warm", [True, False], ids=["warm-workers", "worker-per-attempt"])
+    def test_killed_twice_seconds_apart_no_job_runs_twice(
+        self,
+        ray_world: RayWorld,
+        kubeapi: KubeAPI,
+        metering: Metering,
+        tmp_path: Path,
+        warm: bool,
+    ) -> None:
+        """Killed while it hands attempts over, restarted, killed again a few seconds later
+        (handing over again), restarted: every job runs exactly once (its runs counted, not
+        its overlaps), finishes, and is billed by one record."""
+        count = 30
+        user_id = f"u-{uuid.uuid4().hex[:10]}"
+        metering.credit.fund(user_id, count * 1_000_000)
+        namespace = f"gw-crash2-{uuid.uuid4().hex[:8]}"
+        runs_dir = tmp_path / "runs"
+        runs_dir.mkdir()
+        store = LocalObjectStore(tmp_path / "objects")
+        address = ray_world.cluster.address
+
+        def gateway(name: str) -> Any:
+            return gateway_process(
+                kubeapi, address, namespace, tmp_path / name, metering.url, warm=warm
+            )
+
+        with (
+            namespace_for_test(kubeapi, namespace),
+            blocking_crd(kubeapi.kubeconfig, namespace) as crd,
+            VramWatch(crd) as watch,
+        ):
+
+            def handed_over() -> int:
+                return sum(
+                    1
+                    for job in list(watch.jobs.values())
+                    if job.phase in (JobPhase.ALLOCATED, JobPhase.RUNNING)
+                )
+
+            with gateway("first") as (url, pid):
+                ids = submit_recorded_jobs(url, metering, store, runs_dir, user_id, count)
+                wait_until(lambda: handed_over() >= 3, timeout=180, what="attempts handed over")
+                os.kill(pid, signal.SIGKILL)
+            with gateway("second") as (_, pid):
+                wait_until(lambda: handed_over() >= 3, timeout=180, what="attempts handed over")
+                time.sleep(2)  # handing over again when it dies
+                os.kill(pid, signal.SIGKILL)
+            with gateway("third"):
+                wait_until(
+                    lambda: all(
+                        (job := watch.jobs.get(job_id)) is not None
+                        and job.phase in TERMINAL
+                        and usage_mark(job) is not None
+                        for job_id in ids
+                    ),
+                    timeout=300,
+                    what="every job finished and reported",
+                )
+            final = {job_id: crd.get_job(job_id) for job_id in ids}
+        assert {job.phase for job in final.values()} == {JobPhase.COMPLETED}
+        assert {job.status.attempts for job in final.values()} == {0}  # none lost, none rerun
+        assert run_counts(runs_dir) == Counter(ids)  # each ran once: one record per run
+        assert watch.violations == []
+        records = metering.records(user_id)
+        assert Counter(record["job_id"] for record in records) == Counter(ids)
