@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from job_gateway.sandbox.container import Container, ContainerRun, ContainerSpec
+from job_gateway.sandbox.container import Chunk, Container, ContainerRun, ContainerSpec
 from job_gateway.sandbox.gpus import gpu_devices, renumbered
 from job_gateway.sandbox.images import UnpackedImage
 from job_gateway.sandbox.oci import ContainerLimits
@@ -96,8 +96,10 @@ class WarmContainers:
         environment: dict[str, str],
         stdout: int,
         stderr: int,
+        chunk: Chunk | None = None,
     ) -> ContainerRun:
-        """Run one attempt in a warm container for ``spec``, or a new one."""
+        """Run one attempt (or a chunk of a map's inputs) in a warm container for ``spec``,
+        or a new one."""
         container = self._take(spec) or Container(spec)
         try:
             run = container.run(
@@ -106,6 +108,7 @@ class WarmContainers:
                 environment=environment,
                 stdout=stdout,
                 stderr=stderr,
+                chunk=chunk,
             )
         except BaseException:
             container.close()
@@ -155,10 +158,11 @@ def run_sandboxed(
     extra_environment: Sequence[tuple[str, str]] = (),
     image: UnpackedImage | None = None,
     python_env: Path | None = None,
+    chunk: Chunk | None = None,
 ) -> ContainerRun:
-    """Run the function on the inputs in a container of ``job``'s owner, in ``image`` (else
-    the node's default image) with the pip environment ``python_env``; a warm one when this
-    process has one."""
+    """Run the function on the inputs (``chunk``: on each input of a chunk of a map) in a
+    container of ``job``'s owner, in ``image`` (else the node's default image) with the pip
+    environment ``python_env``; a warm one when this process has one."""
     return warm_containers.run(
         container_spec(config, job, image, python_env),
         function=function,
@@ -166,4 +170,5 @@ def run_sandboxed(
         environment=dict(extra_environment),
         stdout=stdout,
         stderr=stderr,
+        chunk=chunk,
     )

@@ -47,6 +47,7 @@ from job_gateway.sandbox.network import Egress, NetworkLink, attach, release, sw
 from job_gateway.sandbox.oci import ContainerLimits, DeviceNode, container_config
 
 __all__ = [
+    "Chunk",
     "Container",
     "ContainerRun",
     "ContainerSpec",
@@ -107,6 +108,18 @@ class ContainerRun:
     error: str | None
     started_at: float
     finished_at: float
+    #: A chunk's run: each input's header and payload, in order (fewer than the chunk's
+    #: inputs when the run was cut short: ``error`` says why).
+    results: tuple[tuple[dict[str, Any], bytes], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A run of a chunk of a map's inputs: how many, and how often an input that raised
+    is tried again."""
+
+    items: int
+    retries: int = 0
 
 
 class Container:
@@ -162,8 +175,11 @@ class Container:
         environment: dict[str, str],
         stdout: int,
         stderr: int,
+        chunk: Chunk | None = None,
     ) -> ContainerRun:
-        """Run one attempt; its stdout and stderr go to the given descriptors."""
+        """Run one attempt (or, with ``chunk``, the function on each input of a chunk: the
+        arguments are a pickled list of ``(args, kwargs)``); its stdout and stderr go to the
+        given descriptors."""
         started = time.time()
         ooms = oom_kills(self.cgroup) if self.spec.runtime != "none" else 0
         reader, writer = os.pipe()
@@ -172,13 +188,16 @@ class Container:
                 socket.send_fds(self._control, [b"A"], [stdout, stderr, writer])
                 os.close(writer)
                 writer = -1
-                header = json.dumps({"environment": environment}).encode()
-                for frame in (header, function, arguments):
+                request: dict[str, Any] = {"environment": environment}
+                if chunk is not None:
+                    request["chunk"] = {"retries": chunk.retries}
+                for frame in (json.dumps(request).encode(), function, arguments):
                     runner.write_frame(self._control.fileno(), frame)
             except OSError as gone:
                 self._broken = True
                 return self._no_result(started, ooms, f"the container is gone ({gone})")
-            collected = _collect_result(reader, self.spec.max_result_bytes, self._stop)
+            count = 1 if chunk is None else chunk.items
+            collected = _collect_results(reader, count, self.spec.max_result_bytes, self._stop)
             ended = self._read_end()
         finally:
             os.close(reader)
@@ -186,19 +205,22 @@ class Container:
                 os.close(writer)
         oom = self.spec.runtime != "none" and oom_kills(self.cgroup) > ooms
         error = collected.error
-        if error is None and collected.header is None:
+        whole = len(collected.results) == count
+        if error is None and not whole:
             error = self._why_no_result(ended)
-        if collected.header is None or collected.error is not None:
+        if not whole or collected.error is not None:
             self._broken = self._broken or oom
+        first = collected.results[0] if collected.results and chunk is None else (None, b"")
         return ContainerRun(
-            header=collected.header,
-            payload=collected.payload,
+            header=first[0],
+            payload=first[1],
             exit_code=ended.get("exit_code"),
             signal=ended.get("signal"),
             oom_killed=oom,
             error=error,
             started_at=started,
             finished_at=time.time(),
+            results=tuple(collected.results) if chunk is not None else (),
         )
 
     def clean(self) -> bool:
@@ -389,25 +411,30 @@ def runtime_command(
 
 @dataclass(frozen=True, slots=True)
 class _Collected:
-    header: dict[str, Any] | None
-    payload: bytes
+    results: list[tuple[dict[str, Any], bytes]]
     error: str | None
 
 
-def _collect_result(fd: int, limit: int, stop: Any) -> _Collected:
-    """Read the result frames; one over ``limit`` stops the container (and is an error)."""
-    try:
-        header = json.loads(runner.read_frame(fd, runner.MAX_HEADER_BYTES))
-    except ValueError:
-        return _Collected(None, b"", None)  # no result: why is found from the end record
-    if not isinstance(header, dict) or header.get("status") not in ("ok", "exception"):
-        return _Collected(None, b"", "the runner wrote a result header that is not one")
-    try:
-        payload = runner.read_frame(fd, limit)
-    except ValueError as error:
-        stop()
-        return _Collected(None, b"", f"the result could not be read: {error}")
-    return _Collected(header, payload, None)
+def _collect_results(fd: int, count: int, limit: int, stop: Any) -> _Collected:
+    """Read ``count`` results' frames (header, payload); payloads over ``limit`` in all stop
+    the container (and are an error). Fewer when the run was cut short."""
+    results: list[tuple[dict[str, Any], bytes]] = []
+    left = limit
+    for _ in range(count):
+        try:
+            header = json.loads(runner.read_frame(fd, runner.MAX_HEADER_BYTES))
+        except ValueError:
+            return _Collected(results, None)  # cut short: why is found from the end record
+        if not isinstance(header, dict) or header.get("status") not in ("ok", "exception"):
+            return _Collected(results, "the runner wrote a result header that is not one")
+        try:
+            payload = runner.read_frame(fd, left)
+        except ValueError as error:
+            stop()
+            return _Collected(results, f"the result could not be read: {error}")
+        left -= len(payload)
+        results.append((header, payload))
+    return _Collected(results, None)
 
 
 def delete_container(spec: ContainerSpec, name: str) -> None:

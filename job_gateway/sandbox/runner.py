@@ -19,6 +19,11 @@ container runs its owner's next attempt without starting again. Per attempt:
    the environment, unpickles and calls the function, and writes a JSON header frame
    (``status`` ``ok`` or ``exception``, the exception's type and message, the remote
    traceback) and the pickled return value (empty on an exception) to the result pipe;
+   With ``"chunk": {"retries": r}`` in the header, the arguments frame is a pickled list of
+   ``(args, kwargs)`` (a chunk of a map's inputs): the child unpickles the function once,
+   calls it on each in turn (an input that raises is tried again, ``r`` times at most), and
+   writes one header frame (with ``attempts``) and one payload frame per input, in order,
+   as each finishes;
 3. pid 1 waits for the child, empties the scratch directories named on its command line
    (``/scratch``, ``/tmp`` and ``/dev/shm`` in a container: scratch is per attempt; none
    when it is not the pid 1 of a container of its own), and answers one JSON frame on the
@@ -137,6 +142,9 @@ def _serve(header: dict[str, Any], function: bytes, arguments: bytes, fds: list[
         os.close(stdout)
         os.close(stderr)
         os.environ.update({str(k): str(v) for k, v in header.get("environment", {}).items()})
+        chunk = header.get("chunk")
+        if isinstance(chunk, dict):
+            os._exit(_run_chunk(function, arguments, result, int(chunk.get("retries", 0))))
         os._exit(_run_child(function, arguments, result))
     for fd in fds:
         os.close(fd)
@@ -194,24 +202,63 @@ def _run_child(function_bytes: bytes, argument_bytes: bytes, result_fd: int) -> 
         del function_bytes, argument_bytes
         payload = cloudpickle.dumps(function(*args, **kwargs))
     except BaseException as error:  # SystemExit and KeyboardInterrupt are the user's too
-        header = {
-            "status": "exception",
-            "exception_type": type(error).__qualname__[:500],
-            "message": _short(error),
-            "traceback": _user_traceback(error),
-        }
+        header = _exception_header(error)
         payload = b""
+    _flush_streams()
+    return 0 if _write_result(result_fd, header, payload) else 1
+
+
+def _run_chunk(function_bytes: bytes, chunk_bytes: bytes, result_fd: int, retries: int) -> int:
+    """Call the function on each input of the chunk, writing each one's frames as it ends;
+    the exit code (1: the chunk could not be read, its one header says why)."""
+    import cloudpickle
+
+    try:
+        function = cloudpickle.loads(function_bytes)
+        calls = cloudpickle.loads(chunk_bytes)
+        del function_bytes, chunk_bytes
+    except BaseException as error:
+        _write_result(result_fd, _exception_header(error), b"")
+        return 1
+    for args, kwargs in calls:
+        for attempt in range(1, retries + 2):
+            header: dict[str, Any] = {"status": "ok", "attempts": attempt}
+            payload = b""
+            try:
+                payload = cloudpickle.dumps(function(*args, **kwargs))
+                break
+            except BaseException as error:  # the user's: tried again, then reported
+                header = {**_exception_header(error), "attempts": attempt}
+        _flush_streams()
+        if not _write_result(result_fd, header, payload):
+            return 1
+    return 0
+
+
+def _exception_header(error: BaseException) -> dict[str, Any]:
+    return {
+        "status": "exception",
+        "exception_type": type(error).__qualname__[:500],
+        "message": _short(error),
+        "traceback": _user_traceback(error),
+    }
+
+
+def _flush_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()  # the child ends with os._exit, which flushes nothing
         except (OSError, ValueError):
             pass
+
+
+def _write_result(result_fd: int, header: dict[str, Any], payload: bytes) -> bool:
     try:
         write_frame(result_fd, json.dumps(header).encode())
         write_frame(result_fd, payload)
     except OSError:
-        return 1
-    return 0
+        return False
+    return True
 
 
 def _user_traceback(error: BaseException) -> str:
