@@ -35,6 +35,7 @@ from gridweave_controller.validation import (
     MIN_PRIORITY,
     check_image,
     check_int,
+    check_map_share,
     check_name,
     check_outcome,
     check_pip,
@@ -83,10 +84,13 @@ class JobOperations:
         cpu_millis: int | None = None,
         image: str | None = None,
         pip: Sequence[str] | None = None,
+        map_share: Mapping[str, int | str] | None = None,
     ) -> Flow[Job]:
         """Create a GridweaveJob in phase Pending (``image``: pinned, ``repo@sha256:...``;
         None: the node's default image; ``pip``: PEP 508 requirements of packages of the
-        index, installed on the node before the function runs)."""
+        index, installed on the node before the function runs; ``map_share``: the job is
+        worker ``worker`` of ``workers`` of map ``map_id`` over ``items`` inputs,
+        ``chunk_items`` to a chunk, each input tried again ``retries`` times at most)."""
         check_name(job_id, field="job_id")
         spec = {
             "userId": check_text(user_id, field="user_id", max_length=253),
@@ -119,6 +123,8 @@ class JobOperations:
             requirements = check_pip(pip)
             if requirements:
                 spec["pip"] = requirements
+        if map_share is not None:
+            spec["map"] = check_map_share(map_share)
         body = new_object("GridweaveJob", job_id, user_id, labels, spec)
         return Job.from_raw((yield from Create(self.namespace, JOBS, body).result()))
 

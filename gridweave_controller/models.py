@@ -71,6 +71,19 @@ class ObjectMeta(_WireModel):
     labels: dict[str, str] = Field(default_factory=dict)
 
 
+class MapShare(_WireModel):
+    """``GridweaveJob.spec.map``: the job is worker ``worker`` of ``workers`` of map
+    ``map_id`` over ``items`` inputs (``chunk_items`` to a chunk; worker k runs chunks k,
+    k + workers, ...), an input that raises tried again ``retries`` times at most."""
+
+    map_id: str
+    worker: int
+    workers: int
+    items: int
+    chunk_items: int
+    retries: int = 0
+
+
 class JobSpec(_WireModel):
     """``GridweaveJob.spec``: what to run and on how much GPU."""
 
@@ -95,6 +108,8 @@ class JobSpec(_WireModel):
     args_ref: str | None = None
     priority: int = 0
     function_name: str | None = None
+    #: The job is one worker of a map (its share of the inputs); None: a single call.
+    map: MapShare | None = None
 
 
 class JobStatus(_WireModel):

@@ -17,7 +17,7 @@ import hashlib
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -67,7 +67,12 @@ __all__ = [
     "MAX_REASON_LENGTH",
     "REASON_PATTERN",
     "USER_LABEL",
+    "MAX_CHUNK_ITEMS",
+    "MAX_MAP_ITEMS",
+    "MAX_MAP_RETRIES",
+    "MAX_MAP_WORKERS",
     "check_endpoint_phase",
+    "check_map_share",
     "check_endpoint_source",
     "check_gpu_indices",
     "check_image",
@@ -209,6 +214,40 @@ def check_sha256(value: str, *, field: str) -> str:
     if not isinstance(value, str) or not _SHA256.fullmatch(value):
         raise Invalid(f"{field} must be 64 lowercase hex digits (a SHA-256)", field=field)
     return value
+
+
+#: A map's bounds: its inputs, their chunks, its workers and the retries of one input.
+MAX_MAP_ITEMS, MAX_CHUNK_ITEMS, MAX_MAP_WORKERS, MAX_MAP_RETRIES = 10_000_000, 100_000, 256, 10
+_MAP_FIELDS = ("map_id", "worker", "workers", "items", "chunk_items", "retries")
+
+
+def check_map_share(share: Mapping[str, int | str], *, field: str = "map_share") -> dict[str, Any]:
+    """A job's share of a map as the CRD keeps it (``spec.map``, camelCase), each field
+    checked: ``map_id`` (a name), ``worker`` of ``workers``, ``items``, ``chunk_items``,
+    ``retries``; ``Invalid`` naming the field."""
+    if not isinstance(share, Mapping) or set(share) - set(_MAP_FIELDS):
+        raise Invalid(f"{field} takes {', '.join(_MAP_FIELDS)}", field=field)
+    missing = [name for name in _MAP_FIELDS if name not in share]
+    if missing:
+        raise Invalid(f"{field} lacks {', '.join(missing)}", field=f"{field}.{missing[0]}")
+    map_id = share["map_id"]
+    if not isinstance(map_id, str):
+        raise Invalid(f"{field}.map_id must be a string", field=f"{field}.map_id")
+    check_name(map_id, field=f"{field}.map_id")
+
+    def number(name: str, minimum: int, maximum: int) -> int:
+        value = cast(int, share[name])  # check_int refuses anything but an integer
+        return check_int(value, field=f"{field}.{name}", minimum=minimum, maximum=maximum)
+
+    workers = number("workers", 1, MAX_MAP_WORKERS)
+    return {
+        "mapId": map_id,
+        "worker": number("worker", 0, workers - 1),
+        "workers": workers,
+        "items": number("items", 1, MAX_MAP_ITEMS),
+        "chunkItems": number("chunk_items", 1, MAX_CHUNK_ITEMS),
+        "retries": number("retries", 0, MAX_MAP_RETRIES),
+    }
 
 
 def check_endpoint_phase(value: str, field: str) -> EndpointPhase:

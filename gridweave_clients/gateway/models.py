@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from gridweave_clients.fields import PrintableId, RequestBody, UserId
 from gridweave_clients.images import PinnedImage
+from gridweave_clients.maps import MapShareModel
 from gridweave_clients.metering.models import MAX_GPU_COUNT, MAX_WALL_SECONDS
 from gridweave_clients.pip import PipRequirements
 from gridweave_controller.operations import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
@@ -136,6 +137,9 @@ class SubmitJobRequest(RequestBody):
         default=None,
         description="The reference of the job's credit hold: the job id (the default).",
     )
+    map: MapShareModel | None = Field(
+        default=None, description="The job is one worker of a map: its share of the inputs."
+    )
 
 
 class JobConditionResponse(BaseModel):
@@ -167,6 +171,7 @@ class JobResponse(BaseModel):
     cpu_millis: int | None = None
     image: str | None = None
     pip: list[str] | None = None
+    map: MapShareModel | None = None
     priority: int
     hold_reference: str
     phase: JobPhase

@@ -306,6 +306,7 @@ class Executor:
             job=self._sandboxed_job(job),
             image=image,
             pip=tuple(job.spec.pip or ()),
+            map=job.spec.map,
         )
         warm = self._warm
         idle = None

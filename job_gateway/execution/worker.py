@@ -32,12 +32,14 @@ from gridweave_clients.gateway.reasons import (
     PIP_INSTALL_FAILED,
     out_of_memory_message,
 )
+from gridweave_controller.models import MapShare
 from gridweave_runtime.storage import (
     StorageConfig,
     attempt_objects,
     log_part_key,
     open_object_store,
 )
+from job_gateway.execution.map_share import run_share
 from job_gateway.execution.outcome import (
     INPUTS_MISSING,
     MAX_MESSAGE_CHARS,
@@ -51,7 +53,7 @@ from job_gateway.sandbox.attempt import (
     run_sandboxed,
     warm_containers,
 )
-from job_gateway.sandbox.container import sweep_orphans
+from job_gateway.sandbox.container import Chunk, ContainerRun, sweep_orphans
 from job_gateway.sandbox.images import (
     ImagePull,
     ImagePullFailed,
@@ -81,6 +83,8 @@ class AttemptSpec:
     image: ImagePull | None = None
     #: The job's pip= requirements, installed into an environment of the node first.
     pip: tuple[str, ...] = ()
+    #: The job is one worker of a map: its share of the inputs (None: a single call).
+    map: MapShare | None = None
 
 
 class JobWorker:
@@ -232,7 +236,10 @@ def _run_in_sandbox(spec: AttemptSpec, store: Any, stdout: int, stderr: int) -> 
         return dataclasses.replace(ending, prepare_seconds=time.monotonic() - clock)
     prepared = time.monotonic() - clock
     try:
-        ending = _run_function(spec, function, arguments, stdout, stderr, image, environment)
+        if spec.map is not None:
+            ending = _run_share(spec, spec.map, store, function, stdout, stderr, image, environment)
+        else:
+            ending = _run_function(spec, function, arguments, stdout, stderr, image, environment)
     except NetworkUnavailable as error:  # the container never started: nothing ran
         ending = _failed(NETWORK_UNAVAILABLE, f"the job's network could not be made: {error}")
     return dataclasses.replace(ending, prepare_seconds=prepared)
@@ -305,6 +312,47 @@ def _run_function(
         limit = limits_for(spec.sandbox, spec.job).memory_mb
         return _failed(OUT_OF_MEMORY, out_of_memory_message(limit))
     return _failed("ProcessDied", run.error or "the function's process ended without a result")
+
+
+def _run_share(
+    spec: AttemptSpec,
+    share: MapShare,
+    store: Any,
+    function: bytes,
+    stdout: int,
+    stderr: int,
+    image: UnpackedImage | None,
+    environment: PipEnvironment | None,
+) -> _Ending:
+    """The worker's share of a map (:mod:`job_gateway.execution.map_share`): its result is
+    the share's progress, JSON (the inputs' own results are in the chunk records)."""
+
+    def run_chunk(inputs: bytes, count: int) -> ContainerRun:
+        return run_sandboxed(
+            spec.sandbox,
+            spec.job,
+            function=function,
+            arguments=inputs,
+            stdout=stdout,
+            stderr=stderr,
+            extra_environment=(
+                ("GRIDWEAVE_JOB_ID", spec.job_id),
+                ("GRIDWEAVE_ATTEMPT", str(spec.attempt)),
+                ("GRIDWEAVE_MAP_ID", share.map_id),
+            ),
+            image=image,
+            python_env=environment.site if environment is not None else None,
+            chunk=Chunk(items=count, retries=share.retries),
+        )
+
+    def why_cut_short(run: ContainerRun) -> str:
+        if run.oom_killed:
+            limit = limits_for(spec.sandbox, spec.job).memory_mb
+            return f"{OUT_OF_MEMORY}: {out_of_memory_message(limit)}"
+        return f"ProcessDied: {run.error or 'the process ended before this input ran'}"
+
+    progress = run_share(share, store, run_chunk, why_cut_short)
+    return _Ending(ok=True, payload=progress.model_dump_json().encode())
 
 
 def _failed(reason: str, message: str) -> _Ending:

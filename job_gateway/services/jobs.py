@@ -20,6 +20,7 @@ from gridweave_clients.gateway.models import (
     SubmitJobRequest,
 )
 from gridweave_clients.job_pages import EPOCH, CursorInvalid, decode_cursor, encode_cursor
+from gridweave_clients.maps import MapShareModel
 from gridweave_controller.errors import (
     AlreadyExists,
     Conflict,
@@ -120,6 +121,7 @@ async def submit_job(
             cpu_millis=request.cpu_millis,
             image=request.image,
             pip=request.pip,
+            map_share=None if request.map is None else request.map.model_dump(),
         )
 
 
@@ -272,6 +274,7 @@ def job_response(job: Job) -> JobResponse:
         cpu_millis=spec.cpu_millis,
         image=spec.image,
         pip=list(spec.pip) if spec.pip else None,
+        map=None if spec.map is None else MapShareModel(**spec.map.model_dump()),
         priority=spec.priority,
         hold_reference=job.name,
         phase=job.phase,

@@ -95,6 +95,45 @@ class TestCreateJob:
         assert make_job(transport).spec.pip is None
         assert "pip" not in make_job(transport, pip=[]).raw["spec"]  # none asked: none written
 
+    def test_a_map_workers_share_is_kept_in_its_spec(self, transport: Transport) -> None:
+        share = {"map_id": "map-1a2b", "worker": 2, "workers": 4, "items": 1000}
+        job = make_job(transport, map_share={**share, "chunk_items": 50, "retries": 1})
+        assert job.spec.map is not None
+        assert (job.spec.map.map_id, job.spec.map.worker, job.spec.map.workers) == (
+            "map-1a2b",
+            2,
+            4,
+        )
+        assert (job.spec.map.items, job.spec.map.chunk_items, job.spec.map.retries) == (
+            1000,
+            50,
+            1,
+        )
+        assert job.raw["spec"]["map"]["chunkItems"] == 50
+        assert transport.api.get_job(job.name).spec.map == job.spec.map
+        assert make_job(transport).spec.map is None
+
+    @pytest.mark.parametrize(
+        ("share", "field"),
+        [
+            ({"worker": 4}, "map_share.worker"),  # not below workers
+            ({"workers": 0}, "map_share.workers"),
+            ({"items": 0}, "map_share.items"),
+            ({"chunk_items": "50"}, "map_share.chunk_items"),
+            ({"retries": 11}, "map_share.retries"),
+            ({"map_id": "Map_1"}, "map_share.map_id"),
+            ({"colour": 1}, "map_share"),
+        ],
+    )
+    def test_a_bad_map_share_is_refused_naming_its_field(
+        self, transport: Transport, share: dict[str, Any], field: str
+    ) -> None:
+        good = {"map_id": "map-1", "worker": 0, "workers": 4, "items": 10, "chunk_items": 5}
+        with transport.count_requests() as requests, pytest.raises(Invalid) as caught:
+            make_job(transport, map_share={**good, "retries": 0, **share})
+        assert caught.value.field == field
+        assert sum(requests.values()) == 0
+
     @pytest.mark.parametrize(
         ("arguments", "field"),
         [

@@ -100,3 +100,10 @@ def six_from_its_environment() -> str:
     import six  # type: ignore[import-untyped]
 
     return f"{six.__version__} {six.__file__}"
+
+
+def square_or_refuse(x: int) -> int:
+    """``x`` squared; a multiple of 7 raises (a map's failing input)."""
+    if x % 7 == 0 and x:
+        raise ValueError(f"{x} is a multiple of 7")
+    return x * x
