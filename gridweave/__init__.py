@@ -43,7 +43,8 @@ from gridweave._endpoint import (
     endpoint,
     get_endpoint,
 )
-from gridweave._function import DEFAULT_MAP_CONCURRENCY, Function, JobHandle, function
+from gridweave._function import Function, JobHandle, function
+from gridweave._map import DEFAULT_MAP_CONCURRENCY, MapHandle
 from gridweave._units import parse_duration, parse_size
 from gridweave.errors import (
     ConfigurationError,
@@ -75,6 +76,7 @@ __all__ = [
     "InsufficientCredits",
     "JobDidNotComplete",
     "JobHandle",
+    "MapHandle",
     "JobNotFinished",
     "MapItemFailed",
     "NoGpuLargeEnough",

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import functools
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
 
@@ -15,13 +13,19 @@ import cloudpickle
 
 from gridweave._client import platform_client, platform_errors
 from gridweave._config import Config, current_config
+from gridweave._map import (
+    DEFAULT_MAP_CONCURRENCY,
+    MapHandle,
+    single_argument_calls,
+    star_calls,
+    submit_map,
+)
 from gridweave._remote import remote_exception
 from gridweave._units import parse_duration, parse_image_argument, parse_size
 from gridweave.errors import (
     ConfigurationError,
     JobDidNotComplete,
     JobNotFinished,
-    MapItemFailed,
     OutOfMemory,
 )
 from gridweave_clients import Conflict
@@ -36,7 +40,6 @@ R = TypeVar("R")
 Vendor = Literal["nvidia", "amd", "any"]
 
 #: At most this many of a ``.map``'s jobs are submitted and not yet finished at once.
-DEFAULT_MAP_CONCURRENCY = 16
 # Polling a result: start short (a warm job finishes in well under a second), back off.
 #: One long poll of a result (the platform's and the gateway's limit is 30 s).
 _LONG_POLL_SECONDS = 20.0
@@ -179,68 +182,65 @@ class Function(Generic[P, R]):
         """Run one call on the platform and wait for its value (or its exception)."""
         return self.spawn(*args, **kwargs).result()
 
-    def map(self, items: Iterable[Any], *, concurrency: int = DEFAULT_MAP_CONCURRENCY) -> list[R]:
+    @property
+    def name(self) -> str | None:
+        """The name job lists show (the function's qualified name)."""
+        return _function_name(self.fn)
+
+    def map(
+        self,
+        items: Iterable[Any],
+        *,
+        concurrency: int = DEFAULT_MAP_CONCURRENCY,
+        return_exceptions: bool = False,
+        retries: int | None = None,
+    ) -> list[R]:
         """Call the function once per item (one argument each); values in the items' order.
 
-        At most ``concurrency`` calls are in flight at once. When an item fails, the items
-        not yet submitted are dropped, those in flight are cancelled on the platform, and
-        ``MapItemFailed`` names the failed index (the lowest, if several), its error chained.
+        One map of at most ``concurrency`` workers, each one allocation of the function's
+        GPUs that runs its share of the items in turn. An item that raises is tried again
+        ``retries`` times (default: the function's ``retries``); a failed item never stops
+        the others. Then its error takes its place (``return_exceptions``), or
+        ``MapItemFailed`` names the first failed index, its error (with the remote
+        traceback) chained.
         """
-        if isinstance(concurrency, bool) or concurrency < 1:
-            raise ConfigurationError(f"concurrency={concurrency!r}: must be at least 1")
-        spawn_one = cast(Callable[[Any], JobHandle[R]], self.spawn)
-        in_flight: dict[int, JobHandle[R]] = {}
-        lock = threading.Lock()
-        stopping = threading.Event()
+        handle = self.spawn_map(items, concurrency=concurrency, retries=retries)
+        return cast(list[R], handle.results(return_exceptions=return_exceptions))
 
-        def run(index: int, item: Any) -> R:
-            if stopping.is_set():
-                raise _Dropped
-            handle = spawn_one(item)
-            with lock:
-                in_flight[index] = handle
-            if stopping.is_set():
-                _cancel_quietly(handle)
-            return handle.result()
+    def starmap(
+        self,
+        items: Iterable[Iterable[Any]],
+        *,
+        concurrency: int = DEFAULT_MAP_CONCURRENCY,
+        return_exceptions: bool = False,
+        retries: int | None = None,
+    ) -> list[R]:
+        """``map`` with each item unpacked as the positional arguments: ``f(*item)``."""
+        handle = submit_map(
+            self,
+            star_calls(items),
+            concurrency=concurrency,
+            retries=retries,
+            config=current_config(),
+        )
+        return cast(list[R], handle.results(return_exceptions=return_exceptions))
 
-        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="gw-map") as pool:
-            futures = [pool.submit(run, index, item) for index, item in enumerate(items)]
-            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            failed = _first_failure(futures, done)
-            if failed is not None:
-                stopping.set()
-                for future in futures:
-                    future.cancel()
-                with lock:
-                    handles = list(in_flight.values())
-                for handle in handles:
-                    _cancel_quietly(handle)
-                index, error = failed
-                raise MapItemFailed(index, error) from error
-            return [future.result() for future in futures]
-
-
-class _Dropped(Exception):
-    """An item of a failed ``.map`` that was never submitted."""
-
-
-def _cancel_quietly(handle: JobHandle[Any]) -> None:
-    try:
-        handle.cancel()
-    except Exception:  # finished meanwhile, or the platform is gone: nothing left to stop
-        pass
-
-
-def _first_failure(
-    futures: list[Future[R]], done: Iterable[Future[R]]
-) -> tuple[int, BaseException] | None:
-    finished = set(done)
-    for index, future in enumerate(futures):
-        if future in finished and not future.cancelled():
-            error = future.exception()
-            if error is not None and not isinstance(error, _Dropped):
-                return index, error
-    return None
+    def spawn_map(
+        self,
+        items: Iterable[Any],
+        *,
+        concurrency: int = DEFAULT_MAP_CONCURRENCY,
+        retries: int | None = None,
+    ) -> MapHandle[R]:
+        """Submit the map and return at once: its handle shows progress (``status()``,
+        ``wait()``), gives the results (``results()``) and cancels it."""
+        return submit_map(
+            self,
+            single_argument_calls(items),
+            concurrency=concurrency,
+            retries=retries,
+            config=current_config(),
+        )
 
 
 def _function_name(fn: Callable[..., Any]) -> str | None:

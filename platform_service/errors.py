@@ -13,6 +13,8 @@ Tree::
         ├── IdempotencyConflict    409  (body: job_id, differing_fields)
         ├── JobNotFinished         409  (body: job_id, phase)
         ├── JobDidNotComplete      409  (body: job_id, phase, reason, message, traceback)
+        ├── MapNotFound            404  (body: map_id; also another user's map)
+        ├── ChunkNotReady          409  (body: map_id, chunk; its worker has not stored it)
         ├── TooManyLogStreams      429  (body: limit; the user's live log streams are open)
         ├── NodeNotJoined          409  (body: node; listed by the gateway, not in the registry)
         ├── RegistryScopeRefused   403  (body: refused; another user's repository)
@@ -51,6 +53,8 @@ __all__ = [
     "InsufficientCredits",
     "JobDidNotComplete",
     "JobNotFinished",
+    "MapNotFound",
+    "ChunkNotReady",
     "NodeNotJoined",
     "NotAuthenticated",
     "NotFound",
@@ -141,6 +145,32 @@ class JobDidNotComplete(PlatformError):
     code = "job_did_not_complete"
     status_code = 409
     message = "the job finished without a result"
+
+
+class MapNotFound(PlatformError):
+    """No such map of this user (another user's is not found either)."""
+
+    code = "map_not_found"
+    status_code = 404
+    message = "no such map"
+
+    def __init__(self, *, map_id: str) -> None:
+        super().__init__(f"no map {map_id} of yours", map_id=map_id)
+
+
+class ChunkNotReady(PlatformError):
+    """The chunk's worker has not stored its record yet."""
+
+    code = "chunk_not_ready"
+    status_code = 409
+    message = "the chunk is not done yet"
+
+    def __init__(self, *, map_id: str, chunk: int) -> None:
+        super().__init__(
+            f"chunk {chunk} of map {map_id} is not done yet: ask again once its worker stored it",
+            map_id=map_id,
+            chunk=chunk,
+        )
 
 
 class TooManyLogStreams(PlatformError):

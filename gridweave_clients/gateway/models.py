@@ -187,6 +187,9 @@ class JobResponse(BaseModel):
     wall_seconds: float | None
     billed_seconds: int | None
     result_ref: str | None
+    result_sha256: str | None = Field(
+        default=None, description="SHA-256 of the result object, from the job's status."
+    )
     conditions: list[JobConditionResponse] = Field(default_factory=list)
 
 

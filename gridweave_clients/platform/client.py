@@ -7,6 +7,7 @@ from typing import Any
 from gridweave_clients.base import AsyncInternalClient, InternalClient, awaiting, blocking
 from gridweave_clients.platform import admin as admin_ops
 from gridweave_clients.platform import endpoints as endpoint_ops
+from gridweave_clients.platform import maps as map_ops
 from gridweave_clients.platform import operations as ops
 
 __all__ = ["AsyncPlatformClient", "PlatformClient"]
@@ -48,6 +49,10 @@ class PlatformClient(InternalClient, _Anonymous):
     get_job = blocking(ops.get_job)
     list_jobs = blocking(ops.list_jobs)
     cancel_job = blocking(ops.cancel_job)
+    submit_map = blocking(map_ops.submit_map)
+    get_map = blocking(map_ops.get_map)
+    cancel_map = blocking(map_ops.cancel_map)
+    get_map_chunk = blocking(map_ops.get_map_chunk)
     get_job_result = blocking(ops.get_job_result)
     get_job_logs = blocking(ops.get_job_logs)
     deploy_endpoint = blocking(endpoint_ops.deploy_endpoint)
@@ -98,6 +103,10 @@ class AsyncPlatformClient(AsyncInternalClient, _Anonymous):
     get_job = awaiting(ops.get_job)
     list_jobs = awaiting(ops.list_jobs)
     cancel_job = awaiting(ops.cancel_job)
+    submit_map = awaiting(map_ops.submit_map)
+    get_map = awaiting(map_ops.get_map)
+    cancel_map = awaiting(map_ops.cancel_map)
+    get_map_chunk = awaiting(map_ops.get_map_chunk)
     get_job_result = awaiting(ops.get_job_result)
     get_job_logs = awaiting(ops.get_job_logs)
     deploy_endpoint = awaiting(endpoint_ops.deploy_endpoint)

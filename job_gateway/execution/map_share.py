@@ -20,15 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gridweave_clients.maps import WorkerProgress, chunk_record, read_chunk_record
 from gridweave_controller.models import MapShare
 from gridweave_runtime.storage import ObjectStore
 from gridweave_runtime.storage.maps import (
-    WorkerProgress,
     chunk_count,
     chunk_items_of,
-    chunk_record,
     map_objects,
-    read_chunk_record,
     worker_chunks,
 )
 from job_gateway.sandbox.container import ContainerRun

@@ -290,6 +290,7 @@ def job_response(job: Job) -> JobResponse:
         wall_seconds=status.wall_seconds,
         billed_seconds=status.billed_seconds,
         result_ref=status.result_ref,
+        result_sha256=status.result_sha256,
         conditions=[
             JobConditionResponse(
                 type=condition.type,

@@ -12,15 +12,11 @@ import math
 import cloudpickle
 import pytest
 
+from gridweave_clients.maps import WorkerProgress, chunk_record, read_chunk_record
 from gridweave_controller import CrdClient, JobPhase
 from gridweave_controller.phases import JOB_TERMINAL_PHASES
 from gridweave_runtime.storage import LocalObjectStore, StorageConfig
-from gridweave_runtime.storage.maps import (
-    WorkerProgress,
-    chunk_record,
-    map_objects,
-    read_chunk_record,
-)
+from gridweave_runtime.storage.maps import map_objects
 from tests.job_gateway import execution_functions as fn
 from tests.job_gateway.execution_factories import (
     RayWorld,

@@ -22,3 +22,21 @@ def allocate(megabytes: int) -> int:
     """Hold ``megabytes`` of touched memory."""
     held = [bytearray(1024 * 1024) for _ in range(megabytes)]
     return len(held)
+
+
+def square_positive(x: int) -> int:
+    """``x`` squared; a negative raises."""
+    if x < 0:
+        raise ValueError(f"negative: {x}")
+    return x * x
+
+
+def power(base: int, exponent: int) -> int:
+    return int(base**exponent)
+
+
+def nap(seconds: float) -> float:
+    import time
+
+    time.sleep(seconds)
+    return seconds

@@ -111,16 +111,6 @@ class TestRemote:
             assert unusual.value.exception_type.endswith("Unusual")
             assert "not built in" in unusual.value.remote_traceback
 
-    def test_map_in_order_and_a_failed_index(
-        self, platform: PlatformServer, gateway: GatewayServer, alice: User
-    ) -> None:
-        with running_worker(gateway, platform.url, alice.key):
-            assert power.map(range(6), concurrency=3) == [0, 1, 4, 9, 16, 25]
-            with pytest.raises(gw.MapItemFailed) as failed:
-                check_positive.map([1, 2, -3, 4], concurrency=2)
-            assert failed.value.index == 2
-            assert isinstance(failed.value.__cause__, ValueError)
-
 
 class TestRefusals:
     def test_no_credits_is_402_with_the_figures(self, platform: PlatformServer) -> None:

@@ -128,3 +128,41 @@ def test_a_functions_own_memory_limit_replaces_the_nodes_default() -> None:
     handle = small(ray_functions.shout).spawn("x")
     assert handle.result(timeout=120) == "X!"
     assert (handle.status().memory_mb, handle.status().cpu_millis) == (160, 500)
+
+
+@pytest.mark.usefixtures("funded")
+def test_a_map_runs_as_one_map_of_workers_each_item_with_its_own_result() -> None:
+    square = _remote(ray_functions.square_positive)
+    items = [*range(30), -4, 5, -6]
+    handle = square.spawn_map(items, concurrency=3)
+    status = handle.wait(timeout=180)
+    assert status.phase == "Completed" and status.finished
+    assert (status.items, status.done, status.failed) == (33, 31, 2)
+    assert len(status.workers) == 3 and all(w.phase == "Completed" for w in status.workers)
+    assert status.chunks == len({(i // status.chunk_items) for i in range(33)})
+    values = handle.results(return_exceptions=True)
+    assert values[:30] == [x * x for x in range(30)] and values[31] == 25
+    assert isinstance(values[30], ValueError) and str(values[30]) == "negative: -4"
+    assert "in square_positive" in values[30].remote_traceback  # type: ignore[attr-defined]
+    with pytest.raises(gw.MapItemFailed) as failed:
+        handle.results()
+    assert failed.value.index == 30 and isinstance(failed.value.__cause__, ValueError)
+    assert _remote(ray_functions.power).starmap([(2, 3), (3, 2)]) == [8, 9]
+
+
+@pytest.mark.usefixtures("funded")
+def test_a_cancelled_map_keeps_the_results_it_made() -> None:
+    slow = gw.function(vram="8GiB", vendor="nvidia", timeout="2m")(ray_functions.nap)
+    handle = slow.spawn_map([0.3] * 40, concurrency=2)
+    handle.wait(timeout=120, progress=lambda s: None if s.done < 4 else _stop(handle))
+    status = handle.status()
+    assert status.phase == "Cancelled" and status.finished
+    assert 4 <= status.done < 40
+    outcomes = list(handle.iter_outcomes())
+    assert len(outcomes) >= 4 and all(error is None for _, _, error in outcomes)
+    assert sorted(index for index, _, _ in outcomes) == [index for index, _, _ in outcomes]
+
+
+def _stop(handle: gw.MapHandle[float]) -> None:
+    if not handle.status().finished:
+        handle.cancel()
