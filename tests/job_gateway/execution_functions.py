@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +108,10 @@ def square_or_refuse(x: int) -> int:
     if x % 7 == 0 and x:
         raise ValueError(f"{x} is a multiple of 7")
     return x * x
+
+
+def record_input(runs_dir: str, item: int, seconds: float) -> int:
+    """Sleep ``seconds``, leaving a file of its own per run (``<item>.<random>``)."""
+    (Path(runs_dir) / f"{item}.{uuid.uuid4().hex}").write_text("ran\n")
+    time.sleep(seconds)
+    return item

@@ -31,6 +31,7 @@ import yaml
 from gridweave_controller import CrdClient, Job, JobPhase
 from gridweave_controller.phases import JOB_TERMINAL_PHASES
 from gridweave_runtime.storage import LocalObjectStore, input_objects
+from gridweave_runtime.storage.maps import map_objects
 from job_gateway.scheduler import JOB_HOLDING_PHASES
 from tests.job_gateway import execution_functions as fn
 from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld, new_job_id
@@ -341,5 +342,94 @@ class TestGatewayKilledTwice:
         assert {job.status.attempts for job in final.values()} == {0}  # none lost, none rerun
         assert run_counts(runs_dir) == Counter(ids)  # each ran once: one record per run
         assert watch.violations == []
+        records = metering.records(user_id)
+        assert Counter(record["job_id"] for record in records) == Counter(ids)
+
+
+class TestMapKilledMidway:
+    def test_a_map_whose_gateway_is_killed_twice_runs_each_input_once(
+        self, ray_world: RayWorld, kubeapi: KubeAPI, metering: Metering, tmp_path: Path
+    ) -> None:
+        """Four workers over 60 inputs (0.1 s each) in chunks of 5; the gateway killed
+        while they run and again seconds after its restart: every worker completes, every
+        input ran exactly once (a record per run, counted), each worker billed once."""
+        items, chunk_items, workers = 60, 5, 4
+        user_id = f"u-{uuid.uuid4().hex[:10]}"
+        metering.credit.fund(user_id, workers * 1_000_000)
+        namespace = f"gw-crash-map-{uuid.uuid4().hex[:8]}"
+        runs_dir = tmp_path / "runs"
+        runs_dir.mkdir()
+        store = LocalObjectStore(tmp_path / "objects")
+        map_id = new_job_id("map")
+        objects = map_objects(map_id)
+        function_ref = store.put(objects.function, cloudpickle.dumps(fn.record_input))
+        for chunk in range(items // chunk_items):
+            calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+                ((str(runs_dir), x, 0.1), {})
+                for x in range(chunk * chunk_items, (chunk + 1) * chunk_items)
+            ]
+            store.put(objects.inputs(chunk), cloudpickle.dumps(calls))
+        address = ray_world.cluster.address
+        with (
+            namespace_for_test(kubeapi, namespace),
+            blocking_crd(kubeapi.kubeconfig, namespace) as crd,
+            VramWatch(crd) as watch,
+        ):
+
+            def running() -> int:
+                return sum(1 for job in list(watch.jobs.values()) if job.phase is JobPhase.RUNNING)
+
+            ids = [f"{map_id}-w{k}" for k in range(workers)]
+
+            def gateway(name: str) -> Any:
+                return gateway_process(kubeapi, address, namespace, tmp_path / name, metering.url)
+
+            with gateway("first") as (url, pid):
+                with httpx.Client(base_url=url, headers=AUTH_HEADERS, timeout=30) as http:
+                    for k, job_id in enumerate(ids):
+                        metering.credit.place_hold(user_id, 1_000_000, job_id)
+                        share = {
+                            "map_id": map_id,
+                            "worker": k,
+                            "workers": workers,
+                            "items": items,
+                            "chunk_items": chunk_items,
+                        }
+                        body = submit_body(
+                            job_id,
+                            user_id=user_id,
+                            function_ref=function_ref,
+                            vram_mb=12_000,
+                            vendor="nvidia",
+                            timeout_seconds=300,
+                            max_retries=2,
+                            map=share,
+                        )
+                        response = http.post("/v1/jobs", json=body)
+                        assert response.status_code == 201, response.text
+                wait_until(lambda: running() >= 2, timeout=180, what="workers running")
+                os.kill(pid, signal.SIGKILL)
+            with gateway_process(
+                kubeapi, address, namespace, tmp_path / "second", metering.url
+            ) as (
+                _,
+                pid,
+            ):
+                time.sleep(2)
+                os.kill(pid, signal.SIGKILL)
+            with gateway("third"):
+                wait_until(
+                    lambda: all(
+                        (job := watch.jobs.get(job_id)) is not None
+                        and job.phase in TERMINAL
+                        and usage_mark(job) is not None
+                        for job_id in ids
+                    ),
+                    timeout=300,
+                    what="every worker finished and reported",
+                )
+            final = {job_id: crd.get_job(job_id) for job_id in ids}
+        assert {job.phase for job in final.values()} == {JobPhase.COMPLETED}
+        assert run_counts(runs_dir) == Counter(str(x) for x in range(items))
         records = metering.records(user_id)
         assert Counter(record["job_id"] for record in records) == Counter(ids)
