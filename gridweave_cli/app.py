@@ -10,6 +10,7 @@ from gridweave_cli import (
     endpoints,
     jobs,
     login,
+    maps,
     nodes,
     receipt,
     registry,
@@ -28,7 +29,19 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     epilog=EXIT_CODES_HELP,
 )
-for commands in (up, login, run, jobs, endpoints, credits, nodes, receipt, registry, admin):
+for commands in (
+    up,
+    login,
+    run,
+    maps,
+    jobs,
+    endpoints,
+    credits,
+    nodes,
+    receipt,
+    registry,
+    admin,
+):
     commands.register(app)
 
 
