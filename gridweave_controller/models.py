@@ -99,6 +99,8 @@ class JobSpec(_WireModel):
     #: the node's default per GPU slice.
     memory_mb: int | None = None
     cpu_millis: int | None = None
+    #: The GPU models that will do (any of them); None: any model of ``vendor``.
+    gpu_models: tuple[str, ...] | None = None
     #: The image the job runs in, pinned to its digest (``repo@sha256:...``); None: the
     #: node's default image.
     image: str | None = None
@@ -216,6 +218,12 @@ class EndpointSpec(_WireModel):
     image: str | None = None
     gpu_count: int = 1
     vendor: Vendor = "any"
+    #: The GPU models that will do (any of them); None: any model of ``vendor``.
+    gpu_models: tuple[str, ...] | None = None
+    #: Each replica's memory (MiB) and CPU (thousandths of a core) on its node; None: the
+    #: node's default per GPU slice.
+    memory_mb: int | None = None
+    cpu_millis: int | None = None
     replicas: int = 1
     #: Replicas kept while Running; Ray Serve autoscales between these on queue length.
     min_replicas: int = 0

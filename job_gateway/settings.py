@@ -93,7 +93,10 @@ class GatewaySettings(ObjectStorageSettings):
         ),
     )
     scheduling_policy: Policy = Field(
-        default="binpack", description="binpack (tightest GPUs that fit) or spread."
+        default="fgd",
+        description=(
+            "fgd (least growth of fragmentation), binpack (tightest GPUs that fit) or spread."
+        ),
     )
     aging_seconds: float = Field(
         default=DEFAULT_AGING_S,

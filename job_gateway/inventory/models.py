@@ -7,6 +7,9 @@ its node is ready and it is not cordoned (:attr:`Gpu.schedulable`). A simulated 
 real device behind it) says so in ``simulated``, which every view of it shows. ``used_mb``
 is what was measured in use (a node's last heartbeat, NVML on this machine), None where
 nothing measures it (AMD, declared and simulated GPUs); it never changes where work goes.
+A node's ``cpu_millis`` (thousandths of a core) and ``memory_mb`` (MiB) are what the work
+placed on it may use in all; None where nothing declared or measured it, and then the
+scheduler places on that node by its GPUs alone.
 """
 
 from __future__ import annotations
@@ -19,10 +22,23 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from gridweave_clients.nodes.models import MAX_GPUS_PER_NODE, NodeName
 from gridweave_controller.vendors import GpuVendor
 
-__all__ = ["MAX_GPUS_PER_NODE", "MAX_VRAM_MB", "Gpu", "Inventory", "Node", "NodeName"]
+__all__ = [
+    "MAX_CPU_MILLIS",
+    "MAX_GPUS_PER_NODE",
+    "MAX_MEMORY_MB",
+    "MAX_VRAM_MB",
+    "Gpu",
+    "Inventory",
+    "Node",
+    "NodeName",
+]
 
 #: The largest VRAM one GPU may declare: 16 TiB, far above any device made.
 MAX_VRAM_MB = 16 * 2**20
+#: The most CPU (thousandths of a core) and memory (MiB) one node may declare: 65,536
+#: cores and 1 PiB, far above any machine made.
+MAX_CPU_MILLIS = 65_536_000
+MAX_MEMORY_MB = 2**30
 
 
 #: What :meth:`Inventory.same_capacity` leaves out: measurements, not capacity.
@@ -76,12 +92,24 @@ class Gpu(_Frozen):
 
 
 class Node(_Frozen):
-    """One machine: its name, liveness (ready or NotReady), labels and GPUs."""
+    """One machine: its name, liveness (ready or NotReady), labels, CPU, memory and GPUs."""
 
     name: NodeName
     ready: bool = True
     labels: dict[str, str] = Field(default_factory=dict)
     gpus: tuple[Gpu, ...] = Field(default=(), max_length=MAX_GPUS_PER_NODE)
+    cpu_millis: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_CPU_MILLIS,
+        description="CPU the work placed here may use, thousandths of a core; None: unknown.",
+    )
+    memory_mb: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_MEMORY_MB,
+        description="Memory the work placed here may use, MiB; None: unknown.",
+    )
 
     @model_validator(mode="after")
     def _gpus_belong(self) -> Node:

@@ -1,4 +1,4 @@
-"""The VRAM-aware scheduler: pure and deterministic, no I/O.
+"""The scheduler: GPUs (VRAM, vendor, model), CPU and memory; pure and deterministic, no I/O.
 
 Build an :class:`AllocationMap` from the GridweaveJob/GridweaveEndpoint objects (informer
 events: ``apply_job``, ``apply_endpoint``, ``remove``), a :class:`Scheduler` over it and the
@@ -14,6 +14,7 @@ from job_gateway.scheduler.allocations import (
     endpoint_allocation,
     job_allocation,
 )
+from job_gateway.scheduler.gpu_models import model_matches
 from job_gateway.scheduler.scheduler import (
     DEFAULT_AGING_S,
     DEFAULT_MAX_RESERVATIONS,
@@ -22,17 +23,22 @@ from job_gateway.scheduler.scheduler import (
     schedule,
 )
 from job_gateway.scheduler.types import (
+    NO_DEFAULT_SLICE,
+    POLICIES,
     REAL_GPU_BUSY,
     Allocation,
     AllocationKey,
     Decision,
+    DefaultSlice,
     Fragmentation,
     Impossible,
+    ImpossibleField,
     Kind,
     Placement,
     PlacementRequest,
     Policy,
     Reservation,
+    Shape,
     Unplaced,
     endpoint_vram_mb,
 )
@@ -42,12 +48,16 @@ __all__ = [
     "DEFAULT_MAX_RESERVATIONS",
     "ENDPOINT_HOLDING_PHASES",
     "JOB_HOLDING_PHASES",
+    "NO_DEFAULT_SLICE",
+    "POLICIES",
     "Allocation",
     "AllocationKey",
     "AllocationMap",
     "Decision",
+    "DefaultSlice",
     "Fragmentation",
     "Impossible",
+    "ImpossibleField",
     "Kind",
     "Placement",
     "PlacementRequest",
@@ -55,10 +65,12 @@ __all__ = [
     "REAL_GPU_BUSY",
     "Reservation",
     "Scheduler",
+    "Shape",
     "Unplaced",
     "endpoint_allocation",
     "endpoint_vram_mb",
     "job_allocation",
+    "model_matches",
     "rank_key",
     "schedule",
 ]

@@ -30,8 +30,10 @@ def measure_fragmentation(
     free_mb = sum(value for value in index.free if value > 0)
     shapes: Counter[tuple[int, int, tuple[int, ...]]] = Counter()
     for request in requests:
-        accepts = index.accepts(request.vendor, request.real_gpu)
-        if index.possible(request.vram_mb, request.gpu_count, accepts):
+        accepts = index.accepts(request.vendor, request.real_gpu, request.gpu_models)
+        if index.possible(
+            request.vram_mb, request.gpu_count, accepts, request.cpu_millis, request.memory_mb
+        ):
             shapes[(request.vram_mb, request.gpu_count, accepts)] += 1
     if not shapes:
         return Fragmentation(free_mb=free_mb, unusable_mb=0.0, requests=0)

@@ -77,13 +77,9 @@ def crd_errors(job_id: str | None = None) -> Iterator[None]:
 
 
 def impossible_field(impossible: Impossible) -> str:
-    """The field at fault: ``vendor`` (no such GPU), ``vram_mb`` (too large), ``gpu_count``."""
-    largest = impossible.largest_gpu
-    if largest is None:
-        return "vendor"
-    if largest.vram_mb < impossible.request.vram_mb:
-        return "vram_mb"
-    return "gpu_count"
+    """The field at fault: ``vendor`` or ``gpu_model`` (no such GPU), ``vram_mb`` (too
+    large), ``gpu_count``, ``cpu_millis`` or ``memory_mb`` (no node with such GPUs has it)."""
+    return impossible.field
 
 
 async def submit_job(

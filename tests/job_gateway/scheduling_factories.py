@@ -23,11 +23,15 @@ def make_node(
     cordoned: Sequence[int] = (),
     model: str | None = None,
     simulated: bool = False,
+    cpu_millis: int | None = None,
+    memory_mb: int | None = None,
 ) -> Node:
     """A node with one GPU per entry of ``sizes`` (MiB), indices from 0."""
     return Node(
         name=name,
         ready=ready,
+        cpu_millis=cpu_millis,
+        memory_mb=memory_mb,
         gpus=tuple(
             Gpu(
                 node=name,
@@ -58,6 +62,10 @@ def request(
     at: float = 0.0,
     kind: Kind = "job",
     real_gpu: bool = False,
+    cpu_millis: int = 0,
+    memory_mb: int = 0,
+    gpu_models: Sequence[str] = (),
+    user: str = "",
 ) -> PlacementRequest:
     """A waiting request."""
     return PlacementRequest(
@@ -69,6 +77,10 @@ def request(
         submitted_at=at,
         kind=kind,
         real_gpu=real_gpu,
+        cpu_millis=cpu_millis,
+        memory_mb=memory_mb,
+        gpu_models=tuple(gpu_models),
+        user=user,
     )
 
 
@@ -80,9 +92,14 @@ def holding(
     *,
     kind: Kind = "job",
     provisional: bool = False,
+    cpu_millis: int = 0,
+    memory_mb: int = 0,
+    user: str = "",
 ) -> Allocation:
     """An allocation as the informer would derive it (or a provisional one)."""
-    return Allocation(kind, name, node, tuple(indices), vram_mb, provisional)
+    return Allocation(
+        kind, name, node, tuple(indices), vram_mb, provisional, cpu_millis, memory_mb, user
+    )
 
 
 _CREATED = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)

@@ -1,11 +1,13 @@
 """Invariants of the scheduler over random traces (seeded): checked against naive recounts.
 
-Every pass of every trace: no GPU over its VRAM; a multi-GPU request all on one node, one
-vendor, or nowhere; the vendor respected; only ready nodes and schedulable GPUs; impossible
-exactly when no node could ever hold it; FIFO within the queue order except backfill (a
-waiting request did not fit); reservations respected by lower-ranked work; the same input
-(in any order, or rebuilt from scratch) gives the same decision; the incremental index
-equals a fresh one.
+Every pass of every trace, for every policy: no GPU over its VRAM and no node over its CPU
+or memory; a multi-GPU request all on one node, one vendor (one model when it names
+models), or nowhere; the vendor and models respected; only ready nodes and schedulable GPUs;
+impossible exactly when no node could ever hold it; tried in order (priority, reservation
+holders first, then one user's requests oldest first) and none tried skipped except by
+backfill (a waiting request did not fit in what was left when it was tried); reservations
+respected by everything tried after them; the same input (in any order, or rebuilt from
+scratch) gives the same decision; the incremental index equals a fresh one.
 """
 
 from __future__ import annotations
@@ -27,12 +29,16 @@ from job_gateway.scheduler import (
     Policy,
     Reservation,
     Scheduler,
+    model_matches,
     rank_key,
 )
 from tests.job_gateway.scheduling_factories import GIB, holding
 
 SIZES = (8 * GIB, 16 * GIB, 24 * GIB, 40 * GIB, 48 * GIB, 80 * GIB)
+MODELS = ("X100", "X200", "Y9")
 Free = dict[tuple[str, int], int]
+NodeFree = dict[str, tuple[int | None, int | None]]
+POLICIES: tuple[Policy, ...] = ("fgd", "binpack", "spread")
 
 
 def _inventory(rng: random.Random) -> Inventory:
@@ -41,6 +47,7 @@ def _inventory(rng: random.Random) -> Inventory:
         name = f"node-{rng.randint(0, 99):02d}-{n}"
         vendor: GpuVendor = rng.choice(("nvidia", "amd"))
         size = rng.choice(SIZES)
+        model = rng.choice(MODELS)
         gpus = tuple(
             Gpu(
                 node=name,
@@ -48,18 +55,25 @@ def _inventory(rng: random.Random) -> Inventory:
                 vendor=vendor
                 if rng.random() < 0.9
                 else ("amd" if vendor == "nvidia" else "nvidia"),
-                model="m",
+                model=f"Maker {model if rng.random() < 0.85 else rng.choice(MODELS)}",
                 vram_mb=size if rng.random() < 0.8 else rng.choice(SIZES),
                 schedulable=rng.random() < 0.9,
             )
             for i in range(rng.choice((1, 2, 4, 8)))
         )
-        nodes.append(Node(name=name, ready=rng.random() < 0.85, gpus=gpus))
+        cpu = rng.choice((None, 8_000, 32_000, 96_000))
+        memory = rng.choice((None, 32 * GIB, 256 * GIB))
+        nodes.append(
+            Node(name=name, ready=rng.random() < 0.85, gpus=gpus, cpu_millis=cpu, memory_mb=memory)
+        )
     return Inventory(nodes=tuple(nodes))
 
 
 def _request(rng: random.Random, serial: int, now: float) -> PlacementRequest:
     vendor: Vendor = rng.choice(("nvidia", "amd", "any"))
+    models: tuple[str, ...] = ()
+    if rng.random() < 0.15:
+        models = tuple(rng.sample(MODELS, rng.randint(1, 2)))
     return PlacementRequest(
         name=f"r{serial}",
         vram_mb=rng.choice((1, 2, 4, 6, 10, 20, 30, 45, 70, 90)) * GIB + rng.choice((0, 512)),
@@ -68,6 +82,10 @@ def _request(rng: random.Random, serial: int, now: float) -> PlacementRequest:
         priority=rng.choice((0, 0, 0, 1, 2)),
         submitted_at=now - rng.uniform(0, 200),
         kind=rng.choice(("job", "job", "endpoint")),
+        cpu_millis=rng.choice((0, 0, 1_000, 4_000, 16_000, 40_000)),
+        memory_mb=rng.choice((0, 0, 4 * GIB, 64 * GIB)),
+        gpu_models=models,
+        user=rng.choice(("alice", "bob", "carol")),
     )
 
 
@@ -84,21 +102,53 @@ def _free(inventory: Inventory, allocations: AllocationMap) -> Free:
     return {key: gpu.vram_mb - held[key] for key, (_, gpu) in _gpus(inventory).items()}
 
 
+def _node_free(inventory: Inventory, allocations: AllocationMap) -> NodeFree:
+    """Free CPU and memory per node (None: not declared), recounted from the allocations."""
+    cpu: dict[str, int] = defaultdict(int)
+    memory: dict[str, int] = defaultdict(int)
+    for allocation in allocations:
+        cpu[allocation.node] += allocation.cpu_millis
+        memory[allocation.node] += allocation.memory_mb
+    return {
+        node.name: (
+            None if node.cpu_millis is None else node.cpu_millis - cpu[node.name],
+            None if node.memory_mb is None else node.memory_mb - memory[node.name],
+        )
+        for node in inventory.nodes
+    }
+
+
 def _accepts(vendor: Vendor) -> tuple[GpuVendor, ...]:
     return ("nvidia", "amd") if vendor == "any" else (vendor,)
 
 
-def _fits(inventory: Inventory, free: Free, r: PlacementRequest) -> bool:
-    """Naively: some ready node has gpu_count schedulable GPUs of one vendor with room."""
-    for node in inventory.nodes:
-        if not node.ready:
+def _groups(node: Node, r: PlacementRequest) -> list[list[Gpu]]:
+    """The node's GPUs r may take together: one vendor, and one model when it names any."""
+    groups = []
+    for vendor in _accepts(r.vendor):
+        gpus = [g for g in node.gpus if g.vendor == vendor]
+        if not r.gpu_models:
+            groups.append(gpus)
             continue
-        for vendor in _accepts(r.vendor):
-            room = [
-                g
-                for g in node.gpus
-                if g.vendor == vendor and g.schedulable and free[(node.name, g.index)] >= r.vram_mb
-            ]
+        for model in sorted({g.model for g in gpus}):
+            if any(model_matches(asked, model) for asked in r.gpu_models):
+                groups.append([g for g in gpus if g.model == model])
+    return groups
+
+
+def _room(have: int | None, asked: int) -> bool:
+    return have is None or have >= asked
+
+
+def _fits(inventory: Inventory, free: Free, node_free: NodeFree, r: PlacementRequest) -> bool:
+    """Naively: some ready node has the CPU, memory and gpu_count schedulable GPUs of one
+    vendor (and model) with room."""
+    for node in inventory.nodes:
+        cpu, memory = node_free[node.name]
+        if not (node.ready and _room(cpu, r.cpu_millis) and _room(memory, r.memory_mb)):
+            continue
+        for gpus in _groups(node, r):
+            room = [g for g in gpus if g.schedulable and free[(node.name, g.index)] >= r.vram_mb]
             if len(room) >= r.gpu_count:
                 return True
     return False
@@ -106,9 +156,10 @@ def _fits(inventory: Inventory, free: Free, r: PlacementRequest) -> bool:
 
 def _ever_fits(inventory: Inventory, r: PlacementRequest) -> bool:
     for node in inventory.nodes:
-        for vendor in _accepts(r.vendor):
-            big = [g for g in node.gpus if g.vendor == vendor and g.vram_mb >= r.vram_mb]
-            if len(big) >= r.gpu_count:
+        if not (_room(node.cpu_millis, r.cpu_millis) and _room(node.memory_mb, r.memory_mb)):
+            continue
+        for gpus in _groups(node, r):
+            if len([g for g in gpus if g.vram_mb >= r.vram_mb]) >= r.gpu_count:
                 return True
     return False
 
@@ -118,9 +169,11 @@ def _check_pass(
     allocations: AllocationMap,
     requests: list[PlacementRequest],
     decision: Decision,
+    previous: dict[AllocationKey, Reservation],
 ) -> None:
     gpus = _gpus(inventory)
     before = _free(inventory, allocations)
+    node_before = _node_free(inventory, allocations)
     waiting_in = [r for r in requests if r.key not in allocations]
     by_key = {r.key: r for r in waiting_in}
     out = [p.key for p in decision.placements] + [i.request.key for i in decision.impossible]
@@ -132,7 +185,39 @@ def _check_pass(
     for r in decision.waiting:
         assert _ever_fits(inventory, r)
 
-    after = dict(before)
+    # The order tried: priority classes, highest first; in each, each user's requests in rank
+    # order (the holders of a reservation of the last pass may come first).
+    tried = list(decision.tried)
+    assert sorted(tried) == sorted(
+        [p.key for p in decision.placements] + [r.key for r in decision.waiting]
+    )
+    order = {key: i for i, key in enumerate(tried)}
+    priorities = [by_key[key].priority for key in tried]
+    assert priorities == sorted(priorities, reverse=True)
+    for priority in set(priorities):
+        keys = [key for key in tried if by_key[key].priority == priority]
+        # each user's requests without a reservation to keep: oldest first
+        for user in {by_key[key].user for key in keys}:
+            mine = [by_key[k] for k in keys if by_key[k].user == user and k not in previous]
+            assert mine == sorted(mine, key=rank_key)
+
+    def tried_before(key: AllocationKey) -> tuple[Free, NodeFree]:
+        """What was free when ``key`` was tried: placements and reservations before it."""
+        free, node_free = dict(before), dict(node_before)
+        held = [(p.request, p.node, p.gpu_indices) for p in decision.placements]
+        held += [(by_key[k], v.node, v.gpu_indices) for k, v in decision.reservations.items()]
+        for r, node, indices in held:
+            if order[r.key] < order[key]:
+                for i in indices:
+                    free[(node, i)] -= r.vram_mb
+                cpu, memory = node_free[node]
+                node_free[node] = (
+                    None if cpu is None else cpu - r.cpu_millis,
+                    None if memory is None else memory - r.memory_mb,
+                )
+        return free, node_free
+
+    after, node_after = dict(before), dict(node_before)
     for p in decision.placements:
         r = p.request
         assert len(p.gpu_indices) == r.gpu_count == len(set(p.gpu_indices))
@@ -140,47 +225,45 @@ def _check_pass(
         assert all(node.ready and gpu.schedulable for node, gpu in placed)
         assert len({gpu.vendor for _, gpu in placed}) == 1  # never two vendors
         assert placed[0][1].vendor in _accepts(r.vendor)
+        if r.gpu_models:  # one model, one the request names
+            assert len({gpu.model for _, gpu in placed}) == 1
+            assert any(model_matches(asked, placed[0][1].model) for asked in r.gpu_models)
         for i in p.gpu_indices:
             after[(p.node, i)] -= r.vram_mb
+        cpu, memory = node_after[p.node]
+        node_after[p.node] = (
+            None if cpu is None else cpu - r.cpu_millis,
+            None if memory is None else memory - r.memory_mb,
+        )
     for key, value in after.items():
         assert value >= min(0, before[key])  # nothing placed on a GPU that was already full
+    for name, (cpu, memory) in node_after.items():
+        cpu_before, memory_before = node_before[name]
+        assert cpu is None or cpu_before is None or cpu >= min(0, cpu_before)
+        assert memory is None or memory_before is None or memory >= min(0, memory_before)
 
-    # FIFO except backfill: a waiting request did not fit in what the requests ranked before
-    # it left (placements, and the reservations of aged requests ranked before it).
-    ranked_placements = sorted(decision.placements, key=lambda p: rank_key(p.request))
+    # Backfill only: a waiting request did not fit in what was left when it was tried.
     for r in decision.waiting:
-        free = dict(after)
-        for reservation in decision.reservations.values():
-            holder = by_key[reservation.key]
-            if rank_key(holder) < rank_key(r):
-                for i in reservation.gpu_indices:
-                    free[(reservation.node, i)] -= holder.vram_mb
-        assert not _fits(inventory, free, r), r
+        free, node_free = tried_before(r.key)
+        assert not _fits(inventory, free, node_free, r), r
 
-    # Reservations: lower-ranked placements leave the reserved VRAM on each reserved GPU.
+    # Reservations: what is tried after the holder leaves the reserved VRAM on each GPU.
     for reservation in decision.reservations.values():
         holder = by_key[reservation.key]
         assert holder in decision.waiting
+        free, _ = tried_before(holder.key)
         for i in reservation.gpu_indices:
             gpu = (reservation.node, i)
             node, device = gpus[gpu]
             assert node.ready and device.schedulable and device.vendor in _accepts(holder.vendor)
-            free_at_holder = before[gpu]
-            lower = 0
-            for p in ranked_placements:
-                if i not in p.gpu_indices or p.node != reservation.node:
-                    continue
-                if rank_key(p.request) < rank_key(holder):
-                    free_at_holder -= p.request.vram_mb
-                else:
-                    lower += p.request.vram_mb
-            for other in decision.reservations.values():
-                other_holder = by_key[other.key]
-                if rank_key(other_holder) < rank_key(holder) and gpu in (
-                    (other.node, j) for j in other.gpu_indices
-                ):
-                    free_at_holder -= other_holder.vram_mb
-            assert lower <= max(0, free_at_holder - holder.vram_mb)
+            later = sum(
+                p.request.vram_mb
+                for p in decision.placements
+                if p.node == reservation.node
+                and i in p.gpu_indices
+                and order[p.key] > order[holder.key]
+            )
+            assert later <= max(0, free[gpu] - holder.vram_mb)
 
 
 def _rebuilt(allocations: AllocationMap) -> AllocationMap:
@@ -191,9 +274,20 @@ def _rebuilt(allocations: AllocationMap) -> AllocationMap:
     return fresh
 
 
-def _index_state(scheduler: Scheduler) -> tuple[object, ...]:
-    index = scheduler._index  # the incremental structures themselves
-    return (index.free, index.by_free, index.kth, index.profile, index.pool_free)
+def _index_state(scheduler: Scheduler, pools: int = 4) -> tuple[object, ...]:
+    """The incremental structures themselves (the base pools: a model's pool is made the
+    first time a request names it, so two indexes may have made different ones)."""
+    index = scheduler._index
+    profiles = [p[:pools] for p in index.profile]
+    return (
+        index.free,
+        index.cpu,
+        index.memory,
+        index.by_free[:pools],
+        index.kth[:pools],
+        profiles,
+        index.pool_free[:pools],
+    )
 
 
 def _trace(seed: int, policy: Policy) -> Iterable[None]:
@@ -206,7 +300,17 @@ def _trace(seed: int, policy: Policy) -> Iterable[None]:
         room = min(_free(inventory, allocations)[(node.name, i)] for i in indices)
         if room > 0:
             kind: Kind = rng.choice(("job", "endpoint"))
-            allocations.put(holding(f"old{n}", node.name, indices, rng.randint(1, room), kind=kind))
+            old = holding(
+                f"old{n}",
+                node.name,
+                indices,
+                rng.randint(1, room),
+                kind=kind,
+                cpu_millis=rng.choice((0, 1_000, 4_000)),
+                memory_mb=rng.choice((0, GIB)),
+                user=rng.choice(("alice", "bob")),
+            )
+            allocations.put(old)
     aging_s = rng.choice((0.0, 50.0, 1e9))
     scheduler = Scheduler(inventory, allocations, policy=policy, aging_s=aging_s)
     reservations: dict[AllocationKey, Reservation] = {}
@@ -219,7 +323,7 @@ def _trace(seed: int, policy: Policy) -> Iterable[None]:
             serial += 1
             waiting.append(_request(rng, serial, now))
         decision = scheduler.schedule(waiting, now=now, reservations=reservations)
-        _check_pass(inventory, allocations, waiting, decision)
+        _check_pass(inventory, allocations, waiting, decision, reservations)
         # Determinism: any input order, a map rebuilt in another order, a fresh index.
         shuffled = rng.sample(waiting, len(waiting))
         assert scheduler.schedule(shuffled, now=now, reservations=reservations) == decision
@@ -240,7 +344,7 @@ def _trace(seed: int, policy: Policy) -> Iterable[None]:
         assert min(_free(inventory, allocations).values(), default=0) >= 0  # never over
 
 
-@pytest.mark.parametrize("policy", ["binpack", "spread"])
+@pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("seed", range(60))
 def test_random_trace(seed: int, policy: Policy) -> None:
     passes = sum(1 for _ in _trace(seed, policy))
@@ -259,11 +363,15 @@ def test_the_traces_exercise_every_branch() -> None:
         seen["impossible"] += len(decision.impossible)
         seen["reserved"] += len(decision.reservations)
         seen["multi"] += sum(1 for p in decision.placements if len(p.gpu_indices) > 1)
+        seen["models"] += sum(1 for p in decision.placements if p.request.gpu_models)
+        seen["cpu"] += sum(1 for p in decision.placements if p.request.cpu_millis)
+        seen["users"] += len({p.request.user for p in decision.placements}) > 1
         return decision
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Scheduler, "schedule", recording)
         for seed in range(20):
-            for _ in _trace(seed, "binpack"):
+            for _ in _trace(seed, "fgd"):
                 pass
-    assert all(seen[k] > 20 for k in ("placed", "waiting", "impossible", "reserved", "multi")), seen
+    kinds = ("placed", "waiting", "impossible", "reserved", "multi", "models", "cpu", "users")
+    assert all(seen[k] > 20 for k in kinds), seen

@@ -431,6 +431,9 @@ class TestVllmEndpointsOnRealGpus:
             tmp_path,
             inventory_yaml=SIMULATED_AND_REAL,
             endpoint_settings=vllm,
+            # binpack puts the 20 GiB job below on the real GPU, its tightest fit (fgd would
+            # take the simulated one, where the 60 GiB left still hold such jobs)
+            scheduling_policy="binpack",
             **SETTINGS,
         ) as gw:
             body = endpoint_body(new_job_id(), mode="vllm", model="/models/m")
@@ -459,7 +462,7 @@ class TestVllmEndpointsOnRealGpus:
     def test_a_vllm_endpoint_waits_for_the_real_gpu_and_says_why(self) -> None:
         async def scenario() -> tuple[Endpoint, int, Endpoint, Endpoint]:
             crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
-            scheduler = Scheduler(load_inventory_text(SIMULATED_AND_REAL))
+            scheduler = Scheduler(load_inventory_text(SIMULATED_AND_REAL), policy="binpack")
             loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
             job = await crd.create_job("job", "alice", "file:///f", vram_mb=20 * GIB)
             loop.follow(job)
@@ -502,7 +505,7 @@ class TestVllmEndpointsOnRealGpus:
 
         async def scenario() -> list[tuple[str | None, str | None]]:
             crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
-            scheduler = Scheduler(load_inventory_text(SIMULATED_AND_REAL))
+            scheduler = Scheduler(load_inventory_text(SIMULATED_AND_REAL), policy="binpack")
             loop = SchedulingLoop(crd, scheduler, pass_interval=60, max_parallel_writes=4)
             for name, vram in (("real", 20 * GIB), ("simulated", 78 * GIB)):
                 job = await crd.create_job(name, "alice", "file:///f", vram_mb=vram)
