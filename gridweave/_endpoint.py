@@ -28,11 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-import cloudpickle
 import httpx
 
 from gridweave._client import platform_client, platform_errors
 from gridweave._config import Config, current_config
+from gridweave._pickling import dumps_program
+from gridweave._remote import remote_exception
 from gridweave._units import parse_duration, parse_image_argument, parse_size
 from gridweave.errors import ConfigurationError, EndpointCallFailed, EndpointNotRunning
 from gridweave_clients.platform.endpoints import EndpointResponse
@@ -170,7 +171,9 @@ class CustomEndpoint(Endpoint, Generic[T]):
 
         Raises:
             ConfigurationError: both positional and keyword arguments (the body is one).
-            EndpointCallFailed: the endpoint or the platform answered an error.
+            Exception: the method's own exception rebuilt (built-in types), else
+                ``RemoteError``; either carries ``remote_traceback``.
+            EndpointCallFailed: the endpoint or the platform answered another error.
         """
         if args and kwargs:
             raise ConfigurationError(
@@ -179,6 +182,9 @@ class CustomEndpoint(Endpoint, Generic[T]):
         body: Any = kwargs if kwargs else list(args)
         response = self.request("POST", method, json=body)
         if response.status_code >= 400:
+            raised = _raised_remotely(response)
+            if raised is not None:
+                raise remote_exception("", raised, origin=f"endpoint {self.name}: {method}")
             raise EndpointCallFailed(self.name, method, response.status_code, response.text)
         return response.json()
 
@@ -186,6 +192,19 @@ class CustomEndpoint(Endpoint, Generic[T]):
         if name.startswith("_") or name not in self.__dict__.get("methods", ()):
             raise AttributeError(name)
         return lambda *args, **kwargs: self.call(name, *args, **kwargs)
+
+
+def _raised_remotely(response: httpx.Response) -> str | None:
+    """The traceback of a method that raised: the serving container's 500
+    ``{"error": {"type", "message", "traceback"}}``; None for any other error."""
+    if response.status_code != 500:
+        return None
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        return None
+    trace = error.get("traceback") if isinstance(error, dict) else None
+    return trace if isinstance(trace, str) and trace.strip() else None
 
 
 def _deploy(
@@ -291,7 +310,7 @@ class EndpointClass(Generic[T]):
             name,
             self.scaling,
             mode="custom",
-            function=cloudpickle.dumps(self.cls),
+            function=dumps_program(self.cls),
             image=self.image,
         )
         return CustomEndpoint(name, self.methods, config)

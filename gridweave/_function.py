@@ -20,6 +20,7 @@ from gridweave._map import (
     star_calls,
     submit_map,
 )
+from gridweave._pickling import dumps, dumps_program
 from gridweave._remote import remote_exception
 from gridweave._units import parse_duration, parse_image_argument, parse_size
 from gridweave.errors import (
@@ -155,8 +156,8 @@ class Function(Generic[P, R]):
             PlatformUnreachable: no usable answer from the platform.
         """
         config = current_config()
-        function = cloudpickle.dumps(self.fn)
-        arguments = cloudpickle.dumps((args, kwargs)) if args or kwargs else None
+        function = dumps_program(self.fn)
+        arguments = dumps((args, kwargs)) if args or kwargs else None
         resources = self.resources
         client = platform_client(config)
         with platform_errors(config.url):

@@ -21,6 +21,7 @@ import cloudpickle
 
 from gridweave._client import platform_client, platform_errors
 from gridweave._config import Config
+from gridweave._pickling import dumps, dumps_program
 from gridweave._remote import remote_exception
 from gridweave.errors import ConfigurationError, MapItemFailed
 from gridweave_clients.errors import Conflict
@@ -47,7 +48,7 @@ Call = tuple[tuple[Any, ...], dict[str, Any]]
 def chunk_calls(calls: Sequence[Call], workers: int) -> tuple[int, list[bytes]]:
     """(inputs to a chunk, each chunk pickled) for ``calls`` on ``workers`` workers."""
     size = max(1, min(MAX_CHUNK_ITEMS, math.ceil(len(calls) / (workers * _CHUNKS_PER_WORKER))))
-    chunks = [cloudpickle.dumps(list(calls[i : i + size])) for i in range(0, len(calls), size)]
+    chunks = [dumps(list(calls[i : i + size])) for i in range(0, len(calls), size)]
     return size, chunks
 
 
@@ -149,7 +150,7 @@ def submit_map(
     chunk_items, chunks = chunk_calls(calls, workers)
     with platform_errors(config.url):
         submitted = platform_client(config).submit_map(
-            cloudpickle.dumps(function.fn),
+            dumps_program(function.fn),
             chunks,
             items=len(calls),
             chunk_items=chunk_items,

@@ -10,13 +10,15 @@ Tree::
     ├── JobNotFinished           ``result(timeout=)`` ran out first
     ├── JobDidNotComplete        cancelled, timed out, or failed without a traceback
     │   └── OutOfMemory          killed past its memory limit: ``limit_mb``
-    ├── RemoteError              the function raised remotely, and its type could not be rebuilt
+    ├── RemoteError              the function (or an endpoint's method) raised remotely, and its
+    │                            type could not be rebuilt
     ├── MapItemFailed            one item of ``.map`` failed: ``index``, the cause chained
     ├── EndpointNotRunning       an endpoint failed or stopped, or did not run in time
-    └── EndpointCallFailed       a call to an endpoint answered an error: status and body
+    └── EndpointCallFailed       a call to an endpoint answered another error: status and body
 
-An exception the function raised remotely is re-raised as its own type when that type is a
-built-in one; it carries ``remote_traceback`` (the text) and shows it as a note.
+An exception the function (or an endpoint's method) raised remotely is re-raised as its own
+type when that type is a built-in one; it carries ``remote_traceback`` (the text) and shows
+it as a note.
 Other refusals of the platform pass as ``gridweave_clients`` errors.
 """
 
@@ -108,7 +110,8 @@ class OutOfMemory(JobDidNotComplete):
 
 
 class RemoteError(GridweaveError):
-    """The function raised on the GPU node; ``remote_traceback`` is its traceback text."""
+    """The function raised on the GPU node; ``remote_traceback`` is its traceback text
+    (``job_id`` is empty when an endpoint's method raised)."""
 
     def __init__(
         self, message: str, *, job_id: str, exception_type: str | None, remote_traceback: str

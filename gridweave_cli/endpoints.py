@@ -7,13 +7,13 @@ import time
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
-import cloudpickle
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 import gridweave as gw
 from gridweave._endpoint import Scaling
+from gridweave._pickling import dumps_program
 from gridweave_cli._durations import seconds_of
 from gridweave_cli._errors import CliError, handle_errors
 from gridweave_cli._help import add_commands
@@ -114,7 +114,7 @@ def _custom_class(spec: str) -> bytes:
         target = target.cls
     if not isinstance(target, type):
         raise typer.BadParameter(f"{path} has no class {class_name}", param_hint="--class")
-    return cast(bytes, cloudpickle.dumps(target))
+    return dumps_program(target)
 
 
 @handle_errors

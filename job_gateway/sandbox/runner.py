@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import linecache
 import os
 import shutil
 import signal
@@ -52,9 +53,12 @@ from typing import Any
 __all__ = [
     "CONTROL_FD",
     "MAX_HEADER_BYTES",
+    "SOURCES_MARKER",
     "guard_init",
+    "load_program",
     "main",
     "read_frame",
+    "register_sources",
     "write_frame",
 ]
 
@@ -68,6 +72,9 @@ _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _MAX_MESSAGE_CHARS = 500
 _DESCRIPTORS = 3
+#: After a program's pickle, the sources of its files may follow: this, then JSON
+#: ``{filename: source}`` (the SDK's ``gridweave._pickling``; pickle ignores what follows).
+SOURCES_MARKER = b"\n#gridweave-sources\n"
 
 
 def write_frame(fd: int, data: bytes) -> None:
@@ -181,6 +188,36 @@ def _writable_then_retry(function: Any, path: str, _error: Any) -> None:
         pass
 
 
+def register_sources(program: bytes) -> None:
+    """Give ``linecache`` the sources that follow the program's pickle, if any, so a
+    traceback through the user's code shows its lines (the files are not in the container).
+
+    The marker's newlines cannot occur inside the JSON (it escapes them), so its last
+    occurrence starts the trailer; anything that does not read as one is ignored.
+    """
+    start = program.rfind(SOURCES_MARKER)
+    if start < 0:
+        return
+    try:
+        sources = json.loads(program[start + len(SOURCES_MARKER) :])
+    except ValueError:
+        return
+    if not isinstance(sources, dict):
+        return
+    for filename, text in sources.items():
+        if isinstance(filename, str) and isinstance(text, str):
+            # mtime None: checkcache leaves the entry alone (as for a loader's source)
+            linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+
+
+def load_program(program: bytes) -> Any:
+    """The pickled function or class, its sources registered with ``linecache`` first."""
+    import cloudpickle
+
+    register_sources(program)
+    return cloudpickle.loads(program)
+
+
 def guard_init() -> None:
     """Die with the parent, and stay out of reach of the user's child (no ptrace, no
     /proc/1/mem): a process may undo its own parent-death signal, so pid 1 keeps it."""
@@ -197,7 +234,7 @@ def _run_child(function_bytes: bytes, argument_bytes: bytes, result_fd: int) -> 
     header: dict[str, Any] = {"status": "ok"}
     payload = b""
     try:
-        function = cloudpickle.loads(function_bytes)
+        function = load_program(function_bytes)
         args, kwargs = cloudpickle.loads(argument_bytes) if argument_bytes else ((), {})
         del function_bytes, argument_bytes
         payload = cloudpickle.dumps(function(*args, **kwargs))
@@ -214,7 +251,7 @@ def _run_chunk(function_bytes: bytes, chunk_bytes: bytes, result_fd: int, retrie
     import cloudpickle
 
     try:
-        function = cloudpickle.loads(function_bytes)
+        function = load_program(function_bytes)
         calls = cloudpickle.loads(chunk_bytes)
         del function_bytes, chunk_bytes
     except BaseException as error:

@@ -47,6 +47,7 @@ try:  # in a container: the runner beside it in /opt/gridweave
         CONTROL_FD,
         MAX_HEADER_BYTES,
         guard_init,
+        load_program,
         read_frame,
         write_frame,
     )
@@ -55,6 +56,7 @@ except ImportError:  # read in the repository (tests, runtime none)
         CONTROL_FD,
         MAX_HEADER_BYTES,
         guard_init,
+        load_program,
         read_frame,
         write_frame,
     )
@@ -206,10 +208,8 @@ def _pump(source: socket.socket, target: socket.socket) -> None:
 
 def _serve_class(program: bytes, environment: dict[str, str], socket_path: str) -> None:
     os.environ.update(environment)
-    import cloudpickle
-
     try:
-        loaded = cloudpickle.loads(program)
+        loaded = load_program(program)
         instance = loaded() if inspect.isclass(loaded) else loaded
     except BaseException as error:  # the user's constructor: reported, never served
         _write_failed(error, os.path.dirname(socket_path))

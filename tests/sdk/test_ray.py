@@ -26,6 +26,7 @@ from tests.sdk import ray_functions
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 from tests.support.kubeapi import KubeAPI
 from tests.support.sandbox import sandbox_config
+from tests.support.user_project import FAILING_LINE, user_package
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 #: The memory limit of a job's container per GPU, on this module's gateway.
@@ -90,6 +91,21 @@ def test_remote_map_logs_and_a_remote_exception_on_ray() -> None:
     with pytest.raises(ZeroDivisionError) as raised:
         _remote(ray_functions.reciprocal).remote(0)
     assert "in reciprocal" in raised.value.remote_traceback  # type: ignore[attr-defined]
+
+
+@pytest.mark.usefixtures("funded")
+def test_a_function_of_the_users_own_package_of_two_modules_and_its_traceback(
+    tmp_path: Path,
+) -> None:
+    """Imported from a folder of the user's (not installed, not on the workers): its modules
+    travel by value, and a remote traceback shows its lines."""
+    with user_package(tmp_path / "project", name="gw_user_pkg") as funcs:
+        assert _remote(funcs.compute).remote(4) == 15
+        assert _remote(funcs.compute).map([1, 2]) == [6, 9]
+        with pytest.raises(ValueError, match="bad value 2: scaled 6") as raised:
+            _remote(funcs.fail).remote(2)
+    trace = raised.value.remote_traceback  # type: ignore[attr-defined]
+    assert FAILING_LINE in trace and "return helpers.explode(x)" in trace
 
 
 @pytest.mark.usefixtures("funded")
