@@ -140,6 +140,10 @@ class Gateway:
             on_delete=self._endpoint_deleted,
         )
         self.finish_waiters = FinishWaiters()
+        if self.executor is not None:
+            # the gateway's own writes, handed on before the informer brings them back
+            self.loop.on_allocated(self.executor.job_changed)
+            self.executor.on_finished(self.finish_waiters.job_changed)
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:

@@ -114,6 +114,7 @@ class SchedulingLoop:
         self._waking: dict[str, Unplaced] = {}
         self._wake = asyncio.Event()
         self._listeners: list[PassListener] = []
+        self._allocated: list[Callable[[Job], None]] = []
 
     # -- what the informer delivers -------------------------------------------------------
 
@@ -180,6 +181,11 @@ class SchedulingLoop:
     def waiting(self) -> list[PlacementRequest]:
         """The jobs waiting for a placement (provisionally held ones included)."""
         return list(self._waiting.values())
+
+    def on_allocated(self, listener: Callable[[Job], None]) -> None:
+        """Call ``listener`` with each job this loop allocated, as the write answered it
+        (before the informer brings it back: the executor launches it at once)."""
+        self._allocated.append(listener)
 
     def on_pass(self, listener: PassListener) -> None:
         """Call ``listener`` with every pass's report (metrics)."""
@@ -267,12 +273,14 @@ class SchedulingLoop:
                     )
                     self._woken.discard(name)
                 else:
-                    await self.crd.set_job_allocated(
+                    job = await self.crd.set_job_allocated(
                         name,
                         placement.node,
                         list(placement.gpu_indices),
                         known=self._copies.get(name),
                     )
+                    for listener in self._allocated:
+                        listener(job)
             except CrdError as error:
                 self._release(placement)
                 _log.info("allocating %s failed: %s", placement.request.name, error)

@@ -56,8 +56,8 @@ from job_gateway.endpoints.vllm_config import vllm_launch
 from job_gateway.execution.devices import placed_vendor, visible_devices
 from job_gateway.execution.image_pulls import ImageRefusedToOwner, PullTokens
 from job_gateway.inventory import Inventory
+from job_gateway.sandbox.config import SandboxConfig
 from job_gateway.sandbox.images import ImagePull
-from job_gateway.sandbox.settings import SandboxConfig
 
 __all__ = ["EndpointReconciler", "ReplicaSeen"]
 

@@ -31,8 +31,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from gridweave_runtime.serve_key import SERVE_KEY_HEADER, serve_key_matches
 from gridweave_runtime.storage import StorageConfig, open_object_store
+from job_gateway.sandbox.config import SandboxConfig
 from job_gateway.sandbox.images import ImagePull
-from job_gateway.sandbox.settings import SandboxConfig
 
 __all__ = [
     "STATS_PATH",

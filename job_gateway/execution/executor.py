@@ -117,6 +117,12 @@ class Executor:
         self._idle_exit = None if warm is None else warm.idle_seconds
         self._refilling = False
         self._next_refill = 0.0
+        self._finished_listeners: list[Callable[[Job], None]] = []
+
+    def on_finished(self, listener: Callable[[Job], None]) -> None:
+        """Call ``listener`` with each job whose outcome this executor wrote, as the write
+        answered it (before the informer brings it back: a waiting caller answers at once)."""
+        self._finished_listeners.append(listener)
 
     # -- what the informer delivers -------------------------------------------------------
 
@@ -421,14 +427,16 @@ class Executor:
         wall = self._wall_seconds(attempt, outcome, observed)
         if outcome.status == "ok":
             result = self.store.uri(attempt_objects(attempt.name, attempt.attempt).result)
-            await self.crd.set_job_completed(
+            job = await self.crd.set_job_completed(
                 attempt.name, wall, result_ref=result, result_sha256=outcome.result_sha256
             )
         else:
             message = outcome.message or outcome.exception_type or "the function raised"
             reason = outcome.reason or "Exception"
-            await self.crd.set_job_failed(attempt.name, reason, message, wall_seconds=wall)
+            job = await self.crd.set_job_failed(attempt.name, reason, message, wall_seconds=wall)
         self._finished(attempt)
+        for listener in self._finished_listeners:
+            listener(job)
 
     async def _lost(self, attempt: Attempt, reason: str, message: str) -> None:
         if attempt.run is not None:

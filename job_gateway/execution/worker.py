@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridweave_clients.gateway.reasons import (
     IMAGE_PULL_FAILED,
@@ -32,14 +32,12 @@ from gridweave_clients.gateway.reasons import (
     PIP_INSTALL_FAILED,
     out_of_memory_message,
 )
-from gridweave_controller.models import MapShare
 from gridweave_runtime.storage import (
     StorageConfig,
     attempt_objects,
     log_part_key,
     open_object_store,
 )
-from job_gateway.execution.map_share import run_share
 from job_gateway.execution.outcome import (
     INPUTS_MISSING,
     MAX_MESSAGE_CHARS,
@@ -53,6 +51,7 @@ from job_gateway.sandbox.attempt import (
     run_sandboxed,
     warm_containers,
 )
+from job_gateway.sandbox.config import SandboxConfig
 from job_gateway.sandbox.container import Chunk, ContainerRun, sweep_orphans
 from job_gateway.sandbox.images import (
     ImagePull,
@@ -63,7 +62,9 @@ from job_gateway.sandbox.images import (
 )
 from job_gateway.sandbox.network import NetworkUnavailable
 from job_gateway.sandbox.pip_envs import PipEnvironment, PipInstallFailed, pip_environment
-from job_gateway.sandbox.settings import SandboxConfig, SandboxSettings
+
+if TYPE_CHECKING:
+    from gridweave_controller.models import MapShare
 
 __all__ = ["AttemptSpec", "JobWorker", "run_attempt"]
 
@@ -145,7 +146,11 @@ class JobWorker:
 
 def _sweep(sandbox: SandboxConfig | None) -> None:
     """Delete the containers that dead workers of this node left (their state, cgroups)."""
-    config = sandbox or SandboxSettings().config()
+    if sandbox is None:  # a spare: the node's own settings (read here only)
+        from job_gateway.sandbox.settings import SandboxSettings
+
+        sandbox = SandboxSettings().config()
+    config = sandbox
     try:
         swept = sweep_orphans(config.runtime, config.state_dir)
     except (OSError, subprocess.SubprocessError):
@@ -350,6 +355,8 @@ def _run_share(
             limit = limits_for(spec.sandbox, spec.job).memory_mb
             return f"{OUT_OF_MEMORY}: {out_of_memory_message(limit)}"
         return f"ProcessDied: {run.error or 'the process ended before this input ran'}"
+
+    from job_gateway.execution.map_share import run_share  # a map's worker only
 
     progress = run_share(share, store, run_chunk, why_cut_short)
     return _Ending(ok=True, payload=progress.model_dump_json().encode())

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from job_gateway.sandbox.config import SandboxConfig
 from job_gateway.sandbox.container import Chunk, Container, ContainerRun, ContainerSpec
 from job_gateway.sandbox.gpus import gpu_devices, renumbered
 from job_gateway.sandbox.images import UnpackedImage
 from job_gateway.sandbox.oci import ContainerLimits
 from job_gateway.sandbox.runner_dir import runner_dir
-from job_gateway.sandbox.settings import SandboxConfig
 from job_gateway.sandbox.uids import user_uid
 
 __all__ = ["SandboxedJob", "WarmContainers", "limits_for", "run_sandboxed", "warm_containers"]

@@ -46,6 +46,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
+from job_gateway.sandbox.config import SandboxConfig
 from job_gateway.sandbox.container import (
     ContainerSpec,
     container_name,
@@ -57,7 +58,6 @@ from job_gateway.sandbox.images import UnpackedImage, evict_images, hold_image
 from job_gateway.sandbox.network import release
 from job_gateway.sandbox.oci import ENV_DIR, ContainerLimits
 from job_gateway.sandbox.runner_dir import runner_dir
-from job_gateway.sandbox.settings import SandboxConfig
 from job_gateway.sandbox.uids import user_uid
 
 __all__ = ["PipEnvironment", "PipInstallFailed", "environment_key", "pip_environment"]

@@ -6,70 +6,27 @@ The gateway reads them; :meth:`SandboxSettings.config` turns them into a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 from pathlib import Path
-from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from gridweave_runtime.job_images import SYSTEM_CACHE, default_rootfs, image_cache, pip_cache
+from gridweave_runtime.job_images import default_rootfs, image_cache, pip_cache
+from job_gateway.sandbox.config import (
+    CA_BUNDLE,
+    JobNetwork,
+    PipConfig,
+    Runtime,
+    SandboxConfig,
+)
 from job_gateway.sandbox.network import DEFAULT_POOL, Egress
 
 __all__ = ["JobNetwork", "PipConfig", "Runtime", "SandboxConfig", "SandboxSettings"]
 
-Runtime = Literal["runc", "crun", "none"]
-#: A job container's network: ``none`` (only a loopback of its own), ``egress`` (the
-#: internet, never the node or its networks).
-JobNetwork = Literal["none", "egress"]
 #: The sandbox's state lives outside any home directory: a container's uid must be able to
 #: pass through every directory above the runner (a home is 0700).
 _SYSTEM_STATE = Path("/var/lib/gridweave/sandbox")
-#: Debian's CA bundle: what a node's pip trusts unless it was told otherwise.
-_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
-
-
-@dataclass(frozen=True, slots=True)
-class PipConfig:
-    """How a node builds its jobs' pip environments: where they are kept and how much, how
-    pip reaches the index (its URL, find-links, the CA bundle it trusts, its per-request
-    timeout), and a build's limits (seconds, memory MiB)."""
-
-    directory: Path = SYSTEM_CACHE / "pip"
-    cache_gb: float = 20.0
-    index_url: str | None = None
-    find_links: str | None = None
-    ca_bundle: Path | None = _CA_BUNDLE
-    request_timeout_seconds: float = 15.0
-    build_seconds: int = 1800
-    memory_mb: int = 4096
-
-
-@dataclass(frozen=True, slots=True)
-class SandboxConfig:
-    """How a node's worker runs an attempt: the runtime, the image, the default limits."""
-
-    runtime: Runtime
-    rootfs: Path
-    state_dir: Path
-    memory_mb_per_gpu: int
-    cpus_per_gpu: float
-    pids: int
-    scratch_mb: int
-    max_result_mb: int
-    device_dir: Path
-    image_dir: Path = SYSTEM_CACHE / "images"
-    image_cache_gb: float = 50.0
-    job_network: JobNetwork = "none"
-    #: The node's way out for containers that have one (egress jobs, pip builds).
-    egress: Egress = Egress()
-    pip: PipConfig = PipConfig()
-
-    @property
-    def job_egress(self) -> Egress | None:
-        """A job container's way out; None: only its loopback."""
-        return self.egress if self.job_network == "egress" else None
 
 
 class SandboxSettings(BaseSettings):
@@ -218,7 +175,7 @@ class SandboxSettings(BaseSettings):
         ),
     )
     pip_ca_bundle: Path | None = Field(
-        default=_CA_BUNDLE,
+        default=CA_BUNDLE,
         validation_alias=AliasChoices("GATEWAY_SANDBOX_PIP_CA_BUNDLE", "PIP_CERT"),
         description=(
             "The CA bundle pip= builds trust (the node's own PIP_CERT when set), mounted "
