@@ -24,7 +24,6 @@ from gridweave._config import Config
 from gridweave._pickling import dumps, dumps_program
 from gridweave._remote import remote_exception
 from gridweave.errors import ConfigurationError, MapItemFailed
-from gridweave_clients.errors import Conflict
 from gridweave_clients.maps import read_chunk_record
 from gridweave_clients.platform.maps import MapResponse
 
@@ -108,22 +107,29 @@ class MapHandle(Generic[R]):
         return values
 
     def iter_outcomes(self) -> Iterator[tuple[int, R | None, BaseException | None]]:
-        """(index, value, error) of every stored input, chunk by chunk, in order."""
-        for chunk in range(self._chunks):
+        """(index, value, error) of every stored input, chunk by chunk, in order (a chunk
+        never stored, of a cancelled map or a failed worker, is left out)."""
+        chunk = 0
+        while chunk < self._chunks:
             with platform_errors(self._config.url):
-                try:
-                    record = self._client.get_map_chunk(self.map_id, chunk)
-                except Conflict:  # not stored: the map was cancelled or its worker failed
-                    continue
-            _, first, results = read_chunk_record(record)
-            for offset, (result, payload) in enumerate(results):
-                index = first + offset
-                if result.status == "ok":
-                    yield index, cloudpickle.loads(payload), None
-                else:
-                    where = f"{self.map_id}[{index}]"
-                    traceback = result.traceback or f"{result.message or 'an exception'}\n"
-                    yield index, None, remote_exception(where, traceback)
+                answer = self._client.get_map_records(self.map_id, chunk)
+            for stored in answer.chunks:
+                yield from self._outcomes(stored.record)
+            if not answer.chunks:
+                chunk += 1  # this one was never stored: on to the next
+            else:
+                chunk = self._chunks if answer.next_chunk is None else answer.next_chunk
+
+    def _outcomes(self, record: bytes) -> Iterator[tuple[int, R | None, BaseException | None]]:
+        _, first, results = read_chunk_record(record)
+        for offset, (result, payload) in enumerate(results):
+            index = first + offset
+            if result.status == "ok":
+                yield index, cloudpickle.loads(payload), None
+            else:
+                where = f"{self.map_id}[{index}]"
+                traceback = result.traceback or f"{result.message or 'an exception'}\n"
+                yield index, None, remote_exception(where, traceback)
 
     def cancel(self) -> MapResponse:
         """Stop the map's workers; the chunks already stored stay readable."""

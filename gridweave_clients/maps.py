@@ -30,6 +30,9 @@ from gridweave_controller.validation import (
 
 __all__ = [
     "ChunkResult",
+    "StoredChunk",
+    "checked_records",
+    "records_stream",
     "MapId",
     "MapShareModel",
     "WorkerProgress",
@@ -122,20 +125,9 @@ def _result(result: dict[str, Any]) -> ChunkResult:
 def read_chunk_record(data: bytes) -> tuple[int, int, list[tuple[ChunkResult, bytes]]]:
     """(chunk, first input, each input's result and payload) of a stored record;
     ``ValueError`` when it is not one."""
-    view = memoryview(data)
-    frames: list[bytes] = []
-    position = 0
-    while position < len(view):
-        if position + _LENGTH.size > len(view):
-            raise ValueError("a chunk record ends inside a frame's length")
-        (length,) = _LENGTH.unpack(view[position : position + _LENGTH.size])
-        position += _LENGTH.size
-        if position + length > len(view) or (not frames and length > MAX_HEADER_BYTES):
-            raise ValueError("a chunk record's frame runs past its end")
-        frames.append(bytes(view[position : position + length]))
-        position += length
-    if not frames:
-        raise ValueError("an empty chunk record")
+    frames = _frames(data)
+    if not frames or len(frames[0]) > MAX_HEADER_BYTES:
+        raise ValueError("a chunk record without its header")
     header = _ChunkHeader.model_validate_json(frames[0])
     if len(frames) - 1 != len(header.results):
         raise ValueError("a chunk record's payloads do not match its results")
@@ -162,3 +154,59 @@ class WorkerProgress(BaseModel):
             failed=self.failed + failed,
             chunks=digests,
         )
+
+
+def _frames(data: bytes) -> list[bytes]:
+    """The frames of ``data`` (each an 8-byte big-endian length, then the bytes)."""
+    view = memoryview(data)
+    frames: list[bytes] = []
+    position = 0
+    while position < len(view):
+        if position + _LENGTH.size > len(view):
+            raise ValueError("frames end inside a frame's length")
+        (length,) = _LENGTH.unpack(view[position : position + _LENGTH.size])
+        position += _LENGTH.size
+        if position + length > len(view):
+            raise ValueError("a frame runs past the end")
+        frames.append(bytes(view[position : position + length]))
+        position += length
+    return frames
+
+
+class StoredChunk(BaseModel):
+    """One chunk of a records stream: its number, its record, the digest its worker kept."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    record: bytes
+
+
+def records_stream(chunks: list[tuple[int, str, bytes]]) -> bytes:
+    """Chunks' records as one body: for each, a frame of ``{"chunk", "sha256"}`` (JSON) and
+    a frame of its record."""
+    frames: list[bytes] = []
+    for chunk, digest, record in chunks:
+        frames += [json.dumps({"chunk": chunk, "sha256": digest}).encode(), record]
+    return b"".join(_LENGTH.pack(len(frame)) + frame for frame in frames)
+
+
+def checked_records(data: bytes) -> list[StoredChunk]:
+    """The chunks of a records stream, each record checked against its digest; ``ValueError``
+    naming the first whose bytes do not match (nothing of it may be unpickled)."""
+    frames = _frames(data)
+    if len(frames) % 2:
+        raise ValueError("a records stream ends between a chunk's header and its record")
+    chunks = []
+    for header, record in zip(frames[::2], frames[1::2], strict=True):
+        described = json.loads(header)
+        chunk = StoredChunk(chunk=described["chunk"], sha256=described["sha256"], record=record)
+        actual = hashlib.sha256(record).hexdigest()
+        if actual != chunk.sha256:
+            raise ValueError(
+                f"chunk {chunk.chunk}'s record has SHA-256 {actual}, not the {chunk.sha256} its "
+                "worker recorded: it was changed after it was stored; not unpickled"
+            )
+        chunks.append(chunk)
+    return chunks

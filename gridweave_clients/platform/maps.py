@@ -12,14 +12,14 @@ already stored stay readable).
 from __future__ import annotations
 
 import base64
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Annotated
 from urllib.parse import quote
 
 from pydantic import Base64Bytes, BaseModel, Field, validate_call
 
-from gridweave_clients._core import Call, Operation, model_operation
+from gridweave_clients._core import Answer, Call, Operation, model_operation
 from gridweave_clients.credit.models import IdempotencyKey
 from gridweave_clients.fields import RequestBody
 from gridweave_clients.gateway.models import (
@@ -33,7 +33,7 @@ from gridweave_clients.gateway.models import (
     VramMb,
 )
 from gridweave_clients.images import ImageName
-from gridweave_clients.maps import MapId
+from gridweave_clients.maps import MapId, StoredChunk, checked_records
 from gridweave_clients.pip import PipRequirements
 from gridweave_clients.platform.models import IDEMPOTENCY_HEADER
 from gridweave_clients.platform.results import checked_result
@@ -47,16 +47,21 @@ from gridweave_controller.validation import (
 )
 
 __all__ = [
+    "NEXT_CHUNK_HEADER",
     "MapPhase",
+    "MapRecords",
     "MapResponse",
     "MapWorkerResponse",
     "SubmitMapRequest",
     "cancel_map",
     "get_map",
     "get_map_chunk",
+    "get_map_records",
     "submit_map",
 ]
 
+#: The first chunk a records answer leaves out.
+NEXT_CHUNK_HEADER = "X-Gridweave-Next-Chunk"
 MapPhase = Annotated[
     str,
     Field(
@@ -197,6 +202,35 @@ def get_map(map_id: MapId) -> Operation[MapResponse]:
 def cancel_map(map_id: MapId) -> Operation[MapResponse]:
     """Stop the map's workers (the chunks already stored stay readable)."""
     return model_operation("POST", f"/v1/maps/{map_id}/cancel", MapResponse, idempotent=True)
+
+
+@dataclass(frozen=True, slots=True)
+class MapRecords:
+    """Stored chunks of a map, each checked against its digest, and the first chunk they
+    leave out (None: they reach the last)."""
+
+    chunks: list[StoredChunk]
+    next_chunk: int | None
+
+
+def _unread(body: bytes) -> MapRecords:
+    raise TypeError("a records answer is read whole, headers included")
+
+
+def _records(answer: Answer) -> MapRecords:
+    next_chunk = answer.headers.get(NEXT_CHUNK_HEADER)
+    return MapRecords(
+        chunks=checked_records(answer.content),
+        next_chunk=int(next_chunk) if next_chunk is not None else None,
+    )
+
+
+@validate_call
+def get_map_records(map_id: MapId, start: Chunk = 0) -> Operation[MapRecords]:
+    """The stored chunks from ``start`` on, each checked against the digest its worker
+    recorded (ServiceUnavailable, nothing unpickled, when one does not match)."""
+    call = Call("GET", f"/v1/maps/{quote(map_id)}/records", params={"start": str(start)})
+    return Operation(call, _unread, read=_records)
 
 
 @validate_call

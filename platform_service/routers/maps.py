@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Path, Response
+from fastapi import APIRouter, Header, Path, Query, Response
 
 from gridweave_clients.credit.models import IdempotencyKey
 from gridweave_clients.maps import MapId
-from gridweave_clients.platform.maps import MapResponse, SubmitMapRequest
+from gridweave_clients.platform.maps import NEXT_CHUNK_HEADER, MapResponse, SubmitMapRequest
 from gridweave_clients.platform.models import IDEMPOTENCY_HEADER
 from gridweave_clients.platform.results import RESULT_SHA256_HEADER
 from gridweave_controller.validation import MAX_MAP_ITEMS
@@ -23,6 +23,10 @@ router = APIRouter(prefix="/v1/maps", tags=["maps"])
 
 #: A chunk record's media type: frames of its header and the inputs' pickled values.
 CHUNK_MEDIA_TYPE = "application/vnd.gridweave.map-chunk"
+#: A records stream's: each chunk's number and digest, then its record.
+RECORDS_MEDIA_TYPE = "application/vnd.gridweave.map-records"
+#: A records answer holds whole chunks until it passes this many bytes.
+RECORDS_BYTES = 64 << 20
 
 
 @router.post("", status_code=201)
@@ -60,6 +64,27 @@ async def get_map(map_id: MapId, user: UserDep, services: JobServicesDep) -> Map
 async def cancel_map(map_id: MapId, user: UserDep, services: JobServicesDep) -> MapResponse:
     """Stop the map's workers; the chunks already stored stay readable."""
     return await maps.cancel_map(services, user_id=user.user_id, map_id=map_id)
+
+
+@router.get(
+    "/{map_id}/records",
+    response_class=Response,
+    responses={200: {"content": {RECORDS_MEDIA_TYPE: {}}, "description": "The chunks' records."}},
+)
+async def get_map_records(
+    map_id: MapId,
+    user: UserDep,
+    services: JobServicesDep,
+    start: Annotated[int, Query(ge=0, lt=MAX_MAP_ITEMS, description="The first chunk.")] = 0,
+) -> Response:
+    """The stored chunks from ``start`` on, in order, each with the SHA-256 its worker
+    recorded (a records stream), up to the first chunk not stored or about 64 MB;
+    ``X-Gridweave-Next-Chunk`` names the first chunk left out (absent: none is)."""
+    data, next_chunk = await maps.map_records(
+        services, user_id=user.user_id, map_id=map_id, start=start, max_bytes=RECORDS_BYTES
+    )
+    headers = {} if next_chunk is None else {NEXT_CHUNK_HEADER: str(next_chunk)}
+    return Response(data, media_type=RECORDS_MEDIA_TYPE, headers=headers)
 
 
 @router.get(

@@ -22,6 +22,7 @@ import hashlib
 import hmac
 import logging
 import secrets
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -33,7 +34,7 @@ from gridweave_clients.errors import NotFound as ServiceNotFound
 from gridweave_clients.errors import ServiceRefused
 from gridweave_clients.gateway import models as gw
 from gridweave_clients.gateway import operations as gw_ops
-from gridweave_clients.maps import MapShareModel, WorkerProgress
+from gridweave_clients.maps import MapShareModel, WorkerProgress, records_stream
 from gridweave_clients.platform.maps import MapResponse, MapWorkerResponse, SubmitMapRequest
 from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase
 from gridweave_runtime.errors import InvalidRequest
@@ -55,9 +56,19 @@ from platform_service.services.images import resolve_image
 from platform_service.services.jobs import JobServices, cancel_job
 from platform_service.services.keys import AuthenticatedUser
 
-__all__ = ["SubmittedMap", "cancel_map", "get_map", "map_chunk", "submit_map", "worker_job_id"]
+__all__ = [
+    "SubmittedMap",
+    "cancel_map",
+    "get_map",
+    "map_chunk",
+    "map_records",
+    "submit_map",
+    "worker_job_id",
+]
 
 _log = logging.getLogger(__name__)
+#: Holds placed, and workers submitted, at once.
+_AT_ONCE = 8
 
 
 class MapManifest(BaseModel):
@@ -90,6 +101,14 @@ def new_map_id(secret: bytes, *, user_id: str, idempotency_key: str | None) -> s
         return f"map-{secrets.token_hex(10)}"
     message = f"map\x00{user_id}\x00{idempotency_key}".encode()
     return f"map-{hmac.new(secret, message, hashlib.sha256).hexdigest()[:20]}"
+
+
+async def _all(calls: Iterable[Awaitable[None]]) -> None:
+    """Await every call; the first failure is raised once all have ended."""
+    outcomes = await asyncio.gather(*calls, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
 
 
 def worker_job_id(map_id: str, worker: int) -> str:
@@ -132,13 +151,17 @@ async def submit_map(
         timeout_seconds=request.timeout_seconds,
     )
     function_ref = await _stored(services.store, map_id, request)
+    job_ids = [worker_job_id(map_id, worker) for worker in range(workers)]
     placed: list[str] = []
-    try:
-        for worker in range(workers):
-            job_id = worker_job_id(map_id, worker)
+    limit = asyncio.Semaphore(_AT_ONCE)
+
+    async def hold(job_id: str) -> None:
+        async with limit:
             await place_job_hold(services.credit, user_id=user_id, job_id=job_id, amount=amount)
-            placed.append(job_id)
-        for worker in range(workers):
+        placed.append(job_id)
+
+    async def submit(worker: int) -> None:
+        async with limit:
             await _submit_worker(
                 services,
                 request,
@@ -149,6 +172,10 @@ async def submit_map(
                 function_ref=function_ref,
                 image=image,
             )
+
+    try:
+        await _all(hold(job_id) for job_id in job_ids)
+        await _all(submit(worker) for worker in range(workers))
     except BaseException:
         await _undo(services, user_id=user_id, map_id=map_id, jobs=placed)
         raise
@@ -313,6 +340,35 @@ async def map_chunk(
             "the chunk's record could not be read: try again", service="storage"
         ) from exc
     return data, digest
+
+
+async def map_records(
+    services: JobServices, *, user_id: str, map_id: str, start: int, max_bytes: int
+) -> tuple[bytes, int | None]:
+    """The stored chunks from ``start`` on, in order, as one records stream (each with the
+    digest its worker recorded), up to the first chunk not stored or past ``max_bytes``;
+    and the first chunk it does not hold (None: it holds every chunk to the last)."""
+    manifest = await _own_manifest(services, user_id=user_id, map_id=map_id)
+    chunks = chunk_count(manifest.items, manifest.chunk_items)
+    if start >= chunks:
+        raise InvalidRequest("start", f"the map has {chunks} chunks, numbered from 0")
+    job_ids = [worker_job_id(map_id, k) for k in range(manifest.workers)]
+    jobs = await asyncio.gather(*(_worker_job(services, user_id, job_id) for job_id in job_ids))
+    progress = await asyncio.gather(
+        *(_progress(services.store, map_id, k, job) for k, job in enumerate(jobs))
+    )
+    digests = {int(chunk): digest for done in progress for chunk, digest in done.chunks.items()}
+    found: list[tuple[int, str, bytes]] = []
+    size = 0
+    chunk = start
+    while chunk < chunks and chunk in digests and (not found or size < max_bytes):
+        record = await _read(services.store, services.store.uri(map_objects(map_id).outputs(chunk)))
+        if record is None:
+            break
+        found.append((chunk, digests[chunk], record))
+        size += len(record)
+        chunk += 1
+    return records_stream(found), (chunk if chunk < chunks else None)
 
 
 async def _worker_job(services: JobServices, user_id: str, job_id: str) -> gw.JobResponse | None:

@@ -140,6 +140,13 @@ class TestRefusals:
         assert waiting.json()["error"]["code"] == "chunk_not_ready"
         past = platform.http.get(f"/v1/maps/{map_id}/chunks/5", headers=alice.headers)
         assert past.status_code == 422 and "chunk" in str(past.json()["error"]["fields"])
+        records = platform.http.get(f"/v1/maps/{map_id}/records", headers=alice.headers)
+        assert records.status_code == 200 and records.content == b""
+        assert records.headers["X-Gridweave-Next-Chunk"] == "0"  # none stored yet
+        beyond = platform.http.get(
+            f"/v1/maps/{map_id}/records", params={"start": 5}, headers=alice.headers
+        )
+        assert beyond.status_code == 422 and "start" in str(beyond.json()["error"]["fields"])
 
 
 class TestCancel:
