@@ -88,7 +88,7 @@ fi
 run wg-quick down "$WG_INTERFACE"
 
 # -- the WireGuard hub ------------------------------------------------------------------------
-run apt-get install -y wireguard-tools docker.io curl
+run apt-get install -y wireguard-tools docker.io curl skopeo
 wg_key=/etc/wireguard/master.key
 if [ -s "$wg_key" ]; then  # kept across runs: the nodes' configurations name its public half
 	private_key=$(cat "$wg_key")
@@ -173,6 +173,18 @@ install_file "$ENV_FILE" 600 <"$settings"
 profiles=()
 [ -n "$(setting S3_ENDPOINT)" ] || profiles=(--profile minio)
 run "${compose[@]}" "${profiles[@]}" up -d --build
+
+# -- the default job image, published as gridweave/python:3.11 -------------------------------
+# What a job runs in unless its owner chose another image, and what users build theirs on:
+# built from Debian's packages (mmdebstrap, umoci), pushed to the registry's public namespace
+# with a token the platform signs (docs/architecture.md, "The default image in the registry").
+log "the default job image: built, and published as gridweave/python:3.11"
+run "$repo/tools/sandbox-image/build.sh"
+layout="${GRIDWEAVE_SANDBOX_CACHE:-/var/cache/gridweave/sandbox}/base/oci"
+publish_token="${compose[*]} exec -T platform python -m platform_service publish-token"
+run sh -c "skopeo --insecure-policy copy --quiet --dest-tls-verify=false \
+	--dest-registry-token \"\$($publish_token --repository gridweave/python)\" \
+	oci:$layout:python-3.11 docker://$master_ip:30500/gridweave/python:3.11"
 
 # -- what to open, from docs/architecture.md's ports table ------------------------------------
 printf '\nPorts to open (docs/architecture.md, "Ports to open"):\n'

@@ -49,6 +49,9 @@ class TestDeploy:
             "POSTGRES_CREDITS_PASSWORD= <redacted>",
             "POSTGRES_KUBERAY_PASSWORD= <redacted>",
             "--profile minio up -d --build",
+            f"would run: {REPO}/tools/sandbox-image/build.sh",
+            "publish-token --repository gridweave/python",
+            "docker://10.88.0.1:30500/gridweave/python:3.11",
         ):
             assert step in out, step
         key = re.search(r"^    KUBERAY_WIREGUARD_PUBLIC_KEY=(\S+)$", out, re.MULTILINE)
