@@ -13,11 +13,13 @@ from gridweave_controller.conditions import (
 )
 from gridweave_controller.errors import Conflict, Invalid
 from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase, check_job_move
+from gridweave_controller.validation import check_wall_seconds
 
 from ._status_change import (
     ConditionUpdate,
     StatusChange,
     check_same_repeat,
+    earlier_seconds,
     wall_time_fields,
 )
 
@@ -107,7 +109,7 @@ def completed(
     result_sha256: str | None = None,
 ) -> StatusChange | None:
     """Running -> Completed; bills ``ceil(wall_seconds)``."""
-    extra = wall_time_fields(wall_seconds)
+    extra = wall_time_fields(wall_seconds, earlier_seconds(status))
     if result_ref is not None:
         extra["resultRef"] = result_ref
     if result_sha256 is not None:
@@ -128,7 +130,7 @@ def failed(
     now: datetime,
 ) -> StatusChange | None:
     """Pending, Allocated or Running -> Failed with a CamelCase ``reason``."""
-    extra = wall_time_fields(wall_seconds)
+    extra = wall_time_fields(wall_seconds, earlier_seconds(status))
     if not _moves(name, status, JobPhase.FAILED):
         check_same_repeat(KIND, name, status, extra)
         return None
@@ -139,7 +141,7 @@ def cancelled(
     name: str, status: Mapping[str, Any], *, message: str, wall_seconds: float | None, now: datetime
 ) -> StatusChange | None:
     """Pending, Allocated or Running -> Cancelled."""
-    extra = wall_time_fields(wall_seconds)
+    extra = wall_time_fields(wall_seconds, earlier_seconds(status))
     if not _moves(name, status, JobPhase.CANCELLED):
         check_same_repeat(KIND, name, status, extra)
         return None
@@ -150,7 +152,7 @@ def timed_out(
     name: str, status: Mapping[str, Any], *, message: str, wall_seconds: float | None, now: datetime
 ) -> StatusChange | None:
     """Running -> TimedOut."""
-    extra = wall_time_fields(wall_seconds)
+    extra = wall_time_fields(wall_seconds, earlier_seconds(status))
     if not _moves(name, status, JobPhase.TIMED_OUT):
         check_same_repeat(KIND, name, status, extra)
         return None
@@ -158,14 +160,24 @@ def timed_out(
 
 
 def pending(
-    name: str, status: Mapping[str, Any], *, reason: str, message: str, now: datetime
+    name: str,
+    status: Mapping[str, Any],
+    *,
+    reason: str,
+    message: str,
+    now: datetime,
+    wall_seconds: float | None = None,
 ) -> StatusChange | None:
-    """Allocated or Running -> Pending (requeue): frees node and GPUs, ``attempts`` + 1."""
+    """Allocated or Running -> Pending (requeue): frees node and GPUs, ``attempts`` + 1; the
+    lost attempt's running time (``wall_seconds``) is added to ``earlierSeconds``, so the
+    job is billed for it when it ends."""
     if not _moves(name, status, JobPhase.PENDING):
         return None
+    lost = check_wall_seconds(wall_seconds) or 0.0
     return StatusChange(
         fields={
             "phase": JobPhase.PENDING.value,
+            "earlierSeconds": round(earlier_seconds(status) + lost, 3) or None,
             "attempts": int(status.get("attempts") or 0) + 1,
             "node": None,
             "gpuIndices": None,

@@ -276,16 +276,26 @@ class JobOperations:
 
     @operation(post("/jobs/{job_id}/pending"))
     def set_job_pending(
-        self: FlowContext, job_id: str, reason: str, message: str = ""
+        self: FlowContext,
+        job_id: str,
+        reason: str,
+        message: str = "",
+        wall_seconds: float | None = None,
     ) -> Flow[Job]:
-        """Allocated or Running -> Pending (requeue; ``attempts`` + 1)."""
-        check_outcome(reason, message, None)
+        """Allocated or Running -> Pending (requeue; ``attempts`` + 1); ``wall_seconds``: how
+        long the lost attempt ran, billed with the job's last attempt."""
+        check_outcome(reason, message, wall_seconds)
         return (
             yield from _write(
                 self,
                 job_id,
                 lambda status, _spec, now: _job_moves.pending(
-                    job_id, status, reason=reason, message=message, now=now
+                    job_id,
+                    status,
+                    reason=reason,
+                    message=message,
+                    now=now,
+                    wall_seconds=wall_seconds,
                 ),
             )
         )

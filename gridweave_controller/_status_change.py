@@ -77,12 +77,19 @@ def status_merge_patch(
     return {"metadata": {"resourceVersion": resource_version}, "status": status_patch}
 
 
-def wall_time_fields(wall_seconds: float | None) -> dict[str, Any]:
-    """``wallSeconds`` and ``billedSeconds`` when the wall time is known."""
+def wall_time_fields(wall_seconds: float | None, earlier_seconds: float = 0.0) -> dict[str, Any]:
+    """``wallSeconds`` (the last attempt's) when known, and ``billedSeconds``: the last
+    attempt's and the earlier, lost attempts' (``earlier_seconds``) running time together."""
     checked = check_wall_seconds(wall_seconds)
     if checked is None:
-        return {}
-    return {"wallSeconds": checked, "billedSeconds": billed_seconds(checked)}
+        return {"billedSeconds": billed_seconds(earlier_seconds)} if earlier_seconds else {}
+    return {"wallSeconds": checked, "billedSeconds": billed_seconds(checked + earlier_seconds)}
+
+
+def earlier_seconds(status: Mapping[str, Any]) -> float:
+    """The running seconds of a job's earlier attempts, lost and requeued (``earlierSeconds``)."""
+    value = status.get("earlierSeconds")
+    return float(value) if isinstance(value, int | float) and value > 0 else 0.0
 
 
 def check_same_repeat(

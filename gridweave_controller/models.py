@@ -125,6 +125,9 @@ class JobStatus(_WireModel):
     finished_at: datetime | None = None
     wall_seconds: float | None = None
     billed_seconds: int | None = None
+    #: The running seconds of earlier attempts that were lost and requeued; billed with
+    #: the last attempt's (``billed_seconds`` counts both).
+    earlier_seconds: float = 0.0
     attempts: int = 0
     reason: str | None = None
     message: str | None = None

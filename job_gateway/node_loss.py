@@ -32,7 +32,7 @@ from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_controller.phases import EndpointPhase, JobPhase
 from job_gateway.inventory import Inventory
-from job_gateway.requeue import requeue_or_fail
+from job_gateway.requeue import lost_seconds, requeue_or_fail
 
 __all__ = [
     "NODE_LOST",
@@ -182,7 +182,13 @@ class NodeLossWatch:
                     != (job.status.node, job.status.attempts)
                 ):
                     return False  # moved on since the informer's copy
-                await requeue_or_fail(self._crd, fresh, NODE_LOST, message)
+                await requeue_or_fail(
+                    self._crd,
+                    fresh,
+                    NODE_LOST,
+                    message,
+                    wall_seconds=lost_seconds(fresh, time.time()),
+                )
             except (NotFound, InvalidTransition, Conflict) as error:
                 _log.info("job %s moved on: %s", job.name, error)
                 return False

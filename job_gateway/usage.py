@@ -125,7 +125,9 @@ def usage_request(job: Job, gpu: Gpu | None) -> RecordUsageRequest:
         vram_mb=job.spec.vram_mb,
         vendor=vendor,
         gpu_count=len(status.gpu_indices),
-        wall_seconds=status.wall_seconds or 0.0,
+        # the last attempt's running time and the earlier, lost attempts' (every second
+        # that ran is billed, whatever ended it)
+        wall_seconds=(status.wall_seconds or 0.0) + status.earlier_seconds,
         started_at=status.started_at,
         finished_at=status.finished_at,
         gpu_model=None if gpu is None else gpu.model,

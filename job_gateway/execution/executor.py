@@ -63,7 +63,7 @@ from job_gateway.execution.spares import WarmPool, recorded_worker, worker_key, 
 from job_gateway.execution.worker import AttemptSpec
 from job_gateway.inventory import Inventory
 from job_gateway.node_loss import NODE_LOST
-from job_gateway.requeue import requeue_or_fail
+from job_gateway.requeue import lost_seconds, requeue_or_fail
 from job_gateway.sandbox.attempt import SandboxedJob
 from job_gateway.sandbox.images import ImagePull
 from job_gateway.sandbox.settings import SandboxConfig, SandboxSettings
@@ -443,7 +443,14 @@ class Executor:
             await asyncio.to_thread(kill_actor, attempt.run.actor)
         elif attempt.node_lost is not None:  # a previous gateway's actor may still run
             await self._kill_named(attempt.name, attempt.attempt)
-        await requeue_or_fail(self.crd, attempt.job, reason, message)
+        # every second it ran is billed, whatever ended it: from its start as this executor
+        # saw it (else as the job's status has it) to now
+        ran = None
+        if attempt.started_at is not None:
+            ran = max(0.0, self._clock() - attempt.started_at)
+        else:
+            ran = lost_seconds(attempt.job, self._clock())
+        await requeue_or_fail(self.crd, attempt.job, reason, message, wall_seconds=ran)
         self._finished(attempt)
 
     async def _time_out(self, attempt: Attempt, now: float) -> None:

@@ -313,6 +313,24 @@ class TestJobSetters:
         again = transport.api.set_job_pending(job.name, "NodeLost")
         assert again.status.attempts == 2
 
+    def test_a_lost_attempts_seconds_are_billed_with_the_last(self, transport: Transport) -> None:
+        api = transport.api
+        job = run_job(transport)
+        lost = api.set_job_pending(job.name, "WorkerLost", "its worker died", wall_seconds=25.2)
+        assert lost.status.earlier_seconds == 25.2 and lost.raw["status"]["earlierSeconds"] == 25.2
+        api.set_job_allocated(job.name, "gpu-node-2", [1])
+        api.set_job_running(job.name)
+        again = api.set_job_pending(job.name, "NodeLost", wall_seconds=4.3)
+        assert again.status.earlier_seconds == 29.5
+        api.set_job_allocated(job.name, "gpu-node-2", [1])
+        api.set_job_running(job.name)
+        done = api.set_job_completed(job.name, 10.1)
+        assert done.status.wall_seconds == 10.1  # the last attempt's own
+        assert done.status.billed_seconds == 40  # ceil(25.2 + 4.3 + 10.1): every second
+        with pytest.raises(Invalid) as caught:
+            api.set_job_pending(make_job(transport).name, "NodeLost", wall_seconds=-1)
+        assert caught.value.field == "wall_seconds"
+
     def test_failed_cancelled_timed_out(self, transport: Transport) -> None:
         api = transport.api
         failed = api.set_job_failed(make_job(transport).name, "ImageMissing", "no such image")

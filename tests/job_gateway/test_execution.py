@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import signal
 from pathlib import Path
@@ -205,8 +206,13 @@ class TestOutcomes:
             requeued = wait_for_phase(crd, job_id, {JobPhase.PENDING, *TERMINAL})
             assert requeued.phase is JobPhase.PENDING, requeued.status
             assert requeued.status.attempts == 1 and requeued.status.reason == "WorkerLost"
+            assert requeued.status.earlier_seconds > 0  # the lost attempt's seconds, kept
             crd.set_job_allocated(job_id, "node-a", [0])  # the scheduling loop's move
             job = wait_for_phase(crd, job_id, TERMINAL)
         assert job.phase is JobPhase.COMPLETED
+        assert job.status.wall_seconds is not None and job.status.billed_seconds is not None
+        # billed for both attempts: the lost one's seconds and the last one's
+        total = job.status.wall_seconds + requeued.status.earlier_seconds
+        assert job.status.billed_seconds == math.ceil(total)
         assert job.status.result_ref == store.uri(attempt_objects(job_id, 1).result)
         assert cloudpickle.loads(store.get(job.status.result_ref)) == "second"

@@ -259,3 +259,20 @@ class TestDueRule:
         job = raw_job("Completed", node="gone", gpuIndices=[3], wallSeconds=2.0)
         with pytest.raises(UsageNotReportable, match="gone GPU 3"):
             usage_request(job, None)
+
+    def test_the_lost_attempts_seconds_are_reported_with_the_last(self) -> None:
+        job = Job.from_raw(
+            {
+                "metadata": {"name": "job-lost", "resourceVersion": "1"},
+                "spec": {"userId": "alice", "functionRef": "f", "vramMb": 1024, "vendor": "nvidia"},
+                "status": {
+                    "phase": "Completed",
+                    "node": "n",
+                    "gpuIndices": [0],
+                    "wallSeconds": 2.5,
+                    "earlierSeconds": 25.0,
+                    "attempts": 1,
+                },
+            }
+        )
+        assert usage_request(job, None).wall_seconds == 27.5
