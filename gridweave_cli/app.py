@@ -7,6 +7,7 @@ import typer
 from gridweave_cli import (
     admin,
     credits,
+    endpoint_logs,
     endpoints,
     jobs,
     login,
@@ -36,6 +37,7 @@ for commands in (
     maps,
     jobs,
     endpoints,
+    endpoint_logs,
     credits,
     nodes,
     receipt,

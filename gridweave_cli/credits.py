@@ -12,6 +12,7 @@ from gridweave_cli._errors import handle_errors
 from gridweave_cli._help import add_commands
 from gridweave_cli._output import JsonFlag, credits_text, emit_json, mib_text, stdout
 from gridweave_cli._platform import platform_client
+from gridweave_cli._tables import Column, fitted_table
 
 __all__ = ["credits", "register", "usage"]
 
@@ -42,6 +43,17 @@ def credits(json_output: JsonFlag = False) -> None:
     stdout().print(table)
 
 
+USAGE_COLUMNS = (
+    Column("job or endpoint"),
+    Column("node [GPUs]", short="node", min_width=6, drop=2),
+    Column("GPUs x VRAM", short="VRAM", drop=1),
+    Column("billed s", short="secs", justify="right"),
+    Column("cost", justify="right"),
+    Column("finished", drop=3),
+    Column("settled", drop=4),
+)
+
+
 @handle_errors
 def usage(
     limit: Annotated[
@@ -52,7 +64,9 @@ def usage(
     """List what you were billed, newest first: job, node, GPUs, seconds, price, cost.
 
     An endpoint is billed a record per period (a minute by default) while it runs, its
-    replicas' seconds together. The totals cover every record, not only those shown.
+    replicas' seconds together. The totals cover every record, not only those shown. A
+    narrow terminal leaves out columns (VRAM first, then the node, when it finished and
+    whether it is settled), never cuts an id.
 
     Examples:
 
@@ -68,24 +82,24 @@ def usage(
     if not page.records:
         stdout().print("No usage yet.")
         return
-    table = Table(
-        "job or endpoint", "node [GPUs]", "GPUs x VRAM", "billed s", "cost", "finished", "settled"
-    )
-    table.box = None
+    rows = []
     for record in page.records:
         gpus = ",".join(str(index) for index in record.gpu_indices)
-        table.add_row(
-            record.job_id or record.endpoint_id or record.kind,
-            escape(f"{record.node} [{gpus}]"),
-            f"{record.gpu_count} x {mib_text(record.vram_mb)}",
-            str(record.billed_seconds),
-            credits_text(record.cost),
-            f"{record.finished_at:%Y-%m-%d %H:%M:%S}",
-            record.settlement.state,
+        rows.append(
+            [
+                record.job_id or record.endpoint_id or record.kind,
+                escape(f"{record.node} [{gpus}]"),
+                f"{record.gpu_count} x {mib_text(record.vram_mb)}",
+                str(record.billed_seconds),
+                credits_text(record.cost),
+                f"{record.finished_at:%Y-%m-%d %H:%M:%S}",
+                record.settlement.state,
+            ]
         )
-    stdout().print(table)
+    console = stdout()
+    console.print(fitted_table(console, USAGE_COLUMNS, rows))
     totals = page.totals
-    stdout().print(
+    console.print(
         f"{totals.records} records, {totals.billed_seconds} billed s, "
         f"{totals.gpu_seconds} GPU-s, cost {credits_text(totals.cost)}, "
         f"charged {credits_text(totals.charged)} credits"

@@ -8,12 +8,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from gridweave_cli._errors import CliError, handle_errors, warn
 from gridweave_cli._help import add_commands
 from gridweave_cli._output import JsonFlag, age, credits_text, emit_json, mib_text, stdout
 from gridweave_cli._platform import platform_client
+from gridweave_cli._tables import Column, fitted_table
 from gridweave_cli.exit_codes import ExitCode
 from gridweave_clients import Conflict, ServiceRefused, ServiceUnavailable
 from gridweave_clients.platform import PlatformClient
@@ -24,6 +24,10 @@ __all__ = ["cancel", "job_costs", "jobs", "logs", "register"]
 
 #: Seconds between two reads of ``logs --follow``.
 FOLLOW_INTERVAL_SECONDS = 0.5
+#: The jobs ``gridweave jobs`` lists without --limit or --all (the newest).
+DEFAULT_JOBS_LIMIT = 20
+# The largest page the platform answers; --all reads page after page of it.
+_JOBS_PAGE = 500
 # The usage records read to find the cost of the jobs listed (the newest first).
 _USAGE_PAGE = 1000
 
@@ -61,6 +65,33 @@ def _placement(job: JobResponse) -> str:
     return f"{job.node} [{gpus}]" if gpus else job.node
 
 
+def _newest_jobs(
+    client: PlatformClient, phase: JobPhase | None, limit: int | None
+) -> tuple[list[JobResponse], int]:
+    """The newest ``limit`` jobs (None: all of them, page after page), newest first, and how
+    many there are in all."""
+    listed: list[JobResponse] = []
+    cursor: str | None = None
+    while True:
+        size = _JOBS_PAGE if limit is None else min(_JOBS_PAGE, limit - len(listed))
+        page = client.list_jobs(phase, limit=size, cursor=cursor)
+        listed.extend(page.jobs)
+        cursor = page.next_cursor
+        if cursor is None or (limit is not None and len(listed) >= limit):
+            return listed, page.total if page.total is not None else len(listed)
+
+
+JOB_COLUMNS = (
+    Column("job"),
+    Column("function", min_width=8),
+    Column("phase"),
+    Column("node [GPUs]", short="node", min_width=6, drop=2),
+    Column("GPUs x VRAM", short="VRAM", drop=1),
+    Column("age", drop=3),
+    Column("cost", justify="right", drop=4),
+)
+
+
 @handle_errors
 def jobs(
     phase: Annotated[
@@ -72,47 +103,63 @@ def jobs(
             show_default=False,
         ),
     ] = None,
+    limit: Annotated[
+        int,
+        typer.Option("--limit", "-n", min=1, help="Show the newest this many jobs."),
+    ] = DEFAULT_JOBS_LIMIT,
+    show_all: Annotated[bool, typer.Option("--all", "-a", help="Show every job.")] = False,
     json_output: JsonFlag = False,
 ) -> None:
-    """List your jobs, oldest first: id, function, phase, node and GPUs, GPUs x VRAM, age, cost.
+    """List your newest jobs, newest first: id, function, phase, node and GPUs, GPUs x VRAM,
+    age, cost.
 
-    The cost is known once metering billed the job.
+    The newest 20 unless --limit or --all says otherwise; when there are more, a line on
+    stderr says how many. The cost is known once metering billed the job. A narrow terminal
+    leaves out columns (VRAM first, then the node, the age and the cost), never cuts an id.
 
     Examples:
 
         gridweave jobs
 
-        gridweave jobs --phase running --json
+        gridweave jobs --limit 100
+
+        gridweave jobs --all --phase running --json
     """
     wanted = _phase(phase)
     with platform_client() as client:
-        listed = client.list_jobs(wanted).jobs
+        listed, total = _newest_jobs(client, wanted, None if show_all else limit)
         costs = job_costs(client) if listed else {}
     if json_output:
         emit_json(
             {
                 "jobs": [
                     {**job.model_dump(mode="json"), "cost": costs.get(job.job_id)} for job in listed
-                ]
+                ],
+                "total": total,
             }
         )
         return
     if not listed:
         stdout().print("No jobs" + (f" in phase {wanted.value}." if wanted else "."))
         return
-    table = Table("job", "function", "phase", "node [GPUs]", "GPUs x VRAM", "age", "cost", box=None)
+    rows = []
     for job in listed:
         cost = costs.get(job.job_id)
-        table.add_row(
-            job.job_id,
-            escape(job.function_name or "-"),
-            job.phase.value,
-            escape(_placement(job)),
-            f"{job.gpu_count} x {mib_text(job.vram_mb)}",
-            age(job.created_at),
-            "-" if cost is None else credits_text(cost),
+        rows.append(
+            [
+                job.job_id,
+                escape(job.function_name or "-"),
+                job.phase.value,
+                escape(_placement(job)),
+                f"{job.gpu_count} x {mib_text(job.vram_mb)}",
+                age(job.created_at),
+                "-" if cost is None else credits_text(cost),
+            ]
         )
-    stdout().print(table)
+    console = stdout()
+    console.print(fitted_table(console, JOB_COLUMNS, rows))
+    if total > len(listed):
+        warn(f"the newest {len(listed)} of {total} jobs; --limit N or --all shows more")
 
 
 def _print_new(read: JobLogsResponse, json_output: bool) -> None:

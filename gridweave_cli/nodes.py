@@ -4,6 +4,7 @@ VRAM measured in use, and what holds it."""
 from __future__ import annotations
 
 import typer
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -12,6 +13,7 @@ from gridweave_cli._errors import handle_errors
 from gridweave_cli._help import add_commands
 from gridweave_cli._output import JsonFlag, emit_json, mib_text, stdout
 from gridweave_cli._platform import platform_client
+from gridweave_cli._tables import Column, fitted_table
 from gridweave_clients.gateway.models import InventoryGpuResponse, InventoryResponse
 
 __all__ = ["holders_text", "nodes", "nodes_table", "register", "vram_bar"]
@@ -39,7 +41,8 @@ def nodes(json_output: JsonFlag = False) -> None:
     if json_output:
         emit_json(inventory.model_dump(mode="json"))
         return
-    stdout().print(nodes_table(inventory) if inventory.nodes else "No nodes.")
+    console = stdout()
+    console.print(nodes_table(inventory, console) if inventory.nodes else "No nodes.")
 
 
 def vram_bar(held_mb: int, vram_mb: int, *, width: int = BAR_WIDTH) -> Text:
@@ -62,12 +65,24 @@ def holders_text(gpu: InventoryGpuResponse) -> str:
     )
 
 
-def nodes_table(inventory: InventoryResponse) -> Table:
+NODE_COLUMNS = (
+    Column("node"),
+    Column("GPU"),
+    Column("model", min_width=12, drop=3),
+    Column("", drop=1),  # the bar
+    Column("VRAM held"),  # held / total
+    Column("free", drop=2),
+    Column("in use", short="used", drop=4),
+    Column(""),  # simulated, cordoned
+    Column("held by", min_width=24),
+)
+
+
+def nodes_table(inventory: InventoryResponse, console: Console) -> Table:
     """One row per GPU: node, index and vendor, model, the bar, held / total, free, measured
-    in use, marks and holders."""
-    table = Table(
-        "node", "GPU", "model", "VRAM held", "", "free", "in use", "", "held by", box=None
-    )
+    in use, marks and holders; narrower than ``console`` by leaving out the bar, then free,
+    the model and in use."""
+    rows: list[list[RenderableType]] = []
     for node in inventory.nodes:
         state = "" if node.ready else " [red](not ready)[/]"
         for position, gpu in enumerate(node.gpus):
@@ -76,20 +91,22 @@ def nodes_table(inventory: InventoryResponse) -> Table:
                 marks.append("[yellow]simulated[/]")
             if not gpu.schedulable:
                 marks.append("[red]cordoned[/]")
-            table.add_row(
-                escape(node.name) + state if position == 0 else "",
-                f"{gpu.index} {escape(gpu.vendor)}",
-                escape(gpu.model),
-                vram_bar(gpu.held_mb, gpu.vram_mb),
-                f"{mib_text(gpu.held_mb)} / {mib_text(gpu.vram_mb)}",
-                mib_text(gpu.free_mb),
-                "-" if gpu.used_mb is None else mib_text(gpu.used_mb),
-                " ".join(marks),
-                holders_text(gpu),
+            rows.append(
+                [
+                    escape(node.name) + state if position == 0 else "",
+                    f"{gpu.index} {escape(gpu.vendor)}",
+                    escape(gpu.model),
+                    vram_bar(gpu.held_mb, gpu.vram_mb),
+                    f"{mib_text(gpu.held_mb)} / {mib_text(gpu.vram_mb)}",
+                    mib_text(gpu.free_mb),
+                    "-" if gpu.used_mb is None else mib_text(gpu.used_mb),
+                    " ".join(marks),
+                    holders_text(gpu),
+                ]
             )
         if not node.gpus:
-            table.add_row(escape(node.name) + state, "-", "no GPUs", "", "", "", "", "", "")
-    return table
+            rows.append([escape(node.name) + state, "no GPUs", "", "", "", "", "", "", ""])
+    return fitted_table(console, NODE_COLUMNS, rows)
 
 
 def register(app: typer.Typer) -> None:

@@ -23,9 +23,10 @@ import typer
 
 import gridweave as gw
 from gridweave_cli._errors import CliError, exit_with, handle_errors
+from gridweave_cli._follow import OutputFollower
 from gridweave_cli._help import add_commands
 from gridweave_cli._output import JsonFlag, emit_json, stderr
-from gridweave_cli._platform import user_config
+from gridweave_cli._platform import platform_client, user_config
 from gridweave_cli.exit_codes import ExitCode
 
 __all__ = ["load_function", "parse_arguments", "register", "run"]
@@ -146,15 +147,23 @@ def _cores(millis: int | None) -> float | None:
     return None if millis is None else millis / 1000
 
 
-def _wait(handle: gw.JobHandle[Any]) -> Any:
-    """The job's value, with a spinner naming its phase on stderr meanwhile."""
+def _wait(handle: gw.JobHandle[Any], output: OutputFollower) -> Any:
+    """The job's value, with a spinner naming its phase on stderr meanwhile and the job's
+    output printed as it comes (the spinner stopped while it prints)."""
     label = f"{handle.job_id}: {{}}"
     with stderr().status(label.format("Pending"), spinner="dots") as status:
-        while True:
-            try:
-                return handle.result(timeout=PHASE_REFRESH_SECONDS)
-            except gw.JobNotFinished as waiting:
-                status.update(label.format(waiting.phase or "waiting"))
+        try:
+            while True:
+                try:
+                    return handle.result(timeout=PHASE_REFRESH_SECONDS)
+                except gw.JobNotFinished as waiting:
+                    status.update(label.format(waiting.phase or "waiting"))
+                    status.stop()  # its redirection of stdout ends while the output prints
+                    output.read()
+                    status.start()
+        finally:
+            status.stop()
+            output.read()  # what the job wrote last, before its value or its traceback
 
 
 def _print_value(value: Any, json_output: bool) -> None:
@@ -265,9 +274,11 @@ def run(
     with --json).
 
     The function is a @gw.function (its resources apply; options given override them) or a
-    plain function (--vram is then needed). The command waits, showing the job's phase, and
-    prints the value; when the function raises, its remote traceback is printed and the
-    exit code is 1. Put -- before arguments that start with a dash.
+    plain function (--vram is then needed). The command waits, showing the job's phase and
+    printing what the function prints as it runs (its stdout on stdout, its stderr on stderr;
+    both on stderr with --json), then prints the value; when the function raises, its remote
+    traceback is printed and the exit code is 1. Put -- before arguments that start with a
+    dash.
 
     Examples:
 
@@ -299,7 +310,8 @@ def run(
             sys.stdout.write(f"{handle.job_id}\n")
         return
     try:
-        value = _wait(handle)
+        with platform_client() as client:
+            value = _wait(handle, OutputFollower(client, handle.job_id, quiet_stdout=json_output))
     except KeyboardInterrupt:
         exit_with(
             f"stopped waiting; job {handle.job_id} goes on (`gridweave cancel "

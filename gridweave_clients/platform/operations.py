@@ -209,9 +209,19 @@ def get_job(job_id: JobId) -> Operation[JobResponse]:
 
 
 @validate_call
-def list_jobs(phase: JobPhase | None = None) -> Operation[JobListResponse]:
-    """The caller's jobs, oldest first, optionally in one phase."""
+def list_jobs(
+    phase: JobPhase | None = None,
+    *,
+    limit: Annotated[int, Field(ge=1, le=500)] | None = None,
+    cursor: Annotated[str, Field(max_length=400)] | None = None,
+) -> Operation[JobListResponse]:
+    """The caller's jobs, oldest first, optionally in one phase; with ``limit``, one page of
+    them, newest first, with ``total`` and the ``next_cursor`` to pass as ``cursor``."""
     params = {} if phase is None else {"phase": phase.value}
+    if limit is not None:
+        params["limit"] = str(limit)
+    if cursor is not None:
+        params["cursor"] = cursor
     return model_operation("GET", "/v1/jobs", JobListResponse, params=params)
 
 

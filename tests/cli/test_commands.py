@@ -19,11 +19,14 @@ from typer.core import TyperGroup, TyperOption
 
 import gridweave as gw
 from gridweave_cli._output import age, credits_text, mib_text
+from gridweave_cli._tables import Column, fitted_table
 from gridweave_cli.app import app
+from gridweave_cli.endpoint_logs import print_replica_logs
 from gridweave_cli.endpoints import _state as endpoint_state
 from gridweave_cli.exit_codes import EXIT_CODES_HELP, ExitCode
 from gridweave_cli.nodes import nodes_table, vram_bar
 from gridweave_cli.run import load_function, parse_arguments
+from gridweave_clients.gateway.endpoints import EndpointLogsResponse
 from gridweave_clients.gateway.models import InventoryResponse
 from gridweave_clients.platform.endpoints import EndpointResponse
 from tests.cli.helpers import Invoke
@@ -167,7 +170,7 @@ class TestDrawing:
             }
         )
         console = Console(width=160, record=True, color_system=None)
-        console.print(nodes_table(inventory))
+        console.print(nodes_table(inventory, console))
         rows = console.export_text().splitlines()
         assert "simulated" in rows[1] and "cordoned" not in rows[1]
         assert "cordoned" in rows[2] and "simulated" not in rows[2]
@@ -213,6 +216,84 @@ class TestDrawing:
         assert endpoint_state(view("Running", "Idle")) == "Running"
         woken = view("Stopped", "Idle").model_copy(update={"waking_reason": "WaitingForGpu"})
         assert endpoint_state(woken) == "Stopped (Idle), waking: WaitingForGpu"
+
+    def test_nodes_fit_80_columns_leaving_out_the_bar_first(self) -> None:
+        holders = [
+            {
+                "kind": "job",
+                "name": f"job-0123456789abcdef012{n}",
+                "display_name": "a_rather_long_function_name",
+                "user_id": "u1",
+                "owner": "u1",
+                "vram_mb": 4096,
+            }
+            for n in range(3)
+        ]
+        gpu = _gpu(0, held=12288, simulated=True, allocations=holders)
+        gpu["model"] = "NVIDIA GeForce RTX 4090 Laptop GPU"
+        inventory = InventoryResponse.model_validate(
+            {"nodes": [{"name": "workstation-17", "ready": True, "gpus": [gpu]}]}
+        )
+        wide = Console(width=300, record=True, color_system=None)
+        wide.print(nodes_table(inventory, wide))
+        text = wide.export_text()
+        assert "█" in text and "RTX 4090 Laptop GPU" in text
+        narrow = Console(width=80, record=True, color_system=None)
+        narrow.print(nodes_table(inventory, narrow))
+        lines = narrow.export_text().splitlines()
+        assert len(lines) == 2 and all(len(line) <= 80 for line in lines), lines
+        assert "█" not in lines[1]  # the bar went first
+        assert "workstation-17" in lines[1] and "12 GiB / 16 GiB" in lines[1]
+        assert "simulated" in lines[1] and "job a_rather" in lines[1] and "…" in lines[1]
+
+    def test_a_fitted_table_never_cuts_an_id(self) -> None:
+        columns = (
+            Column("job"),
+            Column("function", min_width=8),
+            Column("extra", drop=1),
+            Column("phase"),
+        )
+        rows = [[f"job-{n:020d}", "f" * 60, "x" * 30, "Completed"] for n in range(3)]
+        console = Console(width=60, record=True, color_system=None)
+        console.print(fitted_table(console, columns, rows))
+        header, *lines = console.export_text().splitlines()
+        assert header.split() == ["job", "function", "phase"]  # "extra" left out
+        assert [line.split()[0] for line in lines] == [f"job-{n:020d}" for n in range(3)]
+        assert all(len(line) <= 60 and line.endswith("Completed") for line in lines)
+        console = Console(width=200, record=True, color_system=None)
+        console.print(fitted_table(console, columns, rows))
+        text = console.export_text()
+        assert "f" * 60 in text and "x" * 30 in text
+
+    def test_endpoint_logs_each_replica_then_its_streams(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        read = EndpointLogsResponse.model_validate(
+            {
+                "lines": 200,
+                "replicas": [
+                    {
+                        "replica": "r-new",
+                        "state": "ALIVE",
+                        "started_at": None,
+                        "streams": [
+                            {
+                                "stream": "stdout",
+                                "lines": ["ready", "served /greet"],
+                                "truncated": True,
+                            },
+                            {"stream": "stderr", "lines": ["a warning"], "truncated": False},
+                        ],
+                    },
+                    {"replica": "r-old", "state": "DEAD", "streams": [], "error": "node gone"},
+                ],
+            }
+        )
+        print_replica_logs("chat", read)
+        out, err = capsys.readouterr()
+        assert out == "ready\nserved /greet\n"
+        assert err.index("replica r-new (ALIVE)") < err.index("older stdout lines left out")
+        assert err.index("a warning") < err.index("replica r-old (DEAD)") < err.index("node gone")
 
     def test_bars(self) -> None:
         assert vram_bar(12, 16, width=8).plain == "██████░░"

@@ -88,6 +88,32 @@ class TestDeploy:
         assert poor.exit_code == ExitCode.INSUFFICIENT_CREDITS, poor.output
 
 
+class TestEndpointLogs:
+    def test_its_replicas_output_or_why_there_is_none(
+        self,
+        alice: User,
+        gridweave: Invoke,
+        platform: PlatformServer,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        deployed = gridweave("deploy", "talky", "--model-ref", "/models/tiny", "--vram", "2GiB")
+        assert deployed.exit_code == 0, deployed.output
+        try:
+            shown = gridweave("endpoint-logs", "talky")
+            assert shown.exit_code == 0, shown.output
+            # the test's gateway serves nothing: no replica, and the platform says why
+            assert shown.stdout == "" and "talky: no replica output (" in shown.stderr
+            read = json_of(gridweave("endpoint-logs", "talky", "--lines", "5", "--json"))
+            assert (read["replicas"], read["lines"]) == ([], 5)
+            assert gridweave("endpoint-logs", "talky", "-n", "0").exit_code == ExitCode.USAGE
+            assert gridweave("endpoint-logs", "nothing-here").exit_code == ExitCode.NOT_FOUND
+            as_user(monkeypatch, platform, platform.new_user())
+            assert gridweave("endpoint-logs", "talky").exit_code == ExitCode.NOT_FOUND
+        finally:
+            as_user(monkeypatch, platform, alice)
+            gridweave("stop", "talky")
+
+
 def test_an_endpoint_stopped_for_credits_says_so(
     alice: User, gridweave: Invoke, gateway: GatewayServer
 ) -> None:

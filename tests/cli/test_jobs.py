@@ -15,6 +15,7 @@ from pathlib import Path
 import cloudpickle
 import pytest
 
+import gridweave as gw
 from gridweave_cli.exit_codes import ExitCode
 from gridweave_clients.platform import PlatformClient
 from gridweave_controller import JobPhase
@@ -57,13 +58,16 @@ class TestRun:
         with running_worker(gateway, platform.url, alice.key):
             shown = gridweave("run", target("add"), "2", "b=3")
             assert shown.exit_code == 0, shown.output
-            assert shown.stdout == "{'sum': 105}\n"
+            # what the function printed (the test worker's line), then the value
+            printed, value_line = shown.stdout.splitlines()
+            assert printed.startswith("ran job-") and value_line == "{'sum': 105}"
             as_json = gridweave("run", target("add"), "[1]", "label=total", "--json")
             # '[1]' is JSON: a list, so [1] + 0 fails remotely; label is the string 'total'
             assert as_json.exit_code == ExitCode.FAILED
             assert "TypeError" in as_json.stderr
-            value = json_of(gridweave("run", target("add"), "1", "label=total", "--json"))
-            assert value == {"total": 101}
+            as_json = gridweave("run", target("add"), "1", "label=total", "--json")
+            assert json_of(as_json) == {"total": 101}  # stdout holds the JSON alone
+            assert as_json.stderr.startswith("ran job-")  # the function's output, on stderr
 
     def test_a_plain_function_with_options(
         self, platform: PlatformServer, gateway: GatewayServer, alice: User, gridweave: Invoke
@@ -73,7 +77,7 @@ class TestRun:
             packages = ["--pip", "six==1.16.0", "--pip", "requests>=2"]
             result = gridweave("run", target("plain"), "hello", *options, *packages)
             assert result.exit_code == 0, result.output
-            assert result.stdout == "'HELLO'\n"
+            assert result.stdout.endswith("\n'HELLO'\n")
         job = json_of(gridweave("jobs", "--json"))["jobs"][-1]
         assert (job["vram_mb"], job["vendor"], job["timeout_seconds"]) == (4096, "amd", 30)
         assert job["pip"] == ["six==1.16.0", "requests>=2"]
@@ -107,7 +111,11 @@ class TestRun:
             job_id = pending[0].job_id
             gateway.crd.set_job_allocated(job_id, "gpu-b", [0])
             gateway.crd.set_job_running(job_id)
+            objects = attempt_objects(job_id, 0)
+            store.put(objects.stdout, b"step 1\n")  # while it runs
+            store.put(objects.stderr, b"warming up\n")
             time.sleep(1.5)
+            store.put(objects.stdout, b"step 1\nstep 2\n")  # the whole output, at the end
             result = cloudpickle.dumps(7)
             uri = store.put(attempt_objects(job_id, 0).result, result)
             digest = hashlib.sha256(result).hexdigest()
@@ -118,8 +126,10 @@ class TestRun:
         result = gridweave("run", target("add"), "1")
         worker.join()
         assert result.exit_code == 0, result.output
-        assert result.stdout == "7\n"  # the spinner never reaches stdout
+        # the function's output, each line once, then the value; the spinner never on stdout
+        assert result.stdout == "step 1\nstep 2\n7\n"
         assert ": Pending" in result.stderr and ": Running" in result.stderr
+        assert result.stderr.count("warming up") == 1
 
     def test_detach_prints_the_job_id_at_once(
         self, platform: PlatformServer, alice: User, gridweave: Invoke
@@ -247,6 +257,63 @@ class TestJobs:
         jobs = json_of(listed)["jobs"]
         assert [job["cost"] for job in jobs if job["job_id"] == job_id] == [None]
         assert listed.stderr.startswith("note: costs left out: usage could not be read")
+
+
+class TestJobsLimit:
+    def test_the_newest_twenty_by_default_then_limit_and_all(
+        self, platform: PlatformServer, alice: User, gridweave: Invoke
+    ) -> None:
+        submitted = [_held(42).job_id for _ in range(23)]
+        try:
+            shown = gridweave("jobs")
+            assert shown.exit_code == 0, shown.output
+            ids = [line.split()[0] for line in shown.stdout.splitlines()[1:]]
+            # newest first (jobs created in the same second may come in any order)
+            assert len(set(ids)) == 20 and set(ids) <= set(submitted)
+            assert "the newest 20 of 23 jobs" in shown.stderr
+            limited = gridweave("jobs", "--limit", "5").stdout.splitlines()[1:]
+            assert [line.split()[0] for line in limited] == ids[:5]
+            every = gridweave("jobs", "--all")
+            assert len(every.stdout.splitlines()) == 24 and "newest" not in every.stderr
+            listed = json_of(gridweave("jobs", "--json", "-n", "3"))
+            assert listed["total"] == 23 and len(listed["jobs"]) == 3
+        finally:
+            for job_id in submitted:
+                gridweave("cancel", job_id)
+
+
+class TestAtEightyColumns:
+    def test_jobs_usage_and_nodes_fit_without_cutting_an_id(
+        self,
+        platform: PlatformServer,
+        gateway: GatewayServer,
+        alice: User,
+        gridweave: Invoke,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        done = gridweave("run", target("add"), "1", "--detach").stdout.strip()
+        run_job(gateway, LocalObjectStore(gateway.storage_dir), done)
+        _wait_for_cost(gridweave, done)
+        monkeypatch.setenv("COLUMNS", "80")
+        tables = {command: gridweave(command) for command in ("jobs", "usage", "nodes")}
+        for command, shown in tables.items():
+            assert shown.exit_code == 0, shown.output
+            lines = shown.stdout.splitlines()
+            assert all(len(line) <= 80 for line in lines), (command, lines)
+        for command in ("jobs", "usage"):  # a row per record: the id whole, on its line
+            rows = tables[command].stdout.splitlines()[1:]
+            assert [row.split()[0] for row in rows][:1] == [done], tables[command].stdout
+        assert "gpu-a" in tables["nodes"].stdout and "/ 80 GiB" in tables["nodes"].stdout
+
+
+def _held(seconds: int) -> gw.JobHandle[int]:
+    """A submitted job the test's gateway places and nothing runs (cancel it after)."""
+    return gw.function(vram="1GiB", vendor="amd", timeout="1m")(_sleep).spawn(seconds)
+
+
+def _sleep(seconds: int) -> int:
+    time.sleep(seconds)
+    return seconds
 
 
 class TestLogs:
