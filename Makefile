@@ -8,7 +8,7 @@ PY_SOURCES := gridweave_controller gridweave_runtime gridweave_clients kuberay_s
 # Only the folders that exist: the layout grows issue by issue.
 CHECK_PATHS = $(wildcard $(PY_SOURCES))
 
-.PHONY: help install up sandbox kubeapi cometbft registry vllm lint typecheck layers shellcheck chromium web-deps web-schema web-schema-check web-build web pytest test bench clean
+.PHONY: help install up sandbox cluster-tools cluster-demo kubeapi cometbft registry vllm lint typecheck layers shellcheck chromium web-deps web-schema web-schema-check web-build web pytest test bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -36,6 +36,22 @@ sandbox:  ## the job sandbox: runc, mmdebstrap, umoci, skopeo, iptables and ipro
 	@tools/sandbox-image/build.sh >/dev/null || { \
 		echo "*** the default job image could not be built: jobs cannot run, the sandbox tests will skip"; \
 		[ "$$CI" != "true" ]; }
+
+# The test cluster (tests/support/cluster): namespaces, userspace WireGuard, a Docker daemon
+# per node; command:Debian package, as SANDBOX_TOOLS (tests/support/cluster/prerequisites.py
+# lists the same). --no-install-recommends: docker.io and wireguard recommend a kernel.
+CLUSTER_TOOLS = unshare:util-linux nsenter:util-linux ip:iproute2 iptables-save:iptables \
+	wg:wireguard-tools wg-quick:wireguard-tools wireguard-go dockerd:docker.io containerd runc curl openssl
+cluster-tools:  ## the test cluster's tools: WireGuard (userspace), Docker's daemon, iproute2 (installed when missing)
+	@missing=$$(for entry in $(CLUSTER_TOOLS); do tool=$${entry%%:*}; package=$${entry#*:}; \
+		command -v $$tool >/dev/null || echo $$package; done | sort -u); \
+	[ -z "$$missing" ] || { \
+		[ "$$(id -u)" = 0 ] || { echo "*** install" $$missing "(apt-get install" $$missing")"; exit 1; }; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends $$missing >/dev/null; }
+
+cluster-demo: install sandbox kubeapi cluster-tools  ## a master and two GPU nodes in namespaces: join, jobs on each node, a node killed, all stopped
+	$(BIN)/python -m tests.support.cluster.demo
 
 kubeapi:  ## build the Kubernetes API server + etcd used by the tests (cached outside the repo)
 	@tools/kubeapi/build.sh >/dev/null || { \
@@ -67,7 +83,7 @@ typecheck: install  ## mypy strict
 layers: install  ## the import-linter contracts: the layers, no service importing another
 	$(BIN)/lint-imports --no-logo
 
-SHELL_SCRIPTS = $(wildcard deploy/*.sh deploy/lib/*.sh)
+SHELL_SCRIPTS = $(wildcard deploy/*.sh deploy/lib/*.sh tests/support/cluster/standins/*)
 shellcheck:  ## shellcheck the deploy scripts (installs Debian's shellcheck when missing)
 	@command -v shellcheck >/dev/null || { \
 		[ "$$(id -u)" = 0 ] || { echo "*** install shellcheck (apt-get install shellcheck)"; exit 1; }; \
@@ -108,7 +124,7 @@ web: web-deps web-schema-check chromium  ## the dashboard: typecheck, component 
 	cd web && node_modules/.bin/vitest run
 	cd web && node_modules/.bin/vite build --logLevel warn
 
-pytest: install sandbox kubeapi cometbft registry vllm  ## the test suite (real apiserver and PostgreSQL included)
+pytest: install sandbox kubeapi cometbft registry vllm cluster-tools  ## the test suite (real apiserver and PostgreSQL included)
 	$(BIN)/pytest
 
 test: lint typecheck layers shellcheck web pytest  ## everything CI runs

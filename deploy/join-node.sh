@@ -111,7 +111,7 @@ tunnel() {
 	local vpn_ip cidr
 	vpn_ip=$(json_field "$STATE_DIR/node.json" vpn_ip)
 	cidr=$(json_field "$STATE_DIR/node.json" vpn_cidr)
-	run apt-get install -y wireguard-tools
+	command -v wg-quick >/dev/null 2>&1 || run apt-get install -y wireguard-tools
 	install_file "/etc/wireguard/$WG_INTERFACE.conf" 600 <<CONF
 [Interface]
 PrivateKey = $(cat "$STATE_DIR/wg.key")
@@ -176,10 +176,12 @@ docker: true
 node-label:
   - gridweave.io/node=$NODE_NAME
 YAML
-	if command -v k3s >/dev/null 2>&1 && systemctl is-active --quiet k3s-agent 2>/dev/null; then
+	if command -v k3s >/dev/null 2>&1; then  # installed: (re)start it on the new config
+		run systemctl enable k3s-agent  # leave-node.sh disabled it
 		run systemctl restart k3s-agent
-	else
-		run sh -c 'curl -sfL https://get.k3s.io | INSTALL_K3S_EXEC=agent sh -'
+	else  # the installer whole before it runs: a failed download must stop the script
+		run sh -c 'installer=$(mktemp) && curl -sfL https://get.k3s.io -o "$installer" &&
+			INSTALL_K3S_EXEC=agent sh "$installer"; status=$?; rm -f "$installer"; exit $status'
 	fi
 }
 

@@ -81,7 +81,7 @@ def start_kube(settings: AllInOneSettings, *, show_progress: bool) -> KubeAccess
         server = KubeAPIServer(
             settings.state_dir / "kubeapi",
             binaries=binaries,
-            host=settings.host,
+            host=settings.client_host,
             port=settings.port("kubeapi"),
             namespaces=(NAMESPACE,),
             crd_manifests=_crd_manifests(),

@@ -131,7 +131,7 @@ class AllInOne:
                     spec.name,
                     spec.package,
                     spec.environment(wiring, self.settings.host),
-                    health_url=spec.health_url(self.settings.host),
+                    health_url=spec.health_url(self.settings.client_host),
                     args=spec.args,
                 )
                 for spec in wave

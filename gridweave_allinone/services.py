@@ -122,7 +122,7 @@ def service_waves(
     ]
     if settings.chain_enabled:
         rpc = settings.port("cometbft")
-        chain_env["CHAIN_COMETBFT_RPC_URL"] = f"http://{settings.host}:{rpc}"
+        chain_env["CHAIN_COMETBFT_RPC_URL"] = f"http://{settings.client_host}:{rpc}"
         node_args = (f"--rpc-port={rpc}", f"--p2p-port={rpc - 1}", f"--abci-port={rpc + 1}")
         # the node makes chain_service's signing key on first use: it starts first
         first.append(

@@ -35,6 +35,9 @@ DEFAULT_PORTS: dict[str, int] = {
     "web": 3000,
 }
 
+#: Bind addresses that mean every address of the machine.
+_EVERY_ADDRESS = frozenset({"0.0.0.0", "::", ""})
+
 
 class AllInOneSettings(BaseSettings):
     """Settings of ``gridweave up`` (prefix ``GRIDWEAVE_``)."""
@@ -50,7 +53,12 @@ class AllInOneSettings(BaseSettings):
     )
     host: str = Field(
         default="127.0.0.1",
-        description="GRIDWEAVE_HOST: the address every service binds to.",
+        description=(
+            "GRIDWEAVE_HOST: the address every service binds to; 0.0.0.0 binds them to every "
+            "address of the machine (joined nodes reach kuberay-service on its LAN address), "
+            "while the services still reach each other, and the Kubernetes API stays, on "
+            "loopback."
+        ),
     )
     port_offset: int = Field(
         default=0,
@@ -97,6 +105,12 @@ class AllInOneSettings(BaseSettings):
         """The port of ``name`` (a key of :data:`DEFAULT_PORTS`) after the offset."""
         return DEFAULT_PORTS[name] + self.port_offset
 
+    @property
+    def client_host(self) -> str:
+        """Where the services reach each other: ``host``, or loopback when ``host`` binds
+        every address."""
+        return "127.0.0.1" if self.host in _EVERY_ADDRESS else self.host
+
     def url(self, name: str) -> str:
-        """``http://<host>:<port>`` of the service ``name``."""
-        return f"http://{self.host}:{self.port(name)}"
+        """``http://<client host>:<port>`` of the service ``name``."""
+        return f"http://{self.client_host}:{self.port(name)}"

@@ -15,8 +15,10 @@ from pathlib import Path
 
 __all__ = ["head_processes", "ray_temp_dir", "stop_local_head"]
 
-#: Ray's Unix sockets live under the temporary directory: their paths must stay short.
-_MAX_TEMP_DIR_CHARS = 60
+#: Ray's Unix sockets live under the temporary directory, whose paths AF_UNIX caps at 107
+#: bytes: ``<temp>/session_<YYYY-MM-DD_HH-MM-SS_ffffff>_<pid>/sockets/plasma_store`` adds
+#: 1 + 42 (a pid of up to 7 digits) + 21 characters, which leaves 43 for the directory.
+_MAX_TEMP_DIR_CHARS = 43
 
 
 def ray_temp_dir(state_dir: Path) -> Path:

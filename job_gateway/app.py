@@ -43,7 +43,7 @@ def inventory_from_settings(settings: GatewaySettings) -> InventorySource:
     """The inventory source of ``GATEWAY_INVENTORY_SOURCE`` (the registry at KUBERAY_URL)."""
     chosen = InventorySettings()
     registry = None
-    if chosen.inventory_source == "registry":
+    if chosen.inventory_source in ("registry", "local+registry"):
         assert settings.internal_token is not None
         token = settings.internal_token.get_secret_value()
         registry = NodeRegistryClient(settings.kuberay_url, token)

@@ -115,17 +115,18 @@ def _use_auth(environment: Mapping[str, str]) -> None:
 def ensure_local_head(
     settings: ExecutionSettings, *, state_dir: Path, node: str, gpu_count: int
 ) -> LocalHead:
-    """Find the local head on ``settings.ray_port``, or start one."""
-    address = f"127.0.0.1:{settings.ray_port}"
+    """Find the local head on ``settings.ray_node_ip``:``settings.ray_port``, or start one."""
+    host = str(settings.ray_node_ip)
+    address = f"[{host}]:{settings.ray_port}" if ":" in host else f"{host}:{settings.ray_port}"
     temp_dir = ray_temp_dir(state_dir)
-    if _reachable("127.0.0.1", settings.ray_port):
+    if _reachable(host, settings.ray_port):
         return LocalHead(address, temp_dir, started=False)
     temp_dir.mkdir(parents=True, exist_ok=True)
     command = [
         str(Path(sys.executable).with_name("ray")),
         "start",
         "--head",
-        "--node-ip-address=127.0.0.1",
+        f"--node-ip-address={host}",
         f"--port={settings.ray_port}",
         f"--temp-dir={temp_dir}",
         f"--num-cpus={settings.ray_num_cpus}",

@@ -8,8 +8,9 @@ set, the gateway connects to that Ray; unset, it starts (or finds) a local head 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from ipaddress import IPv4Address
 
-from pydantic import Field
+from pydantic import Field, IPvAnyAddress
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from job_gateway.sandbox.settings import SandboxSettings
@@ -63,6 +64,14 @@ class ExecutionSettings(BaseSettings):
             "GCS port of the local Ray head (no RAY_ADDRESS): a restarted gateway finds the "
             "head still running there. Not Ray's default 6379, so a user's own Ray is not "
             "taken for the gateway's."
+        ),
+    )
+    ray_node_ip: IPvAnyAddress = Field(
+        default=IPv4Address("127.0.0.1"),
+        description=(
+            "The address the local Ray head listens on and gives its peers (no RAY_ADDRESS): "
+            "loopback on one machine; the master's mesh address (KUBERAY_MASTER_VPN_IP) when "
+            "joined nodes' Ray workers join the head over WireGuard."
         ),
     )
     ray_num_cpus: int = Field(

@@ -14,7 +14,7 @@ from job_gateway.inventory.models import MAX_VRAM_MB, NodeName
 
 __all__ = ["InventorySettings", "SourceKind"]
 
-SourceKind = Literal["local", "file", "registry"]
+SourceKind = Literal["local", "file", "registry", "local+registry"]
 
 
 class InventorySettings(BaseSettings):
@@ -26,7 +26,9 @@ class InventorySettings(BaseSettings):
         default="local",
         description=(
             "local: this machine's GPUs (NVML, amdsmi, rocm-smi; else one simulated GPU); "
-            "file: the static file inventory_file; registry: kuberay-service's GET /v1/nodes."
+            "file: the static file inventory_file; registry: kuberay-service's GET /v1/nodes; "
+            "local+registry: this machine (the all-in-one's, whose Ray head it runs) and the "
+            "nodes joined to it."
         ),
     )
     inventory_file: Path | None = Field(

@@ -65,6 +65,19 @@ def test_without_go_the_message_says_what_to_install_or_to_point_at(
     assert "GRIDWEAVE_KUBECONFIG" in str(raised.value)
 
 
+def test_binding_every_address_keeps_the_wiring_on_loopback(tmp_path: Path) -> None:
+    """GRIDWEAVE_HOST=0.0.0.0 (joined nodes reach kuberay-service on the LAN): every service
+    binds it, and they reach each other on loopback."""
+    settings = AllInOneSettings(state_dir=tmp_path, host="0.0.0.0")
+    waves = service_waves(settings, service_kubeconfig=tmp_path / "kuberay.kubeconfig")
+    specs = {spec.name: spec for wave in waves for spec in wave}
+    kuberay = specs["kuberay"].environment(_wiring(waves), settings.host)
+    assert kuberay["KUBERAY_HOST"] == "0.0.0.0"
+    assert settings.client_host == "127.0.0.1"
+    assert settings.url("kuberay") == f"http://127.0.0.1:{DEFAULT_PORTS['kuberay']}"
+    assert specs["gateway"].env["KUBERAY_URL"] == settings.url("kuberay")
+
+
 def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Path) -> None:
     settings = AllInOneSettings(state_dir=tmp_path, port_offset=1000)
     waves = service_waves(settings, service_kubeconfig=tmp_path / "kuberay.kubeconfig")

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType, TracebackType
@@ -90,8 +90,19 @@ def leftover_processes(state_dir: Path) -> list[str]:
 class AllInOneProcess:
     """One run of ``gridweave up`` over ``workdir/state``; its console kept in ``output``."""
 
-    def __init__(self, workdir: Path, *, port_offset: int | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        port_offset: int | None = None,
+        command_prefix: Sequence[str] = (),
+        environment: Mapping[str, str] | None = None,
+    ) -> None:
+        """``command_prefix`` runs it elsewhere (``nsenter`` into a test cluster's master);
+        ``environment`` adds settings of the services."""
         self.workdir = workdir
+        self.command_prefix = list(command_prefix)
+        self.extra_environment = dict(environment or {})
         self.state_dir = workdir / "state"
         self.config_file = workdir / "config.toml"
         self.port_offset = free_port_offset() if port_offset is None else port_offset
@@ -115,8 +126,9 @@ class AllInOneProcess:
             "GRIDWEAVE_CONFIG": str(self.config_file),
             "COLUMNS": "250",  # one console line per report, for the test to read
         }
+        environment |= self.extra_environment
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "gridweave_cli", "up"],
+            [*self.command_prefix, sys.executable, "-m", "gridweave_cli", "up"],
             env=environment,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
