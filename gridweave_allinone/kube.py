@@ -8,6 +8,7 @@ gives it, as it would in a cluster.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +42,14 @@ class KubeAccess:
     admin_kubeconfig: Path
     service_kubeconfig: Path
     server: KubeAPIServer | None
+
+    @property
+    def kubectl(self) -> Path | None:
+        """The kubectl for it: the one built beside the local API server, else the PATH's."""
+        if self.server is not None and (self.server.binaries / "kubectl").is_file():
+            return self.server.binaries / "kubectl"
+        found = shutil.which("kubectl")
+        return None if found is None else Path(found)
 
     def stop(self) -> None:
         """Stop the local API (an existing cluster is left alone)."""

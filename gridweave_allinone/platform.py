@@ -63,6 +63,7 @@ class Started:
     kubeconfig: Path
     admin_api_key: str | None  # a new key on the first start only
     log_dir: Path
+    kubectl: Path | None = None  # the local API's own, else the PATH's
 
 
 @dataclass
@@ -153,6 +154,7 @@ class AllInOne:
             kubeconfig=self._kube.admin_kubeconfig,
             admin_api_key=admin_key,
             log_dir=supervisor.log_dir,
+            kubectl=self._kube.kubectl,
         )
 
     def _first_admin_key(self, platform_env: dict[str, str], token: str) -> str | None:

@@ -6,6 +6,7 @@ the other commands need none of the server packages.
 
 from __future__ import annotations
 
+import shlex
 import signal
 import time
 from types import FrameType
@@ -23,10 +24,17 @@ from gridweave_cli.exit_codes import ExitCode
 if TYPE_CHECKING:
     from gridweave_allinone.platform import Started
 
-__all__ = ["register", "up"]
+__all__ = ["kubectl_command", "register", "up"]
 
 _console = Console(stderr=True, highlight=False)
 _WATCH_INTERVAL_S = 1.0
+
+
+def kubectl_command(started: Started) -> str:
+    """A command line, ready to paste, that lists the jobs with the platform's kubectl."""
+    kubectl = shlex.quote(str(started.kubectl)) if started.kubectl else "kubectl"
+    kubeconfig = shlex.quote(str(started.kubeconfig))
+    return f"KUBECONFIG={kubeconfig} {kubectl} -n gridweave get gridweavejobs,gridweaveendpoints"
 
 
 def _print_started(started: Started, *, config_written: bool) -> None:
@@ -35,10 +43,13 @@ def _print_started(started: Started, *, config_written: bool) -> None:
     table.add_column()
     for name, url in started.urls.items():
         table.add_row(name, url)
-    table.add_row("kubectl", f"KUBECONFIG={started.kubeconfig}")
+    table.add_row("kubectl", str(started.kubectl or "not found (install kubectl)"))
+    table.add_row("kubeconfig", str(started.kubeconfig))
     table.add_row("data", str(started.state_dir))
     table.add_row("logs", str(started.log_dir))
     _console.print(table)
+    _console.print("jobs and endpoints in Kubernetes (one line, to paste):")
+    _console.print(kubectl_command(started), markup=False, soft_wrap=True)
     if started.admin_api_key is not None:
         _console.print(
             f"[bold]admin API key[/bold] (shown once): [green]{started.admin_api_key}[/green]"

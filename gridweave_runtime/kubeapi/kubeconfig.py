@@ -18,7 +18,12 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _config(server: str, ca: bytes, user_name: str, user: dict[str, str]) -> dict[str, Any]:
+def _config(
+    server: str, ca: bytes, user_name: str, user: dict[str, str], namespace: str | None = None
+) -> dict[str, Any]:
+    context = {"cluster": CONTEXT, "user": user_name}
+    if namespace is not None:
+        context["namespace"] = namespace  # kubectl's default: `kubectl get gwj` finds them
     return {
         "apiVersion": "v1",
         "kind": "Config",
@@ -29,15 +34,18 @@ def _config(server: str, ca: bytes, user_name: str, user: dict[str, str]) -> dic
             }
         ],
         "users": [{"name": user_name, "user": user}],
-        "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": user_name}}],
+        "contexts": [{"name": CONTEXT, "context": context}],
         "current-context": CONTEXT,
     }
 
 
-def kubeconfig_for_certificate(server: str, ca: bytes, cert: bytes, key: bytes) -> dict[str, Any]:
-    """A kubeconfig (as a dict) that authenticates with a client certificate."""
+def kubeconfig_for_certificate(
+    server: str, ca: bytes, cert: bytes, key: bytes, *, namespace: str | None = None
+) -> dict[str, Any]:
+    """A kubeconfig (as a dict) that authenticates with a client certificate; its context's
+    default ``namespace``, when given, is where kubectl looks without ``-n``."""
     user = {"client-certificate-data": _b64(cert), "client-key-data": _b64(key)}
-    return _config(server, ca, "admin", user)
+    return _config(server, ca, "admin", user, namespace)
 
 
 def kubeconfig_for_token(server: str, ca: bytes, token: str, user_name: str) -> dict[str, Any]:

@@ -105,7 +105,8 @@ class KubeAPIServer:
         port: the apiserver's port; ``None`` picks a free one at each start.
         durable: ``False`` runs etcd without fsync (throwaway test servers only).
         extra_hosts: more names or addresses for the serving certificate.
-        namespaces: created (if missing) once the API is ready.
+        namespaces: created (if missing) once the API is ready; the first is the admin
+            kubeconfig's default (so ``kubectl get gwj`` needs no ``-n gridweave``).
         crd_manifests: CRD manifests installed once the API is ready, then waited for
             until Established and published in the OpenAPI document.
         apiserver_args: more kube-apiserver flags, after the launcher's own (a later flag
@@ -191,6 +192,7 @@ class KubeAPIServer:
                 pki.ca_cert.read_bytes(),
                 pki.admin_cert.read_bytes(),
                 pki.admin_key.read_bytes(),
+                namespace=self.namespaces[0] if self.namespaces else None,
             )
             write_kubeconfig(self.kubeconfig, config)
             self._url = url

@@ -3,19 +3,27 @@ installs what it needs and gives kuberay-service its ServiceAccount's rights, no
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gridweave_allinone.kube import KUBERAY_SERVICE_ACCOUNT, NAMESPACE, start_kube
+from gridweave_allinone.kube import KUBERAY_SERVICE_ACCOUNT, NAMESPACE, KubeAccess, start_kube
 from gridweave_allinone.settings import AllInOneSettings
 from gridweave_controller.store import GROUP, JOBS, VERSION
-from gridweave_runtime.kubeapi import api_client_for
-from tests.support.kubeapi import KubeAPI
+from gridweave_runtime.kubeapi import KubeAPIServer, api_client_for
+from tests.support.kubeapi import KubeAPI, kubectl_path
 
 pytestmark = pytest.mark.kubeapi
+
+
+def test_the_local_apis_kubectl_is_the_one_built_beside_it(tmp_path: Path) -> None:
+    binaries = kubectl_path().parent
+    server = KubeAPIServer(tmp_path, binaries=binaries)
+    access = KubeAccess(tmp_path / "admin.kubeconfig", tmp_path / "kuberay.kubeconfig", server)
+    assert access.kubectl == binaries / "kubectl"
 
 
 def test_an_existing_cluster_gets_the_resources_and_kuberays_identity(
@@ -35,6 +43,8 @@ def test_an_existing_cluster_gets_the_resources_and_kuberays_identity(
         assert refused.value.status == 403
     user = access.service_kubeconfig.read_text()
     assert KUBERAY_SERVICE_ACCOUNT in user
+    on_path = shutil.which("kubectl")  # an existing cluster: the PATH's kubectl, if any
+    assert access.kubectl == (None if on_path is None else Path(on_path))
     access.stop()  # an existing cluster is left running
     with api_client_for(kubeapi.kubeconfig) as admin:
         metadata = client.CoreV1Api(admin).read_namespace(NAMESPACE).metadata

@@ -4,6 +4,7 @@ the config writer, and the tables drawn from given answers."""
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from rich.console import Console
 from typer.core import TyperGroup, TyperOption
 
 import gridweave as gw
+from gridweave_allinone.platform import Started
+from gridweave_cli import up as up_module
 from gridweave_cli._output import age, credits_text, mib_text
 from gridweave_cli._tables import Column, fitted_table
 from gridweave_cli.app import app
@@ -130,6 +133,34 @@ class TestLoader:
     def test_a_missing_separator_is_a_usage_error(self) -> None:
         with pytest.raises(typer.BadParameter):
             load_function("just_a_file.py")
+
+
+class TestUpPrintout:
+    def test_it_says_where_kubectl_and_the_kubeconfig_are_with_a_command_to_paste(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        kubectl = tmp_path / "bin dir" / "kubectl"
+        started = Started(
+            state_dir=tmp_path,
+            urls={"platform": "http://127.0.0.1:8100"},
+            kubeconfig=tmp_path / "kubeapi" / "admin.kubeconfig",
+            admin_api_key=None,
+            log_dir=tmp_path / "logs",
+            kubectl=kubectl,
+        )
+        up_module._print_started(started, config_written=False)
+        err = capsys.readouterr().err
+        assert str(kubectl) in err and str(started.kubeconfig) in err
+        command = up_module.kubectl_command(started)
+        assert command in err.splitlines()  # on a line of its own, never wrapped
+        assert shlex.split(command) == [
+            f"KUBECONFIG={started.kubeconfig}",
+            str(kubectl),
+            "-n",
+            "gridweave",
+            "get",
+            "gridweavejobs,gridweaveendpoints",
+        ]
 
 
 class TestConfigWriter:

@@ -127,6 +127,29 @@ class TestDiscovery:
         for field in ("userId", "functionRef", "vramMb", "gpuCount", "vendor"):
             assert field in out
         assert "URI of the pickled function in object storage" in out
+        assert "<empty>" not in out and "what the user asked for" in out
+        for described in ("GPUs the job gets", "the GPU maker", "before it ends TimedOut"):
+            assert described in out
+        status = kubectl.ok("explain", "gridweaveendpoints.status")
+        assert "<empty>" not in status and "Pending -> Deploying -> Running" in status
+
+    def test_the_admin_kubeconfig_looks_in_the_gridweave_namespace(
+        self, kubectl_binary: Path, kubeapi: KubeAPI
+    ) -> None:
+        """`kubectl get gwj` with no -n lists the platform's jobs (the launcher's own API)."""
+        if not kubeapi.started_here:
+            pytest.skip("an external cluster's kubeconfig is its owner's")
+        config = yaml.safe_load(kubeapi.kubeconfig.read_text())
+        assert config["contexts"][0]["context"]["namespace"] == "gridweave"
+        name = f"kubectl-default-ns-{time.monotonic_ns() % 10**9}"
+        in_gridweave = Kubectl(kubectl_binary, kubeapi.kubeconfig, "gridweave")
+        assert in_gridweave.apply(job_manifest(name)).returncode == 0
+        try:
+            plain = [str(kubectl_binary), f"--kubeconfig={kubeapi.kubeconfig}", "get", "gwj"]
+            listed = subprocess.run(plain, capture_output=True, text=True, timeout=60, check=True)
+            assert name in listed.stdout
+        finally:
+            in_gridweave.ok("delete", "gwj", name)
 
 
 class TestPrinterColumns:
