@@ -11,15 +11,13 @@ import httpx
 import pytest
 
 from gridweave_cli.exit_codes import ExitCode
-from job_gateway.execution import ExecutionSettings
-from job_gateway.sandbox.settings import SandboxSettings
 from tests.cli.helpers import Invoke, as_user, json_of
-from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld
-from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
+from tests.job_gateway.execution_factories import RayWorld
+from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer, User
-from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
+from tests.sdk.serving_factories import executing_gateway
+from tests.support.credit_server import CreditServer
 from tests.support.kubeapi import KubeAPI
-from tests.support.sandbox import sandbox_config
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 
@@ -34,17 +32,7 @@ def gateway(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[GatewayServer]:
     """The gateway executing on the session's Ray (the platform fixture uses it)."""
-    with running_gateway(
-        kubeapi,
-        tmp_path_factory.mktemp("gateway-cli-maps"),
-        inventory_yaml=INVENTORY_YAML,
-        execution=ExecutionSettings(
-            executor_poll_seconds=0.05,
-            sandbox=SandboxSettings(rootfs=sandbox_config().rootfs),
-        ),
-        internal_token=INTERNAL_TOKEN,
-        metering_service_url=str(metering.base_url),
-    ) as server:
+    with executing_gateway(kubeapi, metering, tmp_path_factory.mktemp("gateway-maps")) as server:
         yield server
 
 

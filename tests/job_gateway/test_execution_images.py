@@ -5,10 +5,7 @@ the job naming why, billed no GPU time."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import cloudpickle
@@ -25,12 +22,10 @@ from tests.job_gateway.execution_factories import (
     running_executor,
     wait_for_phase,
 )
-from tests.platform_service.factories import User, platform_settings, running_platform
-from tests.support.http_server import free_port
-from tests.support.job_images import JobImages, registry_beside, registry_tools_or_skip
+from tests.platform_service.factories import User
+from tests.support.job_images import JobImages, images_on_a_platform, sandbox_with_image_cache
 from tests.support.kubeapi import KubeAPI
 from tests.support.postgres import PostgresTestServer
-from tests.support.sandbox import sandbox_config
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres, pytest.mark.timeout(300)]
 
@@ -41,28 +36,14 @@ MARKER = "alice's tools\n"
 def images(
     postgres: PostgresTestServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[JobImages]:
-    registry_tools_or_skip()
-    workdir = tmp_path_factory.mktemp("images")
-    with postgres.database("gwexecimages") as url:
-        settings = platform_settings(
-            url, workdir / "platform", registry_url=f"http://127.0.0.1:{free_port()}"
-        )
-        with (
-            running_platform(settings) as platform,
-            registry_beside(platform, settings, workdir) as images,
-        ):
-            yield images
+    with images_on_a_platform(postgres, tmp_path_factory.mktemp("images")) as images:
+        yield images
 
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[SandboxConfig]:
-    """The nodes' sandbox, with an image cache of this module's own."""
-    directory = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="gw-exec-images-"))
-    directory.chmod(0o755)
-    try:
-        yield sandbox_config(image_dir=directory / "images")
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+    with sandbox_with_image_cache() as config:
+        yield config
 
 
 @pytest.fixture(scope="module")

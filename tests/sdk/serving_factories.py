@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import cloudpickle
 import httpx
@@ -12,6 +13,7 @@ import pytest
 
 import gridweave as gw
 from job_gateway.execution import ExecutionSettings
+from job_gateway.sandbox.settings import SandboxSettings
 from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld
 from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
 from tests.platform_service import endpoint_factories
@@ -19,8 +21,9 @@ from tests.platform_service.factories import PlatformServer, User
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 from tests.support.http_server import free_port
 from tests.support.kubeapi import KubeAPI
+from tests.support.sandbox import sandbox_config
 
-__all__ = ["sdk_user", "serving_gateway"]
+__all__ = ["executing_gateway", "sdk_user", "serving_gateway"]
 
 
 @contextmanager
@@ -49,6 +52,31 @@ def serving_gateway(
             metering_service_url=str(metering.base_url),
         ) as server:
             yield server
+
+
+@contextmanager
+def executing_gateway(
+    kubeapi: KubeAPI,
+    metering: httpx.Client,
+    workdir: Path,
+    *,
+    sandbox: SandboxSettings | None = None,
+) -> Iterator[GatewayServer]:
+    """The gateway executing jobs on the session's Ray (ask for ``ray_world`` first), in the
+    node's default image (``sandbox``: other sandbox settings), reporting usage to
+    ``metering``."""
+    with running_gateway(
+        kubeapi,
+        workdir,
+        inventory_yaml=INVENTORY_YAML,
+        execution=ExecutionSettings(
+            executor_poll_seconds=0.05,
+            sandbox=sandbox or SandboxSettings(rootfs=sandbox_config().rootfs),
+        ),
+        internal_token=INTERNAL_TOKEN,
+        metering_service_url=str(metering.base_url),
+    ) as server:
+        yield server
 
 
 @contextmanager

@@ -17,13 +17,13 @@ import httpx
 import pytest
 
 import gridweave as gw
-from job_gateway.execution import ExecutionSettings
 from job_gateway.sandbox.settings import SandboxSettings
-from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld
-from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
+from tests.job_gateway.execution_factories import RayWorld
+from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer
 from tests.sdk import ray_functions
-from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
+from tests.sdk.serving_factories import executing_gateway
+from tests.support.credit_server import CreditServer
 from tests.support.kubeapi import KubeAPI
 from tests.support.sandbox import sandbox_config
 from tests.support.user_project import FAILING_LINE, user_package
@@ -44,19 +44,9 @@ def gateway(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[GatewayServer]:
     """The real gateway executing jobs on the session's Ray (the platform fixture uses it)."""
-    with running_gateway(
-        kubeapi,
-        tmp_path_factory.mktemp("gateway-ray"),
-        inventory_yaml=INVENTORY_YAML,
-        execution=ExecutionSettings(
-            executor_poll_seconds=0.05,
-            sandbox=SandboxSettings(
-                rootfs=sandbox_config().rootfs, memory_mb_per_gpu=SLICE_MEMORY_MB
-            ),
-        ),
-        internal_token=INTERNAL_TOKEN,
-        metering_service_url=str(metering.base_url),
-    ) as server:
+    sandbox = SandboxSettings(rootfs=sandbox_config().rootfs, memory_mb_per_gpu=SLICE_MEMORY_MB)
+    workdir = tmp_path_factory.mktemp("gateway-ray")
+    with executing_gateway(kubeapi, metering, workdir, sandbox=sandbox) as server:
         yield server
 
 

@@ -10,7 +10,9 @@ its tokens from the platform. A user's image is the default image plus one layer
 from __future__ import annotations
 
 import io
+import shutil
 import tarfile
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,10 +21,16 @@ from pathlib import Path
 from gridweave_allinone.job_image import push_default_image
 from gridweave_clients.platform import PlatformClient
 from gridweave_runtime.job_images import DEFAULT_IMAGE_REPOSITORY
+from job_gateway.sandbox.config import SandboxConfig
 from platform_service.services.registry_tokens import publish_token
 from platform_service.settings import PlatformSettings
 from registry_service.supervisor import RegistrySupervisor
-from tests.platform_service.factories import PlatformServer, User
+from tests.platform_service.factories import (
+    PlatformServer,
+    User,
+    platform_settings,
+    running_platform,
+)
 from tests.registry_service.factories import (
     Crane,
     RegistryToolsUnavailable,
@@ -32,9 +40,18 @@ from tests.registry_service.factories import (
     running_registry,
 )
 from tests.support.credit_server import INTERNAL_TOKEN
+from tests.support.http_server import free_port
+from tests.support.postgres import PostgresTestServer
+from tests.support.sandbox import sandbox_config
 from tests.support.unavailable import fail_or_skip
 
-__all__ = ["JobImages", "registry_beside", "registry_tools_or_skip"]
+__all__ = [
+    "JobImages",
+    "images_on_a_platform",
+    "registry_beside",
+    "registry_tools_or_skip",
+    "sandbox_with_image_cache",
+]
 
 
 def registry_tools_or_skip() -> None:
@@ -120,3 +137,31 @@ def registry_beside(
         token = publish_token(settings, DEFAULT_IMAGE_REPOSITORY)
         push_default_image(supervisor.url.removeprefix("http://"), token)
         yield JobImages(platform, supervisor, workdir)
+
+
+@contextmanager
+def images_on_a_platform(postgres: PostgresTestServer, workdir: Path) -> Iterator[JobImages]:
+    """A platform of its own (a new database of ``postgres``) and the registry beside it,
+    the default image published (the registry's tools built, else skipped)."""
+    registry_tools_or_skip()
+    with postgres.database("gwimages") as url:
+        settings = platform_settings(
+            url, workdir / "platform", registry_url=f"http://127.0.0.1:{free_port()}"
+        )
+        with (
+            running_platform(settings) as platform,
+            registry_beside(platform, settings, workdir) as images,
+        ):
+            yield images
+
+
+@contextmanager
+def sandbox_with_image_cache() -> Iterator[SandboxConfig]:
+    """The node's sandbox with an image cache of its own, outside any 0700 directory (every
+    job's uid passes through to its image), deleted afterwards."""
+    directory = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="gw-images-"))
+    directory.chmod(0o755)
+    try:
+        yield sandbox_config(image_dir=directory / "images")
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -5,10 +5,7 @@ least recently used but never while a container runs it."""
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import cloudpickle
 import pytest
@@ -24,11 +21,10 @@ from job_gateway.sandbox.images import (
 )
 from job_gateway.sandbox.settings import SandboxConfig
 from tests.job_gateway.sandbox import image_probes
-from tests.platform_service.factories import User, platform_settings, running_platform
-from tests.support.http_server import free_port
-from tests.support.job_images import JobImages, registry_beside, registry_tools_or_skip
+from tests.platform_service.factories import User
+from tests.support.job_images import JobImages, images_on_a_platform, sandbox_with_image_cache
 from tests.support.postgres import PostgresTestServer
-from tests.support.sandbox import run_function, sandbox_config
+from tests.support.sandbox import run_function
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(300)]
 
@@ -47,28 +43,14 @@ def _functions_by_value() -> Iterator[None]:
 def images(
     postgres: PostgresTestServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[JobImages]:
-    registry_tools_or_skip()
-    workdir = tmp_path_factory.mktemp("images")
-    with postgres.database("gwimages") as url:
-        settings = platform_settings(
-            url, workdir / "platform", registry_url=f"http://127.0.0.1:{free_port()}"
-        )
-        with (
-            running_platform(settings) as platform,
-            registry_beside(platform, settings, workdir) as images,
-        ):
-            yield images
+    with images_on_a_platform(postgres, tmp_path_factory.mktemp("images")) as images:
+        yield images
 
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[SandboxConfig]:
-    """The node's sandbox with image caches of this module's own (outside any 0700 dir)."""
-    directory = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="gw-images-"))
-    directory.chmod(0o755)
-    try:
-        yield sandbox_config(image_dir=directory / "images")
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+    with sandbox_with_image_cache() as config:
+        yield config
 
 
 @pytest.fixture(scope="module")
