@@ -17,9 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Top-level packages that are not the control plane: the tests and benchmarks, and the SDK
 #: (``gridweave``), which runs on the user's own machine and reads the user's own results.
 NOT_CONTROL_PLANE = frozenset({"tests", "bench", "gridweave"})
-#: The modules allowed to unpickle: the runners, inside a job's container next to the
-#: function, and inside an endpoint replica's container next to the user's class.
-WORKER_MODULES = frozenset({"job_gateway/sandbox/runner.py", "job_gateway/sandbox/serve_runner.py"})
+#: The module allowed to unpickle: the job runner, inside a job's container next to the
+#: function; the serving runner (inside an endpoint replica's container, next to the user's
+#: class) unpickles through the job runner's ``load_program``.
+WORKER_MODULES = frozenset({"job_gateway/sandbox/runner.py"})
 #: Packages that exist today; the discovery must find at least these.
 KNOWN_CONTROL_PLANE = {
     "job_gateway",
