@@ -12,7 +12,7 @@
 
 Endpoints (``gridweave._endpoint``)::
 
-    ep = gw.deploy("chat", model_ref="/models/gpt2", vram="4GB")   # an OpenAI API
+    ep = gw.deploy("chat", model_ref="/home/me/.gridweave/models/gpt2", vram="4GB")  # OpenAI API
     ep.url, ep.openai_base_url, ep.status(), ep.stop()
 
     @gw.endpoint(vram="8GB", gpus=1)

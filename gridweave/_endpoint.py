@@ -1,6 +1,7 @@
 """Endpoints: a model or a class of your own served on GPUs, at a URL of the platform.
 
-    ep = gw.deploy("chat", mode="transformers", model_ref="/models/gpt2", vram="4GB")
+    ep = gw.deploy("chat", model_ref="/home/me/.gridweave/models/gpt2", vram="4GB")  # under a
+    # model root of the platform (PLATFORM_MODEL_ROOTS, default ~/.gridweave/models)
     client = openai.OpenAI(base_url=ep.openai_base_url, api_key=api_key)
 
     @gw.endpoint(vram="8GB", gpus=1)

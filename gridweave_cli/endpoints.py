@@ -88,7 +88,7 @@ def endpoints(json_output: JsonFlag = False) -> None:
         "name", "mode", "phase", "replicas", "GPUs x VRAM", "price/s", "age", "URL", box=None
     )
     for item in listed:
-        price = "-" if item.price_per_second is None else credits_text(item.price_per_second)
+        price = _price(item)
         table.add_row(
             item.name,
             item.mode,
@@ -100,6 +100,15 @@ def endpoints(json_output: JsonFlag = False) -> None:
             f"{base_url}{item.path}",
         )
     stdout().print(table)
+
+
+def _price(item: EndpointResponse) -> str:
+    """Its price per second, or the most it may cost (``≤``) before it runs on a vendor."""
+    if item.price_per_second is not None:
+        return credits_text(item.price_per_second)
+    if item.max_price_per_second is not None:
+        return f"≤{credits_text(item.max_price_per_second)}"
+    return "-"
 
 
 def _custom_class(spec: str) -> bytes:
@@ -214,7 +223,7 @@ def deploy(
 
     Examples:
 
-        gridweave deploy chat --model-ref /models/gpt2 --vram 4GB --wait
+        gridweave deploy chat --model-ref ~/.gridweave/models/gpt2 --vram 4GB --wait
 
         gridweave deploy llama --mode vllm --model-ref s3://models/llama-3-8b --vram 24GB
 

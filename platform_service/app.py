@@ -185,6 +185,7 @@ def create_app(
         model_roots=settings.resolved_model_roots(),
         billing=billing,
         images=app.state.jobs.images,
+        metering=metering,
     )
     upstream = httpx.AsyncClient(
         timeout=httpx.Timeout(10.0, read=settings.endpoint_read_timeout_seconds),

@@ -4,11 +4,14 @@ two commands, and its example runs as written."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 from gridweave_allinone.services import Wiring, service_databases, service_waves
 from gridweave_allinone.settings import AllInOneSettings
+from gridweave_runtime.settings import default_state_dir
+from platform_service.settings import PlatformSettings
 from tests.support.settings_table import END, START, replace_table
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -35,6 +38,18 @@ def test_every_variable_the_all_in_one_sets_is_in_the_table(tmp_path: Path) -> N
             for name in spec.environment(wiring, "127.0.0.1"):
                 shared = "<PREFIX>" + name.removeprefix(spec.prefix)
                 assert name in documented or shared in documented, f"{name} ({spec.name})"
+
+
+def test_its_model_paths_lie_under_the_default_model_root() -> None:
+    """A user (not only an admin) can deploy the README's examples as written."""
+    text = README.read_text()
+    paths = re.findall(r'model_ref=os\.path\.expanduser\("([^"]+)"\)', text)
+    paths += re.findall(r"--model-ref (\S+)", text)
+    assert paths and not re.findall(r'model_ref="', text)
+    (root,) = PlatformSettings(state_dir=default_state_dir()).resolved_model_roots()
+    for path in paths:
+        expanded = os.path.expanduser(path)
+        assert expanded.startswith(root.rstrip("/") + "/"), (path, root)
 
 
 def test_the_quick_start_is_make_up_then_make_test() -> None:

@@ -39,9 +39,11 @@ def list_usage(
     limit: PageLimit = 100,
     before_id: UsageId | None = None,
     hold_reference: PrintableId | None = None,
+    endpoint_id: PrintableId | None = None,
 ) -> Operation[UsagePageResponse]:
     """``user_id``'s usage that finished in [from, to), newest first, with the totals;
-    ``hold_reference``: only the record of that hold."""
+    ``hold_reference``: only the record of that hold; ``endpoint_id``: only that endpoint's
+    records."""
     params = {"user_id": user_id, "limit": str(limit)}
     if period_from is not None:
         params["from"] = period_from.isoformat()
@@ -51,6 +53,8 @@ def list_usage(
         params["before_id"] = str(before_id)
     if hold_reference is not None:
         params["hold_reference"] = hold_reference
+    if endpoint_id is not None:
+        params["endpoint_id"] = endpoint_id
     return model_operation("GET", "/v1/usage", UsagePageResponse, params=params)
 
 

@@ -115,9 +115,22 @@ class EndpointResponse(BaseModel):
     created_at: datetime | None
     started_at: datetime | None
     stopped_at: datetime | None
-    billed_seconds: int
+    billed_seconds: int = Field(
+        description="Seconds billed so far: its usage records' (period by period while it runs)."
+    )
     price_per_second: int | None = Field(
-        default=None, description="Micro-credits per second per replica at the dearest vendor."
+        default=None,
+        description=(
+            "Micro-credits per running second of one replica, at the price of the GPUs it runs "
+            "on (vendor any: the placed vendor's; None until placed)."
+        ),
+    )
+    max_price_per_second: int | None = Field(
+        default=None,
+        description=(
+            "The most a running second of one replica may cost: the dearest vendor's price "
+            "for vendor any (what its credit holds are sized by), else price_per_second."
+        ),
     )
     waking_reason: str | None = Field(
         default=None,

@@ -52,9 +52,11 @@ def list_usage(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     before_id: Annotated[DatabaseId | None, Query()] = None,
     hold_reference: Annotated[PrintableId | None, Query()] = None,
+    endpoint_id: Annotated[PrintableId | None, Query()] = None,
 ) -> UsagePageResponse:
     """A user's usage that finished in [from, to), newest first, with the period's totals;
-    ``hold_reference``: only the record of that hold (an endpoint's billing period)."""
+    ``hold_reference``: only the record of that hold (an endpoint's billing period);
+    ``endpoint_id``: only that endpoint's records (its totals are what it was billed)."""
     return usage.list_user_usage(
         session,
         user_id=user_id,
@@ -63,6 +65,7 @@ def list_usage(
         limit=limit,
         before_id=before_id,
         hold_reference=hold_reference,
+        endpoint_id=endpoint_id,
     )
 
 

@@ -235,8 +235,10 @@ def list_user_usage(
     limit: int,
     before_id: int | None,
     hold_reference: str | None = None,
+    endpoint_id: str | None = None,
 ) -> UsagePageResponse:
-    """The records ``user_id`` ran that finished in [from, to), newest first, with totals.
+    """The records ``user_id`` ran that finished in [from, to), newest first, with totals;
+    only one hold's (``hold_reference``) or one endpoint's (``endpoint_id``) when given.
 
     Raises:
         InvalidRequest: ``to`` is not after ``from``.
@@ -250,6 +252,9 @@ def list_user_usage(
         conditions.append(UsageRecordModel.finished_at < period_to)
     if hold_reference is not None:
         conditions.append(UsageRecordModel.hold_reference == hold_reference)
+    if endpoint_id is not None:
+        conditions.append(UsageRecordModel.kind == "endpoint")
+        conditions.append(UsageRecordModel.subject_id == endpoint_id)
     totals = session.execute(
         select(
             func.count(),

@@ -58,7 +58,7 @@ async def list_endpoints(user: UserDep, services: ServicesDep) -> EndpointListRe
 async def get_endpoint(name: NamePath, user: UserDep, services: ServicesDep) -> EndpointResponse:
     """One of the caller's endpoints (another user's is 404)."""
     endpoint = await endpoints.get_own_endpoint(services, user_id=user.user_id, name=name)
-    return endpoints.endpoint_response(services, endpoint)
+    return await endpoints.endpoint_view(services, endpoint)
 
 
 @router.delete("/{name}", operation_id="stop_endpoint")

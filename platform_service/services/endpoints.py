@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+from asyncio import gather
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ from gridweave_clients.errors import NotFound as ServiceNotFound
 from gridweave_clients.errors import ServiceRefused
 from gridweave_clients.gateway import AsyncGatewayClient
 from gridweave_clients.gateway import endpoints as gw
+from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering.pricing import PriceTable
 from gridweave_clients.platform.endpoints import (
     DeployEndpointRequest,
@@ -39,12 +41,12 @@ from gridweave_runtime.errors import InvalidRequest
 from gridweave_runtime.storage import ObjectStore, ObjectStoreError
 from platform_service.errors import DownstreamUnavailable, InsufficientCredits, NotFound
 from platform_service.models import Role
+from platform_service.services import endpoint_figures as figures
 from platform_service.services.downstream import as_user, downstream_errors, platform_error
 from platform_service.services.endpoint_billing import EndpointBilling
 from platform_service.services.holds import (
     ENDPOINT_FIRST_HOLDS,
     endpoint_hold_amount,
-    hold_amount,
 )
 from platform_service.services.images import ImageRegistry, resolve_image
 from platform_service.services.keys import AuthenticatedUser
@@ -83,6 +85,8 @@ class EndpointServices:
     billing: EndpointBilling | None = None
     #: Where an endpoint's image is checked and pinned (None: images are refused).
     images: ImageRegistry | None = None
+    #: Where its billed seconds are read (None: the gateway's count of finished runs).
+    metering: AsyncMeteringClient | None = None
 
 
 def endpoint_id_for(secret: bytes, *, user_id: str, name: str) -> str:
@@ -96,24 +100,11 @@ def endpoint_name(endpoint_id: str) -> str:
     return endpoint_id[: -(_ID_DIGITS + 1)] or endpoint_id
 
 
-def _price_per_second(services: EndpointServices, endpoint: gw.EndpointResponse) -> int | None:
-    try:
-        return hold_amount(
-            services.prices,
-            # an ``any`` endpoint is billed at its placed GPUs' price, once placed
-            vendor=endpoint.placed_vendor or endpoint.vendor,
-            vram_mb=endpoint.vram_mb,
-            gpu_count=endpoint.gpu_count,
-            timeout_seconds=1,
-        )
-    except InvalidRequest:  # a vendor or VRAM the table does not price: shown as unknown
-        return None
-
-
 def endpoint_response(
-    services: EndpointServices, endpoint: gw.EndpointResponse
+    services: EndpointServices, endpoint: gw.EndpointResponse, *, billed: int | None = None
 ) -> EndpointResponse:
-    """The user's view of a gateway endpoint (its upstream URL left out)."""
+    """The user's view of a gateway endpoint (its upstream URL left out); ``billed``: its
+    billed seconds as metering counts them (:func:`endpoint_view`), else the gateway's."""
     name = endpoint_name(endpoint.id)
     return EndpointResponse(
         name=name,
@@ -138,11 +129,20 @@ def endpoint_response(
         created_at=endpoint.created_at,
         started_at=endpoint.started_at,
         stopped_at=endpoint.stopped_at,
-        billed_seconds=endpoint.billed_seconds,
-        price_per_second=_price_per_second(services, endpoint),
+        billed_seconds=endpoint.billed_seconds if billed is None else billed,
+        price_per_second=figures.price_per_second(services.prices, endpoint),
+        max_price_per_second=figures.max_price_per_second(services.prices, endpoint),
         waking_reason=endpoint.waking_reason,
         waking_message=endpoint.waking_message,
     )
+
+
+async def endpoint_view(
+    services: EndpointServices, endpoint: gw.EndpointResponse
+) -> EndpointResponse:
+    """:func:`endpoint_response` with the seconds its usage records bill."""
+    billed = await figures.billed_seconds(services.metering, endpoint)
+    return endpoint_response(services, endpoint, billed=billed)
 
 
 async def _check_credits(
@@ -328,13 +328,9 @@ async def list_endpoints(services: EndpointServices, *, user_id: str) -> Endpoin
     """The user's endpoints, oldest first."""
     with downstream_errors("job_gateway", passed=()):
         listed = await services.gateway.run(as_user(gw.list_endpoints(user_id), user_id))
-    return EndpointListResponse(
-        endpoints=[
-            endpoint_response(services, endpoint)
-            for endpoint in listed.endpoints
-            if endpoint.user_id == user_id
-        ]
-    )
+    own = [endpoint for endpoint in listed.endpoints if endpoint.user_id == user_id]
+    views = await gather(*(endpoint_view(services, endpoint) for endpoint in own))
+    return EndpointListResponse(endpoints=list(views))
 
 
 async def stop_endpoint(services: EndpointServices, *, user_id: str, name: str) -> EndpointResponse:
@@ -342,4 +338,4 @@ async def stop_endpoint(services: EndpointServices, *, user_id: str, name: str) 
     endpoint = await get_own_endpoint(services, user_id=user_id, name=name)
     with downstream_errors("job_gateway"):
         stopped = await services.gateway.run(as_user(gw.delete_endpoint(endpoint.id), user_id))
-    return endpoint_response(services, stopped)
+    return await endpoint_view(services, stopped)

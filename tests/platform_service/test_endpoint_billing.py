@@ -25,6 +25,7 @@ from gridweave_controller import crd
 from gridweave_controller._kube_store import KubeStore
 from gridweave_controller.phases import EndpointPhase, EndpointStopReason
 from job_gateway.services.endpoints import endpoint_response
+from platform_service.services import endpoint_figures as figures
 from platform_service.services.endpoint_billing import EndpointBilling, period_key
 from platform_service.services.holds import ENDPOINT_FIRST_HOLDS, endpoint_hold_amount
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
@@ -334,6 +335,49 @@ class TestPlacedVendor:
         world.settle(view, at=70)
         assert world.charged(owner) == PERIOD * PRICE
         assert world.held(owner) == 2 * PERIOD * PRICE
+
+
+class TestWhatTheOwnerReads:
+    """The platform's view of an endpoint: its price and billed seconds agree with usage."""
+
+    def test_billed_seconds_are_its_usage_records_while_it_runs(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner, ready_replicas=2, max_replicas=2)
+        world.settle(view, at=130)  # periods 0 and 1 ended, of two replicas
+        usage = sum(record["billed_seconds"] for record in world.records(owner))
+        assert view.billed_seconds == 0  # the gateway counts finished runs only
+        assert self.billed(world, view) == usage == 2 * 2 * PERIOD
+        later = view.model_copy(update={"created_at": STARTED + timedelta(hours=1)})
+        assert self.billed(world, later) == 0  # a redeployment of the name: its own records
+
+    def test_metering_down_falls_back_to_the_gateways_count(self) -> None:
+        async def read() -> int:
+            async with AsyncMeteringClient("http://127.0.0.1:9", INTERNAL_TOKEN) as down:
+                view = endpoint_view("x").model_copy(update={"billed_seconds": 7})
+                return await figures.billed_seconds(down, view)
+
+        assert asyncio.run(read()) == 7
+
+    def test_the_price_never_turns_into_another_number_once_it_runs(self) -> None:
+        pending = endpoint_view("x", vendor="any", phase=EndpointPhase.PENDING)
+        running = endpoint_view("x", vendor="any", placed_vendor="amd")
+        unplaced_running = endpoint_view("x", vendor="any")
+        assert figures.price_per_second(DEFAULT_PRICE_TABLE, pending) is None
+        assert figures.price_per_second(DEFAULT_PRICE_TABLE, running) == AMD_PRICE
+        assert figures.price_per_second(DEFAULT_PRICE_TABLE, unplaced_running) == PRICE
+        for view in (pending, running):
+            assert figures.max_price_per_second(DEFAULT_PRICE_TABLE, view) == PRICE
+        nvidia = endpoint_view("x", phase=EndpointPhase.PENDING)
+        assert figures.price_per_second(DEFAULT_PRICE_TABLE, nvidia) == PRICE
+
+    @staticmethod
+    def billed(world: World, view: EndpointResponse) -> int:
+        async def read() -> int:
+            url = str(world.metering.base_url)
+            async with AsyncMeteringClient(url, INTERNAL_TOKEN, role="platform") as metering:
+                return await figures.billed_seconds(metering, view)
+
+        return asyncio.run(read())
 
 
 def woken(view: EndpointResponse, *, stopped_after: float, woken_after: float) -> Any:

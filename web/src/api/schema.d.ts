@@ -587,6 +587,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/maps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit Map
+         * @description Check the chunks and the image (403, 404), hold price x timeout x GPUs for each
+         *     worker (402), store the function and the inputs, submit the workers (422 no such GPU).
+         */
+        post: operations["submit_map"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/maps/{map_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Map
+         * @description The map's progress (inputs done and failed) and its workers (404 another user's).
+         */
+        get: operations["get_map"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/maps/{map_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel Map
+         * @description Stop the map's workers; the chunks already stored stay readable.
+         */
+        post: operations["cancel_map"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/maps/{map_id}/chunks/{chunk}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Map Chunk
+         * @description A stored chunk's record (its inputs' status, remote tracebacks and pickled values)
+         *     with the SHA-256 its worker recorded in ``X-Gridweave-Result-Sha256`` (409
+         *     ``chunk_not_ready`` while it is not stored).
+         */
+        get: operations["get_map_chunk"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/maps/{map_id}/records": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Map Records
+         * @description The stored chunks from ``start`` on, in order, each with the SHA-256 its worker
+         *     recorded (a records stream), up to the first chunk not stored or about 64 MB;
+         *     ``X-Gridweave-Next-Chunk`` names the first chunk left out (absent: none is).
+         */
+        get: operations["get_map_records"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me": {
         parameters: {
             query?: never;
@@ -1306,7 +1411,10 @@ export interface components {
          * @description An endpoint as its user sees it; ``path`` is where the platform serves it.
          */
         EndpointResponse: {
-            /** Billed Seconds */
+            /**
+             * Billed Seconds
+             * @description Seconds billed so far: its usage records' (period by period while it runs).
+             */
             billed_seconds: number;
             /** Created At */
             created_at: string | null;
@@ -1325,6 +1433,11 @@ export interface components {
              * @description The image it runs in, pinned to its digest (custom mode).
              */
             image?: string | null;
+            /**
+             * Max Price Per Second
+             * @description The most a running second of one replica may cost: the dearest vendor's price for vendor any (what its credit holds are sized by), else price_per_second.
+             */
+            max_price_per_second?: number | null;
             /** Max Replicas */
             max_replicas: number;
             /** Message */
@@ -1347,7 +1460,7 @@ export interface components {
             phase: components["schemas"]["EndpointPhase"];
             /**
              * Price Per Second
-             * @description Micro-credits per second per replica at the dearest vendor.
+             * @description Micro-credits per running second of one replica, at the price of the GPUs it runs on (vendor any: the placed vendor's; None until placed).
              */
             price_per_second?: number | null;
             /** Ready Replicas */
@@ -1773,6 +1886,63 @@ export interface components {
             next_before_id: number | null;
             /** User Id */
             user_id: string;
+        };
+        /**
+         * MapResponse
+         * @description A map: its inputs, how many are done and failed, and its workers.
+         */
+        MapResponse: {
+            /** Chunk Items */
+            chunk_items: number;
+            /** Chunks */
+            chunks: number;
+            /** Created At */
+            created_at: string | null;
+            /** Done */
+            done: number;
+            /** Failed */
+            failed: number;
+            /** Finished */
+            finished: boolean;
+            /** Function Name */
+            function_name: string | null;
+            /**
+             * Hold Amount
+             * @description Micro-credits held in all (each worker's hold), at submission.
+             */
+            hold_amount?: number | null;
+            /** Items */
+            items: number;
+            /** Map Id */
+            map_id: string;
+            /**
+             * Phase
+             * @description Pending (no worker runs yet), Running, Completed (every worker finished its share; inputs may have failed: see failed), Failed (a worker failed), Cancelled.
+             */
+            phase: string;
+            /** Workers */
+            workers: components["schemas"]["MapWorkerResponse"][];
+        };
+        /**
+         * MapWorkerResponse
+         * @description One worker of a map: its job, where it runs, how far it is.
+         */
+        MapWorkerResponse: {
+            /** Attempts */
+            attempts: number;
+            /** Done */
+            done: number;
+            /** Failed */
+            failed: number;
+            /** Job Id */
+            job_id: string;
+            /** Message */
+            message: string | null;
+            /** Node */
+            node: string | null;
+            phase: components["schemas"]["JobPhase"];
+            /** Reason */
+            reason: string | null;
         };
         /**
          * NewApiKeyResponse
@@ -2444,6 +2614,78 @@ export interface components {
             /**
              * Timeout Seconds
              * @description Longest run, seconds.
+             * @default 3600
+             */
+            timeout_seconds: number;
+            /**
+             * Vendor
+             * @default any
+             * @enum {string}
+             */
+            vendor: "nvidia" | "amd" | "any";
+            /**
+             * Vram Mb
+             * @description VRAM per GPU, MiB.
+             */
+            vram_mb: number;
+        };
+        /**
+         * SubmitMapRequest
+         * @description One function over ``items`` inputs in ``len(chunks)`` chunks of ``chunk_items``,
+         *     on at most ``concurrency`` workers, each one allocation of ``gpu_count`` GPUs.
+         */
+        SubmitMapRequest: {
+            /** Chunk Items */
+            chunk_items: number;
+            /**
+             * Chunks
+             * @description base64 of each chunk: a pickled list of (args, kwargs), in order.
+             */
+            chunks: string[];
+            /**
+             * Concurrency
+             * @default 16
+             */
+            concurrency: number;
+            /** Cpu Millis */
+            cpu_millis?: number | null;
+            /**
+             * Function
+             * Format: base64
+             * @description base64 of the pickled function (cloudpickle).
+             */
+            function: string;
+            /** Function Name */
+            function_name?: string | null;
+            /**
+             * Gpu Count
+             * @description GPUs, one node.
+             * @default 1
+             */
+            gpu_count: number;
+            /** Image */
+            image?: string | null;
+            /** Items */
+            items: number;
+            /**
+             * Max Retries
+             * @description How often a worker whose node was lost runs its share again.
+             * @default 2
+             */
+            max_retries: number;
+            /** Memory Mb */
+            memory_mb?: number | null;
+            /** Pip */
+            pip?: string[] | null;
+            /**
+             * Retries
+             * @description How often an input that raised is tried again.
+             * @default 0
+             */
+            retries: number;
+            /**
+             * Timeout Seconds
+             * @description The longest each worker may run its share; each worker's hold is sized by it.
              * @default 3600
              */
             timeout_seconds: number;
@@ -3731,6 +3973,170 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKeyResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    submit_map: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A retry with the same key answers the same map (200), no new one. */
+                "Idempotency-Key"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubmitMapRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MapResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    get_map: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                map_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MapResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    cancel_map: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                map_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MapResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    get_map_chunk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                map_id: string;
+                chunk: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The chunk's record. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.gridweave.map-chunk": unknown;
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    get_map_records: {
+        parameters: {
+            query?: {
+                /** @description The first chunk. */
+                start?: number;
+            };
+            header?: never;
+            path: {
+                map_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The chunks' records. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.gridweave.map-records": unknown;
                 };
             };
             /** @description Validation Error */

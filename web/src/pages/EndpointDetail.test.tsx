@@ -4,7 +4,7 @@ import { http, HttpResponse } from "msw";
 import { expect, test } from "vitest";
 import { renderApp } from "../test/render";
 import { endpoint, server } from "../test/server";
-import { LOG_LINES, millis } from "./EndpointDetail";
+import { endpointPrice, LOG_LINES, millis } from "./EndpointDetail";
 
 const STATS = {
   name: "chat",
@@ -163,4 +163,12 @@ test("each replica's stdout and stderr show as plain text, refreshed on request"
   await userEvent.click(screen.getByRole("button", { name: "Refresh" }));
   await waitFor(() => expect(within(stdout).getByTestId("replica-stdout")).toHaveTextContent("read 2"));
   expect(asked[0]).toBe(`?lines=${LOG_LINES}`);
+});
+
+test("an endpoint of any vendor not running yet shows the most it may cost, never a price that changes", () => {
+  expect(endpointPrice({ price_per_second: null, max_price_per_second: 90 })).toBe(
+    "up to 0.00009 / s per replica (the price of the GPUs it is placed on)",
+  );
+  expect(endpointPrice({ price_per_second: 60, max_price_per_second: 90 })).toBe("0.00006 / s per replica");
+  expect(endpointPrice({ price_per_second: null, max_price_per_second: null })).toBe("unknown");
 });

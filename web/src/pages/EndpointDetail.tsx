@@ -22,6 +22,15 @@ function Figure({ label, value, testId }: { label: string; value: string | numbe
 /** The most lines of each replica's stdout and stderr the page asks for. */
 export const LOG_LINES = 200;
 
+/** Its price per second and replica; before an endpoint of any vendor runs, the most it may cost. */
+export function endpointPrice(endpoint: Pick<Schemas["EndpointResponse"], "price_per_second" | "max_price_per_second">): string {
+  if (endpoint.price_per_second != null) return `${credits(endpoint.price_per_second)} / s per replica`;
+  if (endpoint.max_price_per_second != null) {
+    return `up to ${credits(endpoint.max_price_per_second)} / s per replica (the price of the GPUs it is placed on)`;
+  }
+  return "unknown";
+}
+
 function ReplicaSection({ replica }: { replica: Schemas["ReplicaLog"] }) {
   return (
     <section aria-label={`Replica ${replica.replica}`} data-testid="replica-log" className="space-y-1">
@@ -133,7 +142,7 @@ export function EndpointDetail() {
         </Card>
         <Card title="Cost">
           <p className="text-sm">Billed seconds: {data.billed_seconds}</p>
-          <p className="text-sm">Price: {data.price_per_second == null ? "unknown" : `${credits(data.price_per_second)} / s per replica`}</p>
+          <p className="text-sm">Price: {endpointPrice(data)}</p>
           <p className="text-sm">Started: {when(data.started_at)}</p>
           {data.stopped_at && <p className="text-sm">Stopped: {when(data.stopped_at)}</p>}
         </Card>

@@ -64,5 +64,6 @@ export function endpoint(name: string, phase: Schemas["EndpointPhase"] = "Runnin
     stopped_at: null,
     billed_seconds: 60,
     price_per_second: 100,
+    max_price_per_second: 100,
   };
 }
