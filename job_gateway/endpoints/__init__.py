@@ -1,7 +1,7 @@
 """Model endpoints on Ray Serve: the reconciler (gateway side) and the replica (Serve side).
 
 The gateway imports :class:`EndpointReconciler` and :class:`EndpointSettings`; the replica
-modules (``replica``, ``transformers_backend``) run inside Serve's replica processes.
+modules (``replica`` and its backends) run inside Serve's replica processes.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The Ray Serve replica of an endpoint: the trusted side next to the user's class or model.
 
 This module runs only inside a Serve replica process, never in the gateway. A ``custom``
-endpoint's code (the user's class, or the image's own server) runs in a container of its
-owner (:mod:`job_gateway.endpoints.sandboxed_backend`), never in this process: the replica
-relays requests to it and unpickles nothing. Before any backend loads, the process is shown
+endpoint's code (the user's class, or the image's own server) and a ``transformers``
+endpoint's model run in a container of its owner
+(:mod:`job_gateway.endpoints.sandboxed_backend`), never in this process: the replica relays
+requests to it and unpickles nothing. Before any backend loads, the process is shown
 exactly the GPUs the gateway chose (``CUDA_VISIBLE_DEVICES`` / ``HIP_VISIBLE_DEVICES``, as
 the job workers do).
 
@@ -33,6 +34,7 @@ from gridweave_runtime.serve_key import SERVE_KEY_HEADER, serve_key_matches
 from gridweave_runtime.storage import StorageConfig, open_object_store
 from job_gateway.sandbox.config import SandboxConfig
 from job_gateway.sandbox.images import ImagePull
+from job_gateway.sandbox.transformers_server import error_response  # OpenAI's error shape
 
 __all__ = [
     "STATS_PATH",
@@ -77,8 +79,9 @@ class ReplicaConfig:
     model_ref: str | None = None
     function_ref: str | None = None
     vllm: VllmLaunch | None = None
-    #: A custom endpoint's container: the node's sandbox, the owner (its uid), the placed
-    #: GPUs, and the image with the owner's pull token (None: the node's default image).
+    #: A custom or transformers endpoint's container: the node's sandbox, the owner (its
+    #: uid), the placed GPUs, and the image with the owner's pull token (None: the node's
+    #: default image).
     sandbox: SandboxConfig | None = None
     owner: str | None = None
     vendor: str = "any"
@@ -92,11 +95,6 @@ class Backend(Protocol):
     async def handle(self, method: str, path: str, request: Request) -> Response:
         """The response to one request."""
         ...
-
-
-def error_response(status: int, kind: str, message: str) -> JSONResponse:
-    """An error in OpenAI's shape: ``{"error": {"type", "message"}}``."""
-    return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status)
 
 
 class EndpointReplica:
@@ -194,14 +192,10 @@ def _own_path(request: Request) -> str:
 
 def load_backend(config: ReplicaConfig) -> Backend:
     """The backend of ``config.mode`` (imports only what that mode needs)."""
-    if config.mode == "custom":
+    if config.mode in ("custom", "transformers"):
         from job_gateway.endpoints.sandboxed_backend import SandboxedBackend
 
         return SandboxedBackend.start(config)
-    if config.mode == "transformers":
-        from job_gateway.endpoints.transformers_backend import TransformersBackend
-
-        return TransformersBackend(config, read_object=_reader(config))
     if config.mode == "vllm":
         from job_gateway.endpoints.vllm_backend import VllmBackend
 

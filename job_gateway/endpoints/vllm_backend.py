@@ -38,8 +38,8 @@ import httpx
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from job_gateway.endpoints.model_dir import resolve_model_dir
 from job_gateway.endpoints.replica import ReplicaConfig, VllmLaunch, error_response
-from job_gateway.endpoints.transformers_backend import resolve_model_dir
 
 __all__ = ["VllmBackend", "vllm_command"]
 
@@ -94,7 +94,7 @@ class VllmBackend:
         if config.vllm is None:
             raise RuntimeError("a vllm endpoint needs GATEWAY_VLLM_PYTHON on the gateway")
         self.name = config.model or config.endpoint_id
-        model_dir = resolve_model_dir(config, read_object)
+        model_dir = resolve_model_dir(config.model_ref or config.model, read_object)
         self._workdir = Path(tempfile.mkdtemp(prefix=f"gw-vllm-{config.endpoint_id}-"))
         port = _free_port()
         self.base_url = f"http://127.0.0.1:{port}"

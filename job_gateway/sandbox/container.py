@@ -12,9 +12,9 @@ kills anything still in its cgroup.
 The runtime runs under ``setpriv --pdeathsig KILL``: when the worker's process dies (a
 timeout or a cancel kills it), the runtime dies with it, and the runner (pid 1, which asked
 for the same) with that, and the kernel empties the pid namespace. What such a death leaves
-(the container's state and cgroup, and its veth pair when it had a way out) is removed by
-:func:`sweep_orphans`, which every worker runs: a container is named after the worker
-process that started it.
+(the container's state and cgroup, its veth pair when it had a way out, and what was staged
+for it in :data:`STAGING_DIR`) is removed by :func:`sweep_orphans`, which every worker runs:
+a container is named after the worker process that started it.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from job_gateway.sandbox.network import Egress, NetworkLink, attach, release, sw
 from job_gateway.sandbox.oci import ContainerLimits, DeviceNode, container_config
 
 __all__ = [
+    "STAGING_DIR",
     "Chunk",
     "Container",
     "ContainerRun",
@@ -299,6 +300,11 @@ class Container:
         return f": {text.splitlines()[-1][:300]}" if text else ""
 
 
+#: Under the sandbox's state directory: what was made for one container outside its bundle
+#: before it started (a transformers replica's model copy), in a directory named as it.
+STAGING_DIR = "staging"
+
+
 def sweep_orphans(runtime: str, state_dir: Path) -> list[str]:
     """Kill and delete the containers whose worker process is gone (the runtime's state,
     the bundle, and the cgroups a runtime killed mid-way left); their names."""
@@ -334,6 +340,12 @@ def sweep_orphans(runtime: str, state_dir: Path) -> list[str]:
         shutil.rmtree(bundles / name, ignore_errors=True)
         remove_cgroup(f"gridweave/{name}")
         swept.append(name)
+    staged = state_dir / STAGING_DIR
+    if staged.is_dir():
+        for path in staged.iterdir():
+            if _orphaned(path.name):
+                shutil.rmtree(path, ignore_errors=True)
+                swept.append(path.name)
     for name in sweep_links(state_dir, _orphaned):  # a link whose container never started
         if name not in swept:
             swept.append(name)

@@ -8,13 +8,15 @@ container's user, where the runner listens on ``serve.sock``. The replica speaks
 that socket (:attr:`ServingContainer.socket_path`) and nothing else reaches the container.
 
 What it serves: the user's class (``kind="class"``: the pickled bytes go over the control
-socket, unread here) or the image's own server (``kind="command"``: the image's command,
-given ``PORT``). The container's stdout and stderr are the replica's own (Ray's replica
-logs). :meth:`wait_ready` returns once the socket answers HTTP, or raises
-:class:`ServingFailed` with why (the class's constructor raised, the command exited, the
-runtime could not start it, or the time ran out). The runtime runs under ``setpriv
---pdeathsig KILL``, so a replica that dies takes its container with it; the orphan sweep of
-the job workers removes what is left (the name carries the replica's pid).
+socket, unread here) or a command's server (``kind="command"``: the image's command, or the
+transformers mode's server, given ``PORT``). ``mounts`` adds binds of the node's directories
+(a model, read-only) at mount points the runner's directory has. The container's stdout and
+stderr are the replica's own (Ray's replica logs). :meth:`wait_ready` returns once the
+socket answers HTTP, or raises :class:`ServingFailed` with why (the class's constructor
+raised, the command exited, the runtime could not start it, or the time ran out). The
+runtime runs under ``setpriv --pdeathsig KILL``, so a replica that dies takes its container
+with it; the orphan sweep of the job workers removes what is left (the name carries the
+replica's pid).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import socket
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from job_gateway.sandbox import runner, serve_runner
 from job_gateway.sandbox.container import (
@@ -62,6 +64,7 @@ class ServingContainer:
         command: Sequence[str] = (),
         port: int = DEFAULT_PORT,
         environment: Mapping[str, str] | None = None,
+        mounts: Sequence[Mapping[str, Any]] = (),
         stdout: int = 1,
         stderr: int = 2,
     ) -> None:
@@ -69,6 +72,7 @@ class ServingContainer:
             raise ServingFailed("the image names no command to serve with (ENTRYPOINT or CMD)")
         self.spec = spec
         self.kind = kind
+        self.mounts = [dict(mount) for mount in mounts]
         self.name = container_name()
         self.bundle = spec.state_dir / "bundles" / self.name
         self.serve_dir = self.bundle / "serve"
@@ -160,7 +164,7 @@ class ServingContainer:
             f"gridweave/{self.name}",
             module="gridweave_serve",
             args=(),
-            mounts=[mount],
+            mounts=[mount, *self.mounts],
         )
         if self.spec.runtime == "none":  # the benchmark's baseline: the directory as it is
             environment[serve_runner.SERVE_DIR_VARIABLE] = str(self.serve_dir)

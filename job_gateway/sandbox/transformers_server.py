@@ -1,69 +1,58 @@
-"""The ``transformers`` mode: OpenAI's routes over Hugging Face transformers, in a replica.
+"""The ``transformers`` mode's server: OpenAI's routes over Hugging Face transformers.
 
-Imported only inside a Serve replica (torch and transformers are never loaded by the
-gateway). The model directory comes from ``spec.modelRef`` (a local directory, or an
-object-storage URI of a ``.tar``/``.zip`` archive of one) or ``spec.model`` when that names
-a local directory: nothing is fetched from a model hub. A directory holding a
-sentence-transformers model (``modules.json``) serves ``/v1/embeddings``; any other causal
-language model serves ``/v1/completions`` and ``/v1/chat/completions``, streamed as
-server-sent events token by token when ``stream`` is true.
+It runs inside the replica's container (:mod:`job_gateway.endpoints.sandboxed_backend`), as
+the owner's user with no network, never in the replica: loading a model runs the model's
+code (a checkpoint may be a pickle). The replica's node mounts this file read-only at
+``/opt/gridweave`` as ``gridweave_transformers``, its own Python packages (torch,
+transformers, starlette, uvicorn) at ``/opt/gridweave/env``, the model directory at
+``/opt/gridweave/model``, and starts ``python3 -m gridweave_transformers --model DIR --name
+NAME``, which serves on ``127.0.0.1:$PORT`` in the container (the serving runner relays its
+socket there). It imports nothing of Gridweave.
+
+A directory holding a sentence-transformers model (``modules.json``) serves
+``/v1/embeddings``; any other causal language model serves ``/v1/completions`` and
+``/v1/chat/completions``, streamed as server-sent events token by token when ``stream`` is
+true. A model that cannot be loaded ends the process with its reason in
+``/run/gridweave/failed.json``, which the replica reports.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import io
 import json
-import tarfile
-import tempfile
+import os
+import sys
 import threading
 import time
+import traceback
 import uuid
-import zipfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from job_gateway.endpoints.replica import ReplicaConfig, error_response
-
-__all__ = ["TransformersBackend", "resolve_model_dir"]
+__all__ = ["TransformersBackend", "error_response", "main"]
 
 _MAX_TOKENS = 4096
+#: Where the serving runner's directory is (its ``failed.json``), as it mounts it.
+_SERVE_DIR = os.environ.get("GRIDWEAVE_SERVE_DIR", "/run/gridweave")
 
 
-def resolve_model_dir(config: ReplicaConfig, read_object: Callable[[str], bytes]) -> Path:
-    """The local directory of the model: a path as given, or an archive unpacked."""
-    ref = config.model_ref or config.model
-    if ref is None:
-        raise RuntimeError("a transformers endpoint needs modelRef or a model directory")
-    local = Path(ref.removeprefix("file://"))
-    if local.is_dir():
-        return local
-    if "://" not in ref:
-        raise RuntimeError(f"the model directory {ref!r} does not exist")
-    data = read_object(ref)
-    target = Path(tempfile.mkdtemp(prefix=f"gw-model-{config.endpoint_id}-"))
-    if zipfile.is_zipfile(io.BytesIO(data)):
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            archive.extractall(target)
-    else:
-        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-            archive.extractall(target, filter="data")
-    entries = [p for p in target.iterdir() if not p.name.startswith(".")]
-    return entries[0] if len(entries) == 1 and entries[0].is_dir() else target
+def error_response(status: int, kind: str, message: str) -> JSONResponse:
+    """An error in OpenAI's shape: ``{"error": {"type", "message"}}``."""
+    return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status)
 
 
 class TransformersBackend:
     """A causal language model (completions, chat) or a sentence model (embeddings)."""
 
-    def __init__(self, config: ReplicaConfig, *, read_object: Callable[[str], bytes]) -> None:
+    def __init__(self, name: str, directory: Path) -> None:
         import torch
 
-        self.name = config.model or config.endpoint_id
-        directory = resolve_model_dir(config, read_object)
+        self.name = name
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.embedder: Any = None
         self.model: Any = None
@@ -273,3 +262,42 @@ async def _sse(
 
 class _BadRequest(ValueError):
     """A request this backend refuses (400, OpenAI's ``invalid_request_error``)."""
+
+
+def _app(backend: TransformersBackend) -> Any:
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    async def handle(request: Request) -> Response:
+        return await backend.handle(request.method, request.url.path, request)
+
+    return Starlette(
+        routes=[Route("/{path:path}", handle, methods=["GET", "POST", "PUT", "DELETE"])]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Load the model, then serve it on ``127.0.0.1:$PORT`` until the container ends."""
+    parser = argparse.ArgumentParser(prog="gridweave_transformers")
+    parser.add_argument("--model", required=True, type=Path, help="the model's directory")
+    parser.add_argument("--name", required=True, help="the model's name in answers")
+    arguments = parser.parse_args(argv)
+    try:
+        backend = TransformersBackend(arguments.name, arguments.model)
+    except Exception as error:  # noqa: BLE001 (any failure to load is the replica's answer)
+        message = f"the model could not be loaded: {type(error).__name__}: {error}"
+        traceback.print_exc()
+        try:
+            Path(_SERVE_DIR, "failed.json").write_text(json.dumps({"message": message}))
+        except OSError:
+            pass
+        return 1
+    import uvicorn
+
+    port = int(os.environ.get("PORT", "8000"))
+    uvicorn.run(_app(backend), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
