@@ -92,12 +92,16 @@ validate() {
 		LABELS="$(printf '%s\n' "${LABELS[@]+"${LABELS[@]}"}")" python3 >"$body" <<'PY'
 import json, os
 labels = dict(line.split("=", 1) for line in os.environ["LABELS"].splitlines() if line)
+pages = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 print(json.dumps({
     "join_key": os.environ["JOIN_KEY"],
     "hostname": os.environ["NODE_NAME"],
     "wireguard_public_key": os.environ["PUBLIC_KEY"],
     "gpus": json.loads(os.environ["GPUS"]),
     "labels": labels,
+    # what the node's jobs may use: its cores and its memory
+    "cpu_millis": len(os.sched_getaffinity(0)) * 1000,
+    "memory_mb": pages // 2**20,
 }))
 PY
 	local answer

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     CheckConstraint,
     DateTime,
@@ -68,6 +69,10 @@ class NodeModel(KubeRayBase):
     """A node that validated (and, once ``joined_at`` is set, registered)."""
 
     __tablename__ = "nodes"
+    __table_args__ = (
+        CheckConstraint("cpu_millis IS NULL OR cpu_millis >= 1", name="cpu_millis_positive"),
+        CheckConstraint("memory_mb IS NULL OR memory_mb >= 1", name="memory_mb_positive"),
+    )
 
     name: Mapped[str] = mapped_column(String(253), primary_key=True)
     join_key_id: Mapped[str] = mapped_column(ForeignKey("join_keys.id"))
@@ -76,6 +81,9 @@ class NodeModel(KubeRayBase):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     gpus: Mapped[list[dict[str, Any]]] = mapped_column(JSONB)
     labels: Mapped[dict[str, str]] = mapped_column(JSONB, default=dict)
+    #: What the node's work may use in all (None: the node did not say).
+    cpu_millis: Mapped[int | None] = mapped_column(BigInteger)
+    memory_mb: Mapped[int | None] = mapped_column(BigInteger)
     cordoned: Mapped[bool] = mapped_column(Boolean, default=False)
     validated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     joined_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

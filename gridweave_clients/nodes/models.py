@@ -16,7 +16,9 @@ from gridweave_clients.metering.models import NodeName
 from gridweave_controller.vendors import GpuVendor
 
 __all__ = [
+    "MAX_CPU_MILLIS",
     "MAX_GPUS_PER_NODE",
+    "MAX_MEMORY_MB",
     "MAX_JOIN_KEY_TTL_SECONDS",
     "CordonNodeRequest",
     "CreateJoinKeyRequest",
@@ -32,6 +34,10 @@ __all__ = [
 
 #: The most GPUs one node may declare (CUDA and HIP index devices with small integers).
 MAX_GPUS_PER_NODE = 64
+#: The most CPU (thousandths of a core) and memory (MiB) one node may declare: 65,536 cores
+#: and 1 PiB, far above any machine made.
+MAX_CPU_MILLIS = 65_536_000
+MAX_MEMORY_MB = 2**30
 #: The longest a join key may live: 90 days.
 MAX_JOIN_KEY_TTL_SECONDS = 90 * 86_400
 
@@ -72,6 +78,18 @@ class NodeResponse(_Answer):
     joined_at: datetime | None = None
     last_heartbeat_at: datetime | None = None
     gpus: tuple[NodeGpuResponse, ...] = Field(default=(), max_length=MAX_GPUS_PER_NODE)
+    cpu_millis: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_CPU_MILLIS,
+        description="CPU the node's work may use, thousandths of a core; None: not said.",
+    )
+    memory_mb: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_MEMORY_MB,
+        description="Memory the node's work may use, MiB; None: not said.",
+    )
 
     @model_validator(mode="after")
     def _indices_unique(self) -> NodeResponse:

@@ -3,11 +3,14 @@
 NVIDIA GPUs come from NVML (``nvidia-ml-py``), AMD GPUs from ``amdsmi`` or, without it,
 ``rocm-smi``'s JSON. Every library is optional. On a machine with both vendors the AMD GPUs
 are numbered after the NVIDIA ones (``device_index`` keeps HIP's own index). Where no GPU is
-found, the inventory is one simulated GPU of the configured size, marked ``simulated``.
+found, the inventory is one simulated GPU of the configured size, marked ``simulated``. The
+node's CPU is the cores this process may run on (``sched_getaffinity``) and its memory the
+machine's physical memory (:func:`machine_capacity`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 
 from gridweave_controller.vendors import GpuVendor
@@ -16,7 +19,21 @@ from job_gateway.inventory._nvidia import NvmlLibrary, load_nvml, nvidia_gpus
 from job_gateway.inventory.models import Gpu, Inventory, Node
 from job_gateway.inventory.settings import InventorySettings
 
-__all__ = ["LocalMachineSource", "simulated_gpu"]
+__all__ = ["LocalMachineSource", "machine_capacity", "simulated_gpu"]
+
+
+def machine_capacity() -> tuple[int | None, int | None]:
+    """(CPU millis, memory MiB) of this machine; None where it cannot be read."""
+    try:
+        cpu: int | None = len(os.sched_getaffinity(0)) * 1000
+    except (AttributeError, OSError):  # not Linux
+        count = os.cpu_count()
+        cpu = count * 1000 if count else None
+    try:
+        memory: int | None = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (ValueError, OSError, AttributeError):
+        memory = None
+    return cpu, memory or None
 
 
 def simulated_gpu(
@@ -40,8 +57,11 @@ class LocalMachineSource:
         simulated_vendor: GpuVendor = "nvidia",
         simulated_model: str = "Simulated GPU",
         labels: Mapping[str, str] | None = None,
+        capacity: tuple[int | None, int | None] | None = None,
     ) -> None:
         self.node_name = node_name
+        #: (CPU millis, memory MiB) of the node: this machine's unless given.
+        self.capacity = machine_capacity() if capacity is None else capacity
         self._nvml = nvml
         self._amdsmi = amdsmi
         self._rocm_smi = rocm_smi
@@ -66,7 +86,15 @@ class LocalMachineSource:
     def read_inventory(self) -> Inventory:
         """One ready node: the GPUs found, or the simulated GPU when there are none."""
         gpus = self.find_gpus() or [self._simulated]
-        return Inventory(nodes=(Node(name=self.node_name, labels=self._labels, gpus=tuple(gpus)),))
+        cpu, memory = self.capacity
+        node = Node(
+            name=self.node_name,
+            labels=self._labels,
+            gpus=tuple(gpus),
+            cpu_millis=cpu,
+            memory_mb=memory,
+        )
+        return Inventory(nodes=(node,))
 
     def find_gpus(self) -> list[Gpu]:
         """The real GPUs of this machine (NVIDIA first), numbered uniquely on the node."""

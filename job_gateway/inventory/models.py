@@ -19,7 +19,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gridweave_clients.nodes.models import MAX_GPUS_PER_NODE, NodeName
+from gridweave_clients.nodes.models import (
+    MAX_CPU_MILLIS,
+    MAX_GPUS_PER_NODE,
+    MAX_MEMORY_MB,
+    NodeName,
+)
 from gridweave_controller.vendors import GpuVendor
 
 __all__ = [
@@ -35,10 +40,6 @@ __all__ = [
 
 #: The largest VRAM one GPU may declare: 16 TiB, far above any device made.
 MAX_VRAM_MB = 16 * 2**20
-#: The most CPU (thousandths of a core) and memory (MiB) one node may declare: 65,536
-#: cores and 1 PiB, far above any machine made.
-MAX_CPU_MILLIS = 65_536_000
-MAX_MEMORY_MB = 2**30
 
 
 #: What :meth:`Inventory.same_capacity` leaves out: measurements, not capacity.

@@ -34,6 +34,8 @@ def inventory_from_nodes(answer: NodeListResponse) -> Inventory:
                 name=node.name,
                 ready=node.status == "Ready",
                 labels=node.labels,
+                cpu_millis=node.cpu_millis,
+                memory_mb=node.memory_mb,
                 gpus=tuple(
                     Gpu(
                         node=node.name,

@@ -7,6 +7,8 @@ The format (unknown keys are refused, so a typo is named rather than ignored)::
         ready: true                 # default true; false = NotReady, nothing placed there
         cordoned: false             # default false; true cordons every GPU of the node
         labels: {zone: lab-1}       # default {}
+        cpu_millis: 64000           # default none: CPU the work placed here may use, in
+        memory_mb: 262144           #   thousandths of a core, and memory, MiB (none: no limit)
         gpus:
           - index: 0                # required, unique on the node (CUDA/HIP index)
             vendor: nvidia          # required: nvidia | amd
@@ -31,7 +33,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gridweave_controller.vendors import GpuVendor
 from job_gateway.inventory.errors import InventoryFileError
-from job_gateway.inventory.models import MAX_GPUS_PER_NODE, MAX_VRAM_MB, Gpu, Inventory, Node
+from job_gateway.inventory.models import (
+    MAX_CPU_MILLIS,
+    MAX_GPUS_PER_NODE,
+    MAX_MEMORY_MB,
+    MAX_VRAM_MB,
+    Gpu,
+    Inventory,
+    Node,
+)
 from job_gateway.inventory.models import NodeName as _NodeName
 
 __all__ = ["GpuEntry", "InventoryFile", "NodeEntry", "StaticFileSource", "load_inventory_file"]
@@ -59,6 +69,8 @@ class NodeEntry(_Entry):
     ready: bool = True
     cordoned: bool = False
     labels: dict[str, str] = Field(default_factory=dict)
+    cpu_millis: Annotated[int, Field(ge=1, le=MAX_CPU_MILLIS)] | None = None
+    memory_mb: Annotated[int, Field(ge=1, le=MAX_MEMORY_MB)] | None = None
     gpus: Annotated[list[GpuEntry], Field(max_length=MAX_GPUS_PER_NODE)] = Field(
         default_factory=list
     )
@@ -97,6 +109,8 @@ class InventoryFile(_Entry):
                     name=node.name,
                     ready=node.ready,
                     labels=node.labels,
+                    cpu_millis=node.cpu_millis,
+                    memory_mb=node.memory_mb,
                     gpus=tuple(
                         Gpu(
                             node=node.name,

@@ -12,7 +12,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gridweave_clients.nodes.models import MAX_GPUS_PER_NODE, CordonNodeRequest
+from gridweave_clients.nodes.models import (
+    MAX_CPU_MILLIS,
+    MAX_GPUS_PER_NODE,
+    MAX_MEMORY_MB,
+    CordonNodeRequest,
+)
 from gridweave_controller.vendors import GpuVendor
 
 __all__ = [
@@ -62,6 +67,18 @@ class ValidateNodeRequest(_Request):
         Annotated[str, Field(max_length=253, pattern=_LABEL_KEY)],
         Annotated[str, Field(max_length=63, pattern=_LABEL_VALUE)],
     ] = Field(default_factory=dict, max_length=32)
+    cpu_millis: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_CPU_MILLIS,
+        description="CPU the node's work may use, thousandths of a core (None: not said).",
+    )
+    memory_mb: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_MEMORY_MB,
+        description="Memory the node's work may use, MiB (None: not said).",
+    )
 
     @field_validator("wireguard_public_key")
     @classmethod

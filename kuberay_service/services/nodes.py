@@ -78,6 +78,8 @@ def _node_response(node: NodeModel, *, now: datetime, timeout_seconds: float) ->
             "joined_at": node.joined_at,
             "last_heartbeat_at": node.last_heartbeat_at,
             "gpus": node.gpus,
+            "cpu_millis": node.cpu_millis,
+            "memory_mb": node.memory_mb,
         }
     )
 
@@ -162,6 +164,8 @@ def validate_node(
             token_hash=token_hash,
             gpus=_gpus_of(request),
             labels=dict(request.labels),
+            cpu_millis=request.cpu_millis,
+            memory_mb=request.memory_mb,
             cordoned=False,
             validated_at=now,
         )
@@ -184,6 +188,8 @@ def validate_node(
         node.token_hash = token_hash
         node.gpus = _gpus_of(request)
         node.labels = dict(request.labels)
+        node.cpu_millis = request.cpu_millis
+        node.memory_mb = request.memory_mb
         node.validated_at = now
     session.commit()
     return ValidatedNodeResponse(

@@ -23,6 +23,7 @@ from job_gateway.inventory._amd import (
     run_rocm_smi,
 )
 from job_gateway.inventory._nvidia import load_nvml, nvidia_gpus
+from job_gateway.inventory.local import machine_capacity
 
 GIB = 2**30
 
@@ -220,6 +221,16 @@ class TestAmd:
 
 
 class TestLocalMachine:
+    def test_the_node_has_this_machines_cpu_and_memory(self) -> None:
+        source = LocalMachineSource("box", nvml=None, amdsmi=None, rocm_smi=None)
+        (node,) = source.read_inventory().nodes
+        cpu, memory = machine_capacity()
+        assert (node.cpu_millis, node.memory_mb) == (cpu, memory)
+        assert cpu is not None and cpu >= 1000 and cpu % 1000 == 0
+        assert memory is not None and memory > 256  # MiB of a machine that runs these tests
+        given = LocalMachineSource("box", nvml=None, amdsmi=None, rocm_smi=None, capacity=(500, 64))
+        assert given.read_inventory().nodes[0].cpu_millis == 500
+
     def test_no_gpu_gives_one_simulated_gpu_of_the_configured_size(self) -> None:
         source = LocalMachineSource(
             "box", nvml=FakeNvml(fail_init=True), amdsmi=None, rocm_smi=None, simulated_vram_mb=8192

@@ -25,7 +25,13 @@ def registry() -> FakeNodeRegistry:
     return FakeNodeRegistry(
         [
             node("worker-b", [gpu(1, "amd", 196_608), gpu(0, "amd", 196_608, cordoned=True)]),
-            node("worker-a", [gpu(0), gpu(1, healthy=False)], labels={"zone": "eu"}),
+            node(
+                "worker-a",
+                [gpu(0), gpu(1, healthy=False)],
+                labels={"zone": "eu"},
+                cpu_millis=32_000,
+                memory_mb=131_072,
+            ),
             node("worker-c", [gpu(0, "nvidia", 24_576)], status="NotReady"),
             node("worker-d", [gpu(0, "nvidia", 24_576)], cordoned=True),
         ]
@@ -55,6 +61,7 @@ class TestInventoryFromTheRegistry:
         a, b, c, d = inventory.nodes
         assert [n.name for n in inventory.nodes] == ["worker-a", "worker-b", "worker-c", "worker-d"]
         assert a.labels == {"zone": "eu"} and a.ready
+        assert (a.cpu_millis, a.memory_mb, b.cpu_millis) == (32_000, 131_072, None)
         assert [(g.index, g.schedulable) for g in a.gpus] == [(0, True), (1, False)]  # unhealthy
         assert [(g.index, g.vendor, g.schedulable) for g in b.gpus] == [
             (0, "amd", False),

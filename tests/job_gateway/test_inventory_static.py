@@ -25,6 +25,8 @@ nodes:
       - {index: 0, vendor: amd, model: AMD Instinct MI300X, vram_mb: 196608}
   - name: gpu-a
     labels: {zone: lab-1}
+    cpu_millis: 64000
+    memory_mb: 262144
     gpus:
       - index: 0
         vendor: nvidia
@@ -53,7 +55,9 @@ class TestFormat:
         inventory = load_inventory_file(_write(tmp_path, VALID_YAML))
         b, a, c = inventory.nodes
         assert (a.name, a.ready, a.labels) == ("gpu-a", True, {"zone": "lab-1"})
+        assert (a.cpu_millis, a.memory_mb) == (64_000, 262_144)
         assert (b.name, b.ready) == ("gpu-b", False)
+        assert (b.cpu_millis, b.memory_mb) == (None, None)  # not declared: no limit
         assert [(g.index, g.schedulable) for g in a.gpus] == [(0, True), (1, False)]
         assert b.gpus[0].vendor == "amd" and b.gpus[0].vram_mb == 196_608
         assert c.gpus[0].simulated and c.gpus[0].cordoned  # the node's cordon covers its GPUs

@@ -76,6 +76,19 @@ class TestValidate:
             (g["index"], g["model"]) for g in MIXED_GPUS
         ]
         assert node["labels"] == {"zone": "lab-1"}
+        assert (node["cpu_millis"], node["memory_mb"]) == (None, None)  # not said
+
+    def test_the_nodes_cpu_and_memory_are_kept_and_replaced_by_a_new_validation(
+        self, registry: Registry
+    ) -> None:
+        key = create_key(registry, max_uses=1)
+        body = validate_body(key["key"], cpu_millis=64_000, memory_mb=262_144)
+        assert validate(registry, body).status_code == 200
+        node = _listed(registry, body["hostname"])
+        assert node is not None and (node["cpu_millis"], node["memory_mb"]) == (64_000, 262_144)
+        assert validate(registry, body | {"cpu_millis": 32_000}).status_code == 200
+        node = _listed(registry, body["hostname"])
+        assert node is not None and (node["cpu_millis"], node["memory_mb"]) == (32_000, 262_144)
 
     def test_the_same_node_and_key_get_the_same_address_and_use(self, registry: Registry) -> None:
         key = create_key(registry, max_uses=1)
@@ -150,6 +163,8 @@ class TestValidate:
             ({"gpus": [gpu(0), gpu(0)]}, "gpus"),
             ({"gpus": [gpu(0, vram_mb=0)]}, "gpus.0.vram_mb"),
             ({"gpus": [gpu(0, vendor="intel")]}, "gpus.0.vendor"),
+            ({"cpu_millis": 0}, "cpu_millis"),
+            ({"memory_mb": "4096"}, "memory_mb"),
         ],
     )
     def test_bad_fields_are_named(
