@@ -16,6 +16,7 @@ from pathlib import Path
 
 from job_gateway.sandbox.config import SandboxConfig
 from job_gateway.sandbox.container import Chunk, Container, ContainerRun, ContainerSpec
+from job_gateway.sandbox.driver import driver_dir
 from job_gateway.sandbox.gpus import gpu_devices, renumbered
 from job_gateway.sandbox.images import UnpackedImage
 from job_gateway.sandbox.oci import ContainerLimits
@@ -61,8 +62,10 @@ def container_spec(
     python_env: Path | None = None,
 ) -> ContainerSpec:
     """The container ``job``'s attempts run in on this node: in ``image``, else the node's
-    default image, with its pip environment ``python_env`` if it has one."""
+    default image, with its pip environment ``python_env`` if it has one, and the node's
+    NVIDIA driver files when it has NVIDIA GPUs."""
     devices = gpu_devices(config.device_dir, job.vendor, job.gpu_indices)
+    nvidia = any(device.path.startswith("/dev/nvidia") for device in devices)
     return ContainerSpec(
         runtime=config.runtime,
         state_dir=config.state_dir,
@@ -76,6 +79,7 @@ def container_spec(
         max_result_bytes=config.max_result_mb * 1024 * 1024,
         network=config.job_egress,
         python_env=python_env,
+        driver=driver_dir(config.state_dir, config.driver_search) if nvidia else None,
     )
 
 

@@ -14,7 +14,7 @@ from typing import Literal
 from gridweave_runtime.job_images import SYSTEM_CACHE
 from job_gateway.sandbox.network import Egress
 
-__all__ = ["CA_BUNDLE", "JobNetwork", "PipConfig", "Runtime", "SandboxConfig"]
+__all__ = ["CA_BUNDLE", "DRIVER_SEARCH", "JobNetwork", "PipConfig", "Runtime", "SandboxConfig"]
 
 Runtime = Literal["runc", "crun", "none"]
 #: A job container's network: ``none`` (only a loopback of its own), ``egress`` (the
@@ -22,6 +22,15 @@ Runtime = Literal["runc", "crun", "none"]
 JobNetwork = Literal["none", "egress"]
 #: Debian's CA bundle: what a node's pip trusts unless it was told otherwise.
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+#: Where a node's NVIDIA driver installs its libraries and nvidia-smi (Debian and Ubuntu's
+#: multiarch directories, then the RPM distributions' and the .run installer's).
+DRIVER_SEARCH = (
+    Path("/usr/lib/x86_64-linux-gnu"),
+    Path("/usr/lib/aarch64-linux-gnu"),
+    Path("/usr/lib64"),
+    Path("/usr/lib"),
+    Path("/usr/bin"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +62,8 @@ class SandboxConfig:
     scratch_mb: int
     max_result_mb: int
     device_dir: Path
+    #: Where the node's NVIDIA driver files are looked for (:mod:`job_gateway.sandbox.driver`).
+    driver_search: tuple[Path, ...] = DRIVER_SEARCH
     image_dir: Path = SYSTEM_CACHE / "images"
     image_cache_gb: float = 50.0
     job_network: JobNetwork = "none"

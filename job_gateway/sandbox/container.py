@@ -87,6 +87,9 @@ class ContainerSpec:
     #: The job's pip environment on the node (:mod:`job_gateway.sandbox.pip_envs`), mounted
     #: read-only first on its PYTHONPATH after the runner; None: none.
     python_env: Path | None = None
+    #: The node's NVIDIA driver files (:mod:`job_gateway.sandbox.driver`), for a container
+    #: with NVIDIA GPUs; None: none.
+    driver: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,6 +402,7 @@ def runtime_command(
         image_environment=dict(spec.image_environment),
         network=network,
         python_env=spec.python_env,
+        driver=spec.driver,
     )
     config["mounts"].extend(mounts)
     config["linux"]["cgroupsPath"] = cgroup

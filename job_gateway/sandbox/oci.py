@@ -13,7 +13,8 @@ read it off the returned dictionary. The runtime (runc or crun) enforces it.
   working directory) and ``/tmp``, both tmpfs of ``scratch_mb``, counted in the memory limit;
   the runner read-only at ``/opt/gridweave``; the job's ``pip=`` environment, if any,
   read-only at ``/opt/gridweave/env`` (first on ``PYTHONPATH`` after the runner); the
-  allocated GPUs' device nodes. Nothing else of the host.
+  allocated GPUs' device nodes, and with NVIDIA's the driver's libraries read-only at
+  ``/opt/gridweave/driver`` (:mod:`job_gateway.sandbox.driver`). Nothing else of the host.
 - cgroup: memory (swap included, so a job cannot page past it), CPU quota, pids; device
   access only to the GPUs' nodes and the usual pseudo-devices.
 """
@@ -30,6 +31,7 @@ from typing import Any
 from job_gateway.sandbox.network import NetworkLink
 
 __all__ = [
+    "DRIVER_DIR",
     "ENV_DIR",
     "RUNNER_DIR",
     "SCRATCH_DIR",
@@ -45,6 +47,8 @@ RUNNER_DIR = "/opt/gridweave"
 SCRATCH_DIR = "/scratch"
 #: Where a job's pip environment is mounted (its mount point is in the runner's directory).
 ENV_DIR = f"{RUNNER_DIR}/env"
+#: Where the NVIDIA driver's libraries and nvidia-smi are mounted (likewise).
+DRIVER_DIR = f"{RUNNER_DIR}/driver"
 _CPU_PERIOD_US = 100_000
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _MASKED_PATHS = (
@@ -114,6 +118,7 @@ def container_config(
     image_environment: Mapping[str, str] | None = None,
     network: NetworkLink | None = None,
     python_env: str | Path | None = None,
+    driver: str | Path | None = None,
 ) -> dict[str, Any]:
     """The ``config.json`` of a job container running ``args`` as container root.
 
@@ -121,7 +126,8 @@ def container_config(
     under the sandbox's own (home, scratch, the runner's ``PYTHONPATH`` first) and the job's.
     ``network``: the container's veth pair (egress); None: only its loopback.
     ``python_env``: the job's pip environment on the node, mounted read-only at
-    :data:`ENV_DIR`.
+    :data:`ENV_DIR`. ``driver``: the node's NVIDIA driver files, mounted read-only at
+    :data:`DRIVER_DIR`, first on ``LD_LIBRARY_PATH`` and last on ``PATH``.
     """
     if host_uid <= 0:
         raise ValueError("a container's uid on the host is never root")
@@ -129,6 +135,11 @@ def container_config(
     image = dict(image_environment or {})
     env_dir = ENV_DIR if python_env is not None else None
     python_path = ":".join(filter(None, (RUNNER_DIR, env_dir, image.get("PYTHONPATH"))))
+    if driver is not None:
+        image["PATH"] = f"{image.get('PATH', _PATH)}:{DRIVER_DIR}"
+        image["LD_LIBRARY_PATH"] = ":".join(
+            filter(None, (DRIVER_DIR, image.get("LD_LIBRARY_PATH")))
+        )
     env = {
         "PATH": _PATH,
         "LANG": "C.UTF-8",
@@ -148,6 +159,15 @@ def container_config(
                 "destination": ENV_DIR,
                 "type": "bind",
                 "source": str(python_env),
+                "options": ["rbind", "ro", "nosuid", "nodev"],
+            }
+        )
+    if driver is not None:
+        extra_mounts.append(
+            {
+                "destination": DRIVER_DIR,
+                "type": "bind",
+                "source": str(driver),
                 "options": ["rbind", "ro", "nosuid", "nodev"],
             }
         )

@@ -6,8 +6,9 @@
 cloudpickle package the worker itself has, so a job's image needs only a Python 3 (no Ray,
 no Gridweave, no cloudpickle of its own); an empty ``env``, where a job's ``pip=``
 environment (:mod:`job_gateway.sandbox.pip_envs`) or a transformers replica's packages are
-mounted, and an empty ``model``, where that replica's model is (a mount point must exist in
-the read-only tree it is mounted into). Made once per content under the sandbox's state
+mounted, an empty ``driver`` for the NVIDIA driver's files (:mod:`job_gateway.sandbox.driver`)
+and an empty ``model``, where that replica's model is (a mount point must exist in the
+read-only tree it is mounted into). Made once per content under the sandbox's state
 directory, written whole before it is renamed into place.
 """
 
@@ -25,9 +26,9 @@ from job_gateway.sandbox import runner, serve_runner
 
 __all__ = ["MOUNT_POINTS", "runner_dir"]
 
-#: The empty directories made for mounts: ``env`` (:data:`~job_gateway.sandbox.oci.ENV_DIR`)
-#: and ``model``.
-MOUNT_POINTS = ("env", "model")
+#: The empty directories made for mounts: ``env`` (:data:`~job_gateway.sandbox.oci.ENV_DIR`),
+#: ``driver`` (:data:`~job_gateway.sandbox.oci.DRIVER_DIR`) and ``model``.
+MOUNT_POINTS = ("env", "driver", "model")
 #: The transformers mode's server (never imported here: it needs torch).
 _TRANSFORMERS_SERVER = Path(__file__).with_name("transformers_server.py")
 

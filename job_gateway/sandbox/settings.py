@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from gridweave_runtime.job_images import default_rootfs, image_cache, pip_cache
 from job_gateway.sandbox.config import (
     CA_BUNDLE,
+    DRIVER_SEARCH,
     JobNetwork,
     PipConfig,
     Runtime,
@@ -87,6 +88,14 @@ class SandboxSettings(BaseSettings):
     device_dir: Path = Field(
         default=Path("/dev"),
         description="Where the node's GPU device nodes are (nvidiaN, nvidiactl, kfd, dri/).",
+    )
+    driver_dirs: list[Path] = Field(
+        default_factory=lambda: list(DRIVER_SEARCH),
+        description=(
+            "Where the node's NVIDIA driver libraries (libcuda.so.1, libnvidia-ml.so.1...) "
+            "and nvidia-smi are looked for, in order (JSON list); a container given NVIDIA "
+            "GPUs gets them read-only at /opt/gridweave/driver."
+        ),
     )
     image_dir: Path = Field(
         default_factory=image_cache,
@@ -227,6 +236,7 @@ class SandboxSettings(BaseSettings):
             scratch_mb=self.scratch_mb,
             max_result_mb=self.max_result_mb,
             device_dir=self.device_dir,
+            driver_search=tuple(self.driver_dirs),
             image_dir=self.image_dir,
             image_cache_gb=self.image_cache_gb,
             job_network=self.job_network,

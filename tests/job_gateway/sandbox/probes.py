@@ -133,6 +133,24 @@ def devices() -> dict[str, object]:
     }
 
 
+def driver_view() -> dict[str, object]:
+    """What the job sees of the NVIDIA driver: the files at /opt/gridweave/driver, what
+    libcuda.so.1 holds, the library path, and what nvidia-smi (found on PATH) says."""
+    import shutil
+    import subprocess
+
+    directory = Path("/opt/gridweave/driver")
+    smi = shutil.which("nvidia-smi")
+    return {
+        "files": sorted(path.name for path in directory.iterdir()),
+        "libcuda": (directory / "libcuda.so.1").read_text()
+        if (directory / "libcuda.so.1").exists()
+        else None,
+        "library_path": os.environ.get("LD_LIBRARY_PATH"),
+        "smi": subprocess.run([smi], capture_output=True, text=True).stdout if smi else None,
+    }
+
+
 def write_scratch_and_wait(secret: str, ready: str, seconds: float) -> str:
     """Write a secret in scratch, say so on stdout, and stay a while."""
     import time

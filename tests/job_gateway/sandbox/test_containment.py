@@ -204,6 +204,65 @@ class TestGpus:
         assert not [n for n in seen["devices"] if "nvidia" in n]
 
 
+class TestNvidiaDriver:
+    """The node's driver files reach a container with NVIDIA GPUs, and only those."""
+
+    @pytest.fixture
+    def driver_search(self, tmp_path: Path) -> tuple[Path, ...]:
+        libraries, binaries = tmp_path / "lib", tmp_path / "bin"
+        libraries.mkdir()
+        binaries.mkdir()
+        (libraries / "libcuda.so.550.54.14").write_text("stand-in libcuda")
+        (libraries / "libcuda.so.1").symlink_to("libcuda.so.550.54.14")
+        (libraries / "libnvidia-ml.so.1").write_text("stand-in nvml")
+        (libraries / "libssl.so.3").write_text("not the driver's")
+        (libraries / "libnvidia-ml.so.2").symlink_to("/nowhere")  # dangling: left out
+        smi = binaries / "nvidia-smi"
+        smi.write_text("#!/bin/sh\necho stand-in nvidia-smi\n")
+        smi.chmod(0o700)  # root's alone on the host; the copy is every uid's
+        for path in (tmp_path, libraries, binaries):
+            path.chmod(0o700)
+        return (libraries, binaries)
+
+    def test_an_nvidia_job_gets_the_drivers_files_and_nothing_else(
+        self, sandbox: SandboxConfig, driver_search: tuple[Path, ...]
+    ) -> None:
+        with stand_in_devices(TestGpus.NODES) as device_dir:
+            config = dataclasses.replace(
+                sandbox, device_dir=device_dir, driver_search=driver_search
+            )
+            seen = run_function(config, probes.driver_view, gpu_indices=(2,)).value
+        assert seen == {
+            "files": [
+                "libcuda.so.1",
+                "libcuda.so.550.54.14",
+                "libnvidia-ml.so.1",
+                "nvidia-smi",
+            ],
+            "libcuda": "stand-in libcuda",
+            "library_path": "/opt/gridweave/driver",
+            "smi": "stand-in nvidia-smi\n",
+        }
+
+    def test_jobs_without_nvidia_gpus_get_none(
+        self, sandbox: SandboxConfig, driver_search: tuple[Path, ...]
+    ) -> None:
+        with stand_in_devices(["kfd", "dri/renderD128"]) as device_dir:
+            config = dataclasses.replace(
+                sandbox, device_dir=device_dir, driver_search=driver_search
+            )
+            amd = run_function(
+                config,
+                probes.driver_view,
+                vendor="amd",
+                gpu_indices=(0,),
+                environment={"HIP_VISIBLE_DEVICES": "0"},
+            ).value
+            simulated = run_function(config, probes.driver_view, gpu_indices=(0,)).value
+        for seen in (amd, simulated):
+            assert seen["files"] == [] and seen["libcuda"] is None and seen["smi"] is None
+
+
 class TestTwoUsersOnOneNode:
     def test_one_cannot_read_the_others_scratch(self, sandbox: SandboxConfig) -> None:
         secret = f"secret-{uuid.uuid4().hex}"
