@@ -2,10 +2,14 @@ import { readFileSync } from "node:fs";
 import { expect, type Page, test } from "@playwright/test";
 import { env, reviewPage, signIn } from "./helpers";
 
-test("sign-in page", async ({ page }) => {
+test("sign-in page, and the sign-up it links to", async ({ page }) => {
   await page.goto("/sign-in");
   await expect(page.getByRole("heading", { name: "Sign in to Gridweave" })).toBeVisible();
   await reviewPage(page, "01-sign-in");
+  await page.getByRole("button", { name: "Sign up with your email" }).click();
+  await expect(page.getByRole("heading", { name: "Sign up for Gridweave" })).toBeVisible();
+  await expect(page.getByRole("button", { name: "Email me a sign-up code" })).toBeVisible();
+  await reviewPage(page, "01-sign-up");
 });
 
 test("a job submitted through the SDK appears, and every user page passes axe", async ({ page }) => {
@@ -18,10 +22,23 @@ test("a job submitted through the SDK appears, and every user page passes axe", 
   await page.getByRole("link", { name: "Jobs" }).click();
   await expect(page.getByRole("link", { name: jobId })).toBeVisible();
   await expect(page.getByRole("link", { name: env("FINISHED_JOB_ID") })).toBeVisible();
+  // "2 jobs", "1 job": the count as words; VRAM in MiB/GiB, never MB
+  const total = ((await (await page.request.get("/v1/jobs?limit=1")).json()) as { total: number }).total;
+  await expect(page.getByTestId("jobs-total")).toHaveText(total === 1 ? "1 job" : `${total} jobs`);
+  await expect(page.getByTestId("job-row").first()).toContainText(/\d (MiB|GiB) /);
+  // one date format: the table's dates are the browser's, the one its date filters show
+  const created = ((await (await page.request.get(`/v1/jobs/${jobId}`)).json()) as { created_at: string }).created_at;
+  const shown = await page.evaluate(
+    (at) => new Date(at).toLocaleDateString(undefined, { year: "numeric", month: "2-digit", day: "2-digit" }),
+    created,
+  );
+  await expect(page.getByTestId("job-row").filter({ hasText: jobId })).toContainText(shown);
   await reviewPage(page, "03-jobs");
 
   await page.getByRole("link", { name: "Credits & usage" }).click();
   await expect(page.getByTestId("usage-row").first()).toBeVisible({ timeout: 30_000 });
+  expect(await page.getByTestId("usage-row").count()).toBeLessThanOrEqual(50); // a page at a time
+  await expect(page.getByTestId("usage-shown")).toContainText(/of \d+ records?/);
   await expect(page.getByTestId("ledger-row").filter({ hasText: "credits granted" }).first()).toBeVisible(); // the sign-up's credits
   await reviewPage(page, "05-credits");
 
@@ -53,6 +70,7 @@ test("a line the job prints arrives in the page within 3 s", async ({ page }) =>
   await expect(timeline.getByTestId("timeline-step").filter({ hasText: /^Allocated/ })).toHaveCount(1);
   await expect(timeline.getByTestId("timeline-step").filter({ hasText: /^Running/ })).toHaveCount(1);
   await expect(timeline.getByTestId("timeline-step").last()).toHaveText("Now: Running");
+  await expect(timeline.getByTestId("timeline-step").filter({ hasText: /\((True|False|Unknown)\)/ })).toHaveCount(0);
   await reviewPage(page, "04-job-detail");
 });
 
@@ -110,11 +128,17 @@ test("a second user cannot see the first user's job", async ({ page }) => {
   await expect(page.getByText("No jobs match.")).toBeVisible();
   await expect(page.getByRole("link", { name: jobId })).toHaveCount(0);
   await page.goto(`/jobs/${jobId}`);
-  await expect(page.getByRole("alert")).toBeVisible();
+  // the 404 is the answer: shown at once, never asked again behind "Loading…"
+  await expect(page.getByRole("alert")).toContainText("no such job", { timeout: 3_000 });
   await page.goto(`/endpoints/${env("ENDPOINT_NAME")}`);
   await expect(page.getByRole("alert")).toContainText("no such endpoint");
   await reviewPage(page, "17-endpoint-not-found");
 });
+
+/** VRAM as the dashboard writes it: whole GiB when it is, else MiB. */
+function mibText(value: number): string {
+  return value % 1024 === 0 && value !== 0 ? `${value / 1024} GiB` : `${value} MiB`;
+}
 
 type InventoryGpu = {
   index: number;
@@ -158,7 +182,8 @@ test("admin pages: each VRAM bar equals the API's figure", async ({ page }) => {
   expect(held.user_id).toBe(env("USER_ID"));
   const holder = page.getByTestId("gpu").nth(position).getByTestId("holder").filter({ hasText: env("JOB_ID") });
   await expect(holder).toContainText(`user ${env("USER_ID")}`);
-  await expect(holder.getByTestId("holder-vram")).toHaveText(`${held.vram_mb} MB`);
+  await expect(holder.getByTestId("holder-vram")).toHaveText(mibText(held.vram_mb));
+  await expect(page.getByText(/\d MB\b/)).toHaveCount(0); // VRAM is MiB: never shown as MB
   await expect(holder.getByRole("link")).toHaveCount(0); // another user's job: its page is theirs
   await expect(page.getByTestId("holder").filter({ hasText: env("ENDPOINT_NAME") }).first()).toContainText("endpoint");
   await reviewPage(page, "08-admin-nodes");
@@ -184,6 +209,8 @@ test("admin pages: each VRAM bar equals the API's figure", async ({ page }) => {
 
   await page.getByRole("link", { name: "Diagnostics" }).click();
   await expect(page.getByText("healthy").first()).toBeVisible({ timeout: 15_000 });
+  // figures are amounts: no creation timestamp or histogram bucket is added up
+  await expect(page.locator("dt").filter({ hasText: /_(created|bucket)$/ })).toHaveCount(0);
   await reviewPage(page, "10-admin-diagnostics");
 
   await page.getByRole("link", { name: "Users" }).click();

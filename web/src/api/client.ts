@@ -54,19 +54,65 @@ export function errorMessage(error: unknown, fallback = "Something went wrong"):
   return fallback;
 }
 
-/** The data of an openapi-fetch answer, or a thrown Error with the API's message. */
+/** An error answer of the API: its message, and its HTTP status. */
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+/** The data of an openapi-fetch answer, or a thrown ApiError with the API's message. */
 export function unwrap<T>(answer: { data?: T; error?: unknown; response: Response }): T {
   if (answer.error !== undefined || answer.data === undefined) {
-    throw new Error(errorMessage(answer.error, `HTTP ${answer.response.status}`));
+    throw new ApiError(errorMessage(answer.error, `HTTP ${answer.response.status}`), answer.response.status);
   }
   return answer.data;
 }
+
+/** Whether the API answered a read with a refusal (a 4xx: "no such job" is the answer, not
+ * a passing fault, so asking again only keeps the page waiting). */
+export function refused(error: unknown): boolean {
+  return error instanceof ApiError && error.status >= 400 && error.status < 500;
+}
+
+/** The app's query defaults: a failed read is asked once more, unless the API refused it. */
+export const QUERY_DEFAULTS = {
+  retry: (failures: number, error: unknown) => failures < 1 && !refused(error),
+  refetchOnWindowFocus: true,
+  staleTime: 2_000,
+};
 
 /** Micro-credits as credits with up to 6 decimals. */
 export function credits(micro: number): string {
   return (micro / 1_000_000).toLocaleString("en-US", { maximumFractionDigits: 6 });
 }
 
+// One format for every date on every page: the browser's own, the one its date inputs (the
+// jobs' filters) show too, with two-digit fields.
+const DAY: Intl.DateTimeFormatOptions = { year: "numeric", month: "2-digit", day: "2-digit" };
+const TIME: Intl.DateTimeFormatOptions = { hour: "2-digit", minute: "2-digit", second: "2-digit" };
+
+/** A moment (an ISO 8601 string) as a date and time in the browser's format; "—" when unknown. */
 export function when(value: string | null | undefined): string {
-  return value ? new Date(value).toLocaleString("en-GB", { hour12: false }) : "—";
+  return value ? new Date(value).toLocaleString(undefined, { ...DAY, ...TIME }) : "—";
+}
+
+/** A day ("2026-12-01", local) in the same format as the dates of {@link when}. */
+export function day(value: string): string {
+  const [year, month, date] = value.split("-").map(Number);
+  return new Date(year ?? 1970, (month ?? 1) - 1, date ?? 1).toLocaleDateString(undefined, DAY);
+}
+
+/** VRAM and memory sizes are MiB: whole GiB when they are ("8 GiB"), else MiB ("1536 MiB"). */
+export function mib(value: number): string {
+  return value % 1024 === 0 && value !== 0 ? `${value / 1024} GiB` : `${value} MiB`;
+}
+
+/** "1 job", "2 jobs": a count and its noun, plural but for one. */
+export function count(value: number, noun: string, plural = `${noun}s`): string {
+  return `${value.toLocaleString("en-US")} ${value === 1 ? noun : plural}`;
 }

@@ -5,7 +5,7 @@ import { expect, test } from "vitest";
 import type { Schemas } from "../api/client";
 import { renderApp } from "../test/render";
 import { server } from "../test/server";
-import { entryKind, LEDGER_PAGE } from "./Credits";
+import { entryKind, LEDGER_PAGE, USAGE_PAGE } from "./Credits";
 
 const NO_USAGE = { user_id: "usr-alice", records: [], next_before_id: null, period_from: null, period_to: null, totals: { records: 0, cost: 0, charged: 0, billed_seconds: 0, gpu_seconds: 0 } };
 
@@ -59,4 +59,36 @@ test("each kind of entry reads in words; a transfer says which way it went and w
   expect(entryKind(entry(1, 5, 5, "transfer", "usr-bob"))).toBe("received (from usr-bob)");
   expect(entryKind(entry(1, -120, 5, "settlement"))).toBe("paid for what ran");
   expect(entryKind(entry(1, 5, 5, "refund"))).toBe("refund"); // a kind not named here: as it is
+});
+
+test("the usage records come a page at a time, however many the month has", async () => {
+  const record = (id: number) => ({
+    id, kind: "job", job_id: `job-${id}`, endpoint_id: null, user_id: "usr-alice", owner_id: "usr-alice", node: "gpu-a", vendor: "nvidia",
+    gpu_count: 1, gpu_indices: [0], vram_mb: 1024, started_at: null, finished_at: "2026-12-01T10:00:00Z", wall_seconds: 1, billed_seconds: 1,
+    price_per_gpu_second: 5, cost: 5, hold_reference: `h${id}`, created_at: "2026-12-01T10:00:00Z",
+    settlement: { state: "settled", amount: 5, attempts: 1, charged: 5, error: null, error_code: null, hold_id: null, settled_at: null },
+  });
+  const totals = { records: 1000, cost: 5000, charged: 5000, billed_seconds: 1000, gpu_seconds: 1000 };
+  const asked: [string | null, string | null][] = [];
+  server.use(
+    http.get("*/v1/credits", () => HttpResponse.json({ user_id: "usr-alice", balance: 1, held: 0, available: 1 })),
+    http.get("*/v1/credits/ledger", () => HttpResponse.json({ user_id: "usr-alice", entries: [], next_before_id: null })),
+    http.get("*/v1/usage", ({ request }) => {
+      const query = new URL(request.url).searchParams;
+      const limit = Number(query.get("limit"));
+      asked.push([query.get("limit"), query.get("before_id")]);
+      const top = Number(query.get("before_id") ?? "1001") - 1;
+      const records = Array.from({ length: Math.min(limit, top) }, (_, i) => record(top - i));
+      return HttpResponse.json({ ...NO_USAGE, records, totals, next_before_id: records.length === limit ? top - limit + 1 : null });
+    }),
+  );
+  renderApp("/credits");
+  await waitFor(() => expect(screen.getAllByTestId("usage-row")).toHaveLength(USAGE_PAGE));
+  expect(screen.getByTestId("usage-shown")).toHaveTextContent(`1–${USAGE_PAGE} of 1,000 records`);
+  expect(screen.getAllByTestId("usage-row")[0]).toHaveTextContent("job-1000");
+  await userEvent.click(screen.getByRole("button", { name: "Older records" }));
+  await waitFor(() => expect(screen.getAllByTestId("usage-row")[0]).toHaveTextContent(`job-${1000 - USAGE_PAGE}`));
+  expect(screen.getAllByTestId("usage-row")).toHaveLength(USAGE_PAGE);
+  expect(screen.getByTestId("usage-shown")).toHaveTextContent(`${USAGE_PAGE + 1}–${2 * USAGE_PAGE} of 1,000 records`);
+  expect(asked).toContainEqual([String(USAGE_PAGE), String(1001 - USAGE_PAGE)]);
 });

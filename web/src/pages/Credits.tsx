@@ -1,11 +1,12 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
-import { api, credits, errorMessage, type Schemas, unwrap, when } from "../api/client";
+import { api, count, credits, day, errorMessage, type Schemas, unwrap, when } from "../api/client";
 import { Card } from "../components/Layout";
 
 const DAYS = 30;
 export const LEDGER_PAGE = 50;
+export const USAGE_PAGE = 50;
 
 /** Spend per UTC day (micro-credits), oldest first, one entry for each of the last ``days``. */
 export function dailySpend(records: Schemas["UsageRecordResponse"][], now: Date, days = DAYS) {
@@ -88,14 +89,68 @@ function Ledger() {
   );
 }
 
+/** The usage records of the last 30 days, newest first, a page at a time (an account that
+ * ran thousands of jobs is not one endless page). */
+function UsageRecords({ since }: { since: string }) {
+  const [pages, setPages] = useState<number[]>([]); // the before_id of each page after the first
+  const before = pages.at(-1);
+  const usage = useQuery({
+    queryKey: ["usage", "page", since, before],
+    queryFn: async () =>
+      unwrap(await api.GET("/v1/usage", { params: { query: { from: since, limit: USAGE_PAGE, ...(before ? { before_id: before } : {}) } } })),
+    refetchInterval: 30_000,
+  });
+  const records = usage.data?.records ?? [];
+  const shown = pages.length * USAGE_PAGE;
+  return (
+    <Card title="Usage, last 30 days">
+      {usage.isError && <p role="alert" className="text-sm text-red-700">{errorMessage(usage.error)}</p>}
+      <table className="w-full text-sm">
+        <thead>
+          <tr className="text-left"><th className="p-1">Finished</th><th className="p-1">What</th><th className="p-1">Billed s</th><th className="p-1">Cost</th><th className="p-1">Settlement</th></tr>
+        </thead>
+        <tbody>
+          {records.map((record) => (
+            <tr key={record.id} className="border-t border-slate-100" data-testid="usage-row">
+              <td className="p-1">{when(record.finished_at)}</td>
+              <td className="p-1 font-mono">{record.job_id ?? record.endpoint_id ?? record.kind}</td>
+              <td className="p-1">{record.billed_seconds}</td>
+              <td className="p-1">{credits(record.cost)}</td>
+              <td className="p-1">{record.settlement.state}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {usage.data && records.length === 0 && <p className="text-sm text-slate-600">{pages.length ? "No older records." : "No usage in the last 30 days."}</p>}
+      <div className="mt-2 flex items-center gap-2 text-sm">
+        <button type="button" disabled={pages.length === 0} onClick={() => setPages(pages.slice(0, -1))} className="rounded border border-slate-400 px-2 py-0.5 disabled:opacity-40">Newer records</button>
+        <button
+          type="button"
+          disabled={!usage.data?.next_before_id}
+          onClick={() => usage.data?.next_before_id && setPages([...pages, usage.data.next_before_id])}
+          className="rounded border border-slate-400 px-2 py-0.5 disabled:opacity-40"
+        >
+          Older records
+        </button>
+        {usage.data && records.length > 0 && (
+          <span className="text-slate-700" data-testid="usage-shown">
+            {shown + 1}–{shown + records.length} of {count(usage.data.totals.records, "record")}
+          </span>
+        )}
+      </div>
+    </Card>
+  );
+}
+
 export function Credits() {
   const queries = useQueryClient();
   const [message, setMessage] = useState<string | null>(null);
   const balance = useQuery({ queryKey: ["credits"], queryFn: async () => unwrap(await api.GET("/v1/credits")), refetchInterval: 10_000 });
+  const [since] = useState(() => new Date(Date.now() - DAYS * 86_400_000).toISOString());
+  // the chart and the CSV: the period's records at once (its totals are the server's)
   const usage = useQuery({
-    queryKey: ["usage", "month"],
-    queryFn: async () =>
-      unwrap(await api.GET("/v1/usage", { params: { query: { from: new Date(Date.now() - DAYS * 86_400_000).toISOString(), limit: 1000 } } })),
+    queryKey: ["usage", "month", since],
+    queryFn: async () => unwrap(await api.GET("/v1/usage", { params: { query: { from: since, limit: 1000 } } })),
     refetchInterval: 30_000,
   });
   const records = usage.data?.records ?? [];
@@ -130,34 +185,16 @@ export function Credits() {
           <ResponsiveContainer width="100%" height="100%">
             <BarChart data={dailySpend(records, new Date())}>
               <CartesianGrid strokeDasharray="3 3" />
-              <XAxis dataKey="day" tick={{ fontSize: 10 }} />
+              <XAxis dataKey="day" tick={{ fontSize: 10 }} tickFormatter={day} />
               <YAxis tick={{ fontSize: 10 }} />
-              <Tooltip />
+              <Tooltip labelFormatter={(label) => day(String(label))} />
               <Bar dataKey="credits" fill="#1e3a8a" isAnimationActive={false} />
             </BarChart>
           </ResponsiveContainer>
         </div>
       </Card>
       <Ledger />
-      <Card title="Usage, last 30 days">
-        <table className="w-full text-sm">
-          <thead>
-            <tr className="text-left"><th className="p-1">Finished</th><th className="p-1">What</th><th className="p-1">Billed s</th><th className="p-1">Cost</th><th className="p-1">Settlement</th></tr>
-          </thead>
-          <tbody>
-            {records.map((record) => (
-              <tr key={record.id} className="border-t border-slate-100" data-testid="usage-row">
-                <td className="p-1">{when(record.finished_at)}</td>
-                <td className="p-1 font-mono">{record.job_id ?? record.endpoint_id ?? record.kind}</td>
-                <td className="p-1">{record.billed_seconds}</td>
-                <td className="p-1">{credits(record.cost)}</td>
-                <td className="p-1">{record.settlement.state}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        {usage.data && records.length === 0 && <p className="text-sm text-slate-600">No usage in the last 30 days.</p>}
-      </Card>
+      <UsageRecords since={since} />
     </div>
   );
 }

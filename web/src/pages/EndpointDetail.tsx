@@ -1,6 +1,6 @@
 import { useQuery } from "@tanstack/react-query";
 import { Link, useParams } from "react-router";
-import { api, credits, errorMessage, type Schemas, unwrap, when } from "../api/client";
+import { api, credits, errorMessage, mib, type Schemas, unwrap, when } from "../api/client";
 import { Card, PhaseBadge } from "../components/Layout";
 
 /** Milliseconds, rounded for reading ("—" when there is no figure yet). */
@@ -137,7 +137,7 @@ export function EndpointDetail() {
         <Card title="Placement">
           <p className="text-sm">Model: {data.model ?? data.mode}</p>
           <p className="text-sm">Node: {data.node ?? "—"}</p>
-          <p className="text-sm">GPUs: {data.gpu_indices.length ? data.gpu_indices.join(", ") : "—"} ({data.gpu_count} × {data.vram_mb} MB, {data.vendor})</p>
+          <p className="text-sm">GPUs: {data.gpu_indices.length ? data.gpu_indices.join(", ") : "—"} ({data.gpu_count} × {mib(data.vram_mb)}, {data.vendor})</p>
           <p className="text-sm">Call it at <code className="break-all">{data.path}</code></p>
         </Card>
         <Card title="Cost">

@@ -4,6 +4,7 @@ import { http, HttpResponse } from "msw";
 import { afterEach, beforeEach, expect, test, vi } from "vitest";
 import { renderApp } from "../test/render";
 import { job, server } from "../test/server";
+import { ApiError, QUERY_DEFAULTS } from "../api/client";
 import { LOG_PAGE_BYTES } from "./JobDetail";
 
 /** EventSource as the browser has it, driven by the test. */
@@ -75,7 +76,8 @@ test("the timeline lists each transition of the job's conditions with its time a
   const steps = within(timeline).getAllByTestId("timeline-step").map((step) => step.textContent ?? "");
   expect(steps).toHaveLength(4);
   expect(steps[0]).toMatch(/^Submitted/);
-  expect(steps[1]).toMatch(/^Allocated ended \(False\).*NodeLost: gpu-a stopped answering/);
+  expect(steps[1]).toMatch(/^No longer allocated: .*NodeLost: gpu-a stopped answering/);
+  expect(steps.join()).not.toMatch(/\(False\)|ended/); // words, not a condition's raw status
   expect(steps[2]).toMatch(/^Running.*Started/);
   expect(steps[3]).toMatch(/^Finished.*Exception: ValueError: boom/);
   expect(steps.join()).not.toMatch(/Now:/); // a finished job has no current step
@@ -138,4 +140,26 @@ test("a finished job's cost is its own usage record, asked by job id", async () 
   renderApp("/jobs/job-5");
   expect(await screen.findByText("Cost: 1.25")).toBeInTheDocument();
   expect(asked.map((query) => [query.get("job_id"), query.get("limit")])).toEqual([["job-5", "1"]]);
+});
+
+test("another user's job answers no such job at once: a 404 is the answer, asked once", async () => {
+  let asked = 0;
+  server.use(
+    http.get("*/v1/jobs/job-bob", () => {
+      asked += 1;
+      return HttpResponse.json({ error: { code: "not_found", message: "no such job" } }, { status: 404 });
+    }),
+  );
+  renderApp("/jobs/job-bob", { asShipped: true }); // the app's own retry rule
+  expect(await screen.findByRole("alert", {}, { timeout: 800 })).toHaveTextContent("no such job");
+  await new Promise((resolve) => setTimeout(resolve, 2_500)); // past a retry and a poll
+  expect(asked).toBe(1);
+  expect(screen.queryByText("Loading…")).toBeNull();
+});
+
+test("a read that failed on the way is asked once more; a refusal never", () => {
+  expect(QUERY_DEFAULTS.retry(0, new ApiError("no such job", 404))).toBe(false);
+  expect(QUERY_DEFAULTS.retry(0, new ApiError("unavailable", 503))).toBe(true);
+  expect(QUERY_DEFAULTS.retry(0, new TypeError("Failed to fetch"))).toBe(true);
+  expect(QUERY_DEFAULTS.retry(1, new TypeError("Failed to fetch"))).toBe(false);
 });

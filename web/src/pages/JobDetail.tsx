@@ -1,7 +1,7 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { useParams } from "react-router";
-import { api, credits, errorMessage, type Schemas, unwrap, when } from "../api/client";
+import { api, credits, errorMessage, mib, refused, type Schemas, unwrap, when } from "../api/client";
 import { Card, PhaseBadge } from "../components/Layout";
 
 export const LOG_PAGE_BYTES = 64 * 1024;
@@ -100,6 +100,15 @@ function FullLog({ jobId }: { jobId: string }) {
 
 type Step = { key: string; label: string; at: string | null | undefined; reason?: string; message?: string; current?: boolean };
 
+/** A condition's transition in words: "Running" when it turned True, "No longer running" when
+ * it went back to False (Running once the job ended, Allocated on a requeue), "Running: not
+ * known" when Unknown. */
+export function conditionLabel(type: string, status: string): string {
+  if (status === "True") return type;
+  if (status === "False") return `No longer ${type.toLowerCase()}`;
+  return `${type}: not known`;
+}
+
 /** The phase timeline: the submission, then each condition's last transition, oldest first
  * (a condition that went back to False, as Allocated on a requeue, says so). */
 export function timelineSteps(job: Schemas["JobResponse"]): Step[] {
@@ -108,12 +117,7 @@ export function timelineSteps(job: Schemas["JobResponse"]): Step[] {
     .sort((a, b) => a.last_transition_time.localeCompare(b.last_transition_time))
     .map((condition): Step => ({
       key: condition.type,
-      label:
-        condition.type === "UsageReported"
-          ? "Usage reported"
-          : condition.status === "True"
-            ? condition.type
-            : `${condition.type} ended (${condition.status})`,
+      label: condition.type === "UsageReported" ? "Usage reported" : conditionLabel(condition.type, condition.status),
       at: condition.last_transition_time,
       reason: condition.reason,
       message: condition.message,
@@ -128,7 +132,8 @@ export function JobDetail() {
   const job = useQuery({
     queryKey: ["job", jobId],
     queryFn: async () => unwrap(await api.GET("/v1/jobs/{job_id}", { params: { path: { job_id: jobId } } })),
-    refetchInterval: (query) => (query.state.data?.finished ? false : 2_000),
+    // a finished job, or one the API refused (another user's: 404), is not asked again
+    refetchInterval: (query) => (query.state.data?.finished || refused(query.state.error) ? false : 2_000),
   });
   const usage = useQuery({
     queryKey: ["usage", "job", jobId],
@@ -170,7 +175,7 @@ export function JobDetail() {
         </Card>
         <Card title="Placement">
           <p className="text-sm">Node: <span data-testid="job-node">{data.node ?? "—"}</span></p>
-          <p className="text-sm">GPUs: {data.gpu_indices.length ? data.gpu_indices.join(", ") : "—"} ({data.gpu_count} × {data.vram_mb} MB, {data.vendor})</p>
+          <p className="text-sm">GPUs: {data.gpu_indices.length ? data.gpu_indices.join(", ") : "—"} ({data.gpu_count} × {mib(data.vram_mb)}, {data.vendor})</p>
         </Card>
         <Card title="Cost">
           <p className="text-sm">Billed seconds: {data.billed_seconds ?? "—"}</p>

@@ -99,3 +99,12 @@ test("the list polls every 5 s while the tab is visible, and not while it is hid
     vi.useRealTimers();
   }
 });
+
+test("one job is 1 job", async () => {
+  server.use(http.get("*/v1/jobs", () => HttpResponse.json({ jobs: [job("job-1")], total: 1, next_cursor: null })));
+  renderApp("/jobs");
+  await screen.findAllByTestId("job-row");
+  expect(screen.getByTestId("jobs-total")).toHaveTextContent(/^1 job$/);
+  expect(screen.getByTestId("job-row")).toHaveTextContent(/MiB|GiB/);
+  expect(screen.getByTestId("job-row")).not.toHaveTextContent(/\bMB\b/);
+});

@@ -1,7 +1,7 @@
 import { keepPreviousData, queryOptions, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { Link } from "react-router";
-import { api, errorMessage, type JobPhase, type Schemas, unwrap, when } from "../api/client";
+import { api, count, errorMessage, type JobPhase, mib, type Schemas, unwrap, when } from "../api/client";
 import { takeEarly } from "../api/early";
 import { PhaseBadge } from "../components/Layout";
 
@@ -117,7 +117,7 @@ export function Jobs() {
         >
           Cancel selected ({selected.size})
         </button>
-        <span className="text-slate-700" data-testid="jobs-total">{page.data ? `${page.data.total ?? jobs.length} jobs` : ""}</span>
+        <span className="text-slate-700" data-testid="jobs-total">{page.data ? count(page.data.total ?? jobs.length, "job") : ""}</span>
       </div>
       {message && <p role="status" className="text-sm">{message}</p>}
       {page.isError && <p role="alert" className="text-red-700">{errorMessage(page.error)}</p>}
@@ -150,7 +150,7 @@ export function Jobs() {
               <td className="p-2 font-mono"><Link className="text-blue-800 underline" to={`/jobs/${job.job_id}`}>{job.job_id}</Link></td>
               <td className="p-2">{job.function_name ?? "—"}</td>
               <td className="p-2"><PhaseBadge phase={job.phase} /></td>
-              <td className="p-2">{job.gpu_count} × {job.vram_mb} MB {job.vendor}</td>
+              <td className="p-2">{job.gpu_count} × {mib(job.vram_mb)} {job.vendor}</td>
               <td className="p-2">{when(job.created_at)}</td>
               <td className="p-2">
                 {!FINISHED.has(job.phase) && (

@@ -2,7 +2,7 @@ import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { http, HttpResponse } from "msw";
 import { afterEach, expect, test, vi } from "vitest";
-import type { Schemas } from "../api/client";
+import { type Schemas, when } from "../api/client";
 import { renderApp } from "../test/render";
 import { server } from "../test/server";
 
@@ -25,7 +25,7 @@ test("a new key is shown once in a dialog; the list says when each key was last 
   );
   renderApp("/keys");
   const rows = await screen.findAllByTestId("key-row");
-  expect(rows[0]).toHaveTextContent(new Date("2026-12-02T08:30:00Z").toLocaleString("en-GB", { hour12: false }));
+  expect(rows[0]).toHaveTextContent(when("2026-12-02T08:30:00Z"));
   expect(rows[1]).toHaveTextContent("never");
   await userEvent.type(screen.getByLabelText("Name"), "desk");
   await userEvent.click(screen.getByRole("button", { name: "Create key" }));

@@ -173,3 +173,27 @@ test("a wrong sign-in code says how it was refused and keeps the code form", asy
   expect(screen.getByLabelText("Code")).toBeInTheDocument();
   expect(screen.getByTestId("where")).toHaveTextContent("/sign-in");
 });
+
+test("the sign-in page links to a sign-up: a new user's email gets its code at once", async () => {
+  const asked: string[] = [];
+  server.use(
+    http.post("*/v1/sessions/codes", () => {
+      asked.push("sign-in code");
+      return HttpResponse.json({ error: { code: "not_found", message: "no" } }, { status: 404 });
+    }),
+    http.post("*/v1/signups", async ({ request }) => {
+      asked.push(`sign-up code for ${((await request.json()) as { email: string }).email}`);
+      return HttpResponse.json({ email: "new@example.com", expires_at: "2026-12-02T00:00:00Z", delivery: "outbox" }, { status: 202 });
+    }),
+  );
+  renderApp("/sign-in");
+  await userEvent.click(await screen.findByRole("button", { name: "Sign up with your email" }));
+  expect(screen.getByRole("heading", { name: "Sign up for Gridweave" })).toBeInTheDocument();
+  await userEvent.type(screen.getByLabelText("Email"), "new@example.com");
+  await userEvent.click(screen.getByRole("button", { name: "Email me a sign-up code" }));
+  expect(await screen.findByTestId("code-sent")).toHaveTextContent("sign-up code went to it");
+  expect(screen.getByRole("button", { name: "Sign up" })).toBeInTheDocument();
+  expect(asked).toEqual(["sign-up code for new@example.com"]); // no sign-in code asked first
+  await userEvent.click(screen.getByRole("button", { name: "Sign in" }));
+  expect(screen.getByRole("heading", { name: "Sign in to Gridweave" })).toBeInTheDocument();
+});

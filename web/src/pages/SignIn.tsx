@@ -10,7 +10,8 @@ export function SignIn() {
   const [params] = useSearchParams();
   const navigate = useNavigate();
   const queries = useQueryClient();
-  const [mode, setMode] = useState<"key" | "email">("key");
+  // "sign-up": a new user's email gets a sign-up code at once (the link under the forms)
+  const [mode, setMode] = useState<"key" | "email" | "sign-up">(params.get("sign-up") !== null ? "sign-up" : "key");
   const [apiKey, setApiKey] = useState("");
   const [email, setEmail] = useState("");
   const [code, setCode] = useState("");
@@ -60,6 +61,23 @@ export function SignIn() {
     else setCodeSent("sign-up");
   };
 
+  const signUp = async (event: React.FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    const { error: refused } = await api.POST("/v1/signups", { body: { email } });
+    setBusy(false);
+    if (refused) setError(errorMessage(refused, "The code could not be sent"));
+    else setCodeSent("sign-up");
+  };
+
+  const choose = (value: typeof mode) => {
+    setMode(value);
+    setCodeSent(null);
+    setCode("");
+    setError(null);
+  };
+
   const withCode = async (event: React.FormEvent) => {
     event.preventDefault();
     setBusy(true);
@@ -73,15 +91,15 @@ export function SignIn() {
 
   return (
     <main className="mx-auto mt-24 max-w-md rounded-lg border border-slate-200 bg-white p-8 shadow">
-      <h1 className="mb-6 text-2xl font-semibold">Sign in to Gridweave</h1>
-      <div role="tablist" aria-label="Sign-in method" className="mb-6 flex gap-2">
+      <h1 className="mb-6 text-2xl font-semibold">{mode === "sign-up" ? "Sign up for Gridweave" : "Sign in to Gridweave"}</h1>
+      <div role="tablist" aria-label="Sign-in method" className={`mb-6 flex gap-2 ${mode === "sign-up" ? "hidden" : ""}`}>
         {(["key", "email"] as const).map((value) => (
           <button
             key={value}
             type="button"
             role="tab"
             aria-selected={mode === value}
-            onClick={() => setMode(value)}
+            onClick={() => choose(value)}
             className={`rounded px-3 py-1 text-sm ${mode === value ? "bg-slate-900 text-white" : "bg-slate-100 text-slate-900"}`}
           >
             {value === "key" ? "API key" : "Email code"}
@@ -101,6 +119,14 @@ export function SignIn() {
             <input className={input} type="password" autoComplete="off" value={apiKey} onChange={(e) => setApiKey(e.target.value)} placeholder="gw_live_…" required />
           </label>
           <button className={button} disabled={busy} type="submit">Sign in</button>
+        </form>
+      ) : mode === "sign-up" && !codeSent ? (
+        <form onSubmit={signUp}>
+          <label className="block text-sm font-medium">
+            Email
+            <input className={input} type="email" value={email} onChange={(e) => setEmail(e.target.value)} required />
+          </label>
+          <button className={button} disabled={busy} type="submit">Email me a sign-up code</button>
         </form>
       ) : !codeSent ? (
         <form onSubmit={sendCode}>
@@ -126,6 +152,14 @@ export function SignIn() {
         </form>
       )}
       {error && <p role="alert" className="mt-4 text-sm text-red-700">{error}</p>}
+      {!firstKey && (
+        <p className="mt-6 border-t border-slate-200 pt-4 text-sm">
+          {mode === "sign-up" ? "Have an account? " : "New to Gridweave? "}
+          <button type="button" className="text-blue-800 underline" onClick={() => choose(mode === "sign-up" ? "key" : "sign-up")}>
+            {mode === "sign-up" ? "Sign in" : "Sign up with your email"}
+          </button>
+        </p>
+      )}
     </main>
   );
 }

@@ -1,6 +1,6 @@
 import { render, screen } from "@testing-library/react";
 import { expect, test } from "vitest";
-import type { Schemas } from "../api/client";
+import { count, day, mib, type Schemas, when } from "../api/client";
 import { dailySpend, usageCsv } from "./Credits";
 import { keyFigures } from "./admin/Diagnostics";
 import { VramBar } from "./admin/Nodes";
@@ -53,4 +53,19 @@ test("a VRAM bar's value is the GPU's held memory", () => {
   const meter = screen.getByRole("meter", { name: "GPU 1 VRAM held" });
   expect(meter).toHaveAttribute("aria-valuenow", "20480");
   expect(meter).toHaveAttribute("aria-valuemax", "81920");
+});
+
+test("VRAM reads in MiB (whole GiB when it is), never MB", () => {
+  expect([mib(8192), mib(1536), mib(81920), mib(0)]).toEqual(["8 GiB", "1536 MiB", "80 GiB", "0 MiB"]);
+});
+
+test("one job, two jobs", () => {
+  expect([count(1, "job"), count(2, "job"), count(0, "job"), count(1200, "record")]).toEqual(["1 job", "2 jobs", "0 jobs", "1,200 records"]);
+});
+
+test("every date has the one format, the browser's own, and a day reads as a moment's date", () => {
+  const moment = when("2026-12-01T10:05:00");
+  expect(moment.startsWith(day("2026-12-01"))).toBe(true);
+  expect(day("2026-12-01")).toBe(new Date(2026, 11, 1).toLocaleDateString(undefined, { year: "numeric", month: "2-digit", day: "2-digit" }));
+  expect(when(null)).toBe("—");
 });

@@ -10,8 +10,18 @@ const METRICS = [
   "# TYPE http_requests_total counter",
   'http_requests_total{route="/v1/jobs",status="200"} 40',
   'http_requests_total{route="/v1/me",status="200"} 2',
+  'http_requests_created{route="/v1/jobs",status="200"} 1.7649e+09',
   "process_resident_memory_bytes 1.5e+08",
   "python_gc_objects_collected_total 7",
+  "# TYPE gridweave_placement_seconds histogram",
+  'gridweave_placement_seconds_bucket{le="0.1"} 3',
+  'gridweave_placement_seconds_bucket{le="+Inf"} 5',
+  "gridweave_placement_seconds_count 5",
+  "gridweave_placement_seconds_sum 0.75",
+  "gridweave_placement_seconds_created 1.7649e+09",
+  "# TYPE gridweave_call_seconds summary",
+  'gridweave_call_seconds{quantile="0.5"} 0.2',
+  "gridweave_call_seconds_count 4",
 ].join("\n");
 
 test("each service's health, its key figures summed from /metrics, and the raw text", async () => {
@@ -32,6 +42,13 @@ test("each service's health, its key figures summed from /metrics, and the raw t
   expect(within(platform).getByText("http_requests_total").nextSibling).toHaveTextContent("42");
   expect(within(platform).getByText("process_resident_memory_bytes").nextSibling).toHaveTextContent("150,000,000");
   expect(within(platform).queryByText("python_gc_objects_collected_total")).toBeNull(); // not a key figure
+  // a histogram's count and sum, never its buckets, quantiles or creation times
+  expect(within(platform).getByText("gridweave_placement_seconds_count").nextSibling).toHaveTextContent("5");
+  expect(within(platform).getByText("gridweave_placement_seconds_sum").nextSibling).toHaveTextContent("0.75");
+  expect(within(platform).getByText("gridweave_call_seconds_count").nextSibling).toHaveTextContent("4");
+  for (const name of ["http_requests_created", "gridweave_placement_seconds_bucket", "gridweave_placement_seconds_created", "gridweave_call_seconds"]) {
+    expect(within(platform).queryByText(name)).toBeNull();
+  }
   expect(within(platform).getByText("Raw /metrics")).toBeInTheDocument();
   expect(platform.querySelector("pre")?.textContent).toBe(METRICS);
   const registry = screen.getByRole("heading", { name: "registry" }).closest("section")!;

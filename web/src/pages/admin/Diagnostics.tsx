@@ -3,13 +3,21 @@ import { Card } from "../../components/Layout";
 
 type Service = { name: string; url: string; healthy: boolean; status: string; figures: Record<string, number>; metrics: string };
 
-/** The Prometheus samples whose names start with one of ``prefixes``, summed per name. */
+/** Samples that are no amount to add up: a counter's or histogram's creation time
+ * (``_created``, seconds since 1970), a histogram's cumulative buckets, a summary's quantiles. */
+function notAnAmount(name: string, labels: string | undefined): boolean {
+  return name.endsWith("_created") || name.endsWith("_bucket") || /(^|[{,])\s*quantile=/.test(labels ?? "");
+}
+
+/** The Prometheus samples whose names start with one of ``prefixes``, summed per name (over
+ * their labels), leaving out what is no amount (see {@link notAnAmount}). */
 export function keyFigures(text: string, prefixes: string[]): Record<string, number> {
   const figures: Record<string, number> = {};
   for (const line of text.split("\n")) {
     if (!line || line.startsWith("#")) continue;
     const match = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
     if (!match || !prefixes.some((prefix) => match[1]!.startsWith(prefix))) continue;
+    if (notAnAmount(match[1]!, match[2])) continue;
     const value = Number(match[3]);
     if (Number.isFinite(value)) figures[match[1]!] = (figures[match[1]!] ?? 0) + value;
   }

@@ -83,8 +83,8 @@ test("drain says what still holds the node", async () => {
   renderApp("/admin/nodes");
   await screen.findByRole("heading", { name: "gpu-a" });
   await userEvent.click(await within(card("gpu-a")).findByRole("button", { name: "Drain" }));
-  expect(await within(card("gpu-a")).findByRole("status")).toHaveTextContent("Draining: 4096 MB still held");
-  expect(await within(card("gpu-a")).findByTestId("cordoned")).toHaveTextContent("Cordoned, draining (4096 MB held)");
+  expect(await within(card("gpu-a")).findByRole("status")).toHaveTextContent("Draining: 4 GiB still held");
+  expect(await within(card("gpu-a")).findByTestId("cordoned")).toHaveTextContent("Cordoned, draining (4 GiB held)");
 });
 
 test("an unreachable registry still shows the GPUs", async () => {
@@ -148,13 +148,13 @@ test("each bar shows used, held and free; an unmeasured GPU says so and invents 
   showShared();
   const measured = await screen.findByRole("meter", { name: "GPU 0 VRAM held" });
   expect(measured).toHaveAttribute("aria-valuenow", "18192");
-  expect(measured).toHaveAttribute("aria-valuetext", "18192 MB held, 63728 MB free of 81920 MB; 12000 MB used");
+  expect(measured).toHaveAttribute("aria-valuetext", "18192 MiB held, 63728 MiB free of 80 GiB; 12000 MiB used");
   expect(measured).toHaveAttribute("data-used-mb", "12000");
   expect(within(measured).getByTestId("used-segment").style.width).toBe(`${(12_000 / 81_920) * 100}%`);
   expect(within(measured).getByTestId("held-segment").style.width).toBe(`${(18_192 / 81_920) * 100}%`);
   const [first, second] = screen.getAllByTestId("gpu") as [HTMLElement, HTMLElement];
-  expect(within(first).getByTestId("vram-used")).toHaveTextContent("12000 MB used");
-  expect(within(first).getByTestId("vram-free")).toHaveTextContent("63728 MB free");
+  expect(within(first).getByTestId("vram-used")).toHaveTextContent("12000 MiB used");
+  expect(within(first).getByTestId("vram-free")).toHaveTextContent("63728 MiB free");
   const unmeasured = screen.getByRole("meter", { name: "GPU 1 VRAM held" });
   expect(unmeasured).toHaveAttribute("data-used-mb", "not measured");
   expect(unmeasured.getAttribute("aria-valuetext")).toContain("use not measured");
@@ -168,8 +168,8 @@ test("the jobs and endpoints sharing a GPU are listed; the admin's own link to t
   const list = await screen.findByRole("list", { name: "Holding GPU 0" });
   const [endpoint, job] = within(list).getAllByTestId("holder") as [HTMLElement, HTMLElement];
   // another user's endpoint: its name and user, not a link (its page is its user's only)
-  expect(endpoint).toHaveTextContent("endpoint greeter · user u-bob · billed to team-9 · 10000 MB");
+  expect(endpoint).toHaveTextContent("endpoint greeter · user u-bob · billed to team-9 · 10000 MiB");
   expect(within(endpoint).queryByRole("link")).toBeNull();
   expect(within(job).getByRole("link", { name: "job-mine" })).toHaveAttribute("href", "/jobs/job-mine");
-  expect(within(job).getByTestId("holder-vram")).toHaveTextContent("8192 MB");
+  expect(within(job).getByTestId("holder-vram")).toHaveTextContent("8 GiB");
 });

@@ -1,7 +1,7 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { Link } from "react-router";
-import { api, errorMessage, type Schemas, unwrap } from "../../api/client";
+import { api, errorMessage, mib, type Schemas, unwrap } from "../../api/client";
 import { Card } from "../../components/Layout";
 
 type Gpu = Schemas["InventoryGpuResponse"];
@@ -17,14 +17,14 @@ function percent(part: number, total: number): number {
 export function VramBar({ gpu }: { gpu: Gpu }) {
   const held = Math.min(gpu.held_mb, gpu.vram_mb);
   const used = gpu.used_mb ?? null;
-  const usedText = used === null ? "use not measured" : `${used} MB used`;
+  const usedText = used === null ? "use not measured" : `${mib(used)} used`;
   return (
     <div>
       <div className="flex justify-between text-xs">
         <span>GPU {gpu.index}: {gpu.model}{gpu.simulated ? " (simulated)" : ""}</span>
         <span data-testid="vram-figures">
-          <span data-testid="vram-used">{usedText}</span> · <span data-testid="vram-held">{held} MB held</span> ·{" "}
-          <span data-testid="vram-free">{gpu.free_mb} MB free</span> of {gpu.vram_mb} MB
+          <span data-testid="vram-used">{usedText}</span> · <span data-testid="vram-held">{mib(held)} held</span> ·{" "}
+          <span data-testid="vram-free">{mib(gpu.free_mb)} free</span> of {mib(gpu.vram_mb)}
         </span>
       </div>
       <div
@@ -33,7 +33,7 @@ export function VramBar({ gpu }: { gpu: Gpu }) {
         aria-valuemin={0}
         aria-valuemax={gpu.vram_mb}
         aria-valuenow={held}
-        aria-valuetext={`${held} MB held, ${gpu.free_mb} MB free of ${gpu.vram_mb} MB; ${usedText}`}
+        aria-valuetext={`${mib(held)} held, ${mib(gpu.free_mb)} free of ${mib(gpu.vram_mb)}; ${usedText}`}
         data-used-mb={used ?? "not measured"}
         data-held-mb={held}
         data-free-mb={gpu.free_mb}
@@ -75,7 +75,7 @@ export function Holders({ gpu, userId }: { gpu: Gpu; userId: string | undefined 
             <span data-testid="holder-user">user {holder.user_id ?? "not known yet"}</span>
             {holder.owner !== null && holder.owner !== holder.user_id && <span> · billed to {holder.owner}</span>}
             {" · "}
-            <span data-testid="holder-vram">{holder.vram_mb} MB</span>
+            <span data-testid="holder-vram">{mib(holder.vram_mb)}</span>
           </li>
         );
       })}
@@ -114,7 +114,7 @@ function NodeActions({ joined, heldMb }: { joined: Joined; heldMb: number }) {
     setBusy(true);
     const { data, error } = await api.POST("/v1/admin/nodes/{name}/drain", path);
     setBusy(false);
-    setMessage(error || !data ? errorMessage(error) : data.drained ? "Drained: nothing runs here" : `Draining: ${data.held_mb} MB still held by running work`);
+    setMessage(error || !data ? errorMessage(error) : data.drained ? "Drained: nothing runs here" : `Draining: ${mib(data.held_mb)} still held by running work`);
     await queries.invalidateQueries({ queryKey: ["joined-nodes"] });
     await queries.invalidateQueries({ queryKey: ["nodes"] });
   };
@@ -124,7 +124,7 @@ function NodeActions({ joined, heldMb }: { joined: Joined; heldMb: number }) {
       <span className="text-slate-700">heartbeat {age(joined.last_heartbeat_at)} ago</span>
       {joined.cordoned && (
         <span data-testid="cordoned" className="rounded bg-amber-100 px-2 py-0.5 text-xs font-medium text-amber-900">
-          {heldMb > 0 ? `Cordoned, draining (${heldMb} MB held)` : "Cordoned"}
+          {heldMb > 0 ? `Cordoned, draining (${mib(heldMb)} held)` : "Cordoned"}
         </span>
       )}
       {joined.cordoned ? (

@@ -1,6 +1,6 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { api, credits, errorMessage, type Schemas, unwrap, when } from "../../api/client";
+import { api, count, credits, errorMessage, type Schemas, unwrap, when } from "../../api/client";
 
 const PAGE = 50;
 const MICRO = 1_000_000;
@@ -121,7 +121,7 @@ export function Users() {
         </tbody>
       </table>
       <div className="flex items-center gap-2 text-sm">
-        <span data-testid="users-total">{total} users</span>
+        <span data-testid="users-total">{count(total, "user")}</span>
         <button type="button" className="rounded border border-slate-400 px-2 py-1 disabled:opacity-50" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>Previous</button>
         <button type="button" className="rounded border border-slate-400 px-2 py-1 disabled:opacity-50" disabled={offset + PAGE >= total} onClick={() => setOffset(offset + PAGE)}>Next</button>
       </div>
