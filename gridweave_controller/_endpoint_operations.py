@@ -26,6 +26,7 @@ from gridweave_controller.validation import (
     check_message,
     check_name,
     check_outcome,
+    check_pip,
     check_placement,
     check_text,
     check_vendor,
@@ -89,11 +90,15 @@ class EndpointOperations:
         micro_credits_per_second: int = 0,
         micro_credits_per_request: int = 0,
         labels: Mapping[str, str] | None = None,
+        pip: Sequence[str] | None = None,
     ) -> Flow[Endpoint]:
         """Create a GridweaveEndpoint in phase Pending.
 
         ``mode`` defaults to ``vllm`` with a model (``model`` or ``model_ref``), else
-        ``custom``; ``owner`` (the account billed) defaults to the user.
+        ``custom``; ``owner`` (the account billed) defaults to the user. ``pip``: PEP 508
+        requirements of packages of the index, installed on the node before a replica's
+        container starts (custom mode only: vllm and transformers serve with the node's own
+        packages).
         """
         check_name(endpoint_id, field="endpoint_id")
         resolved_mode = check_endpoint_source(
@@ -130,6 +135,15 @@ class EndpointOperations:
         }
         if image is not None:
             spec["image"] = check_image(image)
+        requirements = [] if pip is None else check_pip(pip)
+        if requirements and resolved_mode != "custom":
+            raise Invalid(
+                f"pip is only for a custom endpoint: a {resolved_mode} endpoint serves with "
+                "the node's own packages",
+                field="pip",
+            )
+        if requirements:
+            spec["pip"] = requirements
         for key, value, field, max_length in (
             ("model", model, "model", 512),
             ("modelRef", model_ref, "model_ref", 2048),

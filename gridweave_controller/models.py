@@ -219,6 +219,9 @@ class EndpointSpec(_WireModel):
     model_ref: str | None = None
     function_ref: str | None = None
     image: str | None = None
+    #: PEP 508 requirements installed for its replicas' containers (custom mode only; an
+    #: environment per node, image and list); None: none.
+    pip: tuple[str, ...] | None = None
     gpu_count: int = 1
     vendor: Vendor = "any"
     #: The GPU models that will do (any of them); None: any model of ``vendor``.

@@ -18,6 +18,9 @@ from gridweave_controller import (
 from tests.contract.factories import make_endpoint, new_id
 from tests.contract.transports import Transport
 
+#: A custom endpoint's source: a pickled class.
+CUSTOM: dict[str, Any] = {"model": None, "function_ref": "s3://gridweave/ep/c.pkl"}
+
 
 def deployed(transport: Transport) -> str:
     """An endpoint moved to Running; its id."""
@@ -95,6 +98,38 @@ class TestCreateEndpoint:
             "custom",
             "s3://gridweave/ep/c.pkl",
         )
+
+    def test_a_custom_endpoints_pip_requirements_are_kept_in_its_spec(
+        self, transport: Transport
+    ) -> None:
+        pip = ["six==1.16.0", "requests[socks]>=2; python_version < '3.13'"]
+        endpoint = make_endpoint(transport, pip=pip, **CUSTOM)
+        assert endpoint.spec.pip == tuple(pip) and endpoint.raw["spec"]["pip"] == pip
+        assert transport.api.get_endpoint(endpoint.name).spec.pip == tuple(pip)
+        assert make_endpoint(transport, **CUSTOM).spec.pip is None
+        assert "pip" not in make_endpoint(transport, pip=[], **CUSTOM).raw["spec"]
+        assert make_endpoint(transport, pip=[]).spec.pip is None  # none asked: any mode
+
+    @pytest.mark.parametrize(
+        "overrides",
+        [
+            CUSTOM | {"pip": ["--index-url=https://evil.example/simple"]},  # an option
+            CUSTOM | {"pip": ["six @ https://example.com/six.whl"]},  # a URL
+            CUSTOM | {"pip": ["six\n--index-url http://evil.example"]},  # a second line
+            CUSTOM | {"pip": "six"},  # a string, not a list
+            CUSTOM | {"pip": ["six"] * 65},
+            {"pip": ["six"]},  # vllm: the node's own packages
+            {"pip": ["six"], "mode": "transformers", "model": "tiny-gpt2"},
+        ],
+        ids=["option", "url", "second-line", "string", "too-many", "vllm", "transformers"],
+    )
+    def test_bad_pip_is_refused_naming_it_before_any_request(
+        self, transport: Transport, overrides: dict[str, Any]
+    ) -> None:
+        with transport.count_requests() as requests, pytest.raises(Invalid) as caught:
+            make_endpoint(transport, **overrides)
+        assert caught.value.field == "pip"
+        assert sum(requests.values()) == 0
 
     @pytest.mark.parametrize(
         ("overrides", "field"),

@@ -59,7 +59,7 @@ JOB_STATUS = {
 ENDPOINT_SPEC = {
     "userId": "user@example.com",
     "model": "Qwen/Qwen2.5-0.5B-Instruct",
-    "image": "registry.example.com/serve:1",
+    "image": f"registry.example.com/serve@sha256:{'ab' * 32}",
     "mode": "vllm",
     "vramMb": 16000,
     "gpuCount": 1,
@@ -195,8 +195,9 @@ class TestRefusedWith422:
         [
             ({"mode": "custom", "image": None}, "needs functionRef"),
             ({"minReplicas": 3, "maxReplicas": 2}, "minReplicas must not exceed maxReplicas"),
+            ({"pip": ["six==1.16.0"]}, "pip is only for a custom endpoint"),
         ],
-        ids=["custom-without-class", "min-over-max"],
+        ids=["custom-without-class", "min-over-max", "pip-not-custom"],
     )
     def test_endpoint_rules(self, api, kube_namespace, change, message):
         spec = {k: v for k, v in (ENDPOINT_SPEC | change).items() if v is not None}
