@@ -15,8 +15,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from bench.bench_scheduler import cluster, filled, workload
 from bench.report import machine_line, write_section
+from bench.scheduler_cluster import cluster, filled, workload
 from gridweave_controller.models import Job
 from job_gateway.metrics import CAPACITY_EVERY_S, CAPACITY_SHARE, GatewayMetrics
 from job_gateway.scheduling import PassReport

@@ -6,7 +6,9 @@ Within each priority class, highest first:
    (aged requests; they go first, so the aging bound holds whatever the fair order): each is
    placed if it fits now, else its reservation is held again;
 2. the others in fair order (``fairness.FairOrder``): each placed if it fits, else it
-   waits (backfill), and an aged one gets a reservation while fewer than the limit exist.
+   waits (backfill), and an aged one gets a reservation while fewer than the limit exist,
+   unless a user of a lower share has a request waiting in the class (then it is behind by
+   fairness, not starved).
 
 A reservation held is taken in the index for the rest of the pass, so everything tried
 after it may use only what it leaves. The index is restored when the pass ends.
@@ -34,6 +36,10 @@ from job_gateway.scheduler.types import (
 )
 
 __all__ = ["Pass", "accepts_of", "impossible_of", "possible"]
+
+#: Requests that did not fit remembered per (pools, GPU count) in one pass: the check stays
+#: short.
+_REMEMBERED = 32
 
 
 def accepts_of(index: CapacityIndex, request: PlacementRequest) -> tuple[int, ...]:
@@ -98,6 +104,8 @@ class Pass:
         self.unplaced: dict[AllocationKey, Unplaced] = {}
         self.taken: list[int] = []
         self.tried: list[AllocationKey] = []
+        #: (pools, GPU count) -> (VRAM, CPU, memory) of the requests that did not fit.
+        self.failed: dict[tuple[tuple[int, ...], int], list[tuple[int, int, int]]] = {}
         #: VRAM the vendor-specific requests still want from each vendor: "any" goes first
         #: to the vendor whose pool has the most free VRAM beyond it.
         self.wanted = [0, 0]
@@ -169,6 +177,9 @@ class Pass:
         )
         for request in placed_first:
             fair.charge(request)
+        # The share of each user with a request left waiting in this class: a user above
+        # another's share is behind by fairness, not starved, and gets no reservation.
+        behind: dict[str, float] = {}
         for request in fair:
             accepts = accepts_of(self.index, request)
             if not possible(self.index, request, accepts):
@@ -177,9 +188,12 @@ class Pass:
             if self._try(request, accepts):
                 fair.charge(request)
                 continue
+            share = fair.share(request.user)
+            behind.setdefault(request.user, share)
             if (
                 len(self.kept) < self.max_reservations
                 and self.now - request.submitted_at >= self.aging_s
+                and all(share <= other for u, other in behind.items() if u != request.user)
             ):
                 held = self._reserve(request, accepts)
                 if held is not None:
@@ -190,11 +204,24 @@ class Pass:
                     )
 
     def _try(self, request: PlacementRequest, accepts: tuple[int, ...]) -> bool:
-        """Place ``request`` if it fits now; else it waits (and says why, where it can)."""
+        """Place ``request`` if it fits now; else it waits (and says why, where it can).
+
+        Within a pass free capacity only shrinks (placements and reservations take, nothing
+        gives back), so a request asking at least what one that did not fit asked (same
+        pools, as many GPUs, as much VRAM, CPU and memory) does not fit either: it waits at
+        once, without a search.
+        """
         index = self.index
         self.tried.append(request.key)
         need, count = request.vram_mb, request.gpu_count
         cpu, memory = request.cpu_millis, request.memory_mb
+        shape = (accepts, count)
+        failed = self.failed.get(shape)
+        if failed is not None:
+            for n, c, m in failed:
+                if need >= n and cpu >= c and memory >= m:
+                    self._wait(request)
+                    return False
         if len(accepts) > 1:
             wanted, pool_free, vendor_of = self.wanted, index.pool_free, index.pool_vendor
             if len(accepts) == 2:
@@ -210,16 +237,22 @@ class Pass:
         else:
             gids = index.find(need, count, accepts, self.spread, cpu, memory)
         if gids is None:
-            self.waiting.append(request)
-            if request.real_gpu and index.mixed:
-                self.unplaced[request.key] = self._real_gpu_busy(request)
+            shapes = self.failed.setdefault(shape, [])
+            if len(shapes) < _REMEMBERED:
+                shapes.append((need, cpu, memory))
+            self._wait(request)
             return False
         index.take(gids, need, cpu, memory)
         self.taken += gids
         if request.vendor != "any":
-            self.wanted[index.pool_vendor[accepts[0]]] -= need * count
+            self.wanted[index.g_pools[gids[0]][0]] -= need * count  # its vendor's pool
         self.placements.append(self._placement(request, gids))
         return True
+
+    def _wait(self, request: PlacementRequest) -> None:
+        self.waiting.append(request)
+        if request.real_gpu and self.index.mixed:
+            self.unplaced[request.key] = self._real_gpu_busy(request)
 
     def _hold(self, request: PlacementRequest, gids: list[int]) -> None:
         """Hold ``request``'s share of ``gids`` and their node for the rest of the pass."""

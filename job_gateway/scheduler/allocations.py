@@ -22,8 +22,8 @@ Invariant: ``held_mb(node, index)`` is the sum of ``vram_mb`` over the allocatio
 that GPU (and ``endpoint_held_mb`` the endpoints' part); ``node_held(node)`` the sum of their
 ``cpu_millis`` and ``memory_mb`` over the allocations on that node; ``user_held(user)`` the
 sums of ``vram_mb x GPUs``, ``cpu_millis`` and ``memory_mb`` over that user's allocations;
-``shape_counts()`` per (GPU count, VRAM per GPU) the number of allocations and the sums of
-their CPU and memory. A job or endpoint that names no CPU or memory holds the map's
+``shape_counts()`` per (GPU count, VRAM per GPU, vendor asked) the number of allocations and
+the sums of their CPU and memory. A job or endpoint that names no CPU or memory holds the map's
 ``default_slice`` per GPU. Not thread-safe: one loop owns it.
 """
 
@@ -74,6 +74,7 @@ def job_allocation(job: Job, default_slice: DefaultSlice = NO_DEFAULT_SLICE) -> 
         cpu_millis=default_slice.cpu_millis(spec.cpu_millis, spec.gpu_count),
         memory_mb=default_slice.memory_mb(spec.memory_mb, spec.gpu_count),
         user=spec.user_id,
+        vendor=spec.vendor,
     )
 
 
@@ -97,6 +98,7 @@ def endpoint_allocation(
         cpu_millis=endpoint_resource(cpu, spec.max_replicas),
         memory_mb=endpoint_resource(memory, spec.max_replicas),
         user=spec.user_id,
+        vendor=spec.vendor,
     )
 
 
@@ -114,8 +116,9 @@ class AllocationMap:
         self._node_endpoint_held: dict[str, list[int]] = {}
         #: user -> [VRAM x GPUs, CPU millis, memory MiB] held.
         self._user_held: dict[str, list[int]] = {}
-        #: (GPU count, VRAM per GPU) -> [allocations, CPU millis summed, memory MiB summed].
-        self._shapes: dict[tuple[int, int], list[int]] = {}
+        #: (GPU count, VRAM per GPU, vendor asked) -> [allocations, CPU millis summed,
+        #: memory MiB summed].
+        self._shapes: dict[tuple[int, int, str], list[int]] = {}
         self._listeners: list[ChangeListener] = []
 
     @classmethod
@@ -212,8 +215,9 @@ class AllocationMap:
         held = self._user_held.get(user)
         return (0, 0, 0) if held is None else (held[0], held[1], held[2])
 
-    def shape_counts(self) -> dict[tuple[int, int], tuple[int, int, int]]:
-        """(GPU count, VRAM per GPU) -> (allocations, CPU millis summed, memory MiB summed)."""
+    def shape_counts(self) -> dict[tuple[int, int, str], tuple[int, int, int]]:
+        """(GPU count, VRAM per GPU, vendor asked) -> (allocations, CPU millis summed, memory
+        MiB summed)."""
         return {shape: (e[0], e[1], e[2]) for shape, e in self._shapes.items()}
 
     def get(self, key: AllocationKey) -> Allocation | None:
@@ -249,7 +253,8 @@ class AllocationMap:
         if allocation.kind == "endpoint":
             _count(self._node_endpoint_held, node, (cpu, memory))
         _count(self._user_held, allocation.user, (amount * gpus, cpu, memory))
-        _count(self._shapes, (gpus, allocation.vram_mb), (sign, cpu, memory))
+        shape = (gpus, allocation.vram_mb, allocation.vendor)
+        _count(self._shapes, shape, (sign, cpu, memory))
         for index in allocation.gpu_indices:
             gpu = (node, index)
             held = self._held.get(gpu, 0) + amount

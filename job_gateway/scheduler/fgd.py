@@ -1,13 +1,13 @@
 """The fragmentation-aware policy: each placement where expected usable capacity drops least.
 
 A variant of Fragmentation Gradient Descent (Weng et al., USENIX ATC '23). The target
-workload M is a few request classes, each a (GPU count, VRAM per GPU) with the mean CPU and
-memory of its members and a weight p (its share of the members): the members are what the
-allocation map holds now and the requests of the pass (:func:`target_workload`, at most
-``CLASSES`` classes, the most common). For a node with free VRAM f_i on its GPUs of one
-pool and free CPU C and memory R, class m *fits* when C >= cpu_m, R >= memory_m and
-``count_m`` GPUs have ``need_m`` free; the free VRAM it could use is
-S_m = sum of f_i over the GPUs with f_i >= need_m (0 when it does not fit). FGD's
+workload M is a few request classes, each a (GPU count, VRAM per GPU, vendor asked) with the
+mean CPU and memory of its members and a weight p (its share of the members): the members
+are what the allocation map holds now and the requests of the pass (:func:`target_workload`,
+at most ``CLASSES`` classes, those of most demand). For a node with free VRAM f_i on its GPUs
+of one pool and free CPU C and memory R, class m *fits* when it accepts the pool's vendor,
+C >= cpu_m, R >= memory_m and ``count_m`` GPUs have ``need_m`` free; the free VRAM it could
+use is S_m = sum of f_i over the GPUs with f_i >= need_m (0 when it does not fit). FGD's
 fragmentation of the node is sum_m p_m (T - S_m) with T the node's free VRAM, so
 
     fragmentation = T - U,   U = sum_m p_m S_m   (the expected usable free VRAM).
@@ -15,18 +15,24 @@ fragmentation of the node is sum_m p_m (T - S_m) with T the node's free VRAM, so
 A placement takes the same VRAM wherever it goes, so FGD's rule (the least growth of
 fragmentation) is: the candidate with the least loss of U. For a single-GPU class S_m
 adds up per GPU: U's single-GPU part is sum_i f_i P(f_i), P(f) the weight of the classes
-with need <= f that fit the node's CPU and memory; on a node with CPU and memory for every
-class, placing ``need`` on a GPU with f free loses u(f) - u(f - need), u(f) = f P(f): two
-bisections. Only a node short of CPU or memory for some class, and the multi-GPU classes,
-are counted in full (O(classes x GPUs of the node)).
+with need <= f that fit the node; on a node with CPU and memory for every class, placing
+``need`` on a GPU with f free loses u(f) - u(f - need), u(f) = f P(f): two bisections. Only
+a node short of CPU or memory for some class, and the multi-GPU classes, are counted in full
+(O(classes x GPUs of the node)); every loss is at least its single-GPU part, so that part is
+a bound, and the rest is counted only for candidates that may still win.
 
-Candidates (``choose``): one GPU: in the first accepted pool that has room, the GPUs from
-each breakpoint up (``need`` itself, the best fit, and each GPU size of the pool, where its
-empty GPUs sit), up to ``BREADTH`` of them on nodes with the CPU and memory; GPUs of the
-same free VRAM on nodes with room for every class lose the same and are counted once.
-Several GPUs: the ``WINDOW`` nodes binpack compares, each with its tightest GPUs. Ties go to
-the placement that leaves the least VRAM free on its GPUs, then to the lowest GPU id (node
-rank). Measured against best-fit and first-fit on Alibaba's trace in docs/benchmarks.md.
+Candidates (``choose``), in the first pool the request accepts that has room, in the order
+the pass gives (for ``vendor: any`` the vendor with more free VRAM beyond what the waiting
+vendor-specific requests want: comparing losses across vendors instead sent such requests
+to whichever vendor's GPUs fit tighter, and on a trace whose vendor-specific demand followed
+each vendor's capacity the other vendor's multi-GPU jobs then failed): one GPU: the
+``BREADTH`` GPUs from the best fit up in ``by_free``, and ``EMPTY_BREADTH`` from the
+smallest GPU size above the need (where its empty GPUs sit), on nodes with the CPU and
+memory, one per node and free value.
+Several GPUs: the ``NODES`` nodes binpack would look at first, each with its tightest GPUs.
+Ties go to the placement that leaves the least VRAM free on its GPUs, then to the lowest GPU
+id (node rank). Measured against best-fit and first-fit on Alibaba's trace in
+docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -35,10 +41,18 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from job_gateway.scheduler._index import CapacityIndex
+from job_gateway.scheduler._index import VENDOR_NAMES, CapacityIndex
 from job_gateway.scheduler.types import PlacementRequest
 
-__all__ = ["BREADTH", "CLASSES", "FragmentationGradient", "TargetWorkload", "target_workload"]
+__all__ = [
+    "BREADTH",
+    "CLASSES",
+    "EMPTY_BREADTH",
+    "NODES",
+    "FragmentationGradient",
+    "TargetWorkload",
+    "target_workload",
+]
 
 #: The most classes the target workload keeps (the most common; the rest weigh nothing).
 CLASSES = 16
@@ -51,13 +65,14 @@ NODES = 4
 _FIRST = -1
 #: A multi-GPU class that fits a node: (count, need, cpu, memory, p, usable, GPUs >= need).
 _Fit = tuple[int, int, int, int, float, int, int]
-#: (loss or a bound below it, VRAM left on its GPUs, tie-break, node, GPU ids, exact).
-_Candidate = tuple[float, int, int, int, list[int], bool]
+#: (loss or a bound below it, VRAM left on its GPUs, tie-break, node, pool, GPU ids, exact).
+_Candidate = tuple[float, int, int, int, int, list[int], bool]
 
 
 @dataclass(frozen=True, slots=True)
 class TargetWorkload:
-    """The classes placements are measured against (weights sum to 1 over the kept ones).
+    """The classes one vendor's GPUs are measured against: those that accept the vendor,
+    with their weights over every kept class.
 
     ``single``: (need, cpu, memory, p) of the one-GPU classes by need; ``needs`` and ``cum``
     their needs and the running sums of p (``cum[i]`` = the first i), for nodes with room for
@@ -74,16 +89,17 @@ class TargetWorkload:
 
 
 def target_workload(
-    held: Mapping[tuple[int, int], tuple[int, int, int]],
+    held: Mapping[tuple[int, int, str], tuple[int, int, int]],
     requests: Iterable[PlacementRequest],
     *,
     limit: int = CLASSES,
-) -> TargetWorkload:
-    """The workload of ``held`` (the allocation map's shape counts: (GPU count, VRAM per
-    GPU) -> (allocations, CPU summed, memory summed)) and the waiting ``requests``."""
+) -> tuple[TargetWorkload, ...]:
+    """The workload of ``held`` (the allocation map's shape counts: (GPU count, VRAM per GPU,
+    vendor asked) -> (allocations, CPU summed, memory summed)) and the waiting ``requests``,
+    as each vendor's GPUs see it (by vendor code: NVIDIA, AMD)."""
     groups = {shape: list(sums) for shape, sums in held.items()}
     for r in requests:
-        entry = groups.setdefault((r.gpu_count, r.vram_mb), [0, 0, 0])
+        entry = groups.setdefault((r.gpu_count, r.vram_mb, r.vendor), [0, 0, 0])
         entry[0] += 1
         entry[1] += r.cpu_millis
         entry[2] += r.memory_mb
@@ -91,9 +107,17 @@ def target_workload(
         groups.items(), key=lambda item: (-item[1][0] * item[0][0] * item[0][1], item[0])
     )[:limit]
     total = sum(sums[0] for _, sums in kept)
+    return tuple(_view(kept, total, vendor) for vendor in VENDOR_NAMES)
+
+
+def _view(
+    kept: list[tuple[tuple[int, int, str], list[int]]], total: int, vendor: str
+) -> TargetWorkload:
     single: list[tuple[int, int, int, float]] = []
     multi: list[tuple[int, int, int, int, float]] = []
-    for (count, need), (members, cpu, memory) in kept:
+    for (count, need, asked), (members, cpu, memory) in kept:
+        if asked not in ("any", vendor):
+            continue
         p = members / total
         mean_cpu, mean_memory = cpu // members, memory // members
         if count == 1:
@@ -117,46 +141,52 @@ def target_workload(
 
 
 class FragmentationGradient:
-    """One pass's chooser: the index as the pass changes it, measured against one workload."""
+    """One pass's chooser: the index as the pass changes it, measured against one workload
+    (``workloads``: as each vendor's GPUs see it)."""
 
-    def __init__(self, index: CapacityIndex, workload: TargetWorkload) -> None:
+    def __init__(self, index: CapacityIndex, workloads: tuple[TargetWorkload, ...]) -> None:
         self.index = index
-        self.workload = workload
+        self.workloads = workloads
         # Each pool's distinct GPU sizes: where its empty GPUs sit in by_free.
         self._sizes: dict[int, list[int]] = {}
         # (node, pool) -> (its profile, CPU, memory, the multi-GPU classes that fit it then:
         # (count, need, cpu, memory, p, usable VRAM, GPUs with need free)).
         self._fitting: dict[tuple[int, int], tuple[list[int], int, int, list[_Fit]]] = {}
-        # need -> f -> u(f) - u(f - need): the workload is the pass's, so they stay true.
-        self._bounds: dict[int, dict[int, float]] = {}
+        # (need, vendor) -> f -> u(f) - u(f - need): the workload is the pass's, so they stay.
+        self._bounds: dict[tuple[int, int], dict[int, float]] = {}
 
     def choose(
         self, need: int, count: int, accepts: tuple[int, ...], cpu: int, memory: int
     ) -> list[int] | None:
         """The GPU ids to place on (one node, one pool), or None when nothing fits now."""
+        candidates: list[_Candidate] = []
         for pool in accepts:
-            chosen = (
-                self._one(pool, need, cpu, memory)
-                if count == 1
-                else self._several(pool, need, count, cpu, memory)
-            )
-            if chosen is not None:
-                return chosen
-        return None
+            if count == 1:
+                self._one(candidates, pool, need, cpu, memory)
+            else:
+                self._several(candidates, pool, need, count, cpu, memory)
+            if candidates:
+                break  # the first pool with room, as the pass orders them
+        return self._least(candidates, need, cpu, memory) if candidates else None
+
+    def _workload(self, pool: int) -> TargetWorkload:
+        return self.workloads[self.index.pool_vendor[pool]]
 
     # -- candidates -------------------------------------------------------------------------
 
-    def _one(self, pool: int, need: int, cpu: int, memory: int) -> list[int] | None:
+    def _one(
+        self, candidates: list[_Candidate], pool: int, need: int, cpu: int, memory: int
+    ) -> None:
         index = self.index
         entries = index.by_free[pool]
         if not entries or entries[-1][0] < need:
-            return None
+            return
         node_cpu, node_memory, g_rank = index.cpu, index.memory, index.g_rank
-        w = self.workload
+        w = self._workload(pool)
         needs, cum, multi = w.needs, w.cum, w.multi
         roomy_cpu, roomy_memory = w.cpu + cpu, w.memory + memory
-        candidates: list[_Candidate] = []
-        bounds = self._bounds.setdefault(need, {})  # u(f) - u(f - need) by f
+        found = len(candidates)
+        bounds = self._bounds.setdefault((need, index.pool_vendor[pool]), {})
         plain: set[int] = set()  # free values counted on nodes where only f decides
         scanned = 0  # entries before this were looked at already
         end = len(entries)
@@ -177,7 +207,7 @@ class FragmentationGradient:
                 offered += 1
                 if node_cpu[rank] < roomy_cpu or node_memory[rank] < roomy_memory:
                     loss = self._loss(rank, pool, [g], need, cpu, memory, ample=False)
-                    candidates.append((loss, value - need, g, rank, [g], True))
+                    candidates.append((loss, value - need, g, rank, pool, [g], True))
                     continue
                 # Room for every class: u(f) - u(f - need) bounds the loss from below; it is
                 # the loss where no multi-GPU class fits the node.
@@ -188,14 +218,13 @@ class FragmentationGradient:
                         bound -= (value - need) * cum[bisect_right(needs, value - need)]
                     bounds[value] = bound
                 if multi:
-                    candidates.append((bound, value - need, g, rank, [g], False))
+                    candidates.append((bound, value - need, g, rank, pool, [g], False))
                 elif value not in plain:
                     plain.add(value)
-                    candidates.append((bound, value - need, g, rank, [g], True))
+                    candidates.append((bound, value - need, g, rank, pool, [g], True))
             scanned = i
-            if not candidates:
-                return None  # no GPU with room has a node with room: none can be had
-        return self._least(candidates, pool, need, cpu, memory)
+            if len(candidates) == found:
+                return  # no GPU with room has a node with room: none can be had
 
     def _stops(self, pool: int, need: int) -> list[int]:
         """Where a one-GPU request's candidates start in ``by_free``: ``need`` (the best
@@ -204,16 +233,24 @@ class FragmentationGradient:
         above = bisect_right(sizes, need)
         return [need] if above == len(sizes) else [need, sizes[above]]
 
-    def _several(self, pool: int, need: int, count: int, cpu: int, memory: int) -> list[int] | None:
+    def _several(
+        self,
+        candidates: list[_Candidate],
+        pool: int,
+        need: int,
+        count: int,
+        cpu: int,
+        memory: int,
+    ) -> None:
         index = self.index
         lists = index.kth[pool]
         if count >= len(lists):
-            return None
+            return
         entries = lists[count]
         if not entries or entries[-1][0] < need:
-            return None
-        w = self.workload
-        candidates: list[_Candidate] = []
+            return
+        w = self._workload(pool)
+        offered = 0
         for i in range(bisect_left(entries, (need, _FIRST)), len(entries)):
             rank = entries[i][1]
             if not index.fits(rank, cpu, memory):
@@ -221,24 +258,24 @@ class FragmentationGradient:
             gids = index.on_node(rank, pool, need, count, spread=False)
             left = sum(index.free[g] for g in gids) - need * count
             if index.cpu[rank] - cpu >= w.cpu and index.memory[rank] - memory >= w.memory:
-                bound = self._single_part(gids, need)
-                candidates.append((bound, left, rank, rank, gids, not w.multi))
+                bound = self._single_part(pool, gids, need)
+                candidates.append((bound, left, gids[0], rank, pool, gids, not w.multi))
             else:
                 loss = self._loss(rank, pool, gids, need, cpu, memory, ample=False)
-                candidates.append((loss, left, rank, rank, gids, True))
-            if len(candidates) == NODES:
+                candidates.append((loss, left, gids[0], rank, pool, gids, True))
+            offered += 1
+            if offered == NODES:
                 break
-        return self._least(candidates, pool, need, cpu, memory)
 
     def _least(
-        self, candidates: list[_Candidate], pool: int, need: int, cpu: int, memory: int
+        self, candidates: list[_Candidate], need: int, cpu: int, memory: int
     ) -> list[int] | None:
         """The candidate of least loss (ties: least VRAM left on its GPUs, then the lowest
-        GPU id or node rank); a bound is completed only while it may still win."""
+        GPU id); a bound is completed only while it may still win."""
         best: tuple[float, int, int] | None = None
         chosen: list[int] | None = None
-        candidates.sort()  # by (bound, left, tie): the tie-break is unique
-        for bound, left, tie, rank, gids, exact in candidates:
+        candidates.sort()  # by (bound, left, tie): a GPU id is one pool's candidate once
+        for bound, left, tie, rank, pool, gids, exact in candidates:
             if best is not None and (bound, left, tie) >= best:
                 break  # every key from here on is at least its bound's
             if not exact:
@@ -259,10 +296,10 @@ class FragmentationGradient:
 
     # -- the measure ------------------------------------------------------------------------
 
-    def _single_part(self, gids: list[int], need: int) -> float:
+    def _single_part(self, pool: int, gids: list[int], need: int) -> float:
         """What U's single-GPU part loses on a node with room for every class: the placed
         GPUs' u(f) - u(f - need), u(f) = f P(f)."""
-        w, free = self.workload, self.index.free
+        w, free = self._workload(pool), self.index.free
         needs, cum = w.needs, w.cum
         loss = 0.0
         for g in gids:
@@ -284,25 +321,26 @@ class FragmentationGradient:
         ample: bool,
     ) -> float:
         """U before the placement less U after it, on node ``rank``'s GPUs of ``pool``."""
-        index, w = self.index, self.workload
+        index, w = self.index, self._workload(pool)
         free = index.free
         if ample:  # every class fits the node's CPU and memory before and after
-            loss = self._single_part(gids, need)
+            loss = self._single_part(pool, gids, need)
         else:
             mine = index.node_gids[rank][pool]
             chosen = set(gids)
             before = [free[g] for g in mine]
             after = [free[g] - need if g in chosen else free[g] for g in mine]
             c0, m0 = index.cpu[rank], index.memory[rank]
-            loss = self._single(before, c0, m0) - self._single(after, c0 - cpu, m0 - memory)
+            loss = self._single(w, before, c0, m0) - self._single(w, after, c0 - cpu, m0 - memory)
         if w.multi:
             loss += self._multi_loss(rank, pool, gids, need, cpu, memory)
         return loss
 
-    def _single(self, frees: list[int], cpu: int, memory: int) -> float:
+    @staticmethod
+    def _single(w: TargetWorkload, frees: list[int], cpu: int, memory: int) -> float:
         """U's single-GPU part: the classes that fit the node's CPU and memory."""
         usable = 0.0
-        for need, c, m, p in self.workload.single:
+        for need, c, m, p in w.single:
             if c <= cpu and m <= memory:
                 usable += p * sum(f for f in frees if f >= need)
         return usable
@@ -317,7 +355,7 @@ class FragmentationGradient:
         if cached is not None and cached[0] is profile and cached[1] == cpu and cached[2] == memory:
             return cached[3]
         fits: list[_Fit] = []
-        for count, need, c, m, p in self.workload.multi:
+        for count, need, c, m, p in self._workload(pool).multi:
             if c > cpu or m > memory or len(profile) < count or profile[count - 1] < need:
                 continue
             usable = at_least = 0
@@ -337,7 +375,7 @@ class FragmentationGradient:
         fits = self._fits(rank, pool)
         if not fits:
             return 0.0
-        index, w = self.index, self.workload
+        index, w = self.index, self._workload(pool)
         cpu_after, memory_after = index.cpu[rank] - cpu, index.memory[rank] - memory
         roomy = cpu_after >= w.cpu and memory_after >= w.memory
         loss = 0.0

@@ -98,6 +98,8 @@ class Allocation:
     cpu_millis: int = 0
     memory_mb: int = 0
     user: str = ""
+    #: The vendor the object asked for (``any``: either): the workload fgd measures against.
+    vendor: Vendor = "any"
 
     def __post_init__(self) -> None:
         if len(set(self.gpu_indices)) != len(self.gpu_indices):
@@ -260,6 +262,7 @@ class Placement:
             cpu_millis=request.cpu_millis,
             memory_mb=request.memory_mb,
             user=request.user,
+            vendor=request.vendor,
         )
 
 
@@ -273,7 +276,7 @@ class Reservation:
 
 
 #: What made a request impossible: the request field an API names in its 422.
-ImpossibleField = Literal["vendor", "gpu_model", "vram_mb", "gpu_count", "cpu_millis", "memory_mb"]
+ImpossibleField = Literal["vendor", "gpu_models", "vram_mb", "gpu_count", "cpu_millis", "memory_mb"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,7 +306,7 @@ class Impossible:
         if self.short_of is not None:
             return self.short_of
         if self.largest_gpu is None:
-            return "gpu_model" if self.request.gpu_models else "vendor"
+            return "gpu_models" if self.request.gpu_models else "vendor"
         if self.largest_gpu.vram_mb < self.request.vram_mb:
             return "vram_mb"
         return "gpu_count"

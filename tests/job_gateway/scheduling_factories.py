@@ -95,10 +95,11 @@ def holding(
     cpu_millis: int = 0,
     memory_mb: int = 0,
     user: str = "",
+    vendor: Vendor = "any",
 ) -> Allocation:
     """An allocation as the informer would derive it (or a provisional one)."""
     return Allocation(
-        kind, name, node, tuple(indices), vram_mb, provisional, cpu_millis, memory_mb, user
+        kind, name, node, tuple(indices), vram_mb, provisional, cpu_millis, memory_mb, user, vendor
     )
 
 

@@ -16,18 +16,25 @@ from tests.job_gateway.scheduling_factories import GIB, holding, make_inventory,
 
 class TestTargetWorkload:
     def test_classes_group_shapes_with_their_mean_cpu_and_memory(self) -> None:
-        held = {(1, 8 * GIB): (3, 6_000, 3 * GIB), (4, 80 * GIB): (1, 32_000, 0)}
+        held = {(1, 8 * GIB, "any"): (3, 6_000, 3 * GIB), (4, 80 * GIB, "any"): (1, 32_000, 0)}
         waiting = [request("r", 8 * GIB, cpu_millis=2_000, memory_mb=GIB)]
-        w = target_workload(held, waiting)
+        w, amd = target_workload(held, waiting)
+        assert w == amd  # every class accepts either vendor
         assert w.single == ((8 * GIB, 2_000, GIB, 0.8),)
         assert w.multi == ((4, 80 * GIB, 32_000, 0, 0.2),)
         assert (w.cpu, w.memory) == (32_000, GIB)
         assert w.needs == (8 * GIB,) and w.cum == (0.0, 0.8)
 
+    def test_a_vendors_gpus_count_the_classes_that_accept_it(self) -> None:
+        held = {(1, 8 * GIB, "nvidia"): (3, 0, 0), (1, 8 * GIB, "any"): (1, 0, 0)}
+        nvidia, amd = target_workload(held, [request("r", 16 * GIB, vendor="amd")])
+        assert nvidia.single == ((8 * GIB, 0, 0, 0.2), (8 * GIB, 0, 0, 0.6))
+        assert amd.single == ((8 * GIB, 0, 0, 0.2), (16 * GIB, 0, 0, 0.2))
+
     def test_the_classes_of_most_demand_are_kept(self) -> None:
-        held = {(1, n * GIB): (10, 0, 0) for n in range(1, 21)}
-        held[(8, 80 * GIB)] = (1, 0, 0)  # rare, but the most VRAM of all
-        w = target_workload(held, [], limit=4)
+        held = {(1, n * GIB, "any"): (10, 0, 0) for n in range(1, 21)}
+        held[(8, 80 * GIB, "any")] = (1, 0, 0)  # rare, but the most VRAM of all
+        w, _ = target_workload(held, [], limit=4)
         assert [c[0] for c in w.single] == [18 * GIB, 19 * GIB, 20 * GIB]
         assert w.multi[0][:2] == (8, 80 * GIB)
         assert sum(c[-1] for c in w.single) + w.multi[0][-1] == pytest.approx(1.0)
@@ -95,7 +102,7 @@ class TestTheMeasure:
             rng.choice((1, 1, 2)),
             cpu_millis=rng.choice((0, 4_000, 12_000)),
         )
-        w = target_workload(scheduler.allocations.shape_counts(), [r])
+        w, _ = target_workload(scheduler.allocations.shape_counts(), [r])  # NVIDIA's view
         decision = scheduler.schedule([r], now=0.0)
         nodes = {node.name: node for node in inventory.nodes}
 

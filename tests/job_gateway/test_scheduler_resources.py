@@ -115,8 +115,8 @@ class TestHolds:
         assert allocations.endpoint_node_held("a") == (0, GIB)
         assert allocations.user_held("alice") == (16 * GIB, 2_000, 0)
         assert allocations.shape_counts() == {
-            (2, 8 * GIB): (1, 2_000, 0),
-            (1, 4 * GIB): (1, 0, GIB),
+            (2, 8 * GIB, "any"): (1, 2_000, 0),
+            (1, 4 * GIB, "any"): (1, 0, GIB),
         }
         allocations.put(holding("x", "b", [0], 8 * GIB, cpu_millis=1_000, user="alice"))
         assert allocations.node_held("a") == (0, GIB) and allocations.node_held("b") == (1_000, 0)
@@ -201,7 +201,7 @@ class TestGpuModels:
     def test_no_gpu_of_the_model_is_impossible_naming_the_models_there_are(self) -> None:
         scheduler = self._scheduler()
         why = scheduler.check(request("r", GIB, gpu_models=["B200"]))
-        assert why is not None and why.field == "gpu_model"
+        assert why is not None and why.field == "gpu_models"
         assert "B200" in why.message and "NVIDIA H100 80GB HBM3" in why.message
         why = scheduler.check(request("r", 50 * GIB, gpu_models=["A100"]))
         assert why is not None and why.field == "vram_mb" and "A100" in why.message
