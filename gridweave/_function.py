@@ -33,6 +33,8 @@ from gridweave_clients import Conflict
 from gridweave_clients.gateway.reasons import OUT_OF_MEMORY, out_of_memory_limit_mb
 from gridweave_clients.pip import check_requirements
 from gridweave_clients.platform.models import JobLogsResponse, JobResponse
+from gridweave_controller.errors import Invalid
+from gridweave_controller.validation import check_gpu_models
 
 __all__ = ["DEFAULT_MAP_CONCURRENCY", "Function", "JobHandle", "function"]
 
@@ -59,6 +61,7 @@ class Resources:
     cpu_millis: int | None = None
     image: str | None = None
     pip: tuple[str, ...] = ()
+    gpu_models: tuple[str, ...] = ()
 
 
 class JobHandle(Generic[R]):
@@ -176,6 +179,7 @@ class Function(Generic[P, R]):
                 cpu_millis=resources.cpu_millis,
                 image=resources.image,
                 pip=list(resources.pip) or None,
+                gpu_models=list(resources.gpu_models) or None,
             )
         return JobHandle(job, config)
 
@@ -276,6 +280,7 @@ def function(
     cpu: float | None = None,
     image: str | None = None,
     pip: Sequence[str] | None = None,
+    gpu_model: str | Sequence[str] | None = None,
 ) -> Callable[[Callable[P, R]], Function[P, R]]:
     """Make a function remote: each call gets ``gpus`` GPUs of one node, ``vram`` on each.
 
@@ -301,6 +306,10 @@ def function(
             asks for them (pip's output is the call's log; a failed install fails the call
             with ``PipInstallFailed``, billing no GPU time), and puts them first on its
             ``sys.path``.
+        gpu_model: the GPU model the call needs, or several that will do: "A100",
+            ["A100", "H100"], "A100 80GB" (every word a word of the GPU's model, so "A100"
+            is any A100). All of a call's GPUs are of one model. None: any model of
+            ``vendor``.
 
     Raises:
         ConfigurationError: an argument is not understood; the message names it.
@@ -315,6 +324,7 @@ def function(
         cpu_millis=None if cpu is None else _cpu_millis(cpu),
         image=None if image is None else parse_image_argument(image),
         pip=_pip(pip),
+        gpu_models=_gpu_models(gpu_model),
     )
 
     def decorate(fn: Callable[P, R]) -> Function[P, R]:
@@ -331,6 +341,17 @@ def _pip(pip: Sequence[str] | None) -> tuple[str, ...]:
         return check_requirements(list(pip) if isinstance(pip, list | tuple) else pip)
     except ValueError as bad:
         raise ConfigurationError(f"pip={pip!r}: {bad}") from None
+
+
+def _gpu_models(gpu_model: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``gpu_model=`` as a tuple of names; ``ConfigurationError`` naming it otherwise."""
+    if gpu_model is None:
+        return ()
+    names = [gpu_model] if isinstance(gpu_model, str) else gpu_model
+    try:
+        return tuple(check_gpu_models(list(names) if isinstance(names, list | tuple) else names))
+    except Invalid as bad:
+        raise ConfigurationError(f"gpu_model={gpu_model!r}: {bad}") from None
 
 
 def _cpu_millis(cpu: float) -> int:

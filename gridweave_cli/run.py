@@ -110,6 +110,7 @@ def _remote_function(
     cpu: float | None = None,
     image: str | None = None,
     pip: list[str] | None = None,
+    gpu_model: list[str] | None = None,
 ) -> gw.Function[..., Any]:
     """The function with its resources: the decorator's, each option given overriding."""
     if isinstance(found, gw.Function):
@@ -124,6 +125,7 @@ def _remote_function(
             cpu=cpu if cpu is not None else _cores(base.cpu_millis),
             image=image or base.image,
             pip=pip or list(base.pip),
+            gpu_model=gpu_model or list(base.gpu_models) or None,
         )(found.fn)
     if vram is None:
         raise typer.BadParameter(
@@ -140,6 +142,7 @@ def _remote_function(
         cpu=cpu,
         image=image,
         pip=pip,
+        gpu_model=gpu_model or None,
     )(found)
 
 
@@ -265,6 +268,18 @@ def run(
             show_default=False,
         ),
     ] = None,
+    gpu_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--gpu-model",
+            metavar="MODEL",
+            help=(
+                "A GPU model that will do (A100, 'H100 80GB'); repeat it for several, any of "
+                "them (replaces the decorator's gpu_model=)."
+            ),
+            show_default=False,
+        ),
+    ] = None,
     detach: Annotated[
         bool, typer.Option("--detach", "-d", help="Print the job id and return at once.")
     ] = False,
@@ -301,6 +316,7 @@ def run(
         cpu=cpu,
         image=image,
         pip=pip,
+        gpu_model=gpu_model,
     )
     handle = function.spawn(*args, **kwargs)
     if detach:

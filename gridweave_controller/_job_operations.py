@@ -33,6 +33,7 @@ from gridweave_controller.validation import (
     MIN_CPU_MILLIS,
     MIN_MEMORY_MB,
     MIN_PRIORITY,
+    check_gpu_models,
     check_image,
     check_int,
     check_map_share,
@@ -85,12 +86,14 @@ class JobOperations:
         image: str | None = None,
         pip: Sequence[str] | None = None,
         map_share: Mapping[str, int | str] | None = None,
+        gpu_models: Sequence[str] | None = None,
     ) -> Flow[Job]:
         """Create a GridweaveJob in phase Pending (``image``: pinned, ``repo@sha256:...``;
         None: the node's default image; ``pip``: PEP 508 requirements of packages of the
         index, installed on the node before the function runs; ``map_share``: the job is
         worker ``worker`` of ``workers`` of map ``map_id`` over ``items`` inputs,
-        ``chunk_items`` to a chunk, each input tried again ``retries`` times at most)."""
+        ``chunk_items`` to a chunk, each input tried again ``retries`` times at most;
+        ``gpu_models``: the GPU models that will do, any of them; None: any of ``vendor``)."""
         check_name(job_id, field="job_id")
         spec = {
             "userId": check_text(user_id, field="user_id", max_length=253),
@@ -125,6 +128,8 @@ class JobOperations:
                 spec["pip"] = requirements
         if map_share is not None:
             spec["map"] = check_map_share(map_share)
+        if gpu_models is not None:
+            spec["gpuModels"] = check_gpu_models(gpu_models)
         body = new_object("GridweaveJob", job_id, user_id, labels, spec)
         return Job.from_raw((yield from Create(self.namespace, JOBS, body).result()))
 

@@ -45,9 +45,17 @@ _PINNED_IMAGE = re.compile(PINNED_IMAGE_PATTERN)
 MAX_PIP_REQUIREMENTS, MAX_PIP_REQUIREMENT_LENGTH = 64, 200
 PIP_REQUIREMENT_PATTERN = r"^[A-Za-z0-9][ -~]*$"
 _PIP_REQUIREMENT = re.compile(PIP_REQUIREMENT_PATTERN)
+#: ``gpu_models`` (the CRD's bounds): at most this many GPU model names, each a letter or
+#: digit first, then letters, digits, spaces and ``._+-``, at most this long.
+MAX_GPU_MODELS, MAX_GPU_MODEL_LENGTH = 8, 100
+GPU_MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 ._+-]*$"
+_GPU_MODEL = re.compile(GPU_MODEL_PATTERN)
 
 __all__ = [
+    "GPU_MODEL_PATTERN",
     "MAX_CPU_MILLIS",
+    "MAX_GPU_MODELS",
+    "MAX_GPU_MODEL_LENGTH",
     "MAX_IMAGE_LENGTH",
     "MAX_PIP_REQUIREMENTS",
     "MAX_PIP_REQUIREMENT_LENGTH",
@@ -75,6 +83,7 @@ __all__ = [
     "check_map_share",
     "check_endpoint_source",
     "check_gpu_indices",
+    "check_gpu_models",
     "check_image",
     "check_int",
     "check_labels",
@@ -310,6 +319,32 @@ def check_pip(values: Sequence[str], *, field: str = "pip") -> list[str]:
         problem = pip_requirement_problem(value)
         if problem is not None:
             raise Invalid(f"{field}: {problem}", field=field)
+    return list(values)
+
+
+def check_gpu_models(values: Sequence[str], *, field: str = "gpu_models") -> list[str]:
+    """Return ``values`` as a list if it names 1 to :data:`MAX_GPU_MODELS` GPU models, each
+    of :data:`GPU_MODEL_PATTERN` and at most :data:`MAX_GPU_MODEL_LENGTH` characters, none
+    twice."""
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        raise Invalid(f"{field} must be a list of GPU models, e.g. ['A100', 'H100']", field=field)
+    if not 1 <= len(values) <= MAX_GPU_MODELS:
+        raise Invalid(
+            f"{field} must name 1 to {MAX_GPU_MODELS} GPU models, not {len(values)}", field=field
+        )
+    for value in values:
+        if (
+            not isinstance(value, str)
+            or len(value) > MAX_GPU_MODEL_LENGTH
+            or not _GPU_MODEL.fullmatch(value)
+        ):
+            raise Invalid(
+                f"{field}: {value!r} is not a GPU model name (letters, digits, spaces and ._+-,"
+                f" at most {MAX_GPU_MODEL_LENGTH} characters)",
+                field=field,
+            )
+    if len(set(values)) != len(values):
+        raise Invalid(f"{field} names a GPU model twice", field=field)
     return list(values)
 
 

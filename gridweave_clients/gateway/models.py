@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from gridweave_clients.fields import PrintableId, RequestBody, UserId
 from gridweave_clients.images import PinnedImage
@@ -15,7 +15,10 @@ from gridweave_clients.pip import PipRequirements
 from gridweave_controller.operations import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_SECONDS
 from gridweave_controller.phases import JobPhase
 from gridweave_controller.validation import (
+    GPU_MODEL_PATTERN,
     MAX_CPU_MILLIS,
+    MAX_GPU_MODEL_LENGTH,
+    MAX_GPU_MODELS,
     MAX_MEMORY_MB,
     MAX_PRIORITY,
     MIN_CPU_MILLIS,
@@ -24,6 +27,7 @@ from gridweave_controller.validation import (
 )
 
 __all__ = [
+    "GpuModels",
     "MAX_VRAM_MB",
     "MAX_WAIT_SECONDS",
     "WaitSeconds",
@@ -100,6 +104,35 @@ CpuMillis = Annotated[
         description="The job's CPU, thousandths of a core (none: the node's default per GPU).",
     ),
 ]
+
+
+def _distinct(models: list[str]) -> list[str]:
+    if len(set(models)) != len(models):
+        raise ValueError("names a GPU model twice")
+    return models
+
+
+#: The GPU models a request will take, any of them (``A100``, ``H100 80GB``: every word a
+#: word of the GPU's model); none: any model of the vendor.
+GpuModels = Annotated[
+    list[
+        Annotated[
+            str,
+            Field(
+                strict=True,
+                min_length=1,
+                max_length=MAX_GPU_MODEL_LENGTH,
+                pattern=GPU_MODEL_PATTERN,
+            ),
+        ]
+    ],
+    Field(
+        min_length=1,
+        max_length=MAX_GPU_MODELS,
+        description="GPU models that will do, any of them (none: any model of the vendor).",
+    ),
+    AfterValidator(_distinct),
+]
 #: A label for people (the SDK sends the function's qualified name); never used to run it.
 FunctionName = Annotated[
     str,
@@ -129,6 +162,7 @@ class SubmitJobRequest(RequestBody):
     max_retries: MaxRetries = DEFAULT_MAX_RETRIES
     memory_mb: MemoryMb | None = None
     cpu_millis: CpuMillis | None = None
+    gpu_models: GpuModels | None = None
     image: PinnedImage | None = None
     pip: PipRequirements | None = None
     priority: int = Field(default=0, strict=True, ge=MIN_PRIORITY, le=MAX_PRIORITY)
@@ -169,6 +203,7 @@ class JobResponse(BaseModel):
     max_retries: int | None
     memory_mb: int | None = None
     cpu_millis: int | None = None
+    gpu_models: list[str] | None = None
     image: str | None = None
     pip: list[str] | None = None
     map: MapShareModel | None = None

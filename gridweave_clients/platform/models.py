@@ -17,6 +17,7 @@ from gridweave_clients.gateway.models import (
     CpuMillis,
     FunctionName,
     GpuCount,
+    GpuModels,
     JobConditionResponse,
     MaxRetries,
     MemoryMb,
@@ -163,6 +164,7 @@ class SubmitJobRequest(RequestBody):
     max_retries: MaxRetries = DEFAULT_MAX_RETRIES
     memory_mb: MemoryMb | None = None
     cpu_millis: CpuMillis | None = None
+    gpu_models: GpuModels | None = None
     image: ImageName | None = None
     pip: PipRequirements | None = None
     function_name: FunctionName | None = None
@@ -182,6 +184,9 @@ class JobResponse(BaseModel):
     max_retries: int | None
     memory_mb: int | None = None
     cpu_millis: int | None = None
+    gpu_models: list[str] | None = Field(
+        default=None, description="The GPU models that will do (none: any of the vendor)."
+    )
     image: str | None = Field(
         default=None,
         description="The image it runs in, pinned to its digest (none: the node's default).",

@@ -23,6 +23,7 @@ from gridweave_clients.gateway.models import (
     CpuMillis,
     FunctionName,
     GpuCount,
+    GpuModels,
     InventoryResponse,
     JobId,
     MaxRetries,
@@ -173,6 +174,7 @@ def submit_job(
     cpu_millis: CpuMillis | None = None,
     image: ImageName | None = None,
     pip: PipRequirements | None = None,
+    gpu_models: GpuModels | None = None,
 ) -> Operation[JobResponse]:
     """Run the pickled ``function`` with the pickled ``(args, kwargs)`` (402, 422, 413).
 
@@ -189,6 +191,7 @@ def submit_job(
         max_retries=max_retries,
         memory_mb=memory_mb,
         cpu_millis=cpu_millis,
+        gpu_models=gpu_models,
         image=image,
         pip=pip,
         function_name=function_name,

@@ -77,7 +77,7 @@ def crd_errors(job_id: str | None = None) -> Iterator[None]:
 
 
 def impossible_field(impossible: Impossible) -> str:
-    """The field at fault: ``vendor`` or ``gpu_model`` (no such GPU), ``vram_mb`` (too
+    """The field at fault: ``vendor`` or ``gpu_models`` (no such GPU), ``vram_mb`` (too
     large), ``gpu_count``, ``cpu_millis`` or ``memory_mb`` (no node with such GPUs has it)."""
     return impossible.field
 
@@ -95,6 +95,9 @@ async def submit_job(
         gpu_count=request.gpu_count,
         vendor=request.vendor,
         priority=request.priority,
+        cpu_millis=request.cpu_millis or 0,
+        memory_mb=request.memory_mb or 0,
+        gpu_models=tuple(request.gpu_models or ()),
     )
     impossible = scheduler.check(asked)
     if impossible is not None:
@@ -115,6 +118,7 @@ async def submit_job(
             function_name=request.function_name,
             memory_mb=request.memory_mb,
             cpu_millis=request.cpu_millis,
+            gpu_models=request.gpu_models,
             image=request.image,
             pip=request.pip,
             map_share=None if request.map is None else request.map.model_dump(),
@@ -268,6 +272,7 @@ def job_response(job: Job) -> JobResponse:
         max_retries=spec.max_retries,
         memory_mb=spec.memory_mb,
         cpu_millis=spec.cpu_millis,
+        gpu_models=list(spec.gpu_models) if spec.gpu_models else None,
         image=spec.image,
         pip=list(spec.pip) if spec.pip else None,
         map=None if spec.map is None else MapShareModel(**spec.map.model_dump()),

@@ -130,6 +130,7 @@ def job_response(
         max_retries=job.max_retries,
         memory_mb=job.memory_mb,
         cpu_millis=job.cpu_millis,
+        gpu_models=job.gpu_models,
         image=job.image,
         pip=job.pip,
         node=job.node,
@@ -183,6 +184,7 @@ _ASKED = (
     "max_retries",
     "memory_mb",
     "cpu_millis",
+    "gpu_models",
 )
 
 
@@ -285,6 +287,7 @@ async def submit_job(
         max_retries=request.max_retries,
         memory_mb=request.memory_mb,
         cpu_millis=request.cpu_millis,
+        gpu_models=request.gpu_models,
         image=image,
         pip=request.pip or None,
         function_name=request.function_name,

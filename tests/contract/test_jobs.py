@@ -87,6 +87,13 @@ class TestCreateJob:
         assert transport.api.get_job(job.name).spec.image == image
         assert make_job(transport).spec.image is None
 
+    def test_a_jobs_gpu_models_are_kept_in_its_spec(self, transport: Transport) -> None:
+        models = ["A100", "H100 80GB"]
+        job = make_job(transport, gpu_models=models)
+        assert job.spec.gpu_models == tuple(models) and job.raw["spec"]["gpuModels"] == models
+        assert transport.api.get_job(job.name).spec.gpu_models == tuple(models)
+        assert make_job(transport).spec.gpu_models is None
+
     def test_a_jobs_pip_requirements_are_kept_in_its_spec(self, transport: Transport) -> None:
         pip = ["six==1.16.0", "requests[socks]>=2; python_version < '3.13'"]
         job = make_job(transport, pip=pip)
@@ -159,6 +166,13 @@ class TestCreateJob:
             ({"args_ref": ""}, "args_ref"),
             ({"memory_mb": 63}, "memory_mb"),
             ({"cpu_millis": 0}, "cpu_millis"),
+            ({"gpu_models": "A100"}, "gpu_models"),  # a string, not a list
+            ({"gpu_models": []}, "gpu_models"),
+            ({"gpu_models": ["A100"] * 2}, "gpu_models"),
+            ({"gpu_models": ["-A100"]}, "gpu_models"),
+            ({"gpu_models": ["A100;rm"]}, "gpu_models"),
+            ({"gpu_models": ["a" * 101]}, "gpu_models"),
+            ({"gpu_models": [f"m{i}" for i in range(9)]}, "gpu_models"),
         ],
     )
     def test_bad_arguments_name_the_parameter(

@@ -96,6 +96,27 @@ class TestSubmit:
         assert "NVIDIA A100 80GB with 81920 MiB" in message
         assert_not_created(gateway, body["job_id"])
 
+    def test_gpu_models_place_and_refuse_naming_the_field(self, gateway: GatewayServer) -> None:
+        body = submit_body(vram_mb=1024, vendor="any", gpu_models=["A100"])
+        created = gateway.http.post("/v1/jobs", json=body)
+        assert created.status_code == 201, created.text
+        assert created.json()["gpu_models"] == ["A100"]
+        refused = submit_body(vram_mb=1024, vendor="any", gpu_models=["H100", "B200"])
+        response = gateway.http.post("/v1/jobs", json=refused)
+        assert refused_fields(response) == ["gpu_models"]
+        message = response.json()["error"]["fields"][0]["message"]
+        assert "H100 or B200" in message and "NVIDIA A100 80GB" in message
+        assert_not_created(gateway, refused["job_id"])
+        for bad in ("A100", [], ["A100", "A100"], ["-x"]):
+            answer = gateway.http.post("/v1/jobs", json=submit_body(vram_mb=1024, gpu_models=bad))
+            (field,) = refused_fields(answer)  # the list, or the item at fault
+            assert field.split(".")[0] == "gpu_models", answer.text
+
+    def test_cpu_no_node_has_is_refused_naming_it(self, gateway: GatewayServer) -> None:
+        response = gateway.http.post("/v1/jobs", json=submit_body(vram_mb=1024, cpu_millis=10**6))
+        # the inventory file declares no CPU: no limit, so it is taken
+        assert response.status_code == 201, response.text
+
     def test_vendor_any_names_the_largest_gpu_of_every_vendor(self, gateway: GatewayServer) -> None:
         response = gateway.http.post("/v1/jobs", json=submit_body(vram_mb=100_000, vendor="any"))
         assert refused_fields(response) == ["vram_mb"]

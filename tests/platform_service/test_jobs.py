@@ -129,6 +129,19 @@ class TestSubmit:
         assert _stored_jobs(platform.storage_dir) == before
         assert platform.http.get("/v1/jobs", headers=alice.headers).json()["jobs"] == []
 
+    def test_gpu_models_reach_the_gateway_and_its_422_names_them(
+        self, platform: PlatformServer, credit: CreditServer, alice: User
+    ) -> None:
+        taken = _submit(platform, alice, vendor="nvidia", gpu_models=["A100"])
+        assert taken.status_code == 201, taken.text
+        assert taken.json()["gpu_models"] == ["A100"]
+        refused = _submit(platform, alice, vendor="nvidia", gpu_models=["H100"])
+        assert refused.status_code == 422
+        error = refused.json()["error"]
+        assert error["fields"][0]["field"] == "gpu_models"
+        assert "its models: NVIDIA A100 80GB" in error["fields"][0]["message"]
+        assert credit.account(alice.user_id)["held"] == taken.json()["hold_amount"]  # released
+
     @pytest.mark.parametrize(
         ("overrides", "field"),
         [
@@ -144,6 +157,9 @@ class TestSubmit:
             ({"pip": ["six\n--index-url http://evil.example"]}, "pip.0"),
             ({"pip": "six"}, "pip"),
             ({"pip": ["six"] * 65}, "pip"),
+            ({"gpu_models": "A100"}, "gpu_models"),
+            ({"gpu_models": ["A100", "A100"]}, "gpu_models"),
+            ({"gpu_models": ["A1;00"]}, "gpu_models.0"),
         ],
     )
     def test_bad_fields_are_named(

@@ -70,11 +70,21 @@ class TestDecoratorArguments:
             ({"vram": "1GB", "pip": ["six\n--index-url http://evil.example"]}, "pip="),
             ({"vram": "1GB", "pip": ["numpy=="]}, "pip="),
             ({"vram": "1GB", "pip": ["six"] * 65}, "pip="),
+            ({"vram": "1GB", "gpu_model": ""}, "gpu_model="),
+            ({"vram": "1GB", "gpu_model": ["A100", "A100"]}, "gpu_model="),
+            ({"vram": "1GB", "gpu_model": [f"m{i}" for i in range(9)]}, "gpu_model="),
+            ({"vram": "1GB", "gpu_model": 100}, "gpu_model="),
         ],
     )
     def test_a_bad_argument_is_named(self, arguments: dict[str, object], named: str) -> None:
         with pytest.raises(gw.ConfigurationError, match=f"^{named}"):
             gw.function(**arguments)  # type: ignore[arg-type]
+
+    def test_gpu_model_takes_one_name_or_several(self) -> None:
+        assert gw.function(vram="1GB", gpu_model="A100")(len).resources.gpu_models == ("A100",)
+        several = gw.function(vram="1GB", gpu_model=["A100", "H100 80GB"])(len)
+        assert several.resources.gpu_models == ("A100", "H100 80GB")
+        assert gw.function(vram="1GB")(len).resources.gpu_models == ()
 
     def test_pip_requirements_are_kept_as_given(self) -> None:
         requirements = ["numpy==2.1.3", "requests[socks]>=2; python_version < '3.13'"]

@@ -1766,6 +1766,11 @@ export interface components {
             /** Gpu Indices */
             gpu_indices: number[];
             /**
+             * Gpu Models
+             * @description The GPU models that will do (none: any of the vendor).
+             */
+            gpu_models?: string[] | null;
+            /**
              * Hold Amount
              * @description Micro-credits held at submission (in the submit answer).
              */
@@ -2075,6 +2080,11 @@ export interface components {
              */
             cordoned: boolean;
             /**
+             * Cpu Millis
+             * @description CPU the node's work may use, thousandths of a core; None: not said.
+             */
+            cpu_millis?: number | null;
+            /**
              * Gpus
              * @default []
              */
@@ -2087,6 +2097,11 @@ export interface components {
             };
             /** Last Heartbeat At */
             last_heartbeat_at?: string | null;
+            /**
+             * Memory Mb
+             * @description Memory the node's work may use, MiB; None: not said.
+             */
+            memory_mb?: number | null;
             /**
              * Name
              * @description The node the GPUs are on (printable ASCII, no spaces).
@@ -2599,6 +2614,8 @@ export interface components {
              * @default 1
              */
             gpu_count: number;
+            /** Gpu Models */
+            gpu_models?: string[] | null;
             /** Image */
             image?: string | null;
             /**
