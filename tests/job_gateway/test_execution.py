@@ -31,11 +31,11 @@ from tests.job_gateway.execution_factories import (
     process_gone,
     running_executor,
     wait_for_phase,
-    wait_until,
     worker_of,
 )
 from tests.support.kubeapi import KubeAPI
 from tests.support.sandbox import sandbox_config
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kubeapi
 

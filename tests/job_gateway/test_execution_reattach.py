@@ -34,10 +34,10 @@ from tests.job_gateway.execution_factories import (
     running_executor,
     unsandboxed,
     wait_for_phase,
-    wait_until,
 )
 from tests.support.kubeapi import KubeAPI
 from tests.support.s3_server import s3_storage_config
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kubeapi
 

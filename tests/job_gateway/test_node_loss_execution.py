@@ -24,10 +24,10 @@ from tests.job_gateway.execution_factories import (
     new_job_id,
     new_marker,
     process_gone,
-    wait_until,
 )
 from tests.job_gateway.gateway_factories import GatewayServer, running_gateway, submit_body
 from tests.support.kubeapi import KubeAPI
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kubeapi
 

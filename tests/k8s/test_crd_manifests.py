@@ -316,7 +316,7 @@ class TestManifestsOnDisk:
         crd = yaml.safe_load(Path(path).read_text())
         undescribed = []
 
-        def walk(node, where):
+        def walk(node: dict[str, Any], where: str) -> None:
             if not node.get("description"):
                 undescribed.append(where or "(root)")
             for name, field in node.get("properties", {}).items():

@@ -33,7 +33,7 @@ def run_chunk(
     sandbox: SandboxConfig, function: Any, inputs: list[int], retries: int
 ) -> ContainerRun:
     job = SandboxedJob("chunk-test-a", "nvidia", (0,), 1, {"CUDA_VISIBLE_DEVICES": "0"})
-    calls = [((x,), {}) for x in inputs]
+    calls: list[tuple[tuple[int], dict[str, Any]]] = [((x,), {}) for x in inputs]
     with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
         return run_sandboxed(
             sandbox,
