@@ -63,7 +63,15 @@ class MapHandle(Generic[R]):
         self._last = submitted
 
     def __repr__(self) -> str:
-        return f"MapHandle({self.map_id!r}, items={self.items})"
+        # as of the last status read: a repr never asks the platform
+        last = self._last
+        return f"<MapHandle {self.map_id} {last.phase} {last.progress}>"
+
+    @property
+    def progress(self) -> str:
+        """``done/items`` as of the last status read, and the failed inputs if any
+        (``"40/100 (2 failed)"``); ``status()`` reads it anew."""
+        return self._last.progress
 
     def status(self) -> MapResponse:
         """The map now: phase, inputs done and failed, its workers."""

@@ -70,9 +70,13 @@ def list_job_page(
     phases: Sequence[JobPhase] = (),
     created_after: datetime | None = None,
     created_before: datetime | None = None,
+    first_map_workers: bool = False,
 ) -> Operation[JobListResponse]:
-    """One page of a user's jobs, newest first, from the gateway's informer cache."""
+    """One page of a user's jobs, newest first, from the gateway's informer cache
+    (``first_map_workers``: only each map's worker 0, one job per map)."""
     params: dict[str, str] = {"user_id": user_id, "limit": str(limit)}
+    if first_map_workers:
+        params["first_map_workers"] = "true"
     if cursor is not None:
         params["cursor"] = cursor
     if phases:

@@ -47,9 +47,11 @@ from gridweave_controller.validation import (
 )
 
 __all__ = [
+    "MAX_MAPS_PAGE",
     "NEXT_CHUNK_HEADER",
     "MapPhase",
     "MapRecords",
+    "MapListResponse",
     "MapResponse",
     "MapWorkerResponse",
     "SubmitMapRequest",
@@ -57,9 +59,12 @@ __all__ = [
     "get_map",
     "get_map_chunk",
     "get_map_records",
+    "list_maps",
     "submit_map",
 ]
 
+#: The most maps one page holds (each is read with all of its workers).
+MAX_MAPS_PAGE = 100
 #: The first chunk a records answer leaves out.
 NEXT_CHUNK_HEADER = "X-Gridweave-Next-Chunk"
 MapPhase = Annotated[
@@ -118,6 +123,9 @@ class MapWorkerResponse(BaseModel):
     job_id: str
     phase: JobPhase
     node: str | None
+    gpu_indices: list[int] = Field(
+        default_factory=list, description="The GPUs of its node it holds (none until placed)."
+    )
     done: int
     failed: int
     attempts: int
@@ -142,6 +150,21 @@ class MapResponse(BaseModel):
     hold_amount: int | None = Field(
         default=None, description="Micro-credits held in all (each worker's hold), at submission."
     )
+
+    @property
+    def progress(self) -> str:
+        """``done/items`` and the failed inputs, if any: ``"40/100"``, ``"40/100 (2 failed)"``."""
+        failed = f" ({self.failed} failed)" if self.failed else ""
+        return f"{self.done}/{self.items}{failed}"
+
+
+class MapListResponse(BaseModel):
+    """One page of the caller's maps, newest first, with the count of all of them and the
+    next page's cursor (None: the last)."""
+
+    maps: list[MapResponse]
+    total: int
+    next_cursor: str | None = None
 
 
 @validate_call
@@ -196,6 +219,20 @@ def submit_map(
 def get_map(map_id: MapId) -> Operation[MapResponse]:
     """One of the caller's maps: its progress and workers."""
     return model_operation("GET", f"/v1/maps/{map_id}", MapResponse)
+
+
+@validate_call
+def list_maps(
+    *,
+    limit: Annotated[int, Field(ge=1, le=MAX_MAPS_PAGE)] = 20,
+    cursor: Annotated[str, Field(max_length=400)] | None = None,
+) -> Operation[MapListResponse]:
+    """One page of the caller's maps, newest first, each with its progress and workers;
+    pass the page's ``next_cursor`` as ``cursor`` for the next one."""
+    params = {"limit": str(limit)}
+    if cursor is not None:
+        params["cursor"] = cursor
+    return model_operation("GET", "/v1/maps", MapListResponse, params=params)
 
 
 @validate_call

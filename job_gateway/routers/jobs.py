@@ -57,6 +57,9 @@ async def list_jobs(
     ] = None,
     created_after: Annotated[UtcDatetime | None, Query()] = None,
     created_before: Annotated[UtcDatetime | None, Query()] = None,
+    first_map_workers: Annotated[
+        bool, Query(description="Only each map's worker 0: one job per map (with limit).")
+    ] = False,
 ) -> JobListResponse:
     """A user's jobs (or everyone's), optionally in one phase, oldest first; with ``limit``,
     one page of a user's jobs, newest first, read from the informer's cache (no apiserver
@@ -81,6 +84,7 @@ async def list_jobs(
         created_before=created_before,
         limit=limit,
         cursor=cursor,
+        first_map_workers=first_map_workers,
     )
     return JobListResponse(
         jobs=[jobs.job_response(job) for job in page.jobs],

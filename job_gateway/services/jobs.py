@@ -181,9 +181,11 @@ def page_jobs(
     created_before: datetime | None,
     limit: int,
     cursor: str | None,
+    first_map_workers: bool = False,
 ) -> JobPage:
     """Up to ``limit`` of the user's jobs after ``cursor``, newest first (pure: the caller
-    passes the informer's jobs, so a page costs no apiserver list)."""
+    passes the informer's jobs, so a page costs no apiserver list); ``first_map_workers``:
+    only each map's worker 0, one job per map (the platform's pages of maps)."""
     after = None
     if cursor is not None:
         try:
@@ -199,6 +201,7 @@ def page_jobs(
             job
             for job in jobs
             if job.spec.user_id == user_id
+            and (not first_map_workers or (job.spec.map is not None and job.spec.map.worker == 0))
             and (not phases or job.phase in phases)
             and (created_after is None or position(job)[0] >= created_after)
             and (created_before is None or position(job)[0] < created_before)

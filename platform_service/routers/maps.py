@@ -9,13 +9,19 @@ from fastapi import APIRouter, Header, Path, Query, Response
 
 from gridweave_clients.credit.models import IdempotencyKey
 from gridweave_clients.maps import MapId
-from gridweave_clients.platform.maps import NEXT_CHUNK_HEADER, MapResponse, SubmitMapRequest
+from gridweave_clients.platform.maps import (
+    MAX_MAPS_PAGE,
+    NEXT_CHUNK_HEADER,
+    MapListResponse,
+    MapResponse,
+    SubmitMapRequest,
+)
 from gridweave_clients.platform.models import IDEMPOTENCY_HEADER
 from gridweave_clients.platform.results import RESULT_SHA256_HEADER
 from gridweave_controller.validation import MAX_MAP_ITEMS
 from gridweave_runtime.responses import mark_replayed
 from platform_service.routers.common import JobServicesDep, UserDep
-from platform_service.services import maps
+from platform_service.services import map_pages, maps
 
 __all__ = ["CHUNK_MEDIA_TYPE", "router"]
 
@@ -52,6 +58,24 @@ async def submit_map(
         response.status_code = 200
     mark_replayed(response, submitted.replayed)
     return submitted.map
+
+
+@router.get("")
+async def list_maps(
+    user: UserDep,
+    services: JobServicesDep,
+    limit: Annotated[
+        int,
+        Query(ge=1, le=MAX_MAPS_PAGE, description="One page of this many maps, newest first."),
+    ] = 20,
+    cursor: Annotated[
+        str | None,
+        Query(max_length=400, description="The next page: the cursor the last page answered."),
+    ] = None,
+) -> MapListResponse:
+    """One page of the caller's maps, newest first, each with its progress and workers
+    (``next_cursor`` asks for the next page; 422 naming ``limit`` or ``cursor``)."""
+    return await map_pages.list_map_page(services, user_id=user.user_id, limit=limit, cursor=cursor)
 
 
 @router.get("/{map_id}")

@@ -62,6 +62,8 @@ __all__ = [
     "get_map",
     "map_chunk",
     "map_records",
+    "map_response",
+    "read_manifest",
     "submit_map",
     "worker_job_id",
 ]
@@ -139,9 +141,9 @@ async def submit_map(
     if request.image is not None:  # before any hold: a refused image costs nothing
         image = await resolve_image(services.images, user=user, image=request.image)
     map_id = new_map_id(services.id_secret, user_id=user_id, idempotency_key=idempotency_key)
-    earlier = await _manifest(services.store, map_id)
+    earlier = await read_manifest(services.store, map_id)
     if earlier is not None and earlier.user_id == user_id:
-        return SubmittedMap(await _map_response(services, earlier), replayed=True)
+        return SubmittedMap(await map_response(services, earlier), replayed=True)
     workers = min(request.concurrency, chunks)
     amount = hold_amount(
         services.prices,
@@ -191,7 +193,7 @@ async def submit_map(
     )
     objects = map_objects(map_id)
     await _put(services.store, objects.manifest, manifest.model_dump_json().encode())
-    return SubmittedMap(await _map_response(services, manifest), replayed=False)
+    return SubmittedMap(await map_response(services, manifest), replayed=False)
 
 
 async def _submit_worker(
@@ -275,7 +277,8 @@ async def _put(store: ObjectStore, key: str, data: bytes) -> None:
         ) from exc
 
 
-async def _manifest(store: ObjectStore, map_id: str) -> MapManifest | None:
+async def read_manifest(store: ObjectStore, map_id: str) -> MapManifest | None:
+    """The map's manifest; None while it is not written (the map is not, or not yet)."""
     key = map_objects(map_id).manifest
     try:
         data = await to_thread.run_sync(store.get, store.uri(key))
@@ -293,7 +296,7 @@ async def _manifest(store: ObjectStore, map_id: str) -> MapManifest | None:
 
 
 async def _own_manifest(services: JobServices, *, user_id: str, map_id: str) -> MapManifest:
-    manifest = await _manifest(services.store, map_id)
+    manifest = await read_manifest(services.store, map_id)
     if manifest is None or manifest.user_id != user_id:
         raise MapNotFound(map_id=map_id)
     return manifest
@@ -302,7 +305,7 @@ async def _own_manifest(services: JobServices, *, user_id: str, map_id: str) -> 
 async def get_map(services: JobServices, *, user_id: str, map_id: str) -> MapResponse:
     """The user's map: its progress and its workers (404 for another user's)."""
     manifest = await _own_manifest(services, user_id=user_id, map_id=map_id)
-    return await _map_response(services, manifest)
+    return await map_response(services, manifest)
 
 
 async def cancel_map(services: JobServices, *, user_id: str, map_id: str) -> MapResponse:
@@ -314,7 +317,7 @@ async def cancel_map(services: JobServices, *, user_id: str, map_id: str) -> Map
             await cancel_job(services, user_id=user_id, job_id=job_id)
         except PlatformError as refused:  # it finished meanwhile (or never came to be)
             _log.info("map %s: worker %s not cancelled: %s", map_id, job_id, refused)
-    return await _map_response(services, manifest)
+    return await map_response(services, manifest)
 
 
 async def map_chunk(
@@ -413,7 +416,8 @@ async def _read(store: ObjectStore, uri: str) -> bytes | None:
         ) from exc
 
 
-async def _map_response(services: JobServices, manifest: MapManifest) -> MapResponse:
+async def map_response(services: JobServices, manifest: MapManifest) -> MapResponse:
+    """The map now: each worker's job and progress, and their sums."""
     job_ids = [worker_job_id(manifest.map_id, k) for k in range(manifest.workers)]
     jobs = await asyncio.gather(
         *(_worker_job(services, manifest.user_id, job_id) for job_id in job_ids)
@@ -426,6 +430,7 @@ async def _map_response(services: JobServices, manifest: MapManifest) -> MapResp
             job_id=job_id,
             phase=job.phase if job is not None else JobPhase.PENDING,
             node=job.node if job is not None else None,
+            gpu_indices=job.gpu_indices if job is not None else [],
             done=done.done,
             failed=done.failed,
             attempts=job.attempts if job is not None else 0,

@@ -1,6 +1,7 @@
 """``/v1/maps`` on the real gateway (placing, not executing), credit_service and PostgreSQL:
 a map is its workers' jobs, each with its share and its own hold; refusals leave nothing
-behind; another user's map is not found; a chunk is served only once its worker stored it."""
+behind; another user's map is not found; a chunk is served only once its worker stored it;
+pages of a user's maps with their progress."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ from typing import Any
 import httpx
 import pytest
 
+from gridweave_clients.maps import WorkerProgress
+from gridweave_runtime.storage import LocalObjectStore
+from gridweave_runtime.storage.maps import map_objects
 from tests.job_gateway.gateway_factories import GatewayServer
-from tests.platform_service.factories import PlatformServer, User, pickled
+from tests.platform_service.factories import PlatformServer, User, pickled, submit_body
 from tests.support.credit_server import CreditServer
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 
@@ -162,3 +167,74 @@ class TestCancel:
         assert credit.account(alice.user_id)["held"] == 0  # the AMD node is NotReady: none ran
         again = platform.http.post(f"/v1/maps/{map_id}/cancel", headers=alice.headers)
         assert again.status_code == 200
+
+
+def _maps_page(platform: PlatformServer, user: User, **params: Any) -> dict[str, Any]:
+    response = platform.http.get("/v1/maps", params=params, headers=user.headers)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+class TestList:
+    def test_pages_walk_every_map_newest_first_once_with_its_progress(
+        self, platform: PlatformServer, gateway: GatewayServer, alice: User
+    ) -> None:
+        submitted = [_submit(platform, alice).json()["map_id"] for _ in range(5)]
+        # pages are cut from the gateway's informer, which sees new jobs shortly
+        wait_until(lambda: _maps_page(platform, alice)["total"] == 5)
+        store = LocalObjectStore(platform.storage_dir)
+        progress = WorkerProgress(worker=1, done=3, failed=1)
+        store.put(map_objects(submitted[0]).progress(1), progress.model_dump_json().encode())
+        gateway.crd.set_job_allocated(f"{submitted[0]}-w1", "gpu-b", [0])
+        seen: list[dict[str, Any]] = []
+        cursor = None
+        for _ in range(5):
+            body = _maps_page(platform, alice, limit=2, **({"cursor": cursor} if cursor else {}))
+            assert body["total"] == 5 and len(body["maps"]) <= 2
+            seen += body["maps"]
+            cursor = body["next_cursor"]
+            if cursor is None:
+                break
+        assert cursor is None
+        assert sorted(found["map_id"] for found in seen) == sorted(submitted)  # each once
+        first = next(found for found in seen if found["map_id"] == submitted[0])
+        assert (first["items"], first["done"], first["failed"]) == (10, 3, 1)
+        assert [(w["done"], w["failed"]) for w in first["workers"]] == [(0, 0), (3, 1), (0, 0)]
+        assert first["workers"][1]["node"] == "gpu-b"
+        assert first["workers"][1]["gpu_indices"] == [0]
+
+    def test_another_users_maps_are_not_listed(
+        self, platform: PlatformServer, credit: CreditServer, alice: User
+    ) -> None:
+        mine = _submit(platform, alice).json()["map_id"]
+        bob = platform.new_user()
+        credit.fund(bob.user_id, 10**9)
+        wait_until(lambda: _maps_page(platform, alice)["total"] == 1)
+        assert _maps_page(platform, bob) == {"maps": [], "total": 0, "next_cursor": None}
+        theirs = _submit(platform, bob).json()["map_id"]
+        wait_until(lambda: _maps_page(platform, bob)["total"] == 1)
+        assert [found["map_id"] for found in _maps_page(platform, bob)["maps"]] == [theirs]
+        assert [found["map_id"] for found in _maps_page(platform, alice)["maps"]] == [mine]
+
+    def test_plain_jobs_are_not_maps(self, platform: PlatformServer, alice: User) -> None:
+        job = platform.http.post("/v1/jobs", json=submit_body(), headers=alice.headers)
+        assert job.status_code == 201, job.text
+        assert _maps_page(platform, alice)["maps"] == []
+
+    @pytest.mark.parametrize(
+        ("params", "field"),
+        [
+            ({"limit": 0}, "limit"),
+            ({"limit": 101}, "limit"),
+            ({"limit": "many"}, "limit"),
+            ({"cursor": "not-a-cursor"}, "cursor"),
+            ({"cursor": "x" * 401}, "cursor"),
+        ],
+    )
+    def test_a_bad_limit_or_cursor_is_422_naming_it(
+        self, platform: PlatformServer, alice: User, params: dict[str, Any], field: str
+    ) -> None:
+        response = platform.http.get("/v1/maps", params=params, headers=alice.headers)
+        assert response.status_code == 422, response.text
+        assert field in str(response.json()["error"]["fields"])
