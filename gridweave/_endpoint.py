@@ -35,7 +35,7 @@ from gridweave._client import platform_client, platform_errors
 from gridweave._config import Config, current_config
 from gridweave._pickling import dumps_program
 from gridweave._remote import remote_exception
-from gridweave._units import parse_duration, parse_image_argument, parse_size
+from gridweave._units import parse_duration, parse_image_argument, parse_pip, parse_size
 from gridweave.errors import ConfigurationError, EndpointCallFailed, EndpointNotRunning
 from gridweave_clients.platform.endpoints import EndpointResponse
 from gridweave_controller.phases import EndpointStopReason
@@ -217,6 +217,7 @@ def _deploy(
     model_ref: str | None = None,
     function: bytes | None = None,
     image: str | None = None,
+    pip: tuple[str, ...] = (),
 ) -> Config:
     config = current_config()
     with platform_errors(config.url):
@@ -227,6 +228,7 @@ def _deploy(
             model_ref=model_ref,
             function=function,
             image=image,
+            pip=list(pip) or None,
             vram_mb=scaling.vram_mb,
             gpu_count=scaling.gpu_count,
             vendor=scaling.vendor,
@@ -250,13 +252,17 @@ def deploy(
     max_replicas: int = 1,
     idle: str | int | float = "5m",
     image: str | None = None,
+    pip: list[str] | None = None,
 ) -> Endpoint:
     """Serve a model (``model`` a name, ``model_ref`` its directory) with an OpenAI API, or
     an image of the platform's registry whose command serves HTTP on ``$PORT``
-    (``image``: ``"<your user id>/server:v1"``; every request to the endpoint reaches it).
+    (``image``: ``"<your user id>/server:v1"``; every request to the endpoint reaches it),
+    with ``pip`` (an image only: requirements of packages of the index, ``["numpy==2.1.3"]``)
+    installed for it, first on its ``PYTHONPATH``.
 
     Raises:
-        ConfigurationError: neither or both of a model and an image, or a bad image name.
+        ConfigurationError: neither or both of a model and an image, a bad image name, or
+            pip for a model (it serves with the node's own packages) or a bad requirement.
         InsufficientCredits: 402, not the credits of two billing periods at max replicas.
         NoGpuLargeEnough: 422, no GPU of the platform could ever hold it.
         ImageRefused / a 404: the image is another user's, or not in the registry.
@@ -266,6 +272,9 @@ def deploy(
             raise ConfigurationError("deploy: give a model or an image, not both")
     elif model is None and model_ref is None:
         raise ConfigurationError("deploy: give model or model_ref (or an image)")
+    elif pip:
+        raise ConfigurationError(f"pip={pip!r}: a {mode} endpoint serves with the node's packages")
+    requirements = parse_pip(pip)
     scaling = Scaling.parse(
         vram=vram,
         gpus=gpus,
@@ -275,7 +284,9 @@ def deploy(
         idle=idle,
     )
     if image is not None:
-        config = _deploy(name, scaling, mode="custom", image=parse_image_argument(image))
+        config = _deploy(
+            name, scaling, mode="custom", image=parse_image_argument(image), pip=requirements
+        )
     else:
         config = _deploy(name, scaling, mode=mode, model=model, model_ref=model_ref)
     return Endpoint(name, config)
@@ -295,10 +306,17 @@ def _public_methods(cls: type[Any]) -> frozenset[str]:
 class EndpointClass(Generic[T]):
     """A class made deployable by ``@gw.endpoint``; calling it still makes a local instance."""
 
-    def __init__(self, cls: type[T], scaling: Scaling, image: str | None = None) -> None:
+    def __init__(
+        self,
+        cls: type[T],
+        scaling: Scaling,
+        image: str | None = None,
+        pip: tuple[str, ...] = (),
+    ) -> None:
         self.cls = cls
         self.scaling = scaling
         self.image = image
+        self.pip = pip
         self.methods = _public_methods(cls)
 
     def __call__(self, *args: Any, **kwargs: Any) -> T:
@@ -313,6 +331,7 @@ class EndpointClass(Generic[T]):
             mode="custom",
             function=dumps_program(self.cls),
             image=self.image,
+            pip=self.pip,
         )
         return CustomEndpoint(name, self.methods, config)
 
@@ -330,10 +349,14 @@ def endpoint(
     max_replicas: int = 1,
     idle: str | int | float = "5m",
     image: str | None = None,
+    pip: list[str] | None = None,
 ) -> Callable[[type[T]], EndpointClass[T]]:
     """Make a class deployable as an endpoint whose public methods are its routes; it runs
     in ``image`` (of the platform's registry, built on ``gridweave/python:3.11``), else the
-    node's default image."""
+    node's default image, with ``pip`` (requirements of packages of the index by name,
+    ``["numpy==2.1.3"]``) installed for it: on the node, once per image and list, before its
+    first replica starts (pip's output in the endpoint's logs; a failed install fails the
+    endpoint ``PipInstallFailed``)."""
     scaling = Scaling.parse(
         vram=vram,
         gpus=gpus,
@@ -343,10 +366,13 @@ def endpoint(
         idle=idle,
     )
 
+    requirements = parse_pip(pip)
+
     def decorate(cls: type[T]) -> EndpointClass[T]:
         if not isinstance(cls, type):
             raise ConfigurationError("@gw.endpoint decorates a class")
-        return EndpointClass(cls, scaling, None if image is None else parse_image_argument(image))
+        pinned = None if image is None else parse_image_argument(image)
+        return EndpointClass(cls, scaling, pinned, requirements)
 
     return decorate
 

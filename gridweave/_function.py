@@ -22,7 +22,7 @@ from gridweave._map import (
 )
 from gridweave._pickling import dumps, dumps_program
 from gridweave._remote import remote_exception
-from gridweave._units import parse_duration, parse_image_argument, parse_size
+from gridweave._units import parse_duration, parse_image_argument, parse_pip, parse_size
 from gridweave.errors import (
     ConfigurationError,
     JobDidNotComplete,
@@ -31,7 +31,6 @@ from gridweave.errors import (
 )
 from gridweave_clients import Conflict
 from gridweave_clients.gateway.reasons import OUT_OF_MEMORY, out_of_memory_limit_mb
-from gridweave_clients.pip import check_requirements
 from gridweave_clients.platform.models import JobLogsResponse, JobResponse
 from gridweave_controller.errors import Invalid
 from gridweave_controller.validation import check_gpu_models
@@ -323,7 +322,7 @@ def function(
         memory_mb=None if memory is None else parse_size(memory, argument="memory"),
         cpu_millis=None if cpu is None else _cpu_millis(cpu),
         image=None if image is None else parse_image_argument(image),
-        pip=_pip(pip),
+        pip=parse_pip(pip),
         gpu_models=_gpu_models(gpu_model),
     )
 
@@ -331,16 +330,6 @@ def function(
         return Function(fn, resources)
 
     return decorate
-
-
-def _pip(pip: Sequence[str] | None) -> tuple[str, ...]:
-    """The requirements as a tuple; ``ConfigurationError`` naming ``pip`` otherwise."""
-    if pip is None:
-        return ()
-    try:
-        return check_requirements(list(pip) if isinstance(pip, list | tuple) else pip)
-    except ValueError as bad:
-        raise ConfigurationError(f"pip={pip!r}: {bad}") from None
 
 
 def _gpu_models(gpu_model: str | Sequence[str] | None) -> tuple[str, ...]:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from gridweave.errors import ConfigurationError
 from gridweave_clients.images import parse_image
+from gridweave_clients.pip import check_requirements
 
-__all__ = ["parse_duration", "parse_image_argument", "parse_size"]
+__all__ = ["parse_duration", "parse_image_argument", "parse_pip", "parse_size"]
 
 # Decimal units count 1000s, binary ones 1024s; the platform counts VRAM in MiB.
 _SIZE_UNITS = {
@@ -80,3 +82,13 @@ def parse_image_argument(image: str) -> str:
     except ValueError as bad:
         raise ConfigurationError(f"image: {bad}") from None
     return image
+
+
+def parse_pip(pip: Sequence[str] | None) -> tuple[str, ...]:
+    """``pip=`` as a tuple of requirements; ``ConfigurationError`` naming ``pip`` otherwise."""
+    if pip is None:
+        return ()
+    try:
+        return check_requirements(list(pip) if isinstance(pip, list | tuple) else pip)
+    except ValueError as bad:
+        raise ConfigurationError(f"pip={pip!r}: {bad}") from None

@@ -28,6 +28,7 @@ from gridweave_cli._output import (
 )
 from gridweave_cli._platform import configured_url, platform_client
 from gridweave_clients.images import parse_image
+from gridweave_clients.pip import check_requirements
 from gridweave_clients.platform import PlatformClient
 from gridweave_clients.platform.endpoints import EndpointResponse
 
@@ -159,6 +160,18 @@ def deploy(
             show_default=False,
         ),
     ] = None,
+    pip: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pip",
+            metavar="REQUIREMENT",
+            help=(
+                "A package to install for it (custom mode), as a pip requirement of a package "
+                "of the index (numpy==2.1.3); repeat it for more."
+            ),
+            show_default=False,
+        ),
+    ] = None,
     mode: Annotated[
         str | None,
         typer.Option(
@@ -230,6 +243,8 @@ def deploy(
         gridweave deploy embedder --class serve.py:Embedder --vram 2GB --idle 10m --json
 
         gridweave deploy my-server --image usr-1234/server:v1 --vram 8GB --wait
+
+        gridweave deploy tagger --class serve.py:Tagger --pip spacy==3.8.2 --vram 2GB
     """
     chosen = mode or ("custom" if class_spec or image else "transformers")
     if chosen not in ("vllm", "transformers", "custom"):
@@ -251,6 +266,14 @@ def deploy(
             parse_image(image)
         except ValueError as bad:
             raise typer.BadParameter(str(bad), param_hint="--image") from None
+    if pip and chosen != "custom":
+        raise typer.BadParameter(
+            f"a {chosen} endpoint serves with the node's own packages", param_hint="--pip"
+        )
+    try:
+        requirements = check_requirements(pip or [])
+    except ValueError as bad:
+        raise typer.BadParameter(str(bad), param_hint="--pip") from None
     if chosen != "custom" and model is None and model_ref is None:
         raise typer.BadParameter(
             f"a {chosen} endpoint needs --model or --model-ref", param_hint="--model"
@@ -274,6 +297,7 @@ def deploy(
             model_ref=model_ref,
             function=function,
             image=image,
+            pip=list(requirements) or None,
             vram_mb=scaling.vram_mb,
             gpu_count=scaling.gpu_count,
             vendor=scaling.vendor,

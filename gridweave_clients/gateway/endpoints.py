@@ -16,6 +16,7 @@ from gridweave_clients._core import Operation, model_operation
 from gridweave_clients.fields import RequestBody, UserId
 from gridweave_clients.gateway.models import GpuCount, ObjectRef, Vendor, VramMb
 from gridweave_clients.images import PinnedImage
+from gridweave_clients.pip import PipRequirements
 from gridweave_controller.phases import EndpointPhase
 from gridweave_controller.vendors import GpuVendor
 
@@ -107,6 +108,13 @@ class CreateEndpointRequest(RequestBody):
     image: PinnedImage | None = Field(
         default=None, description="custom mode: the image it runs in, pinned to its digest."
     )
+    pip: PipRequirements | None = Field(
+        default=None,
+        description=(
+            "custom mode: PEP 508 requirements of packages of the index by name, installed on "
+            "the node (once per image and list) before a replica's container starts."
+        ),
+    )
     vram_mb: VramMb
     gpu_count: GpuCount = 1
     vendor: Vendor = "any"
@@ -150,6 +158,9 @@ class EndpointResponse(BaseModel):
     mode: str
     model: str | None = None
     image: str | None = None
+    pip: list[str] | None = Field(
+        default=None, description="The requirements installed for its replicas (none: none)."
+    )
     phase: EndpointPhase
     reason: str | None = None
     message: str | None = None

@@ -1,4 +1,5 @@
-"""Why a job ended, as the gateway words it and a client reads it back: one place for each."""
+"""Why a job (or an endpoint) ended, as the gateway words it and a client reads it back: one
+place for each."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ OUT_OF_MEMORY = "OutOfMemory"
 IMAGE_PULL_FAILED = "ImagePullFailed"
 #: The reason of a job whose owner may no longer pull its image (a share withdrawn).
 IMAGE_REFUSED = "ImageRefused"
-#: The reason of a job whose pip= requirements its node could not install (no GPU time).
+#: The reason of a job or an endpoint whose pip= requirements its node could not install
+#: (no GPU time).
 PIP_INSTALL_FAILED = "PipInstallFailed"
 _LIMIT = re.compile(r"memory limit of (\d+) MiB")
 

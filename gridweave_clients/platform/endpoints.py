@@ -27,6 +27,7 @@ from gridweave_clients.gateway.endpoints import (
 )
 from gridweave_clients.gateway.models import GpuCount, ObjectRef, Vendor, VramMb
 from gridweave_clients.images import ImageName
+from gridweave_clients.pip import PipRequirements
 from gridweave_controller.phases import EndpointPhase
 
 __all__ = [
@@ -80,6 +81,15 @@ class DeployEndpointRequest(RequestBody):
             "PORT) is served."
         ),
     )
+    pip: PipRequirements | None = Field(
+        default=None,
+        description=(
+            "custom mode: PEP 508 requirements of packages of the index by name "
+            "(numpy==2.1.3), installed on the node (once per image and list) before a "
+            "replica's container starts; a failed install fails the endpoint "
+            "PipInstallFailed."
+        ),
+    )
     vram_mb: VramMb
     gpu_count: GpuCount = 1
     vendor: Vendor = "any"
@@ -98,6 +108,9 @@ class EndpointResponse(BaseModel):
     model: str | None
     image: str | None = Field(
         default=None, description="The image it runs in, pinned to its digest (custom mode)."
+    )
+    pip: list[str] | None = Field(
+        default=None, description="The requirements installed for its replicas (custom mode)."
     )
     phase: EndpointPhase
     reason: str | None
@@ -182,6 +195,7 @@ def deploy_endpoint(
     model_ref: ObjectRef | None = None,
     function: bytes | None = None,
     image: ImageName | None = None,
+    pip: PipRequirements | None = None,
     gpu_count: GpuCount = 1,
     vendor: Vendor = "any",
     min_replicas: Replicas = 0,
@@ -197,6 +211,7 @@ def deploy_endpoint(
         model_ref=model_ref,
         function=None if function is None else base64.b64encode(function),
         image=image,
+        pip=pip,
         vram_mb=vram_mb,
         gpu_count=gpu_count,
         vendor=vendor,

@@ -10,7 +10,9 @@ applications once, then takes each endpoint one step:
 - Deploying, application RUNNING and the probe answers: ``set_endpoint_running(url)``,
   then the health;
 - Deploying, DEPLOY_FAILED or not running after the deploy timeout:
-  ``set_endpoint_failed`` with Serve's message, the application deleted;
+  ``set_endpoint_failed`` with Serve's message (a replica that could not install the
+  endpoint's ``pip=`` requirements: ``PipInstallFailed`` with pip's words), the application
+  deleted;
 - Running: probe; ``set_endpoint_health`` when the health or the replicas changed; no
   application (Serve lost it): deployed again, Unhealthy meanwhile;
 - Running, idle past ``idleSeconds``: ``set_endpoint_stopped("Idle")``, application deleted;
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from gridweave_clients.gateway.reasons import IMAGE_REFUSED
+from gridweave_clients.gateway.reasons import IMAGE_REFUSED, PIP_INSTALL_FAILED
 from gridweave_controller.errors import CrdError
 from gridweave_controller.models import Endpoint
 from gridweave_controller.operations import AsyncClientBase
@@ -297,7 +299,7 @@ class EndpointReconciler:
             self._deployed[name] = (*self._placement(endpoint), time.monotonic())
             deployed = self._deployed[name]
         if app.status == "DEPLOY_FAILED":
-            await self.crd.set_endpoint_failed(name, "DeployFailed", app.message[:4000])
+            await self.crd.set_endpoint_failed(name, *_deploy_failure(app.message))
             await self._delete(name)
             return
         if app.status == "RUNNING" and await self._probe(name) is not None:
@@ -398,6 +400,7 @@ class EndpointReconciler:
             vendor=placed_vendor(inventory, node, indices) or spec.vendor,
             gpu_indices=indices,
             image=image,
+            pip=spec.pip or (),
         )
         self._replicas.pop(endpoint.name, None)
         self._deployed[endpoint.name] = (node, indices, time.monotonic())
@@ -470,6 +473,18 @@ class EndpointReconciler:
             return
         await self.crd.set_endpoint_health(name, healthy, message, ready_replicas=ready)
         self._health[name] = (healthy, ready, message)
+
+
+def _deploy_failure(message: str) -> tuple[str, str]:
+    """The reason and message of a deployment Serve gave up on: ``PipInstallFailed`` with
+    pip's words when its replicas could not install the endpoint's requirements (the
+    replica's error, :mod:`~job_gateway.endpoints.sandboxed_backend`, is in Serve's
+    message), else ``DeployFailed`` with Serve's message."""
+    marker = f"{PIP_INSTALL_FAILED}: "
+    at = message.rfind(marker)
+    if at >= 0:
+        return PIP_INSTALL_FAILED, message[at + len(marker) :].splitlines()[0]
+    return "DeployFailed", message[:4000]
 
 
 def _newer(version: str | None, than: str) -> bool:

@@ -87,6 +87,9 @@ class ReplicaConfig:
     vendor: str = "any"
     gpu_indices: tuple[int, ...] = ()
     image: ImagePull | None = None
+    #: A custom endpoint's pip= requirements: an environment of the node's cache (built
+    #: first when it is not there) mounted read-only in its container.
+    pip: tuple[str, ...] = ()
 
 
 class Backend(Protocol):

@@ -9,7 +9,11 @@ answer back, so OpenAI's client works against an image that serves
 OpenAI's API, and a class's method answers as before (``POST /{method}``, JSON; a user's
 exception a 500 with its remote traceback). A request's body is read whole before it is
 sent on (the platform's proxy bounds it); the answer is streamed. The pickled class
-travels to the container as bytes, unread here. A transformers replica's container runs
+travels to the container as bytes, unread here. A custom endpoint's ``pip=`` requirements
+are installed first (:func:`~job_gateway.sandbox.pip_envs.pip_environment`: once per node,
+image and list, in a container of the owner, pip's output in the replica's logs) and
+mounted read-only first on its ``PYTHONPATH``; a failed install fails the replica with
+pip's words. A transformers replica's container runs
 :mod:`job_gateway.sandbox.transformers_server` in the node's default image with the
 replica's own Python packages and the model mounted read-only (a model directory the
 owner's uid could not read is copied for it first: :mod:`job_gateway.endpoints.model_dir`).
@@ -27,13 +31,16 @@ import httpx
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from gridweave_clients.gateway.reasons import PIP_INSTALL_FAILED
 from gridweave_runtime.storage import open_object_store
 from job_gateway.endpoints.model_dir import ModelNotFound, stage_model_dir
 from job_gateway.endpoints.replica import ReplicaConfig, error_response
 from job_gateway.sandbox.attempt import SandboxedJob, container_spec
 from job_gateway.sandbox.container import STAGING_DIR, container_name
-from job_gateway.sandbox.images import ImagePullFailed, unpacked_image
+from job_gateway.sandbox.images import ImagePullFailed, UnpackedImage, unpacked_image
+from job_gateway.sandbox.network import NetworkUnavailable
 from job_gateway.sandbox.oci import RUNNER_DIR
+from job_gateway.sandbox.pip_envs import PipInstallFailed, pip_environment
 from job_gateway.sandbox.serving import ServingContainer, ServingFailed
 
 __all__ = ["SandboxedBackend"]
@@ -76,7 +83,8 @@ class SandboxedBackend:
         """Start the endpoint's container and wait until it serves.
 
         Raises:
-            RuntimeError: it did not come to serve (Serve fails the deployment with this).
+            RuntimeError: it did not come to serve, or its pip= requirements could not be
+                installed (Serve fails the deployment with this).
         """
         assert config.sandbox is not None and config.owner is not None
         job = SandboxedJob(
@@ -96,7 +104,7 @@ class SandboxedBackend:
             )
         except ImagePullFailed as failed:
             raise RuntimeError(f"the endpoint's image: {failed}") from None
-        spec = container_spec(config.sandbox, job, image)
+        spec = container_spec(config.sandbox, job, image, _pip_site(config, image))
         if config.function_ref is not None:
             program = open_object_store(config.storage).get(config.function_ref)
             container = ServingContainer(spec, kind="class", program=program)
@@ -144,6 +152,33 @@ class SandboxedBackend:
         self.container.close()
         if self.staging is not None:
             shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _pip_site(config: ReplicaConfig, image: UnpackedImage | None) -> Path | None:
+    """The endpoint's pip environment on the node, from its cache or built now (pip's output
+    on the replica's stderr: its logs); None when it asks for none.
+
+    Raises:
+        RuntimeError: the build failed (``PipInstallFailed: `` and pip's error lines, which
+            the reconciler makes the endpoint's reason and message) or got no network.
+    """
+    if not config.pip:
+        return None
+    assert config.sandbox is not None and config.owner is not None
+    try:
+        environment = pip_environment(
+            config.sandbox,
+            config.owner,
+            config.pip,
+            output=2,  # the replica's stderr, as its container's: the replica's logs
+            image=image,
+            image_name=config.image.image if config.image is not None else None,
+        )
+    except PipInstallFailed as failed:
+        raise RuntimeError(f"{PIP_INSTALL_FAILED}: {failed}") from None
+    except NetworkUnavailable as error:
+        raise RuntimeError(f"the pip build's network could not be made: {error}") from None
+    return environment.site
 
 
 def _transformers_container(

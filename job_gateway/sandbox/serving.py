@@ -78,7 +78,8 @@ class ServingContainer:
         self.serve_dir = self.bundle / "serve"
         self._closed = False
         self._ended: dict[str, int | None] | None = None
-        self._image_hold = hold_image(spec.rootfs)
+        self._image_hold = hold_image(spec.rootfs)  # the caches never delete them meanwhile
+        self._env_hold = hold_image(spec.python_env) if spec.python_env is not None else None
         self.bundle.mkdir(parents=True, mode=0o700)
         self.serve_dir.mkdir(mode=0o700)
         if spec.runtime != "none":
@@ -144,9 +145,10 @@ class ServingContainer:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(self._pid, 0)
         shutil.rmtree(self.bundle, ignore_errors=True)
-        if self._image_hold is not None:
-            os.close(self._image_hold)
-            self._image_hold = None
+        for hold in (self._image_hold, self._env_hold):
+            if hold is not None:
+                os.close(hold)
+        self._image_hold = self._env_hold = None
 
     # -- helpers ------------------------------------------------------------------------
 

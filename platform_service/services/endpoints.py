@@ -113,6 +113,7 @@ def endpoint_response(
         mode=endpoint.mode,
         model=endpoint.model,
         image=endpoint.image,
+        pip=endpoint.pip,
         phase=endpoint.phase,
         reason=endpoint.reason,
         message=endpoint.message,
@@ -189,6 +190,10 @@ def check_deployment(request: DeployEndpointRequest) -> None:
             )
     elif request.image is not None:
         raise InvalidRequest("image", f"a {request.mode} endpoint serves a model, not an image")
+    elif request.pip:
+        raise InvalidRequest(
+            "pip", f"a {request.mode} endpoint serves with the node's own packages: no pip"
+        )
     elif request.function is not None:
         raise InvalidRequest("function", f"a {request.mode} endpoint serves a model, not a class")
     elif request.model is None and request.model_ref is None:
@@ -264,6 +269,7 @@ async def deploy_endpoint(
         model_ref=request.model_ref,
         function_ref=function_ref,
         image=image,
+        pip=request.pip or None,
         vram_mb=request.vram_mb,
         gpu_count=request.gpu_count,
         vendor=request.vendor,

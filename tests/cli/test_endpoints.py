@@ -70,6 +70,28 @@ class TestDeploy:
         missing = gridweave("deploy", "echo2", "--class", f"{source}:Nope")
         assert missing.exit_code == ExitCode.USAGE
 
+    def test_a_class_with_its_packages(
+        self, alice: User, gridweave: Invoke, tmp_path: Path
+    ) -> None:
+        source = tmp_path / "served.py"
+        source.write_text(SERVED_CLASS)
+        deployed = json_of(
+            gridweave(
+                "deploy",
+                "echo-pip",
+                *("--class", f"{source}:Echo", "--vram", "1GB"),
+                *("--pip", "numpy==2.1.3", "--pip", "six", "--json"),
+            )
+        )
+        assert deployed["pip"] == ["numpy==2.1.3", "six"]
+        for refused in (
+            ("--class", f"{source}:Echo", "--pip", "--index-url=http://evil.example"),
+            ("--model", "gpt2", "--pip", "six"),  # a model serves with the node's packages
+        ):
+            result = gridweave("deploy", "bad-pip", *refused)
+            assert result.exit_code == ExitCode.USAGE, result.output
+            assert "--pip" in result.output
+
     def test_refusals_have_their_exit_codes(
         self,
         alice: User,

@@ -218,6 +218,9 @@ class TestDeployRefusals:
             ({"mode": "custom", "model_ref": None}, "function"),
             ({"function": pickled("cls")}, "function"),
             ({"min_replicas": 3, "max_replicas": 2}, "min_replicas"),
+            ({"pip": ["numpy==2.1.3"]}, "pip"),  # a model serves with the node's packages
+            ({"mode": "custom", "function": pickled("cls"), "pip": ["-e ."]}, "pip.0"),
+            ({"mode": "custom", "function": pickled("cls"), "pip": "numpy"}, "pip"),
             ({"idle_seconds": -1}, "idle_seconds"),
             ({"vram_mb": 0}, "vram_mb"),
         ],
@@ -358,6 +361,29 @@ class TestEndpointsOfAUser:
         listed = platform.http.get("/v1/endpoints", headers=alice.headers).json()["endpoints"]
         # one endpoint of that name, the new run: the scheduler may have placed it already
         assert [e["phase"] for e in listed if e["name"] == "again"] in (["Pending"], ["Deploying"])
+
+    def test_a_custom_endpoints_requirements_reach_its_resource(
+        self, platform: PlatformServer, alice: User, gateway: GatewayServer
+    ) -> None:
+        requirements = ["numpy==2.1.3", "requests[socks]>=2"]
+        body = deploy_body(
+            name="with-pip", mode="custom", model_ref=None, function=pickled("cls")
+        ) | {"pip": requirements}
+        body = {k: v for k, v in body.items() if v is not None}
+        response = platform.http.post("/v1/endpoints", json=body, headers=alice.headers)
+        assert response.status_code == 201, response.text
+        assert response.json()["pip"] == requirements
+        got = platform.http.get("/v1/endpoints/with-pip", headers=alice.headers).json()
+        assert got["pip"] == requirements
+        internal = {"Authorization": f"Bearer {INTERNAL_TOKEN}"}
+        endpoint_id = response.json()["endpoint_id"]
+        at_gateway = gateway.http.get(f"/v1/endpoints/{endpoint_id}", headers=internal).json()
+        assert at_gateway["pip"] == requirements
+        plain = platform.http.post(
+            "/v1/endpoints", json=deploy_body(name="without-pip"), headers=alice.headers
+        )
+        assert plain.status_code == 201, plain.text
+        assert plain.json()["pip"] is None
 
     def test_an_any_vendor_endpoint_records_the_vendor_it_was_placed_on(
         self, platform: PlatformServer, alice: User, gateway: GatewayServer

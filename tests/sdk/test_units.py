@@ -95,3 +95,24 @@ class TestDecoratorArguments:
 
         assert plain.resources.pip == tuple(requirements)
         assert gw.function(vram="1GB")(plain.fn).resources.pip == ()
+
+
+class TestEndpointPip:
+    def test_a_class_keeps_its_requirements(self) -> None:
+        class Served:
+            def call(self) -> int:
+                return 1
+
+        assert gw.endpoint(vram="1GB", pip=["numpy==2.1.3"])(Served).pip == ("numpy==2.1.3",)
+        assert gw.endpoint(vram="1GB")(Served).pip == ()
+
+    @pytest.mark.parametrize(
+        "pip", ["numpy", ["--index-url=https://evil.example/simple"], ["six"] * 65]
+    )
+    def test_a_bad_requirement_is_named(self, pip: object) -> None:
+        with pytest.raises(gw.ConfigurationError, match="^pip="):
+            gw.endpoint(vram="1GB", pip=pip)  # type: ignore[arg-type]
+
+    def test_a_model_takes_no_pip_before_any_request(self) -> None:
+        with pytest.raises(gw.ConfigurationError, match="^pip=.*node's packages"):
+            gw.deploy("chat", model="gpt2", pip=["numpy"])

@@ -89,6 +89,35 @@ def create(gateway: GatewayServer, **body: Any) -> dict[str, Any]:
     return created
 
 
+def custom_endpoint(
+    gateway: GatewayServer, cls: type = serve_classes.Greeter, **body: object
+) -> str:
+    """A custom endpoint serving ``cls`` (pickled by value) created; its id."""
+    endpoint_id = new_endpoint_id()
+    function_ref = pickled_class(gateway, cls, endpoint_id)
+    create(gateway, **endpoint_body(endpoint_id, function_ref=function_ref, **body))
+    return endpoint_id
+
+
+def read_logs(gateway: GatewayServer, endpoint_id: str, **params: Any) -> dict[str, Any]:
+    """GET /v1/endpoints/{id}/logs, 200 expected."""
+    answer = gateway.http.get(f"/v1/endpoints/{endpoint_id}/logs", params=params)
+    assert answer.status_code == 200, answer.text
+    logs: dict[str, Any] = answer.json()
+    return logs
+
+
+def stream_lines(logs: dict[str, Any], stream: str) -> list[str]:
+    """Every line of ``stream`` (stdout or stderr) of the replicas in ``logs``."""
+    return [
+        line
+        for replica in logs["replicas"]
+        for s in replica["streams"]
+        if s["stream"] == stream
+        for line in s["lines"]
+    ]
+
+
 def wait_for(
     gateway: GatewayServer,
     endpoint_id: str,

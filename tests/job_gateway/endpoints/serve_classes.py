@@ -77,3 +77,15 @@ class SlowToLoad:
 
     def call(self) -> str:
         return "unreachable"
+
+
+class UsesItsPackage:
+    """Answers with a module only its endpoint's pip= requirements install."""
+
+    def __init__(self) -> None:
+        import gridweave_probe_greeting  # type: ignore[import-not-found]
+
+        self.package = gridweave_probe_greeting
+
+    def greeting(self) -> dict[str, str]:
+        return {"greeting": self.package.GREETING, "file": self.package.__file__}

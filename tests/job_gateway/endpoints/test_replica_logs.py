@@ -22,27 +22,12 @@ from tests.job_gateway.endpoints.factories import (
     endpoint_body,
     new_endpoint_id,
     pickled_class,
+    read_logs,
+    stream_lines,
     wait_for,
     wait_running,
 )
 from tests.job_gateway.gateway_factories import GatewayServer
-
-
-def read_logs(gateway: GatewayServer, endpoint_id: str, **params: Any) -> dict[str, Any]:
-    answer = gateway.http.get(f"/v1/endpoints/{endpoint_id}/logs", params=params)
-    assert answer.status_code == 200, answer.text
-    logs: dict[str, Any] = answer.json()
-    return logs
-
-
-def stream_lines(logs: dict[str, Any], stream: str) -> list[str]:
-    return [
-        line
-        for replica in logs["replicas"]
-        for s in replica["streams"]
-        if s["stream"] == stream
-        for line in s["lines"]
-    ]
 
 
 def wait_for_line(

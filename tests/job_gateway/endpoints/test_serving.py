@@ -27,11 +27,11 @@ from tests.job_gateway.endpoints import serve_classes
 from tests.job_gateway.endpoints.factories import (
     SERVE_HEADERS,
     create,
+    custom_endpoint,
     endpoint_body,
     free_vram,
     minilm,
     new_endpoint_id,
-    pickled_class,
     serve,
     sse_events,
     tiny_gpt2_in_subprocess,
@@ -48,15 +48,6 @@ from tests.job_gateway.gateway_factories import (
 from tests.support.kubeapi import KubeAPI
 
 pytestmark = pytest.mark.kubeapi
-
-
-def custom_endpoint(
-    gateway: GatewayServer, cls: type = serve_classes.Greeter, **body: object
-) -> str:
-    endpoint_id = new_endpoint_id()
-    function_ref = pickled_class(gateway, cls, endpoint_id)
-    create(gateway, **endpoint_body(endpoint_id, function_ref=function_ref, **body))
-    return endpoint_id
 
 
 class TestCustomEndpoint:

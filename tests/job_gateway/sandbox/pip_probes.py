@@ -1,11 +1,15 @@
-"""What a job with a pip= environment sees (pickled by value, as a user's module), and a
-package whose setup.py probes the network from inside its build."""
+"""What a job with a pip= environment sees (pickled by value, as a user's module), a package
+whose setup.py probes the network from inside its build, and wheels made here for a
+find-links directory (a build that needs no index)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import sys
 import tarfile
+import zipfile
 from pathlib import Path
 
 
@@ -75,3 +79,30 @@ def probe_sdist(directory: Path, name: str, targets: list[tuple[str, int]]) -> N
             info.mode = 0o644
             archive.addfile(info, io.BytesIO(data))
     (directory / f"{name}-1.0.tar.gz").chmod(0o644)
+
+
+def local_wheel(directory: Path, name: str, version: str, module: str) -> str:
+    """A pure wheel of ``name`` ``version`` in ``directory`` whose one module (``name`` with
+    ``_`` for ``-``) is the source ``module``; its requirement, ``name==version``."""
+    package = name.replace("-", "_")
+    info = f"{package}-{version}.dist-info"
+    files = {
+        f"{package}.py": module.encode(),
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": (
+            b"Wheel-Version: 1.0\nGenerator: gridweave-tests\nRoot-Is-Purelib: true\n"
+            b"Tag: py3-none-any\n"
+        ),
+    }
+    record = "".join(f"{path},sha256={_digest(data)},{len(data)}\n" for path, data in files.items())
+    path = directory / f"{package}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as wheel:
+        for file, data in files.items():
+            wheel.writestr(file, data)
+        wheel.writestr(f"{info}/RECORD", f"{record}{info}/RECORD,,\n")
+    path.chmod(0o644)
+    return f"{name}=={version}"
+
+
+def _digest(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
