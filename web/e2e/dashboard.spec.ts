@@ -13,6 +13,7 @@ test("sign-in page, and the sign-up it links to", async ({ page }) => {
 });
 
 test("a job submitted through the SDK appears, and every user page passes axe", async ({ page }) => {
+  test.slow(); // six pages, each through axe: past a minute on a busy machine
   const jobId = env("JOB_ID");
   await signIn(page, env("USER_KEY"));
   await expect(page.getByRole("heading", { name: "Overview" })).toBeVisible();
