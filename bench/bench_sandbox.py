@@ -5,10 +5,11 @@
    bytes out), alternating runc with the runtime ``none`` (the runner as a plain child
    process: the same protocol without isolation): once starting a new container (or
    process) for each run, once in the warm one; p50 of each.
-2. **Warm ``.remote()``**: ``gridweave up`` (as ``bench_remote_latency`` runs it) once with
-   ``GATEWAY_SANDBOX_RUNTIME=none`` and once with runc, ``--warmup`` calls, then ``--calls``
-   sequential ``.remote()`` calls each; p50 of each and their ratio (the issue's goal:
-   sandboxed <= 1.15x unsandboxed).
+2. **Warm ``.remote()``**: two ``gridweave up`` (as ``bench_remote_latency`` runs it) side
+   by side, one with ``GATEWAY_SANDBOX_RUNTIME=none`` and one with runc, ``--warmup`` calls,
+   then ``--calls`` sequential ``.remote()`` calls each, alternated between them (a busy
+   machine weighs on both alike); p50 of each and their ratio (the goal: sandboxed <= 1.15x
+   unsandboxed).
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import cloudpickle
 
@@ -53,28 +57,38 @@ def container_runs(count: int, *, cold: bool) -> dict[str, list[float]]:
     return timings
 
 
-def remote_calls(runtime: str, calls: int, warmup: int) -> list[float]:
-    """Seconds from ``.remote()`` to the value, on a fresh all-in-one with ``runtime``."""
+@contextmanager
+def platform_with(runtime: str) -> Iterator[tuple[Any, str, str]]:
+    """``add_one`` as a function of a fresh all-in-one whose jobs run with ``runtime``."""
     os.environ["GATEWAY_SANDBOX_RUNTIME"] = runtime
     workdir = Path(tempfile.mkdtemp(prefix="gw-bench-sandbox-"))
     workdir.chmod(0o755)
     try:
         with AllInOneProcess(workdir) as platform:
+            os.environ.pop("GATEWAY_SANDBOX_RUNTIME", None)
             config = platform.config_file.read_text()
             api_key = config.split('api_key = "', 1)[1].split('"', 1)[0]
-            gw.configure(url=platform.url("platform"), api_key=api_key)
-            function = gw.function(vram="1GB", timeout="1m")(add_one)
-            for i in range(warmup):
-                assert function.remote(i) == i + 1
-            timed = []
-            for i in range(calls):
-                clock = time.perf_counter()
-                assert function.remote(i) == i + 1
-                timed.append(time.perf_counter() - clock)
-            return timed
+            yield gw.function(vram="1GB", timeout="1m")(add_one), platform.url("platform"), api_key
     finally:
         os.environ.pop("GATEWAY_SANDBOX_RUNTIME", None)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def remote_calls(calls: int, warmup: int) -> dict[str, list[float]]:
+    """Seconds from ``.remote()`` to the value on two all-in-ones running side by side, one
+    with the runtime ``none`` and one with runc, their calls alternated (so both see the
+    same machine, however busy it is)."""
+    timings: dict[str, list[float]] = {"none": [], "runc": []}
+    with platform_with("none") as plain, platform_with("runc") as sandboxed:
+        platforms = {"none": plain, "runc": sandboxed}
+        for i in range(warmup + calls):
+            for name, (function, url, api_key) in platforms.items():
+                gw.configure(url=url, api_key=api_key)
+                clock = time.perf_counter()
+                assert function.remote(i) == i + 1
+                if i >= warmup:
+                    timings[name].append(time.perf_counter() - clock)
+    return timings
 
 
 def _ms(values: list[float]) -> float:
@@ -91,8 +105,8 @@ def main() -> None:
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # as a user's own module
     starts = container_runs(args.starts, cold=True)
     warm = container_runs(args.starts, cold=False)
-    plain = remote_calls("none", args.calls, args.warmup)
-    sandboxed = remote_calls("runc", args.calls, args.warmup)
+    remote = remote_calls(args.calls, args.warmup)
+    plain, sandboxed = remote["none"], remote["runc"]
     lines = [
         f"{machine_line()}.",
         "",
@@ -104,8 +118,9 @@ def main() -> None:
         f"| one run in the warm container (process), p50 ({args.starts} each, alternated) "
         f"| {_ms(warm['none']):.1f} ms | {_ms(warm['runc']):.1f} ms "
         f"| {_ms(warm['runc']) / _ms(warm['none']):.2f}x |",
-        f"| warm `.remote()` through `gridweave up`, p50 ({args.calls} calls, "
-        f"{args.warmup} warm-up) | {_ms(plain):.1f} ms | {_ms(sandboxed):.1f} ms "
+        f"| warm `.remote()` through `gridweave up`, p50 ({args.calls} calls each, "
+        f"{args.warmup} warm-up, two platforms side by side, alternated) "
+        f"| {_ms(plain):.1f} ms | {_ms(sandboxed):.1f} ms "
         f"| {_ms(sandboxed) / _ms(plain):.2f}x |",
     ]
     text = "\n".join(lines)
