@@ -116,6 +116,8 @@ def jobs(
     The newest 20 unless --limit or --all says otherwise; when there are more, a line on
     stderr says how many. The cost is known once metering billed the job. A narrow terminal
     leaves out columns (VRAM first, then the node, the age and the cost), never cuts an id.
+    A map's workers are jobs too (MAP_ID-w0, -w1...): `gridweave maps` lists the maps with
+    their progress (inputs done of all, failed).
 
     Examples:
 

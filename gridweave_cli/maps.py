@@ -1,5 +1,6 @@
 """``gridweave map FILE.py::FUNCTION ITEMS...``: one function over many items as one map;
-``gridweave map-status MAP_ID`` shows a map's progress and workers.
+``gridweave maps`` lists the newest maps with their progress; ``gridweave map-status
+MAP_ID`` shows one map's progress and workers.
 
 The function is loaded as ``gridweave run`` loads it; each item is one call's single
 argument (a JSON literal, else a string), or a line of ``--items-file`` (one JSON value per
@@ -15,18 +16,43 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import gridweave as gw
-from gridweave_cli._errors import exit_with, handle_errors
+from gridweave_cli._errors import exit_with, handle_errors, warn
 from gridweave_cli._help import command_help
-from gridweave_cli._output import JsonFlag, emit_json, stderr, stdout
+from gridweave_cli._output import JsonFlag, age, emit_json, stderr, stdout
 from gridweave_cli._platform import platform_client, user_config
+from gridweave_cli._tables import Column, fitted_table
 from gridweave_cli.exit_codes import ExitCode
 from gridweave_cli.run import _remote_function, load_function
-from gridweave_clients.platform.maps import MapResponse
+from gridweave_clients.platform import PlatformClient
+from gridweave_clients.platform.maps import MAX_MAPS_PAGE, MapResponse, MapWorkerResponse
 
-__all__ = ["map_items", "map_status", "register"]
+__all__ = ["map_items", "map_status", "maps", "register"]
+
+#: The maps ``gridweave maps`` lists without --limit or --all (the newest).
+DEFAULT_MAPS_LIMIT = 20
+
+MAP_COLUMNS = (
+    Column("map"),
+    Column("function", min_width=8),
+    Column("phase"),
+    Column("done/total", short="done", justify="right"),
+    Column("failed", justify="right"),
+    Column("workers", justify="right", drop=1),
+    Column("age", drop=2),
+)
+WORKER_COLUMNS = (
+    Column("worker"),
+    Column("phase"),
+    Column("node [GPUs]", short="node", min_width=6, drop=2),
+    Column("done", justify="right"),
+    Column("failed", justify="right"),
+    Column("tries", justify="right", drop=3),
+    Column("reason", min_width=8, drop=1),
+)
 
 
 def _items(texts: list[str], items_file: Path | None) -> list[Any]:
@@ -187,6 +213,74 @@ def map_items(
         )
 
 
+def _newest_maps(client: PlatformClient, limit: int | None) -> tuple[list[MapResponse], int]:
+    """The newest ``limit`` maps (None: all of them, page after page), newest first, and how
+    many there are in all."""
+    listed: list[MapResponse] = []
+    cursor: str | None = None
+    while True:
+        size = MAX_MAPS_PAGE if limit is None else min(MAX_MAPS_PAGE, limit - len(listed))
+        page = client.list_maps(limit=size, cursor=cursor)
+        listed.extend(page.maps)
+        cursor = page.next_cursor
+        if cursor is None or (limit is not None and len(listed) >= limit):
+            return listed, max(page.total, len(listed))
+
+
+@handle_errors
+def maps(
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, help="Show the newest this many maps.")
+    ] = DEFAULT_MAPS_LIMIT,
+    show_all: Annotated[bool, typer.Option("--all", "-a", help="Show every map.")] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """List your newest maps, newest first: id, function, phase, inputs done of all, failed,
+    workers, age.
+
+    The newest 20 unless --limit or --all says otherwise; when there are more, a line on
+    stderr says how many. `gridweave map-status MAP_ID` shows one map's workers. A narrow
+    terminal leaves out columns (workers first, then the age), never cuts an id.
+
+    Examples:
+
+        gridweave maps
+
+        gridweave maps --all --json
+    """
+    with platform_client() as client:
+        listed, total = _newest_maps(client, None if show_all else limit)
+    if json_output:
+        emit_json({"maps": [found.model_dump(mode="json") for found in listed], "total": total})
+        return
+    if not listed:
+        stdout().print("No maps.")
+        return
+    rows = [
+        [
+            found.map_id,
+            escape(found.function_name or "-"),
+            found.phase,
+            f"{found.done}/{found.items}",
+            str(found.failed),
+            str(len(found.workers)),
+            age(found.created_at),
+        ]
+        for found in listed
+    ]
+    console = stdout()
+    console.print(fitted_table(console, MAP_COLUMNS, rows))
+    if total > len(listed):
+        warn(f"the newest {len(listed)} of {total} maps; --limit N or --all shows more")
+
+
+def _placement(worker: MapWorkerResponse) -> str:
+    if worker.node is None:
+        return "-"
+    gpus = ",".join(str(index) for index in worker.gpu_indices)
+    return f"{worker.node} [{gpus}]" if gpus else worker.node
+
+
 @handle_errors
 def map_status(
     map_id: Annotated[str, typer.Argument(help="The map's id (map-...).", show_default=False)],
@@ -202,18 +296,26 @@ def map_status(
     out = stdout()
     out.print(
         f"{status.map_id} {status.phase}: {status.done} done, {status.failed} failed "
-        f"of {status.items} ({status.chunks} chunks of {status.chunk_items})"
+        f"of {status.items} ({status.chunks} chunks of {status.chunk_items})",
+        markup=False,
     )
-    for worker in status.workers:
-        where = worker.node or "-"
-        why = f" ({worker.reason})" if worker.reason else ""
-        out.print(
-            f"  {worker.job_id}  {worker.phase.value}{why}  {where}  "
-            f"{worker.done} done, {worker.failed} failed"
-        )
+    rows = [
+        [
+            worker.job_id,
+            worker.phase.value,
+            escape(_placement(worker)),
+            str(worker.done),
+            str(worker.failed),
+            str(worker.attempts),
+            escape(worker.reason or "-"),
+        ]
+        for worker in status.workers
+    ]
+    out.print(fitted_table(out, WORKER_COLUMNS, rows))
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``map`` and ``map-status`` to ``app``."""
+    """Add ``map``, ``maps`` and ``map-status`` to ``app``."""
     app.command(name="map", help=command_help(map_items))(map_items)
+    app.command(name="maps", help=command_help(maps))(maps)
     app.command(name="map-status", help=command_help(map_status))(map_status)

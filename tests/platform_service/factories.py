@@ -45,6 +45,8 @@ def platform_settings(database_url: str, state_dir: Path, **overrides: Any) -> P
         "chain_service_url": NOWHERE,
         "credit_attempts": 1,
         "downstream_timeout_seconds": 20.0,
+        # the sweeper's passes run where a test calls them (test_job_hold_sweeper)
+        "job_hold_sweep_seconds": 0,
         # the route tests' /models/..., and the models tests build under the temp folder
         "model_roots": ["/models", tempfile.gettempdir()],
         **overrides,
@@ -67,6 +69,23 @@ def submit_body(**overrides: Any) -> dict[str, Any]:
     return {
         "function": pickled("fn"),
         "args": pickled("args"),
+        "vram_mb": 8192,
+        "vendor": "amd",
+        "timeout_seconds": 60,
+        **overrides,
+    }
+
+
+def map_body(**overrides: Any) -> dict[str, Any]:
+    """A valid map: ten inputs in five chunks of two, on up to three workers of one AMD GPU
+    each (they wait: the node is NotReady)."""
+    chunk = base64.b64encode(b"\x80\x05opaque chunk").decode()
+    return {
+        "function": pickled("fn"),
+        "chunks": [chunk] * 5,
+        "items": 10,
+        "chunk_items": 2,
+        "concurrency": 3,
         "vram_mb": 8192,
         "vendor": "amd",
         "timeout_seconds": 60,
@@ -141,6 +160,7 @@ __all__ = [
     "PlatformServer",
     "User",
     "bearer",
+    "map_body",
     "pickled",
     "platform_settings",
     "running_platform",

@@ -15,7 +15,7 @@ from gridweave_clients.maps import WorkerProgress
 from gridweave_runtime.storage import LocalObjectStore
 from gridweave_runtime.storage.maps import map_objects
 from tests.job_gateway.gateway_factories import GatewayServer
-from tests.platform_service.factories import PlatformServer, User, pickled, submit_body
+from tests.platform_service.factories import PlatformServer, User, map_body, submit_body
 from tests.support.credit_server import CreditServer
 from tests.support.waiting import wait_until
 
@@ -30,22 +30,6 @@ def alice(platform: PlatformServer, credit: CreditServer) -> User:
     user = platform.new_user()
     credit.fund(user.user_id, 10**9)
     return user
-
-
-def map_body(**overrides: Any) -> dict[str, Any]:
-    """Ten inputs in five chunks of two, on up to three workers of one AMD GPU each."""
-    chunk = base64.b64encode(b"\x80\x05opaque chunk").decode()
-    return {
-        "function": pickled("fn"),
-        "chunks": [chunk] * 5,
-        "items": 10,
-        "chunk_items": 2,
-        "concurrency": 3,
-        "vram_mb": 8192,
-        "vendor": "amd",
-        "timeout_seconds": 60,
-        **overrides,
-    }
 
 
 def _submit(platform: PlatformServer, user: User, **overrides: Any) -> httpx.Response:
