@@ -21,6 +21,7 @@ __all__ = [
     "NAMESPACE",
     "NODE_LABEL",
     "RunningAttempt",
+    "actor_alive",
     "actor_death",
     "actor_name",
     "adopt_attempt",
@@ -154,6 +155,15 @@ def kill_by_name(name: str) -> bool:
         return False
     kill_actor(actor)
     return True
+
+
+def actor_alive(actor: ActorHandle[Any]) -> bool:
+    """The actor is ALIVE in the GCS actor table (no pickle). An actor whose node died
+    resolves its readiness call with an error, which ``ray.wait`` cannot tell from ready."""
+    from ray._private import state  # the GCS tables; ray.util.state needs the dashboard
+
+    info = state.actors(actor_id=actor._actor_id.hex())
+    return bool(info) and info.get("State") == "ALIVE"
 
 
 def actor_death(actor: ActorHandle[Any]) -> str:

@@ -34,6 +34,7 @@ from job_gateway.execution.actors import (
     NAMESPACE,
     NODE_LABEL,
     RunningAttempt,
+    actor_alive,
     actor_name,
     kill_actor,
     remote_worker,
@@ -113,20 +114,21 @@ class WarmPool:
         with self._lock:
             idle = self._fresh(node)
             own = [w for w in idle if w.user == user and w.environment == key]
-            if own:
-                worker = own[-1]  # the most recently used: the warmest
-            else:
-                spares = [w for w in idle if w.user is None]
-                if not spares:
-                    return None
-                done, _ = ray.wait(
-                    [w.ready for w in spares], num_returns=1, timeout=0, fetch_local=False
+            spares = [w for w in idle if w.user is None]
+            started: list[ray.ObjectRef[None]] = []
+            if spares:
+                started, _ = ray.wait(
+                    [w.ready for w in spares], num_returns=len(spares), timeout=0, fetch_local=False
                 )
-                if not done:
-                    return None
-                worker = next(w for w in spares if w.ready == done[0])
-            idle.remove(worker)
-            return worker
+            # the warmest own worker first, then the started spares; a worker whose node
+            # died meanwhile (a node that left, or was killed and came back before the
+            # pool heard of it) is dropped, never handed an attempt
+            for worker in [*reversed(own), *(w for w in spares if w.ready in started)]:
+                idle.remove(worker)
+                if actor_alive(worker.actor):
+                    return worker
+                kill_actor(worker.actor)
+            return None
 
     def hand_over(self, worker: IdleWorker, spec: AttemptSpec) -> RunningAttempt:
         """Record that ``worker`` takes the attempt, then run it there."""

@@ -13,8 +13,9 @@ from gridweave_controller import CrdClient, JobPhase
 from gridweave_controller.phases import JOB_TERMINAL_PHASES
 from gridweave_runtime.storage import LocalObjectStore, StorageConfig
 from job_gateway.execution import NAMESPACE, outcome_key
+from job_gateway.execution.actors import actor_alive
 from job_gateway.execution.settings import WarmSettings
-from job_gateway.execution.spares import SPARE_PREFIX, worker_name
+from job_gateway.execution.spares import SPARE_PREFIX, WarmPool, worker_name
 from tests.job_gateway import execution_functions as fn
 from tests.job_gateway.execution_factories import (
     RayWorld,
@@ -22,9 +23,9 @@ from tests.job_gateway.execution_factories import (
     process_gone,
     running_executor,
     wait_for_phase,
-    wait_until,
 )
 from tests.support.kubeapi import KubeAPI
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kubeapi
 
@@ -86,3 +87,24 @@ def test_warm_workers_serve_one_user_and_exit_when_idle(
         # idle: each worker ends itself after IDLE_S (the pool drops it a margin before)
         wait_until(lambda: process_gone(first_pid), timeout=IDLE_S + 20, what="the idle exit")
         assert run("alice", [0])[1] != first_pid
+
+
+def test_a_dead_warm_worker_is_dropped_never_handed_an_attempt(
+    ray_world: RayWorld, store: LocalObjectStore
+) -> None:
+    """A spare whose actor died (its node killed and back before the pool heard of it) has
+    its readiness resolved all the same: the pool asks the GCS actor table and drops it."""
+    pool = WarmPool(store, spares=1, max_idle=2, idle_seconds=IDLE_S)
+    pool.refill(["node-b"])
+    spare = next(w for w in pool._idle["node-b"] if w.user is None)
+    ray.wait([spare.ready], timeout=120, fetch_local=False)  # its process runs
+    ray.kill(spare.actor, no_restart=True)
+    wait_until(lambda: not actor_alive(spare.actor), timeout=30, what="the spare to die")
+    assert pool.take("node-b", "alice", {}) is None
+    assert pool._idle["node-b"] == []  # dropped
+    pool.refill(["node-b"])
+    fresh = next(w for w in pool._idle["node-b"] if w.user is None)
+    ray.wait([fresh.ready], timeout=120, fetch_local=False)
+    taken = pool.take("node-b", "alice", {})
+    assert taken is not None and taken.name == fresh.name
+    ray.kill(taken.actor, no_restart=True)
