@@ -43,11 +43,12 @@ from platform_service.routers import (
     users,
 )
 from platform_service.services.accepted_keys import AcceptedKeys
-from platform_service.services.billing_task import install_billing, over_gateway_api
+from platform_service.services.billing_task import install_billing, install_task, over_gateway_api
 from platform_service.services.endpoint_billing import EndpointBilling
 from platform_service.services.endpoint_proxy import EndpointProxy
 from platform_service.services.endpoints import EndpointServices
 from platform_service.services.images import ImageRegistry
+from platform_service.services.job_hold_sweeper import JobHoldSweeper
 from platform_service.services.jobs import JobServices
 from platform_service.services.keys import api_key_secret
 from platform_service.services.outcomes import LogStreamSlots
@@ -201,6 +202,10 @@ def create_app(
             list_endpoints,
             interval_seconds=settings.endpoint_billing_interval_seconds,
         )
+    if settings.job_hold_sweep_seconds > 0:
+        sweeper = JobHoldSweeper(credit, gateway, grace_seconds=settings.job_hold_grace_seconds)
+        interval = settings.job_hold_sweep_seconds
+        install_task(app, "job-hold-sweep", lambda: sweeper.run(interval_seconds=interval))
     _install_docs(app)
     return app
 

@@ -30,6 +30,11 @@ __all__ = ["JobNetwork", "PipConfig", "Runtime", "SandboxConfig", "SandboxSettin
 _SYSTEM_STATE = Path("/var/lib/gridweave/sandbox")
 
 
+def driver_search() -> list[Path]:
+    """Where a node's NVIDIA driver files are looked for by default (``DRIVER_SEARCH``)."""
+    return list(DRIVER_SEARCH)
+
+
 class SandboxSettings(BaseSettings):
     """``GATEWAY_SANDBOX_*``: the OCI runtime, the default image, the default limits."""
 
@@ -90,7 +95,7 @@ class SandboxSettings(BaseSettings):
         description="Where the node's GPU device nodes are (nvidiaN, nvidiactl, kfd, dri/).",
     )
     driver_dirs: list[Path] = Field(
-        default_factory=lambda: list(DRIVER_SEARCH),
+        default_factory=driver_search,
         description=(
             "Where the node's NVIDIA driver libraries (libcuda.so.1, libnvidia-ml.so.1...) "
             "and nvidia-smi are looked for, in order (JSON list); a container given NVIDIA "

@@ -1,12 +1,13 @@
-"""How the platform runs endpoint billing: a task of its event loop every interval, reading
-and stopping the endpoints through the gateway's HTTP API (``endpoint_billing`` is what each
-pass does)."""
+"""How the platform runs its money passes: endpoint billing (``endpoint_billing`` is what
+each pass does), reading and stopping the endpoints through the gateway's HTTP API, and the
+job hold sweeper (``job_hold_sweeper``); each a task of its event loop while it serves."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import asynccontextmanager, suppress
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -19,7 +20,7 @@ from platform_service.services.endpoint_billing import (
     StopEndpoint,
 )
 
-__all__ = ["install_billing", "over_gateway_api"]
+__all__ = ["install_billing", "install_task", "over_gateway_api"]
 
 
 def over_gateway_api(gateway: AsyncGatewayClient) -> tuple[ListEndpoints, StopEndpoint]:
@@ -43,15 +44,21 @@ def install_billing(
     interval_seconds: float,
 ) -> None:
     """Run ``billing`` every ``interval_seconds`` while ``app`` serves (a task of its loop)."""
+    install_task(
+        app,
+        "endpoint-billing",
+        lambda: billing.run(list_endpoints, interval_seconds=interval_seconds),
+    )
+
+
+def install_task(app: FastAPI, name: str, start: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run ``start()`` as a task of ``app``'s loop while it serves, cancelled at shutdown."""
     inner_lifespan = app.router.lifespan_context
 
     @asynccontextmanager
     async def lifespan(wrapped: FastAPI) -> AsyncIterator[None]:
         async with inner_lifespan(wrapped):
-            task = asyncio.create_task(
-                billing.run(list_endpoints, interval_seconds=interval_seconds),
-                name="endpoint-billing",
-            )
+            task = asyncio.create_task(start(), name=name)
             try:
                 yield
             finally:

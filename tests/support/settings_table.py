@@ -112,6 +112,8 @@ def _default(field: FieldInfo) -> str:
             "default_rootfs": "/var/cache/gridweave/sandbox/base/rootfs",
             "image_cache": "/var/cache/gridweave/sandbox/images",
             "pip_cache": "/var/cache/gridweave/sandbox/pip",
+            "driver_search": '["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", '
+            '"/usr/lib64", "/usr/lib", "/usr/bin"]',
         }.get(factory, factory)
     if field.default is PydanticUndefined or field.default is None:
         return ""

@@ -1,0 +1,124 @@
+"""The holds of jobs that will never be settled, closed: a task of the platform's loop.
+
+A job's hold (reference: the job id; a map's workers are jobs) is closed by metering's
+settlement of the usage the gateway reports, once the job held a GPU. Two kinds of hold
+would stay open for ever otherwise:
+
+- a job that ended before it held a GPU by another hand than the platform's cancel (the
+  gateway failing it while Pending: an image refused, a node lost before allocation): the
+  gateway reports no usage for it (no node, no second), so nothing settles it;
+- a job the gateway never created (a refused submission whose release failed while
+  credit_service was unreachable; a lost answer): the platform's own release was only
+  logged.
+
+Each pass lists the open job holds and reads each hold's job from the gateway: a job in a
+terminal phase without a node gets its whole hold back (settling its reference with 0,
+exactly once: :func:`~platform_service.services.holds.release_unstarted_job_hold`); a job
+the gateway does not know is released once it was still unknown ``grace_seconds`` after a
+pass first saw its hold (a submission in flight holds before it creates its job). A job that
+ran is metering's to settle and is left alone. A failed release stays open and the next pass
+tries it again. The passes keep no state a restart needs: a restarted platform waits out
+the grace again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from gridweave_clients.credit import AsyncCreditClient
+from gridweave_clients.credit import operations as credit_ops
+from gridweave_clients.credit.models import OpenHoldResponse
+from gridweave_clients.errors import NotFound as ServiceNotFound
+from gridweave_clients.gateway import AsyncGatewayClient
+from gridweave_clients.gateway import operations as gw_ops
+from gridweave_controller.phases import JOB_TERMINAL_PHASES
+from platform_service.errors import PlatformError
+from platform_service.services.downstream import as_user, downstream_errors
+from platform_service.services.holds import release_unstarted_job_hold
+
+__all__ = ["JOB_HOLD_PREFIX", "JobHoldSweeper"]
+
+_log = logging.getLogger(__name__)
+
+#: The reference prefix of every job's hold (a job id, :func:`jobs.new_job_id`).
+JOB_HOLD_PREFIX = "job-"
+
+
+class JobHoldSweeper:
+    """Closes the holds no settlement will close (see the module); one pass a call."""
+
+    def __init__(
+        self,
+        credit: AsyncCreditClient,
+        gateway: AsyncGatewayClient,
+        *,
+        grace_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.credit = credit
+        self.gateway = gateway
+        self.grace_seconds = grace_seconds
+        self._clock = clock
+        #: job id -> when a pass first found its hold open and its job unknown
+        self._unknown_since: dict[str, float] = {}
+
+    async def sweep(self) -> list[str]:
+        """One pass; the references whose holds it released."""
+        released: list[str] = []
+        unknown: dict[str, float] = {}
+        for hold in await self._open_holds():
+            try:
+                if await self._closes(hold, unknown):
+                    await release_unstarted_job_hold(
+                        self.credit, user_id=hold.user_id, job_id=hold.reference
+                    )
+                    released.append(hold.reference)
+            except PlatformError:  # the gateway unreachable: the next pass asks again
+                _log.warning("hold %s: its job could not be read", hold.hold_id, exc_info=True)
+                if hold.reference in self._unknown_since:
+                    unknown[hold.reference] = self._unknown_since[hold.reference]
+        self._unknown_since = unknown
+        return released
+
+    async def run(self, *, interval_seconds: float) -> None:
+        """A pass every ``interval_seconds`` until cancelled; a failed pass is logged."""
+        while True:
+            try:
+                released = await self.sweep()
+                if released:
+                    _log.info("released the holds of %d ended jobs: %s", len(released), released)
+            except PlatformError:
+                _log.warning("the job hold sweep failed; retried next pass", exc_info=True)
+            await asyncio.sleep(interval_seconds)
+
+    async def _closes(self, hold: OpenHoldResponse, unknown: dict[str, float]) -> bool:
+        """Whether ``hold``'s job ended without a GPU or stayed unknown past the grace."""
+        job_id = hold.reference
+        with downstream_errors("job_gateway", passed=()):
+            try:
+                job = await self.gateway.run(as_user(gw_ops.get_job(job_id), hold.user_id))
+            except ServiceNotFound:
+                job = None
+        if job is None or job.user_id != hold.user_id:
+            since = self._unknown_since.get(job_id, self._clock())
+            if self._clock() - since >= self.grace_seconds:
+                return True
+            unknown[job_id] = since
+            return False
+        return job.phase in JOB_TERMINAL_PHASES and job.node is None
+
+    async def _open_holds(self) -> list[OpenHoldResponse]:
+        holds: list[OpenHoldResponse] = []
+        after: int | None = None
+        with downstream_errors("credit_service", passed=()):
+            while True:
+                page = await self.credit.run(
+                    credit_ops.list_open_holds(JOB_HOLD_PREFIX, limit=1000, after_id=after)
+                )
+                holds.extend(page.holds)
+                if page.next_after_id is None:
+                    return holds
+                after = page.next_after_id
