@@ -12,6 +12,8 @@ import { SignIn } from "./pages/SignIn";
 // script alone.
 const Overview = lazy(() => import("./pages/Overview").then((m) => ({ default: m.Overview })));
 const JobDetail = lazy(() => import("./pages/JobDetail").then((m) => ({ default: m.JobDetail })));
+const Maps = lazy(() => import("./pages/Maps").then((m) => ({ default: m.Maps })));
+const MapDetail = lazy(() => import("./pages/MapDetail").then((m) => ({ default: m.MapDetail })));
 const Endpoints = lazy(() => import("./pages/Endpoints").then((m) => ({ default: m.Endpoints })));
 const EndpointDetail = lazy(() =>
   import("./pages/EndpointDetail").then((m) => ({ default: m.EndpointDetail })),
@@ -80,6 +82,8 @@ export function App() {
       <Route path="/" element={<Signed><Overview /></Signed>} />
       <Route path="/jobs" element={<Signed><Jobs /></Signed>} />
       <Route path="/jobs/:jobId" element={<Signed><JobDetail /></Signed>} />
+      <Route path="/maps" element={<Signed><Maps /></Signed>} />
+      <Route path="/maps/:mapId" element={<Signed><MapDetail /></Signed>} />
       <Route path="/endpoints" element={<Signed><Endpoints /></Signed>} />
       <Route path="/endpoints/:name" element={<Signed><EndpointDetail /></Signed>} />
       <Route path="/credits" element={<Signed><Credits /></Signed>} />

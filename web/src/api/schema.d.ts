@@ -594,7 +594,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List Maps
+         * @description One page of the caller's maps, newest first, each with its progress and workers
+         *     (``next_cursor`` asks for the next page; 422 naming ``limit`` or ``cursor``).
+         */
+        get: operations["list_maps"];
         put?: never;
         /**
          * Submit Map
@@ -1348,6 +1353,11 @@ export interface components {
              */
             name: string;
             /**
+             * Pip
+             * @description custom mode: PEP 508 requirements of packages of the index by name (numpy==2.1.3), installed on the node (once per image and list) before a replica's container starts; a failed install fails the endpoint PipInstallFailed.
+             */
+            pip?: string[] | null;
+            /**
              * Vendor
              * @default any
              * @enum {string}
@@ -1458,6 +1468,11 @@ export interface components {
              */
             path: string;
             phase: components["schemas"]["EndpointPhase"];
+            /**
+             * Pip
+             * @description The requirements installed for its replicas (custom mode).
+             */
+            pip?: string[] | null;
             /**
              * Price Per Second
              * @description Micro-credits per running second of one replica, at the price of the GPUs it runs on (vendor any: the placed vendor's; None until placed).
@@ -1893,6 +1908,19 @@ export interface components {
             user_id: string;
         };
         /**
+         * MapListResponse
+         * @description One page of the caller's maps, newest first, with the count of all of them and the
+         *     next page's cursor (None: the last).
+         */
+        MapListResponse: {
+            /** Maps */
+            maps: components["schemas"]["MapResponse"][];
+            /** Next Cursor */
+            next_cursor?: string | null;
+            /** Total */
+            total: number;
+        };
+        /**
          * MapResponse
          * @description A map: its inputs, how many are done and failed, and its workers.
          */
@@ -1939,6 +1967,11 @@ export interface components {
             done: number;
             /** Failed */
             failed: number;
+            /**
+             * Gpu Indices
+             * @description The GPUs of its node it holds (none until placed).
+             */
+            gpu_indices?: number[];
             /** Job Id */
             job_id: string;
             /** Message */
@@ -3990,6 +4023,40 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKeyResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    list_maps: {
+        parameters: {
+            query?: {
+                /** @description One page of this many maps, newest first. */
+                limit?: number;
+                /** @description The next page: the cursor the last page answered. */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MapListResponse"];
                 };
             };
             /** @description Validation Error */

@@ -5,6 +5,7 @@ import { api, type Schemas } from "../api/client";
 const USER_LINKS = [
   ["/", "Overview"],
   ["/jobs", "Jobs"],
+  ["/maps", "Maps"],
   ["/endpoints", "Endpoints"],
   ["/credits", "Credits & usage"],
   ["/keys", "API keys"],

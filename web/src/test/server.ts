@@ -67,3 +67,23 @@ export function endpoint(name: string, phase: Schemas["EndpointPhase"] = "Runnin
     max_price_per_second: 100,
   };
 }
+
+export function mapStatus(id: string, phase = "Running", done = 40, failed = 2): Schemas["MapResponse"] {
+  return {
+    map_id: id,
+    function_name: "square",
+    phase,
+    finished: ["Completed", "Failed", "Cancelled"].includes(phase),
+    items: 100,
+    chunks: 10,
+    chunk_items: 10,
+    done,
+    failed,
+    workers: [
+      { job_id: `${id}-w0`, phase: "Running", node: "gpu-a", gpu_indices: [0, 1], done: 30, failed: 2, attempts: 1, reason: null, message: null },
+      { job_id: `${id}-w1`, phase: "Pending", node: null, gpu_indices: [], done: 10, failed: 0, attempts: 2, reason: "NodeLost", message: "gpu-b left" },
+    ],
+    created_at: "2026-12-01T10:00:00Z",
+    hold_amount: 5_400_000,
+  };
+}
