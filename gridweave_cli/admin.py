@@ -1,6 +1,7 @@
 """``gridweave admin``: what admins do. A user's image-registry quota here; join keys
 (``admin_join_keys``), cordoning and draining nodes (``admin_nodes``), users and credit
-grants (``admin_users``) beside it, all registered by :func:`register`."""
+grants (``admin_users``), users' quotas and share weights (``admin_limits``) beside it,
+all registered by :func:`register`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from gridweave_cli._help import command_help
 from gridweave_cli._output import JsonFlag, emit_json, stdout
 from gridweave_cli._platform import platform_client
 from gridweave_cli.admin_join_keys import create_join_key, join_keys, revoke_join_key
+from gridweave_cli.admin_limits import user_limits
 from gridweave_cli.admin_nodes import cordon, drain, joined_nodes, uncordon
 from gridweave_cli.admin_users import grant, users
 from gridweave_clients.platform.registry import RegistryUsageResponse, format_size, parse_size
@@ -95,6 +97,7 @@ def register(app: typer.Typer) -> None:
         ("drain", drain),
         ("users", users),
         ("grant", grant),
+        ("user-limits", user_limits),
         ("registry-quota", registry_quota),
     ):
         admin.command(name, help=command_help(command))(command)

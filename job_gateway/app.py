@@ -22,13 +22,13 @@ from job_gateway.execution import ExecutionSettings
 from job_gateway.gateway import Gateway
 from job_gateway.inventory import InventorySettings, InventorySource, open_inventory_source
 from job_gateway.metrics import GatewayMetrics
-from job_gateway.routers import endpoints, inventory, jobs
+from job_gateway.routers import endpoints, inventory, jobs, shares
 from job_gateway.settings import GatewaySettings
 
 __all__ = ["ROUTERS", "create_app"]
 
 #: Every route of the service.
-ROUTERS = (jobs.router, endpoints.router, inventory.router)
+ROUTERS = (jobs.router, endpoints.router, inventory.router, shares.router)
 
 
 async def connect_crd(settings: GatewaySettings) -> AsyncCrdClient | AsyncProxiedClient:

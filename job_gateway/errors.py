@@ -10,7 +10,8 @@ Tree::
         ├── EndpointNotFound   404
         ├── EndpointAlreadyExists 409 (the endpoint id is taken; nothing was created)
         ├── EndpointFailed     409  (a wake of a Failed endpoint: deploy it again instead)
-        └── ClusterUnavailable 503  (the CRD store could not be reached)
+        ├── ClusterUnavailable 503  (the CRD store could not be reached)
+        └── QuotaExceeded      429  (the user's quota: quota, limit, in_use, asked)
 
 A request that passes the schema but breaks a rule (an impossible VRAM request, a hold
 reference other than the job id) raises gridweave_runtime's ``InvalidRequest`` (422
@@ -30,6 +31,7 @@ __all__ = [
     "JobAlreadyExists",
     "JobFinished",
     "JobNotFound",
+    "QuotaExceeded",
 ]
 
 
@@ -104,3 +106,15 @@ class ClusterUnavailable(GatewayError):
     code = "cluster_unavailable"
     status_code = 503
     message = "the cluster's job records could not be reached; try again"
+
+
+class QuotaExceeded(GatewayError):
+    """The submission would take its user past a quota an admin set; nothing was created.
+
+    Details: ``quota`` (``max_gpus`` or ``max_vram_mb``), ``limit``, ``in_use`` (what the
+    user's unfinished jobs and deployed endpoints hold) and ``asked``.
+    """
+
+    code = "quota_exceeded"
+    status_code = 429
+    message = "the submission would exceed the user's quota"

@@ -32,6 +32,7 @@ from job_gateway.finish_waiters import FinishWaiters
 from job_gateway.inventory import Gpu, Inventory, InventoryError, InventorySource
 from job_gateway.metrics import GatewayMetrics
 from job_gateway.node_loss import NodeLossWatch
+from job_gateway.quotas import QuotaBook
 from job_gateway.scheduler import AllocationMap, Scheduler
 from job_gateway.scheduling import PassReport, SchedulingLoop
 from job_gateway.settings import GatewaySettings
@@ -139,6 +140,7 @@ class Gateway:
             on_update=lambda _old, new: self._endpoint_changed(new),
             on_delete=self._endpoint_deleted,
         )
+        self.quotas = QuotaBook(self.jobs, self.endpoints)
         self.finish_waiters = FinishWaiters()
         if self.executor is not None:
             # the gateway's own writes, handed on before the informer brings them back

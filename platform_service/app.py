@@ -40,6 +40,7 @@ from platform_service.routers import (
     registry,
     sessions,
     signups,
+    user_limits,
     users,
 )
 from platform_service.services.accepted_keys import AcceptedKeys
@@ -54,6 +55,7 @@ from platform_service.services.keys import api_key_secret
 from platform_service.services.outcomes import LogStreamSlots
 from platform_service.services.registry import MaintenanceWindow
 from platform_service.services.registry_tokens import load_token_signer
+from platform_service.services.user_limits import SharesSync
 from platform_service.settings import DATABASE_NAME, PlatformSettings
 
 __all__ = ["MIGRATIONS_DIR", "ROLE", "ROUTERS", "create_app"]
@@ -63,6 +65,7 @@ ROUTERS = (
     signups.router,
     sessions.router,
     users.router,
+    user_limits.router,
     keys.router,
     jobs.router,
     maps.router,
@@ -206,6 +209,11 @@ def create_app(
         sweeper = JobHoldSweeper(credit, gateway, grace_seconds=settings.job_hold_grace_seconds)
         interval = settings.job_hold_sweep_seconds
         install_task(app, "job-hold-sweep", lambda: sweeper.run(interval_seconds=interval))
+    app.state.shares_sync = SharesSync(app.state.database, gateway)
+    if settings.shares_sync_seconds > 0:
+        shares = app.state.shares_sync
+        interval = settings.shares_sync_seconds
+        install_task(app, "shares-sync", lambda: shares.run(interval_seconds=interval))
     _install_docs(app)
     return app
 

@@ -22,6 +22,9 @@ Invariants:
   registry's push notifications and are replaced by each reconciliation from its storage.
 - ``registry_shares``: a repository (its full name, ``<owner id>/<name>``) another user may
   pull; written by the repository's owner (or an admin), one row per (repository, user).
+- ``user_limits``: what an admin set for a user: its quotas (``max_gpus``, ``max_vram_mb``:
+  what its unfinished jobs and deployed endpoints may hold at once) and its weight in the
+  scheduler's fair share; NULL (or no row): no quota, weight 1.
 """
 
 from __future__ import annotations
@@ -32,9 +35,11 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     DateTime,
+    Float,
     ForeignKey,
     Identity,
     Index,
+    Integer,
     PrimaryKeyConstraint,
     String,
     func,
@@ -48,6 +53,7 @@ __all__ = [
     "RegistryQuotaModel",
     "RegistryShareModel",
     "Role",
+    "UserLimitsModel",
     "UserModel",
     "WebSessionModel",
 ]
@@ -147,3 +153,22 @@ class RegistryShareModel(PlatformBase):
     repository: Mapped[str] = mapped_column(String(255))
     user_id: Mapped[str] = mapped_column(String(128), ForeignKey("users.id"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class UserLimitsModel(PlatformBase):
+    """A user's quotas and share weight, as an admin set them (NULL: none, weight 1)."""
+
+    __tablename__ = "user_limits"
+    __table_args__ = (
+        CheckConstraint("max_gpus IS NULL OR max_gpus >= 0", name="max_gpus_not_negative"),
+        CheckConstraint("max_vram_mb IS NULL OR max_vram_mb >= 0", name="max_vram_not_negative"),
+        CheckConstraint("share_weight IS NULL OR share_weight > 0", name="share_weight_positive"),
+    )
+
+    user_id: Mapped[str] = mapped_column(String(128), ForeignKey("users.id"), primary_key=True)
+    max_gpus: Mapped[int | None] = mapped_column(Integer, default=None)
+    max_vram_mb: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    share_weight: Mapped[float | None] = mapped_column(Float, default=None)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
+    )

@@ -184,6 +184,16 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
             "released (a submission holds before it creates its job), seconds."
         ),
     )
+    shares_sync_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        le=86_400,
+        description=(
+            "How often the users' fair-share weights are pushed to the gateway, seconds "
+            "(also after every change): a restarted gateway has them again within this; "
+            "0: only on a change."
+        ),
+    )
     endpoint_wake_seconds: float = Field(
         default=180.0,
         gt=0,

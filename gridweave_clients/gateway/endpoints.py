@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, validate_call
 from gridweave_clients._core import Operation, model_operation
 from gridweave_clients.fields import RequestBody, UserId
 from gridweave_clients.gateway.models import GpuCount, ObjectRef, Vendor, VramMb
+from gridweave_clients.gateway.quotas import UserQuotaModel
 from gridweave_clients.images import PinnedImage
 from gridweave_clients.pip import PipRequirements
 from gridweave_controller.phases import EndpointPhase
@@ -127,6 +128,10 @@ class CreateEndpointRequest(RequestBody):
             "Replace an endpoint of this id that is Failed or Stopped for a reason other "
             "than Idle (its object deleted, this one created); any other is still a 409."
         ),
+    )
+    quota: UserQuotaModel | None = Field(
+        default=None,
+        description="What the user may hold at once (the platform's); 429 past it, nothing made.",
     )
 
 

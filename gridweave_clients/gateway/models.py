@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, Field
 
 from gridweave_clients.fields import PrintableId, RequestBody, UserId
+from gridweave_clients.gateway.quotas import UserQuotaModel
 from gridweave_clients.images import PinnedImage
 from gridweave_clients.maps import MapShareModel
 from gridweave_clients.metering.models import MAX_GPU_COUNT, MAX_WALL_SECONDS
@@ -173,6 +174,10 @@ class SubmitJobRequest(RequestBody):
     )
     map: MapShareModel | None = Field(
         default=None, description="The job is one worker of a map: its share of the inputs."
+    )
+    quota: UserQuotaModel | None = Field(
+        default=None,
+        description="What the user may hold at once (the platform's); 429 past it, nothing made.",
     )
 
 

@@ -9,6 +9,7 @@ from gridweave_clients.platform import admin as admin_ops
 from gridweave_clients.platform import endpoints as endpoint_ops
 from gridweave_clients.platform import maps as map_ops
 from gridweave_clients.platform import operations as ops
+from gridweave_clients.platform import user_limits as limit_ops
 
 __all__ = ["AsyncPlatformClient", "PlatformClient"]
 
@@ -83,6 +84,8 @@ class PlatformClient(InternalClient, _Anonymous):
     drain_node = blocking(admin_ops.drain_node)
     list_users = blocking(admin_ops.list_users)
     grant_credits = blocking(admin_ops.grant_credits)
+    get_user_limits = blocking(limit_ops.get_user_limits)
+    set_user_limits = blocking(limit_ops.set_user_limits)
 
 
 class AsyncPlatformClient(AsyncInternalClient, _Anonymous):
@@ -140,3 +143,5 @@ class AsyncPlatformClient(AsyncInternalClient, _Anonymous):
     drain_node = awaiting(admin_ops.drain_node)
     list_users = awaiting(admin_ops.list_users)
     grant_credits = awaiting(admin_ops.grant_credits)
+    get_user_limits = awaiting(limit_ops.get_user_limits)
+    set_user_limits = awaiting(limit_ops.set_user_limits)

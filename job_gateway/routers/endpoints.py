@@ -30,12 +30,14 @@ CurrentGateway = Annotated[Gateway, Depends(state_dependency("gateway", Gateway)
 
 @router.post("", status_code=201)
 async def create_endpoint(body: CreateEndpointRequest, gateway: CurrentGateway) -> EndpointResponse:
-    """Create the endpoint in Pending (422 naming the field, 409 for a taken id)."""
+    """Create the endpoint in Pending (422 naming the field, 409 for a taken id, 429 past the
+    user's quota)."""
     endpoint = await endpoints.create_endpoint(
         crd=gateway.crd,
         scheduler=gateway.scheduler,
         request=body,
         endpoint_settings=gateway.endpoint_settings,
+        quotas=gateway.quotas,
     )
     return endpoints.endpoint_response(endpoint)
 

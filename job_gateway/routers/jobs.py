@@ -38,8 +38,11 @@ WaitQuery = Annotated[
 
 @router.post("", status_code=201)
 async def submit_job(body: SubmitJobRequest, gateway: CurrentGateway) -> JobResponse:
-    """Create the job in Pending (422 when no GPU could ever hold it, 409 for a taken id)."""
-    job = await jobs.submit_job(crd=gateway.crd, scheduler=gateway.scheduler, request=body)
+    """Create the job in Pending (422 when no GPU could ever hold it, 409 for a taken id, 429
+    past the user's quota)."""
+    job = await jobs.submit_job(
+        crd=gateway.crd, scheduler=gateway.scheduler, request=body, quotas=gateway.quotas
+    )
     return jobs.job_response(job)
 
 

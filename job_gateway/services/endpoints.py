@@ -45,6 +45,7 @@ from job_gateway.errors import (
     EndpointNotFound,
     EndpointStopped,
 )
+from job_gateway.quotas import Holding, QuotaBook, admitted
 from job_gateway.scheduler import PlacementRequest, Scheduler, Unplaced, endpoint_vram_mb
 from job_gateway.scheduling import SchedulingLoop
 from job_gateway.services.jobs import impossible_field
@@ -142,9 +143,11 @@ async def create_endpoint(
     scheduler: Scheduler,
     request: CreateEndpointRequest,
     endpoint_settings: EndpointSettings,
+    quotas: QuotaBook | None = None,
 ) -> Endpoint:
     """Create the endpoint in Pending; 422 naming the field when it could never run here
-    (mode vllm: see ``vllm_refusal``).
+    (mode vllm: see ``vllm_refusal``); 429 when it would take its user past
+    ``request.quota``.
 
     An endpoint of the id that exists is a 409, unless ``replace_ended`` asks to replace it
     and it is Failed or Stopped other than Idle: its object is then deleted and this one
@@ -184,6 +187,18 @@ async def create_endpoint(
             f"{request.max_replicas} replicas of {request.vram_mb} MiB share the endpoint's "
             f"GPUs ({held} MiB on each): {impossible.message}",
         )
+    async with admitted(
+        quotas,
+        user_id=request.user_id,
+        quota=request.quota,
+        kind="endpoint",
+        name=request.endpoint_id,
+        holding=Holding(request.gpu_count, held * request.gpu_count),
+    ):
+        return await _create_or_replace(crd, request)
+
+
+async def _create_or_replace(crd: AsyncClientBase, request: CreateEndpointRequest) -> Endpoint:
     with crd_errors(request.endpoint_id):
         try:
             return await _create(crd, request)

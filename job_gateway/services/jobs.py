@@ -38,6 +38,7 @@ from gridweave_runtime.errors import InvalidRequest
 from gridweave_runtime.storage import ObjectStore, attempt_objects
 from job_gateway.errors import ClusterUnavailable, JobAlreadyExists, JobFinished, JobNotFound
 from job_gateway.finish_waiters import FinishWaiters
+from job_gateway.quotas import Holding, QuotaBook, admitted
 from job_gateway.scheduler import Impossible, PlacementRequest, Scheduler
 
 __all__ = [
@@ -83,9 +84,14 @@ def impossible_field(impossible: Impossible) -> str:
 
 
 async def submit_job(
-    *, crd: AsyncClientBase, scheduler: Scheduler, request: SubmitJobRequest
+    *,
+    crd: AsyncClientBase,
+    scheduler: Scheduler,
+    request: SubmitJobRequest,
+    quotas: QuotaBook | None = None,
 ) -> Job:
-    """Create the job in Pending; 422 when no GPU of the inventory could ever hold it."""
+    """Create the job in Pending; 422 when no GPU of the inventory could ever hold it, 429
+    when it would take its user past ``request.quota`` (a map's worker: the whole map)."""
     if request.hold_reference not in (None, request.job_id):
         # metering keeps one usage record per hold, and a job's hold is its job id
         raise InvalidRequest("hold_reference", "a job's credit hold is placed with its job id")
@@ -102,6 +108,22 @@ async def submit_job(
     impossible = scheduler.check(asked)
     if impossible is not None:
         raise InvalidRequest(impossible_field(impossible), impossible.message)
+    holding = Holding(request.gpu_count, request.vram_mb * request.gpu_count)
+    share = request.map
+    async with admitted(
+        quotas,
+        user_id=request.user_id,
+        quota=request.quota,
+        kind="job",
+        name=request.job_id,
+        holding=holding,
+        asked=None if share is None else holding.times(share.workers),
+        map_id=None if share is None else share.map_id,
+    ):
+        return await _create_job(crd, request)
+
+
+async def _create_job(crd: AsyncClientBase, request: SubmitJobRequest) -> Job:
     with crd_errors(request.job_id):
         return await crd.create_job(
             request.job_id,

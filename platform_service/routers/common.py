@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.faucet import FaucetClient
+from gridweave_clients.gateway.quotas import UserQuotaModel
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.nodes import AsyncNodeRegistryClient
 from gridweave_runtime.clients import state_dependency
@@ -18,6 +19,7 @@ from gridweave_runtime.database import session_dependency
 from platform_service.auth import require_admin, require_user
 from platform_service.services.jobs import JobServices
 from platform_service.services.keys import AuthenticatedUser
+from platform_service.services.user_limits import user_quota
 from platform_service.settings import PlatformSettings
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "HmacKeyDep",
     "JobServicesDep",
     "MeteringDep",
+    "QuotaDep",
     "NodeRegistryDep",
     "SessionDep",
     "SettingsDep",
@@ -85,6 +88,15 @@ HmacKeyDep = Annotated[bytes, Depends(_hmac_key)]
 UserDep = Annotated[AuthenticatedUser, Depends(require_user)]
 AdminDep = Annotated[AuthenticatedUser, Depends(require_admin)]
 ClientAddressDep = Annotated[str | None, Depends(_client_address)]
+
+
+def _caller_quota(user: UserDep, session: SessionDep) -> UserQuotaModel | None:
+    return user_quota(session, user.user_id)
+
+
+#: The calling user's quota (None: none), read as its submission comes in; sync, so FastAPI
+#: reads it on a worker thread.
+QuotaDep = Annotated[UserQuotaModel | None, Depends(_caller_quota)]
 JobServicesDep = Annotated[JobServices, Depends(state_dependency("jobs", JobServices))]
 CreditDep = Annotated[
     AsyncCreditClient, Depends(state_dependency("credit_client", AsyncCreditClient))

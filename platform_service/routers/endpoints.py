@@ -23,7 +23,7 @@ from gridweave_clients.platform.endpoints import (
     LogLines,
 )
 from gridweave_runtime.clients import state_dependency
-from platform_service.routers.common import UserDep
+from platform_service.routers.common import QuotaDep, UserDep
 from platform_service.services import endpoint_logs, endpoints
 from platform_service.services.endpoint_proxy import EndpointProxy
 from platform_service.services.endpoints import EndpointServices
@@ -40,12 +40,12 @@ PROXIED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 @router.post("", status_code=201, operation_id="deploy_endpoint")
 async def deploy_endpoint(
-    body: DeployEndpointRequest, user: UserDep, services: ServicesDep
+    body: DeployEndpointRequest, user: UserDep, services: ServicesDep, quota: QuotaDep
 ) -> EndpointResponse:
     """Deploy a model or a class (402 without the credits of its first holds: two billing
     periods at max_replicas; 409 a name in service: an endpoint Failed or Stopped other
     than Idle is replaced; 422 naming the field: no GPU could hold it, vllm without a GPU)."""
-    return await endpoints.deploy_endpoint(services, user=user, request=body)
+    return await endpoints.deploy_endpoint(services, user=user, request=body, quota=quota)
 
 
 @router.get("", operation_id="list_endpoints")

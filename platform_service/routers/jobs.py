@@ -22,7 +22,7 @@ from gridweave_clients.platform.models import (
 from gridweave_clients.platform.results import RESULT_SHA256_HEADER
 from gridweave_controller.phases import JobPhase
 from gridweave_runtime.responses import mark_replayed
-from platform_service.routers.common import JobServicesDep, SettingsDep, UserDep
+from platform_service.routers.common import JobServicesDep, QuotaDep, SettingsDep, UserDep
 from platform_service.services import job_pages, jobs, outcomes
 
 __all__ = ["PICKLE_MEDIA_TYPE", "router"]
@@ -62,6 +62,7 @@ async def submit_job(
     user: UserDep,
     services: JobServicesDep,
     response: Response,
+    quota: QuotaDep,
     idempotency_key: Annotated[
         IdempotencyKey | None,
         Header(
@@ -73,7 +74,7 @@ async def submit_job(
     """Check the image (403, 404), hold price x timeout x GPUs, store the function, submit
     (402 short, 422 no such GPU)."""
     submitted = await jobs.submit_job(
-        services, user=user, request=body, idempotency_key=idempotency_key
+        services, user=user, request=body, idempotency_key=idempotency_key, quota=quota
     )
     if submitted.replayed:
         response.status_code = 200

@@ -20,7 +20,7 @@ from gridweave_clients.platform.models import IDEMPOTENCY_HEADER
 from gridweave_clients.platform.results import RESULT_SHA256_HEADER
 from gridweave_controller.validation import MAX_MAP_ITEMS
 from gridweave_runtime.responses import mark_replayed
-from platform_service.routers.common import JobServicesDep, UserDep
+from platform_service.routers.common import JobServicesDep, QuotaDep, UserDep
 from platform_service.services import map_pages, maps
 
 __all__ = ["CHUNK_MEDIA_TYPE", "router"]
@@ -41,6 +41,7 @@ async def submit_map(
     user: UserDep,
     services: JobServicesDep,
     response: Response,
+    quota: QuotaDep,
     idempotency_key: Annotated[
         IdempotencyKey | None,
         Header(
@@ -52,7 +53,7 @@ async def submit_map(
     """Check the chunks and the image (403, 404), hold price x timeout x GPUs for each
     worker (402), store the function and the inputs, submit the workers (422 no such GPU)."""
     submitted = await maps.submit_map(
-        services, user=user, request=body, idempotency_key=idempotency_key
+        services, user=user, request=body, idempotency_key=idempotency_key, quota=quota
     )
     if submitted.replayed:
         response.status_code = 200

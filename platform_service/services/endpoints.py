@@ -29,6 +29,7 @@ from gridweave_clients.errors import NotFound as ServiceNotFound
 from gridweave_clients.errors import ServiceRefused
 from gridweave_clients.gateway import AsyncGatewayClient
 from gridweave_clients.gateway import endpoints as gw
+from gridweave_clients.gateway.quotas import UserQuotaModel
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering.pricing import PriceTable
 from gridweave_clients.platform.endpoints import (
@@ -236,10 +237,15 @@ def _is_under(value: str, root: str) -> bool:
 
 
 async def deploy_endpoint(
-    services: EndpointServices, *, user: AuthenticatedUser, request: DeployEndpointRequest
+    services: EndpointServices,
+    *,
+    user: AuthenticatedUser,
+    request: DeployEndpointRequest,
+    quota: UserQuotaModel | None = None,
 ) -> EndpointResponse:
     """Check the request, its image (pinned to its digest: 403, 404) and the credits, store
-    the class (custom), create the endpoint at the gateway."""
+    the class (custom), create the endpoint at the gateway (carrying the user's ``quota``:
+    429 past it)."""
     check_deployment(request)
     check_model_source(request, roots=services.model_roots, admin=user.role == Role.ADMIN)
     image = None
@@ -277,6 +283,7 @@ async def deploy_endpoint(
         max_replicas=request.max_replicas,
         idle_seconds=request.idle_seconds,
         replace_ended=replaced,
+        quota=quota,
     )
     try:
         endpoint = await services.gateway.run(as_user(gw.create_endpoint(creation), user_id))

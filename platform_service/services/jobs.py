@@ -41,6 +41,7 @@ from gridweave_clients.errors import ServiceError, ServiceRefused, ServiceUnavai
 from gridweave_clients.gateway import AsyncGatewayClient
 from gridweave_clients.gateway import models as gw
 from gridweave_clients.gateway import operations as gw_ops
+from gridweave_clients.gateway.quotas import UserQuotaModel
 from gridweave_clients.metering.pricing import PriceTable
 from gridweave_clients.platform.models import JobListResponse, JobResponse, SubmitJobRequest
 from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase
@@ -225,9 +226,10 @@ async def submit_job(
     user: AuthenticatedUser,
     request: SubmitJobRequest,
     idempotency_key: str | None = None,
+    quota: UserQuotaModel | None = None,
 ) -> Submitted:
-    """Check the image, hold, store, submit; on a refusal nothing is left behind (see the
-    module's rules)."""
+    """Check the image, hold, store, submit (carrying the user's ``quota``: 429 past it); on
+    a refusal nothing is left behind (see the module's rules)."""
     if not request.function:
         raise InvalidRequest("function", "the pickled function must not be empty")
     user_id = user.user_id
@@ -292,6 +294,7 @@ async def submit_job(
         pip=request.pip or None,
         function_name=request.function_name,
         hold_reference=job_id,
+        quota=quota,
     )
     try:
         job = await services.gateway.run(as_user(gw_ops.submit_job(submission), user_id))

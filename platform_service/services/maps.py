@@ -34,6 +34,7 @@ from gridweave_clients.errors import NotFound as ServiceNotFound
 from gridweave_clients.errors import ServiceRefused
 from gridweave_clients.gateway import models as gw
 from gridweave_clients.gateway import operations as gw_ops
+from gridweave_clients.gateway.quotas import UserQuotaModel
 from gridweave_clients.maps import MapShareModel, WorkerProgress, records_stream
 from gridweave_clients.platform.maps import MapResponse, MapWorkerResponse, SubmitMapRequest
 from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase
@@ -124,9 +125,11 @@ async def submit_map(
     user: AuthenticatedUser,
     request: SubmitMapRequest,
     idempotency_key: str | None = None,
+    quota: UserQuotaModel | None = None,
 ) -> SubmittedMap:
-    """Check, store, hold and submit every worker (402 when a worker's hold is short: the
-    holds placed are given back and nothing is left)."""
+    """Check, store, hold and submit every worker (402 when a worker's hold is short, 429
+    when the whole map would take the user past ``quota``: the holds placed are given back
+    and nothing is left)."""
     chunks = chunk_count(request.items, request.chunk_items)
     if len(request.chunks) != chunks:
         raise InvalidRequest(
@@ -173,6 +176,7 @@ async def submit_map(
                 workers=workers,
                 function_ref=function_ref,
                 image=image,
+                quota=quota,
             )
 
     try:
@@ -206,6 +210,7 @@ async def _submit_worker(
     workers: int,
     function_ref: str,
     image: str | None,
+    quota: UserQuotaModel | None,
 ) -> None:
     job_id = worker_job_id(map_id, worker)
     submission = gw.SubmitJobRequest(
@@ -231,6 +236,7 @@ async def _submit_worker(
             chunk_items=request.chunk_items,
             retries=request.retries,
         ),
+        quota=quota,
     )
     try:
         await services.gateway.run(as_user(gw_ops.submit_job(submission), user_id))

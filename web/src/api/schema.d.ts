@@ -171,6 +171,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/users/{user_id}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get User Limits
+         * @description A user's quotas (null: no limit) and share weight (admins only).
+         */
+        get: operations["get_user_limits"];
+        /**
+         * Set User Limits
+         * @description Replace a user's quotas and share weight, every field (left out or null: cleared;
+         *     admins only). Quotas bound the user's next submissions; the weights reach the scheduler
+         *     at once (if the gateway is unreachable, within ``PLATFORM_SHARES_SYNC_SECONDS``).
+         */
+        put: operations["set_user_limits"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/users/{user_id}/registry-quota": {
         parameters: {
             query?: never;
@@ -2836,6 +2862,43 @@ export interface components {
             records: number;
         };
         /**
+         * UserLimitsRequest
+         * @description Every limit of a user, replaced whole: a field left out or null is cleared.
+         */
+        UserLimitsRequest: {
+            /**
+             * Max Gpus
+             * @description GPUs held at once; none: no limit.
+             */
+            max_gpus?: number | null;
+            /**
+             * Max Vram Mb
+             * @description VRAM (MiB, over all GPUs) held at once; none: no limit.
+             */
+            max_vram_mb?: number | null;
+            /**
+             * Share Weight
+             * @description Weight in the fair share (above 0); none: 1.
+             */
+            share_weight?: number | null;
+        };
+        /**
+         * UserLimitsResponse
+         * @description A user's limits as in force: null quotas are no limit; the weight is 1 unless set.
+         */
+        UserLimitsResponse: {
+            /** Max Gpus */
+            max_gpus: number | null;
+            /** Max Vram Mb */
+            max_vram_mb: number | null;
+            /** Share Weight */
+            share_weight: number;
+            /** Share Weight Is Default */
+            share_weight_is_default: boolean;
+            /** User Id */
+            user_id: string;
+        };
+        /**
          * UserListResponse
          * @description One page of users, oldest first, and how many there are in all.
          */
@@ -3164,6 +3227,72 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CreditGrantResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    get_user_limits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserLimitsResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    set_user_limits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserLimitsRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserLimitsResponse"];
                 };
             };
             /** @description Validation Error */

@@ -1,0 +1,240 @@
+"""Per-user quotas and share weights on the gateway, over real HTTP on the real apiserver."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from gridweave_controller import NotFound
+from tests.job_gateway.endpoints.factories import endpoint_body, new_endpoint_id
+from tests.job_gateway.gateway_factories import (
+    GatewayServer,
+    new_job_id,
+    running_gateway,
+    submit_body,
+)
+from tests.support.kubeapi import KubeAPI
+
+pytestmark = pytest.mark.kubeapi
+
+# never read: the endpoints stay Pending on the node that is not ready
+REF = "file:///objects/class.pkl"
+
+# nothing is placed (the node is not ready): every job stays Pending, holding its quota
+INVENTORY = """
+nodes:
+  - name: gpu-q
+    ready: false
+    gpus:
+"""
+INVENTORY += "".join(
+    f"      - {{index: {i}, vendor: amd, model: AMD Instinct MI250, vram_mb: 65536}}\n"
+    for i in range(8)
+)
+
+
+@pytest.fixture(scope="module")
+def gateway(kubeapi: KubeAPI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayServer]:
+    """One gateway for the module; every test uses its own users."""
+    workdir = tmp_path_factory.mktemp("gateway")
+    with running_gateway(kubeapi, workdir, inventory_yaml=INVENTORY) as server:
+        yield server
+
+
+def new_user() -> str:
+    """A user of one test."""
+    return f"usr-{uuid.uuid4().hex[:12]}"
+
+
+def quota_refusal(response: httpx.Response) -> dict[str, Any]:
+    """The error a 429 for a quota carries."""
+    assert response.status_code == 429, response.text
+    error: dict[str, Any] = response.json()["error"]
+    assert error["code"] == "quota_exceeded"
+    return error
+
+
+def submit(gateway: GatewayServer, user: str, quota: dict[str, int] | None, **body: Any) -> str:
+    """Submit a job of ``user``; 201 expected. Its id."""
+    job_id = new_job_id()
+    answer = gateway.http.post(
+        "/v1/jobs", json=submit_body(job_id, user_id=user, quota=quota, **body)
+    )
+    assert answer.status_code == 201, answer.text
+    return job_id
+
+
+class TestJobQuota:
+    def test_under_the_quota_is_accepted_and_past_it_refused_naming_it(
+        self, gateway: GatewayServer
+    ) -> None:
+        user = new_user()
+        quota = {"max_gpus": 3}
+        submit(gateway, user, quota, gpu_count=2)
+        refused_id = new_job_id()
+        answer = gateway.http.post(
+            "/v1/jobs",
+            json=submit_body(refused_id, user_id=user, quota=quota, gpu_count=2),
+        )
+        error = quota_refusal(answer)
+        assert (error["quota"], error["limit"], error["in_use"], error["asked"]) == (
+            "max_gpus",
+            3,
+            2,
+            2,
+        )
+        assert "max_gpus" in error["message"]
+        with pytest.raises(NotFound):
+            gateway.crd.get_job(refused_id)
+        submit(gateway, user, quota, gpu_count=1)  # exactly at the quota
+
+    def test_vram_quota_counts_every_gpu(self, gateway: GatewayServer) -> None:
+        user = new_user()
+        quota = {"max_vram_mb": 20_000}
+        submit(gateway, user, quota, vram_mb=8192)
+        answer = gateway.http.post(
+            "/v1/jobs",
+            json=submit_body(user_id=user, quota=quota, vram_mb=8192, gpu_count=2),
+        )
+        error = quota_refusal(answer)
+        assert (error["quota"], error["limit"], error["in_use"], error["asked"]) == (
+            "max_vram_mb",
+            20_000,
+            8192,
+            16384,
+        )
+
+    def test_another_user_is_unaffected(self, gateway: GatewayServer) -> None:
+        full, other = new_user(), new_user()
+        submit(gateway, full, {"max_gpus": 1})
+        quota_refusal(
+            gateway.http.post("/v1/jobs", json=submit_body(user_id=full, quota={"max_gpus": 1}))
+        )
+        submit(gateway, other, {"max_gpus": 1})
+        submit(gateway, other, None)  # no quota: no limit
+
+    def test_a_finished_job_holds_nothing(self, gateway: GatewayServer) -> None:
+        user = new_user()
+        first = submit(gateway, user, {"max_gpus": 1})
+        assert gateway.http.post(f"/v1/jobs/{first}/cancel").status_code == 200
+        gateway.crd.get_job(first)
+        # the informer brings the cancel back; until then the job still counts
+        for _ in range(100):
+            answer = gateway.http.post(
+                "/v1/jobs", json=submit_body(user_id=user, quota={"max_gpus": 1})
+            )
+            if answer.status_code == 201:
+                return
+            quota_refusal(answer)
+            asyncio.run(asyncio.sleep(0.1))
+        raise AssertionError("the cancelled job still counted after 10 s")
+
+    def test_racing_submissions_cannot_share_the_room(self, gateway: GatewayServer) -> None:
+        user = new_user()
+
+        async def race() -> list[int]:
+            async with httpx.AsyncClient(base_url=gateway.url, headers=gateway.http.headers) as h:
+                answers = await asyncio.gather(
+                    *(
+                        h.post("/v1/jobs", json=submit_body(user_id=user, quota={"max_gpus": 2}))
+                        for _ in range(6)
+                    )
+                )
+            return sorted(answer.status_code for answer in answers)
+
+        assert asyncio.run(race()) == [201, 201, 429, 429, 429, 429]
+
+
+class TestMapQuota:
+    @staticmethod
+    def worker(map_id: str, worker: int, workers: int, user: str, quota: dict[str, int]) -> Any:
+        share = {
+            "map_id": map_id,
+            "worker": worker,
+            "workers": workers,
+            "items": 8,
+            "chunk_items": 1,
+        }
+        body = submit_body(f"{map_id}-w{worker}", user_id=user, quota=quota, map=share)
+        return body
+
+    def test_a_map_is_checked_whole(self, gateway: GatewayServer) -> None:
+        user = new_user()
+        quota = {"max_gpus": 4}
+        submit(gateway, user, quota)
+        too_big = f"map-{uuid.uuid4().hex[:10]}"
+        for worker in (0, 3):  # every worker answers the same: the whole map is past it
+            answer = gateway.http.post(
+                "/v1/jobs", json=self.worker(too_big, worker, 4, user, quota)
+            )
+            error = quota_refusal(answer)
+            assert (error["in_use"], error["asked"]) == (1, 4)
+        fits = f"map-{uuid.uuid4().hex[:10]}"
+        for worker in range(3):  # the map's own workers never count against it
+            answer = gateway.http.post("/v1/jobs", json=self.worker(fits, worker, 3, user, quota))
+            assert answer.status_code == 201, answer.text
+        quota_refusal(gateway.http.post("/v1/jobs", json=submit_body(user_id=user, quota=quota)))
+
+
+class TestEndpointQuota:
+    def test_an_endpoint_holds_its_replicas_vram(self, gateway: GatewayServer) -> None:
+        user = new_user()
+        quota = {"max_vram_mb": 4096}
+        body = endpoint_body(
+            new_endpoint_id(),
+            user_id=user,
+            quota=quota,
+            max_replicas=3,
+            vendor="amd",
+            function_ref=REF,
+        )
+        answer = gateway.http.post("/v1/endpoints", json=body)
+        assert answer.status_code == 201, answer.text  # 3 x 1024 MiB
+        second = endpoint_body(
+            new_endpoint_id(),
+            user_id=user,
+            quota=quota,
+            max_replicas=2,
+            vendor="amd",
+            function_ref=REF,
+        )
+        error = quota_refusal(gateway.http.post("/v1/endpoints", json=second))
+        assert (error["quota"], error["in_use"], error["asked"]) == ("max_vram_mb", 3072, 2048)
+        job = gateway.http.post("/v1/jobs", json=submit_body(user_id=user, quota=quota))
+        assert quota_refusal(job)["in_use"] == 3072
+
+
+class TestBadQuota:
+    @pytest.mark.parametrize(
+        ("quota", "field"),
+        [
+            ({"max_gpus": -1}, "quota.max_gpus"),
+            ({"max_vram_mb": "lots"}, "quota.max_vram_mb"),
+            ({"max_cpus": 1}, "quota.max_cpus"),
+        ],
+    )
+    def test_named(self, gateway: GatewayServer, quota: dict[str, Any], field: str) -> None:
+        answer = gateway.http.post("/v1/jobs", json=submit_body(quota=quota))
+        assert answer.status_code == 422, answer.text
+        assert field in [item["field"] for item in answer.json()["error"]["fields"]]
+
+
+class TestShares:
+    def test_weights_reach_the_scheduler(self, gateway: GatewayServer) -> None:
+        answer = gateway.http.put("/v1/shares", json={"weights": {"alice": 2.0, "bob": 0.5}})
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"weights": {"alice": 2.0, "bob": 0.5}}
+        assert gateway.http.get("/v1/shares").json() == {"weights": {"alice": 2.0, "bob": 0.5}}
+        gateway.http.put("/v1/shares", json={"weights": {}})
+        assert gateway.http.get("/v1/shares").json() == {"weights": {}}
+
+    @pytest.mark.parametrize("weight", [0, -1, "heavy", 1e9])
+    def test_a_bad_weight_is_named(self, gateway: GatewayServer, weight: Any) -> None:
+        answer = gateway.http.put("/v1/shares", json={"weights": {"alice": weight}})
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["error"]["fields"][0]["field"] == "weights.alice"
