@@ -1,7 +1,9 @@
-"""``gridweave nodes``: every node's GPUs with their held and free VRAM drawn as bars, the
-VRAM measured in use, and what holds it."""
+"""``gridweave nodes``: every node's free CPU and memory, then its GPUs with their held and
+free VRAM drawn as bars, the VRAM measured in use, and what holds it."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import typer
 from rich.console import Console, RenderableType
@@ -16,16 +18,27 @@ from gridweave_cli._platform import platform_client
 from gridweave_cli._tables import Column, fitted_table
 from gridweave_clients.gateway.models import InventoryGpuResponse, InventoryResponse
 
-__all__ = ["holders_text", "nodes", "nodes_table", "register", "vram_bar"]
+__all__ = [
+    "capacity_table",
+    "cores_text",
+    "holders_text",
+    "memory_text",
+    "nodes",
+    "nodes_table",
+    "register",
+    "vram_bar",
+]
 
 BAR_WIDTH = 24
 
 
 @handle_errors
 def nodes(json_output: JsonFlag = False) -> None:
-    """Show the platform's nodes and GPUs: VRAM held by jobs and endpoints, free, measured in
-    use (`-` where not measured: AMD, declared and simulated GPUs), and what holds it (every
-    holder for an admin, your own jobs and endpoints otherwise).
+    """Show the platform's nodes and GPUs: each node's free CPU and memory (of what it
+    declares; `-` where it declares none: no limit), then each GPU's VRAM held by jobs and
+    endpoints, free, measured in use (`-` where not measured: AMD, declared and simulated
+    GPUs), and what holds it (every holder for an admin, your own jobs and endpoints
+    otherwise).
 
     A GPU marked `simulated` is a declared stand-in, not a real device; a node not ready or
     a cordoned GPU takes no new work.
@@ -42,7 +55,56 @@ def nodes(json_output: JsonFlag = False) -> None:
         emit_json(inventory.model_dump(mode="json"))
         return
     console = stdout()
-    console.print(nodes_table(inventory, console) if inventory.nodes else "No nodes.")
+    if not inventory.nodes:
+        console.print("No nodes.")
+        return
+    console.print(capacity_table(inventory, console))
+    console.print(nodes_table(inventory, console))
+
+
+def cores_text(millis: int) -> str:
+    """Thousandths of a core as cores: ``16``, ``12.5``, ``0.25``."""
+    return f"{millis / 1000:g}"
+
+
+def memory_text(mib: int) -> str:
+    """Memory for people: whole GiB, else GiB to a tenth from 10 GiB up (``510.5 GiB``; a
+    free figure need not be exact to the MiB), else as VRAM is (``1536 MiB``)."""
+    if mib % 1024 == 0 or mib < 10 * 1024:
+        return mib_text(mib)
+    return f"{mib / 1024:.1f} GiB"
+
+
+def _free_of(free: int | None, total: int | None, text: Callable[[int], str]) -> str:
+    if total is None or free is None:
+        return "-"
+    return f"{text(free)} / {text(total)}"
+
+
+CAPACITY_COLUMNS = (
+    Column("node"),
+    Column("CPU free (cores)", short="CPU free"),
+    Column("memory free", short="mem free"),
+    Column("GPUs free", short="GPUs", drop=1),
+)
+
+
+def capacity_table(inventory: InventoryResponse, console: Console) -> Table:
+    """One row per node: its free CPU (cores) and memory of what it declares (``-``: none
+    declared, no limit), and its GPUs nothing holds of all."""
+    rows: list[list[RenderableType]] = []
+    for node in inventory.nodes:
+        state = "" if node.ready else " [red](not ready)[/]"
+        idle = sum(1 for gpu in node.gpus if gpu.held_mb == 0)
+        rows.append(
+            [
+                escape(node.name) + state,
+                _free_of(node.cpu_free_millis, node.cpu_millis, cores_text),
+                _free_of(node.memory_free_mb, node.memory_mb, memory_text),
+                f"{idle} / {len(node.gpus)}",
+            ]
+        )
+    return fitted_table(console, CAPACITY_COLUMNS, rows)
 
 
 def vram_bar(held_mb: int, vram_mb: int, *, width: int = BAR_WIDTH) -> Text:

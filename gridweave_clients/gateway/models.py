@@ -306,11 +306,27 @@ class InventoryGpuResponse(BaseModel):
 
 
 class InventoryNodeResponse(BaseModel):
-    """One node of the inventory: ready or not, and its GPUs."""
+    """One node of the inventory: ready or not, its CPU and memory, and its GPUs."""
 
     name: str
     ready: bool
     gpus: list[InventoryGpuResponse]
+    cpu_millis: int | None = Field(
+        default=None, description="The node's CPU, thousandths of a core; None: not declared."
+    )
+    cpu_held_millis: int = Field(
+        default=0, description="CPU the allocations on the node hold, thousandths of a core."
+    )
+    cpu_free_millis: int | None = Field(
+        default=None, description="cpu_millis - cpu_held_millis (never negative); None: no limit."
+    )
+    memory_mb: int | None = Field(
+        default=None, description="The node's memory, MiB; None: not declared."
+    )
+    memory_held_mb: int = Field(default=0, description="Memory the allocations hold, MiB.")
+    memory_free_mb: int | None = Field(
+        default=None, description="memory_mb - memory_held_mb (never negative); None: no limit."
+    )
 
 
 class InventoryResponse(BaseModel):

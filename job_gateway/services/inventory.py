@@ -48,6 +48,10 @@ def _holders(
     return holders
 
 
+def _free(capacity: int | None, held: int) -> int | None:
+    return None if capacity is None else max(capacity - held, 0)
+
+
 def inventory_response(
     inventory: Inventory,
     allocations: AllocationMap,
@@ -55,8 +59,9 @@ def inventory_response(
     jobs: Lookup = _no_object,
     endpoints: Lookup = _no_object,
 ) -> InventoryResponse:
-    """Nodes and GPUs in inventory order; held VRAM and its holders from the allocation map
-    (the CRDs), their users from ``jobs`` and ``endpoints``; ``used_mb`` as measured."""
+    """Nodes and GPUs in inventory order; held VRAM and its holders, and each node's held
+    CPU and memory, from the allocation map (the CRDs), their users from ``jobs`` and
+    ``endpoints``; ``used_mb`` as measured."""
     holders = _holders(allocations, jobs, endpoints)
     nodes = []
     for node in inventory.nodes:
@@ -77,5 +82,18 @@ def inventory_response(
                     allocations=holders.get((node.name, gpu.index), []),
                 )
             )
-        nodes.append(InventoryNodeResponse(name=node.name, ready=node.ready, gpus=gpus))
+        cpu_held, memory_held = allocations.node_held(node.name)
+        nodes.append(
+            InventoryNodeResponse(
+                name=node.name,
+                ready=node.ready,
+                gpus=gpus,
+                cpu_millis=node.cpu_millis,
+                cpu_held_millis=cpu_held,
+                cpu_free_millis=_free(node.cpu_millis, cpu_held),
+                memory_mb=node.memory_mb,
+                memory_held_mb=memory_held,
+                memory_free_mb=_free(node.memory_mb, memory_held),
+            )
+        )
     return InventoryResponse(nodes=nodes)

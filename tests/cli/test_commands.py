@@ -27,7 +27,7 @@ from gridweave_cli.app import app
 from gridweave_cli.endpoint_logs import print_replica_logs
 from gridweave_cli.endpoints import _state as endpoint_state
 from gridweave_cli.exit_codes import EXIT_CODES_HELP, ExitCode
-from gridweave_cli.nodes import nodes_table, vram_bar
+from gridweave_cli.nodes import capacity_table, memory_text, nodes_table, vram_bar
 from gridweave_cli.run import load_function, parse_arguments
 from gridweave_clients.gateway.endpoints import EndpointLogsResponse
 from gridweave_clients.gateway.models import InventoryResponse
@@ -276,6 +276,43 @@ class TestDrawing:
         assert "█" not in lines[1]  # the bar went first
         assert "workstation-17" in lines[1] and "12 GiB / 16 GiB" in lines[1]
         assert "simulated" in lines[1] and "job a_rather" in lines[1] and "…" in lines[1]
+
+    def test_nodes_free_cpu_and_memory_fit_80_columns(self) -> None:
+        inventory = InventoryResponse.model_validate(
+            {
+                "nodes": [
+                    {
+                        "name": "workstation-with-a-long-name-17",
+                        "ready": False,
+                        "gpus": [_gpu(0, held=12288), _gpu(1, held=0)],
+                        "cpu_millis": 64000,
+                        "cpu_held_millis": 2500,
+                        "cpu_free_millis": 61500,
+                        "memory_mb": 524288,
+                        "memory_held_mb": 1536,
+                        "memory_free_mb": 522752,
+                    },
+                    {"name": "bare", "ready": True, "gpus": [_gpu(0, held=0)]},
+                ]
+            }
+        )
+        console = Console(width=80, record=True, color_system=None)
+        console.print(capacity_table(inventory, console))
+        header, first, second = console.export_text().splitlines()
+        assert all(len(line) <= 80 for line in (header, first, second))
+        assert "workstation-with-a-long-name-17 (not ready)" in first  # never cut
+        assert "61.5 / 64" in first and "510.5 GiB / 512 GiB" in first
+        assert second.split()[:3] == ["bare", "-", "-"]  # declares none: no limit
+        wide = Console(width=120, record=True, color_system=None)
+        wide.print(capacity_table(inventory, wide))
+        header, first, _ = wide.export_text().splitlines()
+        assert "CPU free (cores)" in header and first.rstrip().endswith("1 / 2")
+        assert [memory_text(mib) for mib in (1536, 8192, 12_800, 522_752)] == [
+            "1536 MiB",
+            "8 GiB",
+            "12.5 GiB",
+            "510.5 GiB",
+        ]
 
     def test_a_fitted_table_never_cuts_an_id(self) -> None:
         columns = (

@@ -90,6 +90,57 @@ class TestInventoryRoute:
         assert {g["used_mb"] for n in answer["nodes"] for g in n["gpus"]} == {None}
 
 
+CAPACITY_YAML = """
+nodes:
+  - name: big
+    cpu_millis: 16000
+    memory_mb: 65536
+    gpus:
+      - {index: 0, vendor: nvidia, model: NVIDIA A100 80GB, vram_mb: 81920}
+      - {index: 1, vendor: nvidia, model: NVIDIA A100 80GB, vram_mb: 81920}
+  - name: bare
+    gpus:
+      - {index: 0, vendor: amd, model: AMD Instinct MI250, vram_mb: 65536}
+"""
+
+
+@pytest.mark.kubeapi
+class TestNodeCapacityRoute:
+    def test_each_node_answers_its_cpu_and_memory_held_and_free(
+        self, kubeapi: KubeAPI, tmp_path: Path
+    ) -> None:
+        with running_gateway(
+            kubeapi, tmp_path, inventory_yaml=CAPACITY_YAML, pass_interval_seconds=0.2
+        ) as gateway:
+            body = submit_body(vendor="nvidia", vram_mb=8192, cpu_millis=2500, memory_mb=12288)
+            job_id = gateway.http.post("/v1/jobs", json=body).json()["job_id"]
+            gateway.crd.wait_for_job(job_id, {JobPhase.ALLOCATED}, timeout=30)
+            wait_until(
+                lambda: _node(_inventory(gateway), "big")["cpu_held_millis"] == 2500,
+                what="the job's CPU held",
+            )
+            answer = _inventory(gateway)
+        big, bare = _node(answer, "big"), _node(answer, "bare")
+        assert {key: big[key] for key in big if key != "gpus"} == {
+            "name": "big",
+            "ready": True,
+            "cpu_millis": 16000,
+            "cpu_held_millis": 2500,
+            "cpu_free_millis": 13500,
+            "memory_mb": 65536,
+            "memory_held_mb": 12288,
+            "memory_free_mb": 53248,
+        }
+        # declares neither: no limit, said as null
+        assert (bare["cpu_millis"], bare["cpu_free_millis"]) == (None, None)
+        assert (bare["memory_mb"], bare["memory_free_mb"]) == (None, None)
+
+
+def _node(answer: dict[str, Any], name: str) -> dict[str, Any]:
+    node: dict[str, Any] = next(n for n in answer["nodes"] if n["name"] == name)
+    return node
+
+
 def _measured(used_mb: int | None, **fields: Any) -> Inventory:
     gpu = Gpu(node="n1", index=0, vendor="nvidia", model=A100, vram_mb=81_920, used_mb=used_mb)
     return Inventory(nodes=(Node(name="n1", gpus=(gpu,), **fields),))
@@ -103,6 +154,14 @@ class TestInventoryResponse:
         (gpu,) = answer.nodes[0].gpus
         assert (gpu.used_mb, gpu.held_mb, gpu.free_mb) == (30_000, 4096, 77_824)
         assert [(a.name, a.user_id, a.owner) for a in gpu.allocations] == [("job-new", None, None)]
+
+    def test_a_nodes_free_cpu_and_memory_never_go_below_zero(self) -> None:
+        allocations = AllocationMap()
+        allocations.put(Allocation("job", "j1", "n1", (0,), 4096, cpu_millis=3000, memory_mb=9000))
+        inventory = _measured(None, cpu_millis=2000, memory_mb=16_384)
+        (node,) = inventory_response(inventory, allocations).nodes
+        assert (node.cpu_held_millis, node.cpu_free_millis) == (3000, 0)
+        assert (node.memory_held_mb, node.memory_free_mb) == (9000, 7384)
 
     def test_not_measured_is_null(self) -> None:
         (gpu,) = inventory_response(_measured(None), AllocationMap()).nodes[0].gpus

@@ -1687,11 +1687,43 @@ export interface components {
         };
         /**
          * InventoryNodeResponse
-         * @description One node of the inventory: ready or not, and its GPUs.
+         * @description One node of the inventory: ready or not, its CPU and memory, and its GPUs.
          */
         InventoryNodeResponse: {
+            /**
+             * Cpu Free Millis
+             * @description cpu_millis - cpu_held_millis (never negative); None: no limit.
+             */
+            cpu_free_millis?: number | null;
+            /**
+             * Cpu Held Millis
+             * @description CPU the allocations on the node hold, thousandths of a core.
+             * @default 0
+             */
+            cpu_held_millis: number;
+            /**
+             * Cpu Millis
+             * @description The node's CPU, thousandths of a core; None: not declared.
+             */
+            cpu_millis?: number | null;
             /** Gpus */
             gpus: components["schemas"]["InventoryGpuResponse"][];
+            /**
+             * Memory Free Mb
+             * @description memory_mb - memory_held_mb (never negative); None: no limit.
+             */
+            memory_free_mb?: number | null;
+            /**
+             * Memory Held Mb
+             * @description Memory the allocations hold, MiB.
+             * @default 0
+             */
+            memory_held_mb: number;
+            /**
+             * Memory Mb
+             * @description The node's memory, MiB; None: not declared.
+             */
+            memory_mb?: number | null;
             /** Name */
             name: string;
             /** Ready */

@@ -5,16 +5,18 @@ import { expect, test } from "vitest";
 import type { Schemas } from "../../api/client";
 import { renderApp } from "../../test/render";
 import { ME, server } from "../../test/server";
-import { age } from "./Nodes";
+import { age, cores, memory } from "./Nodes";
 
 const ADMIN = { ...ME, role: "admin" as const };
+/** A node that declares no CPU or memory: nothing held, no limit. */
+const UNDECLARED = { cpu_held_millis: 0, memory_held_mb: 0 };
 
 function inventory(heldMb: number, schedulable = true): Schemas["InventoryResponse"] {
   const gpu = { index: 0, vendor: "nvidia", model: "A100", vram_mb: 81_920, held_mb: heldMb, free_mb: 81_920 - heldMb, schedulable, simulated: false };
   return {
     nodes: [
-      { name: "gpu-a", ready: true, gpus: [gpu] },
-      { name: "local", ready: true, gpus: [{ ...gpu, held_mb: 0, free_mb: 81_920 }] },
+      { name: "gpu-a", ready: true, gpus: [gpu], ...UNDECLARED },
+      { name: "local", ready: true, gpus: [{ ...gpu, held_mb: 0, free_mb: 81_920 }], ...UNDECLARED },
     ],
   };
 }
@@ -115,6 +117,7 @@ function shared(): Schemas["InventoryResponse"] {
       {
         name: "gpu-a",
         ready: true,
+        ...UNDECLARED,
         gpus: [
           {
             ...base,
@@ -172,4 +175,41 @@ test("the jobs and endpoints sharing a GPU are listed; the admin's own link to t
   expect(within(endpoint).queryByRole("link")).toBeNull();
   expect(within(job).getByRole("link", { name: "job-mine" })).toHaveAttribute("href", "/jobs/job-mine");
   expect(within(job).getByTestId("holder-vram")).toHaveTextContent("8 GiB");
+});
+
+test("each node shows its free CPU and memory; a node that declares none says it has no limit", async () => {
+  const gpu = { index: 0, vendor: "nvidia", model: "A100", vram_mb: 81_920, held_mb: 0, free_mb: 81_920, schedulable: true, simulated: false };
+  server.use(
+    http.get("*/v1/me", () => HttpResponse.json(ADMIN)),
+    http.get("*/v1/nodes", () =>
+      HttpResponse.json({
+        nodes: [
+          {
+            name: "gpu-a",
+            ready: true,
+            gpus: [gpu],
+            cpu_millis: 16_000,
+            cpu_held_millis: 2_500,
+            cpu_free_millis: 13_500,
+            memory_mb: 65_536,
+            memory_held_mb: 12_288,
+            memory_free_mb: 53_248,
+          },
+          { name: "local", ready: true, gpus: [gpu], ...UNDECLARED },
+        ],
+      }),
+    ),
+    http.get("*/v1/admin/nodes", () => HttpResponse.json({ nodes: [] })),
+  );
+  renderApp("/admin/nodes");
+  await screen.findByRole("heading", { name: "gpu-a" });
+  expect(within(card("gpu-a")).getByTestId("cpu-free")).toHaveTextContent("CPU 13.5 of 16 cores free");
+  expect(within(card("gpu-a")).getByTestId("memory-free")).toHaveTextContent("memory 52 GiB of 64 GiB free");
+  expect(within(card("local")).getByTestId("cpu-free")).toHaveTextContent("CPU not declared (no limit)");
+  expect(within(card("local")).getByTestId("memory-free")).toHaveTextContent("memory not declared (no limit)");
+});
+
+test("cores and memory read as people write them", () => {
+  expect([cores(16_000), cores(12_500), cores(250), cores(1)]).toEqual(["16", "12.5", "0.25", "0.001"]);
+  expect([memory(1536), memory(8192), memory(12_800), memory(522_752)]).toEqual(["1536 MiB", "8 GiB", "12.5 GiB", "510.5 GiB"]);
 });

@@ -53,6 +53,35 @@ export function VramBar({ gpu }: { gpu: Gpu }) {
   );
 }
 
+type InventoryNode = Schemas["InventoryNodeResponse"];
+
+/** Thousandths of a core as cores: 16, 12.5, 0.25. */
+export function cores(millis: number): string {
+  return `${Number((millis / 1000).toFixed(3))}`;
+}
+
+/** Memory for people: whole GiB, else GiB to a tenth from 10 GiB up, else MiB (as VRAM). */
+export function memory(mb: number): string {
+  return mb % 1024 === 0 || mb < 10 * 1024 ? mib(mb) : `${(mb / 1024).toFixed(1)} GiB`;
+}
+
+/** A node's free CPU and memory of what it declares; a node that declares none has no limit. */
+export function NodeCapacity({ node }: { node: InventoryNode }) {
+  const cpu =
+    node.cpu_millis == null || node.cpu_free_millis == null
+      ? "CPU not declared (no limit)"
+      : `CPU ${cores(node.cpu_free_millis)} of ${cores(node.cpu_millis)} cores free`;
+  const mem =
+    node.memory_mb == null || node.memory_free_mb == null
+      ? "memory not declared (no limit)"
+      : `memory ${memory(node.memory_free_mb)} of ${memory(node.memory_mb)} free`;
+  return (
+    <p className="mb-2 text-sm text-slate-700">
+      <span data-testid="cpu-free">{cpu}</span> · <span data-testid="memory-free">{mem}</span>
+    </p>
+  );
+}
+
 /** What holds a GPU's VRAM; a job or endpoint of the signed-in admin links to its page (the
  * detail pages show one's own work only). */
 export function Holders({ gpu, userId }: { gpu: Gpu; userId: string | undefined }) {
@@ -183,6 +212,7 @@ export function Nodes() {
         return (
           <Card key={node.name} title={node.name}>
             <p className={`mb-2 text-sm font-medium ${node.ready ? "text-green-800" : "text-red-700"}`}>{node.ready ? "Ready" : "NotReady"}</p>
+            <NodeCapacity node={node} />
             {entry ? (
               <NodeActions joined={entry} heldMb={held} />
             ) : joined.isSuccess ? (
