@@ -7,12 +7,17 @@ usage() {
 	cat <<'USAGE'
 Usage: leave-node.sh [--uninstall] [options]
 
-Leaves the cluster: tells the master (POST /v1/nodes/leave: its mesh address is freed and
-the gateway stops placing work here and requeues what ran here), stops the heartbeat, the
-K3s agent and the WireGuard tunnel. The key pair is kept, so a later join-node.sh gets the
-node back under the same key.
+Leaves the cluster. The jobs and endpoint replicas running here move first: the heartbeat
+stops, the master sees the node NotReady, places nothing new here and requeues what ran
+here (after KUBERAY_HEARTBEAT_TIMEOUT_SECONDS and GATEWAY_NODE_LOST_GRACE_SECONDS, about
+a minute and a half by default), and this script waits until none runs here. Then it tells
+the master (POST /v1/nodes/leave: the registration and the WireGuard peer go, the mesh
+address is freed) and stops the K3s agent (the Ray worker) and the tunnel. The key pair is
+kept, so a later join-node.sh gets the node back under the same key.
 
 Options:
+  --wait SECONDS     how long the jobs may take to move (default 600; 0: leave at once,
+                     the master requeues them when it notices)
   --uninstall        also uninstall the K3s agent, remove the Ray worker image, the
                      WireGuard configuration and the state directory (keys included)
   --state-dir DIR    the node's state (default /var/lib/gridweave-node)
@@ -27,10 +32,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/lib/node.sh"
 
 UNINSTALL=0
+WAIT=600
 RAY_WORKER_IMAGE=${RAY_WORKER_IMAGE:-gridweave/ray-worker:latest}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--uninstall) UNINSTALL=1; shift ;;
+	--wait) WAIT=${2:?--wait needs seconds}; shift 2 ;;
 	--state-dir) STATE_DIR=${2:?--state-dir needs a directory}; shift 2 ;;
 	--dry-run) DRY_RUN=1; shift ;;
 	-h | --help) usage; exit 0 ;;
@@ -38,11 +45,35 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-need curl python3
+[[ $WAIT =~ ^[0-9]+$ ]] || die "--wait needs a number of seconds, not $WAIT"
+
+need curl python3 pgrep
 [ "$DRY_RUN" = 1 ] || [ "$(id -u)" = 0 ] || die "run as root (or with --dry-run)"
 [ -s "$STATE_DIR/node.json" ] || die "$STATE_DIR/node.json is missing: this machine has not joined"
 MASTER_URL=$(cat "$STATE_DIR/master")
 name=$(json_field "$STATE_DIR/node.json" name)
+
+# The work running here: Ray's process title of a job attempt under way (a warm worker
+# waiting for one is "ray::JobWorker", not counted) and of an endpoint replica.
+running_work() { pgrep -c -f '^ray::(JobWorker\.run|ServeReplica)' || true; }
+
+# -- the jobs move first: silent, the node turns NotReady and the master requeues its work --
+if [ "$DRY_RUN" = 1 ]; then
+	printf 'would wait up to %s s for the jobs and endpoint replicas here to move\n' "$WAIT"
+elif [ "$WAIT" -gt 0 ] && [ "$(running_work)" -gt 0 ]; then
+	log "$(running_work) jobs or endpoint replicas run here: the heartbeat stops so the master moves them"
+	run systemctl stop gridweave-heartbeat.service
+	waited=0
+	while [ "$(running_work)" -gt 0 ] && [ "$waited" -lt "$WAIT" ]; do
+		sleep 1
+		waited=$((waited + 1))
+	done
+	if [ "$(running_work)" -gt 0 ]; then
+		log "still running after $WAIT s: leaving anyway (the master requeues them)"
+	else
+		log "no job or endpoint replica runs here any more (after $waited s)"
+	fi
+fi
 
 log "leaving: $name tells the master at $MASTER_URL"
 api POST /v1/nodes/leave "" "$(json_field "$STATE_DIR/node.json" node_token)" >/dev/null

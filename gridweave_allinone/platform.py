@@ -23,6 +23,7 @@ from typing import IO
 from gridweave_allinone.job_image import publish_default_image
 from gridweave_allinone.kube import KubeAccess, start_kube
 from gridweave_allinone.mail import OutboxWatcher
+from gridweave_allinone.ports import PortsInUse, check_ports
 from gridweave_allinone.secrets import dashboard_proxy_secret, internal_token, secrets_dir
 from gridweave_allinone.services import Wiring, service_databases, service_waves
 from gridweave_allinone.settings import AllInOneSettings
@@ -51,7 +52,7 @@ class AlreadyRunning(RuntimeError):
 
 
 #: What a start that cannot go on raises: each says what failed, for one line to the user.
-START_ERRORS = (AlreadyRunning, StartFailed, KubeAPIError, EmbeddedPostgresError)
+START_ERRORS = (AlreadyRunning, PortsInUse, StartFailed, KubeAPIError, EmbeddedPostgresError)
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ class AllInOne:
         state = self.state_dir
         state.mkdir(parents=True, exist_ok=True)
         self._lock = _lock_state_dir(state)
+        check_ports(self.settings)  # before anything starts: a taken port named, its holder
         token = internal_token(state)
         self.report(f"state directory {state}")
         self.report("starting PostgreSQL (embedded)")

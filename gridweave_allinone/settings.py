@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from gridweave_runtime.settings import default_state_dir
 
-__all__ = ["AllInOneSettings", "DEFAULT_PORTS"]
+__all__ = ["DEFAULT_PORTS", "RAY_WORKER_PORTS", "AllInOneSettings"]
 
 #: The standard ports (docs/architecture.md, "Ports"), before GRIDWEAVE_PORT_OFFSET.
 DEFAULT_PORTS: dict[str, int] = {
@@ -34,6 +34,11 @@ DEFAULT_PORTS: dict[str, int] = {
     "registry_health": 30501,
     "web": 3000,
 }
+
+#: Ray's worker ports (``ray start``'s default ``--min-worker-port`` to
+#: ``--max-worker-port``): a Ray worker of any Ray on the machine may take one, so no port of
+#: the all-in-one lies there.
+RAY_WORKER_PORTS = range(10002, 20000)
 
 #: Bind addresses that mean every address of the machine.
 _EVERY_ADDRESS = frozenset({"0.0.0.0", "::", ""})
@@ -67,9 +72,35 @@ class AllInOneSettings(BaseSettings):
         description=(
             "GRIDWEAVE_PORT_OFFSET: added to every standard port (3000 dashboard, 8100 "
             "platform ... 8800 kuberay-service, 6443 Kubernetes API, 6380 Ray, 8900 Ray Serve, "
-            "30500 registry), to run beside another copy."
+            "30500 registry), to run beside another copy; none may land among Ray's worker "
+            "ports (10002-19999): up to 1101, or from 17000. gridweave up checks every port "
+            "before it starts and names the process holding one."
         ),
     )
+
+    @field_validator("port_offset")
+    @classmethod
+    def _outside_ray_worker_ports(cls, offset: int) -> int:
+        inside = [
+            f"{name} {port + offset}"
+            for name, port in DEFAULT_PORTS.items()
+            if port + offset in RAY_WORKER_PORTS
+        ]
+        if inside:
+            below = (
+                RAY_WORKER_PORTS.start
+                - 1
+                - max(p for p in DEFAULT_PORTS.values() if p < RAY_WORKER_PORTS.start)
+            )
+            above = RAY_WORKER_PORTS.stop - min(DEFAULT_PORTS.values())
+            raise ValueError(
+                f"puts {', '.join(inside)} among Ray's worker ports "
+                f"({RAY_WORKER_PORTS.start}-{RAY_WORKER_PORTS.stop - 1}), where any Ray "
+                f"worker on this machine may take them: use an offset up to {below}, or from "
+                f"{above}"
+            )
+        return offset
+
     kubeconfig: Path | None = Field(
         default=None,
         description=(

@@ -7,19 +7,23 @@ import json
 import os
 import signal
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from gridweave_allinone.kube import start_kube
 from gridweave_allinone.platform import AllInOne, AlreadyRunning, _lock_state_dir
+from gridweave_allinone.ports import PortsInUse, needed_ports, taken_ports
 from gridweave_allinone.secrets import dashboard_proxy_secret, internal_token
 from gridweave_allinone.services import ServiceSpec, Wiring, service_databases, service_waves
 from gridweave_allinone.settings import DEFAULT_PORTS, AllInOneSettings
 from gridweave_allinone.supervisor import StartFailed, Supervisor
 from gridweave_runtime.kubeapi import BIN_ENV, KubeAPIError
+from tests.support.allinone import free_port_offset
 
 
 def _wiring(waves: list[list[ServiceSpec]], common: dict[str, str] | None = None) -> Wiring:
@@ -211,3 +215,74 @@ def test_a_refused_start_stops_nothing_of_the_running_one(
     finally:
         held.close()
     assert stopped == [], "the running all-in-one's Ray was left alone"
+
+
+@pytest.mark.parametrize("offset", [2000, 1102, 10000])
+def test_an_offset_among_rays_worker_ports_is_refused_naming_it(offset: int) -> None:
+    with pytest.raises(ValidationError) as refused:
+        AllInOneSettings(port_offset=offset)
+    error = refused.value.errors()[0]
+    assert error["loc"] == ("port_offset",)
+    assert "Ray's worker ports (10002-19999)" in error["msg"]
+    assert "up to 1101, or from 17000" in error["msg"]
+    for fine in (0, 1101, 17000):
+        assert AllInOneSettings(port_offset=fine).port("platform") == 8100 + fine
+
+
+def _listener(port: int, *args: str, reuse_port: bool = False) -> subprocess.Popen[str]:
+    """A process listening on every address's ``port`` (``args``: in its command line)."""
+    code = (
+        "import socket, sys, time\n"
+        "s = socket.socket()\n"
+        + ("s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)\n" if reuse_port else "")
+        + f"s.bind(('0.0.0.0', {port})); s.listen(); print('listening', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None and process.stdout.readline() == "listening\n"
+    return process
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.kill()
+    process.wait()
+    assert process.stdout is not None
+    process.stdout.close()
+
+
+def test_a_taken_port_is_named_with_its_holder_before_anything_starts(tmp_path: Path) -> None:
+    """Held on every address while the all-in-one binds loopback, and with SO_REUSEPORT
+    (as another Ray Serve proxy binds, which would share the connections in silence)."""
+    offset = free_port_offset()
+    settings = AllInOneSettings(state_dir=tmp_path / "state", port_offset=offset)
+    holders = [
+        _listener(settings.port("platform")),
+        _listener(settings.port("serve"), reuse_port=True),
+    ]
+    try:
+        with pytest.raises(PortsInUse) as refused:
+            AllInOne(settings, report=lambda line: None).start()
+        message = str(refused.value)
+        for name, holder in zip(("platform", "serve"), holders, strict=True):
+            assert f"{settings.port(name)} ({name}) is held by pid {holder.pid}" in message
+        assert "GRIDWEAVE_PORT_OFFSET" in message
+        assert not (tmp_path / "state" / "postgres").exists()  # nothing started
+    finally:
+        for holder in holders:
+            _stop(holder)
+
+
+def test_its_own_leftover_on_a_port_is_not_in_the_way(tmp_path: Path) -> None:
+    """A process naming the state directory (a Ray head that outlived a killed start) is
+    the all-in-one's own: the gateway takes its head back."""
+    state = (tmp_path / "state").resolve()
+    settings = AllInOneSettings(state_dir=state, port_offset=free_port_offset())
+    own = _listener(settings.port("ray"), f"--temp-dir={state}/ray")
+    try:
+        assert taken_ports(settings.host, needed_ports(settings), own=str(state)) == []
+        taken = taken_ports(settings.host, needed_ports(settings))
+        assert [(t.name, t.port) for t in taken] == [("ray", settings.port("ray"))]
+    finally:
+        _stop(own)

@@ -111,9 +111,19 @@ class TestJoinAndLeave:
         beat = run_script("node-heartbeat.sh", "--once", "--state-dir", str(state))
         assert beat.returncode == 0, beat.stderr
 
-        left = run_script("leave-node.sh", "--dry-run", "--state-dir", str(state))
+        bad_wait = run_script(
+            "leave-node.sh", "--dry-run", "--wait", "soon", "--state-dir", str(state)
+        )
+        assert bad_wait.returncode == 1
+        assert "--wait needs a number of seconds, not soon" in bad_wait.stderr
+        assert _node(registry, "gpu-script-a") is not None  # nothing asked of the master
+
+        left = run_script("leave-node.sh", "--dry-run", "--wait", "90", "--state-dir", str(state))
         assert left.returncode == 0, left.stderr
         assert _outputs(left) == {"GRIDWEAVE_LEFT": "gpu-script-a"}
+        # the jobs move first, then the registration, the Ray worker and the tunnel go
+        moved = left.stdout.index("would wait up to 90 s for the jobs and endpoint replicas")
+        assert moved < left.stdout.index("would run: systemctl disable --now k3s-agent")
         assert "would run: wg-quick down wg0" in left.stdout
         assert _node(registry, "gpu-script-a") is None
         assert (state / "wg.key").exists() and not (state / "node.json").exists()
