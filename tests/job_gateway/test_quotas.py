@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gridweave_controller import NotFound
+from gridweave_controller import JobPhase, NotFound
 from tests.job_gateway.endpoints.factories import endpoint_body, new_endpoint_id
 from tests.job_gateway.gateway_factories import (
     GatewayServer,
@@ -19,6 +20,7 @@ from tests.job_gateway.gateway_factories import (
     submit_body,
 )
 from tests.support.kubeapi import KubeAPI
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kubeapi
 
@@ -222,6 +224,59 @@ class TestBadQuota:
         answer = gateway.http.post("/v1/jobs", json=submit_body(quota=quota))
         assert answer.status_code == 422, answer.text
         assert field in [item["field"] for item in answer.json()["error"]["fields"]]
+
+
+FULL_NODE = """
+nodes:
+  - name: gpu-f
+    gpus:
+"""
+FULL_NODE += "".join(
+    f"      - {{index: {i}, vendor: nvidia, model: NVIDIA A100 80GB, vram_mb: 81920}}\n"
+    for i in range(3)
+)
+
+
+class TestSharesOrderTheQueue:
+    @pytest.mark.parametrize(("weights", "first"), [({}, "heavy"), ({"light": 2.0}, "light")])
+    def test_the_weight_decides_who_gets_the_last_gpu(
+        self,
+        kubeapi: KubeAPI,
+        tmp_path_factory: pytest.TempPathFactory,
+        weights: dict[str, float],
+        first: str,
+    ) -> None:
+        """heavy and light hold a GPU each; heavy's waiting job is older. With equal weights
+        the tie goes to it; light of weight 2 has half the share and goes first."""
+        workdir = tmp_path_factory.mktemp("shares")
+        with running_gateway(
+            kubeapi, workdir, inventory_yaml=FULL_NODE, pass_interval_seconds=0.2
+        ) as gw:
+
+            def whole_gpu(user: str) -> str:
+                body = submit_body(user_id=user, vendor="nvidia", vram_mb=81920)
+                answer = gw.http.post("/v1/jobs", json=body)
+                assert answer.status_code == 201, answer.text
+                job_id: str = answer.json()["job_id"]
+                return job_id
+
+            for user in ("heavy", "light", "blocker"):
+                gw.crd.wait_for_job(whole_gpu(user), {JobPhase.ALLOCATED}, timeout=30)
+            blocker = gw.crd.list_jobs(user_id="blocker")[0].name
+            assert gw.http.put("/v1/shares", json={"weights": weights}).status_code == 200
+            waiting = {"heavy": whole_gpu("heavy")}
+            time.sleep(1.1)  # creation times are whole seconds: heavy's is older
+            waiting["light"] = whole_gpu("light")
+            assert gw.http.post(f"/v1/jobs/{blocker}/cancel").status_code == 200
+            wait_until(
+                lambda: any(
+                    gw.crd.get_job(job).phase is JobPhase.ALLOCATED for job in waiting.values()
+                ),
+                what="one waiting job placed",
+            )
+            phases = {user: gw.crd.get_job(job).phase for user, job in waiting.items()}
+        second = "light" if first == "heavy" else "heavy"
+        assert (phases[first], phases[second]) == (JobPhase.ALLOCATED, JobPhase.PENDING)
 
 
 class TestShares:
