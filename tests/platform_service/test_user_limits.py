@@ -142,6 +142,27 @@ class TestQuota:
         fits = platform.http.post("/v1/maps", json=map_body(concurrency=2), headers=alice.headers)
         assert fits.status_code == 201, fits.text
 
+    def test_an_endpoint_deploy_past_the_vram_quota_is_429(
+        self, platform: PlatformServer, alice: User
+    ) -> None:
+        set_limits(platform, alice.user_id, max_vram_mb=8192)
+        body = {
+            "name": "chat",
+            "mode": "transformers",
+            "model_ref": "/models/tiny-gpt2",
+            "vram_mb": 4096,
+            "vendor": "nvidia",
+        }
+        refused = platform.http.post(
+            "/v1/endpoints", json={**body, "max_replicas": 3}, headers=alice.headers
+        )
+        error = quota_error(refused)
+        assert (error["quota"], error["in_use"], error["asked"]) == ("max_vram_mb", 0, 12288)
+        deployed = platform.http.post("/v1/endpoints", json=body, headers=alice.headers)
+        assert deployed.status_code == 201, deployed.text
+        job = quota_error(submit(platform, alice, vram_mb=8192))
+        assert (job["in_use"], job["asked"]) == (4096, 8192)
+
     def test_cleared_quota_admits_again(self, platform: PlatformServer, alice: User) -> None:
         set_limits(platform, alice.user_id, max_gpus=0)
         quota_error(submit(platform, alice))
