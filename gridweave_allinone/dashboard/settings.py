@@ -32,6 +32,15 @@ class DashboardSettings(BaseSettings):
             "when this equals its PLATFORM_DASHBOARD_PROXY_SECRET. The all-in-one makes one."
         ),
     )
+    forwarded_allow_ips: str = Field(
+        default="",
+        description=(
+            "The addresses (comma-separated, uvicorn's forwarded_allow_ips) of a TLS "
+            "terminator in front of the dashboard whose X-Forwarded-For and -Proto it "
+            "believes (the platform then marks the session cookie Secure). Empty: none, so "
+            "no local process can name the address the faucet's per-address limits count."
+        ),
+    )
     dist_dir: Path | None = Field(
         default=None,
         description="The built dashboard. Unset: web/dist of this checkout (made by make web).",

@@ -5,21 +5,25 @@ limits) only with the dashboard's proxy secret."""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from gridweave_allinone.dashboard import DashboardSettings, create_dashboard_app
+from gridweave_allinone.dashboard.__main__ import server_options
 from tests.faucet_service.factories import faucet_settings, running_faucet
 from tests.platform_service.factories import PlatformServer, platform_settings, running_platform
 from tests.support.credit_server import CreditServer
-from tests.support.http_server import serve_in_thread
+from tests.support.http_server import free_port, serve_in_thread
 from tests.support.postgres import PostgresTestServer
 
 SECRET = "dashboard-proxy-secret-for-tests"
@@ -73,8 +77,26 @@ def recorded(recorder: Recorder, tmp_path_factory: pytest.TempPathFactory) -> It
             dist_dir=tmp_path_factory.mktemp("none"),
             proxy_secret=SECRET,
         )
-        with serve_in_thread(create_dashboard_app(settings)) as url:
+        with serve_dashboard(settings) as url:
             yield url
+
+
+@contextmanager
+def serve_dashboard(settings: DashboardSettings) -> Iterator[str]:
+    """The dashboard served as ``python -m gridweave_allinone.dashboard`` serves it (its
+    uvicorn options), on a free port of loopback."""
+    options = server_options(settings) | {"port": free_port(), "lifespan": "on"}
+    server = uvicorn.Server(uvicorn.Config(**options))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        assert thread.is_alive(), "the dashboard did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{options['port']}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
 
 
 class TestForwarded:
@@ -101,17 +123,36 @@ class TestForwarded:
     def test_the_browsers_address_replaces_any_it_sent_and_the_secret_is_the_proxys(
         self, recorded: str
     ) -> None:
+        """A local process naming an address is not believed: without
+        WEB_FORWARDED_ALLOW_IPS the dashboard forwards the connection's own."""
         answer = httpx.get(
             f"{recorded}/v1/me",
             headers={"X-Gridweave-Proxy": "made-up", "X-Forwarded-For": "198.51.100.7, 10.0.0.1"},
             timeout=10,
         ).json()
-        # the dashboard's server takes a loopback proxy's X-Forwarded-For (uvicorn's
-        # forwarded_allow_ips) and forwards the one address it then sees
-        assert answer["forwarded_for"] == ["10.0.0.1"]
+        assert answer["forwarded_for"] == ["127.0.0.1"]
         assert answer["proxy"] == [SECRET]
         plain = httpx.get(f"{recorded}/v1/me", timeout=10).json()
         assert plain["forwarded_for"] == ["127.0.0.1"]
+
+    def test_a_tls_terminator_named_in_the_settings_is_believed(
+        self, recorder: Recorder, tmp_path: Path
+    ) -> None:
+        with serve_in_thread(recorder) as upstream:
+            settings = DashboardSettings(
+                platform_url=upstream,
+                dist_dir=tmp_path,
+                proxy_secret=SECRET,
+                forwarded_allow_ips="127.0.0.1",
+            )
+            with serve_dashboard(settings) as url:
+                answer = httpx.get(
+                    f"{url}/v1/me",
+                    headers={"X-Forwarded-For": "198.51.100.7, 10.0.0.1"},
+                    timeout=10,
+                ).json()
+        # the terminator's list: the last address is the one it saw
+        assert answer["forwarded_for"] == ["10.0.0.1"]
 
     def test_a_platform_under_a_path_gets_it_before_the_raw_path(
         self, recorder: Recorder, tmp_path: Path
@@ -169,10 +210,15 @@ def platform(
 
 @pytest.fixture(scope="module")
 def dashboard(platform: PlatformServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The dashboard behind a TLS terminator on loopback (the test's requests stand for
+    its: their X-Forwarded-For is the browser's)."""
     settings = DashboardSettings(
-        platform_url=platform.url, dist_dir=tmp_path_factory.mktemp("dist"), proxy_secret=SECRET
+        platform_url=platform.url,
+        dist_dir=tmp_path_factory.mktemp("dist"),
+        proxy_secret=SECRET,
+        forwarded_allow_ips="127.0.0.1",
     )
-    with serve_in_thread(create_dashboard_app(settings)) as url:
+    with serve_dashboard(settings) as url:
         yield url
 
 
