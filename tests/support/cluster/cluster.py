@@ -140,8 +140,11 @@ class Cluster:
         """The network namespaces of every machine started so far."""
         return [machine.net_inode for machine in self.machines()]
 
-    def wait_ray_worker(self, node: Node, *, timeout: float = 120.0) -> None:
-        """Until the head lists ``node``'s Ray worker alive at its mesh address."""
+    def wait_ray_worker(self, node: Node, *, timeout: float = 300.0) -> None:
+        """Until the head lists ``node``'s Ray worker alive at its mesh address. A busy host
+        may take a few of the agent's restarts: Ray's raylet aborts when its dashboard agent
+        has not written its ports within 15 s (fixed in Ray 2.60), a Python start that a
+        saturated CPU makes longer."""
         deadline = time.monotonic() + timeout
         while True:
             alive = {
@@ -150,8 +153,10 @@ class Cluster:
             if alive.get(node.name) == node.vpn_ip:
                 return
             if time.monotonic() > deadline:
-                raise AssertionError(f"{node.name}'s Ray worker did not join: {alive}")
-            time.sleep(1.0)
+                raise AssertionError(
+                    f"{node.name}'s Ray worker did not join: {alive}\n{node.ray_worker_log()}"
+                )
+            time.sleep(3.0)  # each look is a Ray driver of its own: a few CPU seconds
 
     def stop(self) -> None:
         """Every machine, nodes first; their processes, cgroups and namespaces."""

@@ -7,6 +7,7 @@ its ``eth0``.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from tests.support.cluster.machine import Machine, MachineSpec
@@ -27,6 +28,14 @@ class Lan:
     def wire(self, machine: Machine, address: str, prefix: int) -> None:
         """A cable from the bridge to ``machine``, whose ``eth0`` gets ``address``."""
         port = f"to-{machine.name}"[:15]
+        # a machine started again: its old cable goes with its old namespace, which the
+        # kernel cleans up a moment after the last process ended
+        deadline = time.monotonic() + 30
+        while self.machine.run(["ip", "link", "show", port], check=False).returncode == 0:
+            if time.monotonic() > deadline:
+                self.machine.run(["ip", "link", "del", port])
+                break
+            time.sleep(0.2)
         self.machine.run(
             [
                 "ip",

@@ -193,12 +193,35 @@ class Node:
         path = self.workdir / "var-lib-gridweave" / "standin" / "ray-worker.mode"
         return path.read_text().strip() if path.exists() else ""
 
-    def systemctl_calls(self) -> list[str]:
-        """The calls the systemctl stand-in received, in order (arguments only)."""
+    def ray_worker_log(self, lines: int = 40) -> str:
+        """The tail of the K3s agent stand-in's output and of the Ray worker's raylet log
+        (for a failure's message)."""
+        if self.machine is None or not self.machine.alive:
+            return f"{self.name} is not running"
+        # the worker's session lies under the head's temporary directory, in the node's /tmp
+        script = (
+            f"tail -n {lines} /run/gridweave-standin/units/k3s-agent.service.log; "
+            "logs=$(dirname \"$(find /tmp -path '*/logs/raylet.out' | head -n 1)\"); "
+            f'echo "-- $logs/raylet.out:"; tail -n {lines} "$logs/raylet.out"; '
+            f"echo '-- raylet.err:'; tail -n {lines} \"$logs/raylet.err\""
+        )
+        done = self.machine.run(["sh", "-c", script], check=False)
+        return done.stdout + done.stderr
+
+    def systemctl_log(self) -> list[tuple[float, str]]:
+        """The calls the systemctl stand-in received, in order: (epoch seconds, arguments)."""
         path = self.workdir / "var-lib-gridweave" / "standin" / "systemctl.log"
         if not path.exists():
             return []
-        return [line.split(" systemctl ", 1)[1] for line in path.read_text().splitlines()]
+        calls = []
+        for line in path.read_text().splitlines():
+            at, call = line.split(" systemctl ", 1)
+            calls.append((float(at), call))
+        return calls
+
+    def systemctl_calls(self) -> list[str]:
+        """The calls the systemctl stand-in received, in order (arguments only)."""
+        return [call for _, call in self.systemctl_log()]
 
     def kill(self) -> None:
         """The machine dies: SIGKILL to its init."""

@@ -11,16 +11,17 @@ from tests.support.cluster.master import Master
 
 __all__ = ["ray_nodes"]
 
+_MARK = "GRIDWEAVE_RAY_NODES="
 _READ = """
 import json, ray
 ray.init(
     address="{address}", namespace="gridweave-probe", logging_level="ERROR", log_to_driver=False
 )
-print(json.dumps([
+print("GRIDWEAVE_RAY_NODES=" + json.dumps([
     {{"alive": n["Alive"], "ip": n["NodeManagerAddress"], "node_id": n["NodeID"],
       "labels": n.get("Labels", {{}}), "gpus": n["Resources"].get("GPU", 0)}}
     for n in ray.nodes()
-]))
+]), flush=True)
 """
 
 
@@ -32,4 +33,7 @@ def ray_nodes(master: Master) -> list[dict[str, Any]]:
         env={"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "PATH": "/usr/bin:/bin"},
         timeout=120,
     )
-    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+    # the driver's own messages may follow (a backtrace printed as it exits): the marked line
+    found = [line for line in done.stdout.splitlines() if line.startswith(_MARK)]
+    assert found, f"the Ray node table was not printed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    return list(json.loads(found[-1].removeprefix(_MARK)))
