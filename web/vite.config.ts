@@ -42,5 +42,7 @@ export default defineConfig({
     environment: "jsdom",
     setupFiles: ["src/test/setup.ts"],
     include: ["src/**/*.test.tsx", "src/**/*.test.ts"],
+    // a busy machine (CI's two cores beside the Python suite) renders a page in seconds
+    testTimeout: 30_000,
   },
 });
