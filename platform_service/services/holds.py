@@ -147,13 +147,14 @@ async def release_job_hold(credit: AsyncCreditClient, *, user_id: str, hold_id: 
 
 async def release_unstarted_job_hold(
     credit: AsyncCreditClient, *, user_id: str, job_id: str
-) -> None:
+) -> bool:
     """Give back the whole hold of a job that ended before it held a GPU.
 
     Such a job is never reported to metering (no node, no GPU, no second to bill), so no
     settlement would ever close its hold. Settling its reference with 0 releases all of it,
     exactly once (a repeat replays the first answer). A failure is logged, not raised: the
-    job is cancelled whatever happens to its hold, and cancelling it again retries.
+    job is cancelled whatever happens to its hold, and cancelling it again (or the job hold
+    sweeper's next pass) retries. Whether it was released.
     """
     operation = ops.settle(reference=job_id, user_id=user_id, amount=0)
     try:
@@ -163,3 +164,5 @@ async def release_unstarted_job_hold(
         _log.warning(
             "job %s: the hold of the unstarted job was not released", job_id, exc_info=True
         )
+        return False
+    return True

@@ -71,10 +71,9 @@ class JobHoldSweeper:
         unknown: dict[str, float] = {}
         for hold in await self._open_holds():
             try:
-                if await self._closes(hold, unknown):
-                    await release_unstarted_job_hold(
-                        self.credit, user_id=hold.user_id, job_id=hold.reference
-                    )
+                if await self._closes(hold, unknown) and await release_unstarted_job_hold(
+                    self.credit, user_id=hold.user_id, job_id=hold.reference
+                ):
                     released.append(hold.reference)
             except PlatformError:  # the gateway unreachable: the next pass asks again
                 _log.warning("hold %s: its job could not be read", hold.hold_id, exc_info=True)
@@ -104,10 +103,8 @@ class JobHoldSweeper:
                 job = None
         if job is None or job.user_id != hold.user_id:
             since = self._unknown_since.get(job_id, self._clock())
-            if self._clock() - since >= self.grace_seconds:
-                return True
-            unknown[job_id] = since
-            return False
+            unknown[job_id] = since  # kept should its release fail: the grace is not new
+            return self._clock() - since >= self.grace_seconds
         return job.phase in JOB_TERMINAL_PHASES and job.node is None
 
     async def _open_holds(self) -> list[OpenHoldResponse]:
