@@ -55,11 +55,16 @@ def taken_ports(host: str, ports: dict[str, int], *, own: str | None = None) -> 
     not those whose every listener's command line names it (this state directory's own
     processes, such as a Ray head that outlived a killed ``gridweave up``: the gateway takes
     its own head back)."""
-    return [
-        TakenPort(name, port, _holder(port))
-        for name, port in ports.items()
-        if _taken(host, port) and not (own is not None and _held_by_own(port, own))
-    ]
+    listening = _listeners()
+    taken = []
+    for name, port in ports.items():
+        pids = listening.get(port, [])
+        if not (_bind_refused(host, port) or pids):
+            continue
+        if own is not None and pids and all(own in _command(pid) for pid in pids):
+            continue
+        taken.append(TakenPort(name, port, _holder(pids)))
+    return taken
 
 
 def check_ports(settings: AllInOneSettings) -> None:
@@ -78,10 +83,8 @@ def check_ports(settings: AllInOneSettings) -> None:
     )
 
 
-def _taken(host: str, port: int) -> bool:
-    """A socket bound to ``host`` cannot listen on ``port``, or another already listens on
-    it on some address (0.0.0.0 against 127.0.0.1, or with ``SO_REUSEPORT``: either would
-    take connections meant for the service)."""
+def _bind_refused(host: str, port: int) -> bool:
+    """A socket bound to ``host`` as the services bind cannot have ``port`` now."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the services bind
@@ -89,42 +92,37 @@ def _taken(host: str, port: int) -> bool:
             probe.bind((host or "0.0.0.0", port))
         except OSError as error:
             return error.errno in (errno.EADDRINUSE, errno.EACCES)
-    return bool(_listeners(port))
+    return False
 
 
-def _listeners(port: int) -> list[int | None]:
-    """The pids of the sockets listening on ``port`` (None: one this user may not see)."""
+def _listeners() -> dict[int, list[int | None]]:
+    """Each port some socket of the machine listens on, on any address (0.0.0.0 against
+    127.0.0.1, or with ``SO_REUSEPORT``: either would take connections meant for the
+    service), with the listeners' pids (None: one this user may not see)."""
     try:
         connections = psutil.net_connections(kind="inet")
     except psutil.AccessDenied:
-        return []
-    return [
-        c.pid
-        for c in connections
-        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
-    ]
+        return {}
+    listening: dict[int, list[int | None]] = {}
+    for c in connections:
+        if c.status == psutil.CONN_LISTEN and c.laddr:
+            listening.setdefault(c.laddr.port, []).append(c.pid)
+    return listening
 
 
-def _held_by_own(port: int, marker: str) -> bool:
-    pids = _listeners(port)
-    return bool(pids) and all(pid is not None and marker in _command(pid) for pid in pids)
-
-
-def _command(pid: int) -> str:
+def _command(pid: int | None) -> str:
+    if pid is None:
+        return ""
     try:
         return " ".join(psutil.Process(pid).cmdline())
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return ""
 
 
-def _holder(port: int) -> str:
-    """``pid N (command line)`` of the listener on ``port``, or why it is unnamed."""
-    pid = next((pid for pid in _listeners(port) if pid is not None), None)
+def _holder(pids: list[int | None]) -> str:
+    """``pid N (command line)`` of a listener among ``pids``, or why it is unnamed."""
+    pid = next((pid for pid in pids if pid is not None), None)
     if pid is None:
         return "a process this user may not see (ss -ltnp names it as root)"
-    try:
-        process = psutil.Process(pid)
-        command = " ".join(process.cmdline()) or process.name()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return f"pid {pid}"
-    return f"pid {pid} ({command[:120]})"
+    command = _command(pid)
+    return f"pid {pid} ({command[:120]})" if command else f"pid {pid}"
