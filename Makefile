@@ -8,7 +8,7 @@ PY_SOURCES := gridweave_controller gridweave_runtime gridweave_clients kuberay_s
 # Only the folders that exist: the layout grows issue by issue.
 CHECK_PATHS = $(wildcard $(PY_SOURCES))
 
-.PHONY: help install up sandbox cluster-tools cluster-demo kubeapi cometbft registry vllm lint typecheck layers shellcheck chromium web-deps web-schema web-schema-check web-build web pytest test bench clean
+.PHONY: help install up sandbox cluster-tools cluster-demo kubeapi cometbft registry prometheus vllm lint typecheck layers shellcheck chromium web-deps web-schema web-schema-check web-build web pytest test bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv and install Gridweave with its server, models and dev extras
 
-up: install web-build sandbox  ## the whole platform on this machine until Ctrl-C (data in GRIDWEAVE_STATE_DIR, default ~/.gridweave)
+up: install web-build sandbox prometheus  ## the whole platform on this machine until Ctrl-C (data in GRIDWEAVE_STATE_DIR, default ~/.gridweave)
 	$(BIN)/gridweave up
 
 # command:Debian package (the package of the same name when no package is given); iptables,
@@ -66,6 +66,11 @@ cometbft:  ## build CometBFT for the audit-chain tests (pinned in tools/cometbft
 registry:  ## build the image registry and the crane and oras clients its tests drive (pinned in tools/registry*, cached outside the repo)
 	@{ tools/registry/build.sh >/dev/null && tools/registry-clients/build.sh >/dev/null; } || { \
 		echo "*** the image registry or its clients could not be built: the registry tests will skip"; \
+		[ "$$CI" != "true" ]; }
+
+prometheus:  ## build Prometheus for gridweave up and the admin console's tests (pinned in tools/prometheus, cached outside the repo)
+	@tools/prometheus/build.sh >/dev/null || { \
+		echo "*** Prometheus could not be built: gridweave up draws no charts, the console tests will skip"; \
 		[ "$$CI" != "true" ]; }
 
 vllm:  ## build the virtualenv of vLLM's CPU build for the vllm endpoint tests (pinned in tools/vllm, cached outside the repo)
@@ -124,7 +129,7 @@ web: web-deps web-schema-check chromium  ## the dashboard: typecheck, component 
 	cd web && node_modules/.bin/vitest run
 	cd web && node_modules/.bin/vite build --logLevel warn
 
-pytest: install sandbox kubeapi cometbft registry vllm cluster-tools  ## the test suite (real apiserver and PostgreSQL included)
+pytest: install sandbox kubeapi cometbft registry prometheus vllm cluster-tools  ## the test suite (real apiserver and PostgreSQL included)
 	$(BIN)/pytest
 
 test: lint typecheck layers shellcheck web pytest  ## everything CI runs

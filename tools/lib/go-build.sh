@@ -2,15 +2,17 @@
 # Sourced by tools/<name>/build.sh: build pinned Go commands once into a cache outside the
 # repository, keyed by the hash of the module's go.sum and go.mod.
 #
-#   go_build_cached MODULE_DIR CACHE_ROOT NAME=PACKAGE...
+#   [GO_BUILD_TAGS=tag,tag] go_build_cached MODULE_DIR CACHE_ROOT NAME=PACKAGE...
 #
 # Prints the directory holding every NAME; a warm run builds nothing. Exits 127 when Go is
-# missing (callers report it), else fails on the first build error.
+# missing (callers report it), else fails on the first build error. GO_BUILD_TAGS, when
+# set, is passed to go build -tags and is part of the cache key.
 go_build_cached() {
   local here=$1 cache_root=$2
   shift 2
-  local key out spec complete=1 names=()
-  key=$(sha256sum "$here/go.sum" "$here/go.mod" | sha256sum | cut -c1-16)
+  local key out spec complete=1 names=() tags=${GO_BUILD_TAGS:-}
+  key=$({ sha256sum "$here/go.sum" "$here/go.mod"; [ -z "$tags" ] || echo "tags $tags"; } |
+    sha256sum | cut -c1-16)
   out="$cache_root/$key"
   for spec in "$@"; do
     names+=("${spec%%=*}")
@@ -26,7 +28,7 @@ go_build_cached() {
   echo "building ${names[*]} into $out (first run only)..." >&2
   for spec in "$@"; do
     (cd "$here" && CGO_ENABLED=0 GOFLAGS=-mod=readonly \
-      go build -trimpath -ldflags="-s -w" -o "$out.tmp/${spec%%=*}" "${spec#*=}" >&2)
+      go build -trimpath -tags="$tags" -ldflags="-s -w" -o "$out.tmp/${spec%%=*}" "${spec#*=}" >&2)
   done
   rm -rf "$out"
   mv "$out.tmp" "$out"
