@@ -58,6 +58,7 @@ from gridweave.errors import (
     NoGpuLargeEnough,
     OutOfMemory,
     PlatformUnreachable,
+    QuotaExceeded,
     RemoteError,
 )
 
@@ -80,6 +81,7 @@ __all__ = [
     "JobNotFinished",
     "MapItemFailed",
     "NoGpuLargeEnough",
+    "QuotaExceeded",
     "OutOfMemory",
     "PlatformUnreachable",
     "RemoteError",

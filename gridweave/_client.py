@@ -8,8 +8,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from gridweave._config import Config, current_config
-from gridweave.errors import InsufficientCredits, NoGpuLargeEnough, PlatformUnreachable
-from gridweave_clients import InvalidRequest, PaymentRequired, ServiceUnavailable
+from gridweave.errors import (
+    InsufficientCredits,
+    NoGpuLargeEnough,
+    PlatformUnreachable,
+    QuotaExceeded,
+)
+from gridweave_clients import InvalidRequest, PaymentRequired, RateLimited, ServiceUnavailable
 from gridweave_clients.platform import PlatformClient
 
 __all__ = ["platform_client", "platform_errors"]
@@ -35,7 +40,8 @@ def platform_client(config: Config | None = None) -> PlatformClient:
 
 @contextmanager
 def platform_errors(url: str) -> Iterator[None]:
-    """Raise the client's unreachable, 402 and no-such-GPU errors as the SDK's own."""
+    """Raise the client's unreachable, 402, quota (429) and no-such-GPU errors as the SDK's
+    own."""
     try:
         yield
     except ServiceUnavailable as exc:
@@ -44,6 +50,12 @@ def platform_errors(url: str) -> Iterator[None]:
         figures = {key: int(exc.details.get(key, 0)) for key in ("balance", "held", "needed")}
         available = int(exc.details.get("available", figures["balance"] - figures["held"]))
         raise InsufficientCredits(exc.message, available=available, **figures) from exc
+    except RateLimited as exc:
+        if exc.code != "quota_exceeded":
+            raise
+        figures = {key: _whole(exc.details.get(key)) for key in ("limit", "in_use", "asked")}
+        quota = exc.details.get("quota")
+        raise QuotaExceeded(exc.message, quota=str(quota or ""), **figures) from exc
     except InvalidRequest as exc:
         fields = exc.fields
         if not fields or fields[0]["field"] not in _PLACEMENT_FIELDS:
@@ -55,3 +67,8 @@ def platform_errors(url: str) -> Iterator[None]:
             field=fields[0]["field"],
             largest_vram_mb=int(largest.group(1)) if largest else None,
         ) from exc
+
+
+def _whole(value: object) -> int:
+    """A figure of an error's details as an int (0 when it is missing or not a number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

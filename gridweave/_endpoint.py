@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
@@ -35,7 +35,15 @@ from gridweave._client import platform_client, platform_errors
 from gridweave._config import Config, current_config
 from gridweave._pickling import dumps_program
 from gridweave._remote import remote_exception
-from gridweave._units import parse_duration, parse_image_argument, parse_pip, parse_size
+from gridweave._units import (
+    parse_cpu,
+    parse_duration,
+    parse_gpu_models,
+    parse_image_argument,
+    parse_memory,
+    parse_pip,
+    parse_size,
+)
 from gridweave.errors import ConfigurationError, EndpointCallFailed, EndpointNotRunning
 from gridweave_clients.platform.endpoints import EndpointResponse
 from gridweave_controller.phases import EndpointStopReason
@@ -65,6 +73,11 @@ class Scaling:
     min_replicas: int
     max_replicas: int
     idle_seconds: int
+    #: Each replica's memory (MiB) and CPU (thousandths of a core); None: the node's default.
+    memory_mb: int | None = None
+    cpu_millis: int | None = None
+    #: The GPU models that will do, any of them; empty: any model of ``vendor``.
+    gpu_models: tuple[str, ...] = ()
 
     @classmethod
     def parse(
@@ -76,6 +89,9 @@ class Scaling:
         min_replicas: int,
         max_replicas: int,
         idle: str | int | float,
+        memory: str | int | None = None,
+        cpu: float | None = None,
+        gpu_model: str | Sequence[str] | None = None,
     ) -> Scaling:
         if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
             raise ConfigurationError(f"gpus={gpus!r}: must be a positive integer")
@@ -93,6 +109,9 @@ class Scaling:
             min_replicas=min_replicas,
             max_replicas=max_replicas,
             idle_seconds=0 if idle in (0, "0") else parse_duration(idle, argument="idle"),
+            memory_mb=parse_memory(memory),
+            cpu_millis=parse_cpu(cpu),
+            gpu_models=parse_gpu_models(gpu_model),
         )
 
 
@@ -232,6 +251,9 @@ def _deploy(
             vram_mb=scaling.vram_mb,
             gpu_count=scaling.gpu_count,
             vendor=scaling.vendor,
+            gpu_models=list(scaling.gpu_models) or None,
+            memory_mb=scaling.memory_mb,
+            cpu_millis=scaling.cpu_millis,
             min_replicas=scaling.min_replicas,
             max_replicas=scaling.max_replicas,
             idle_seconds=scaling.idle_seconds,
@@ -253,12 +275,18 @@ def deploy(
     idle: str | int | float = "5m",
     image: str | None = None,
     pip: list[str] | None = None,
+    memory: str | int | None = None,
+    cpu: float | None = None,
+    gpu_model: str | Sequence[str] | None = None,
 ) -> Endpoint:
     """Serve a model (``model`` a name, ``model_ref`` its directory) with an OpenAI API, or
     an image of the platform's registry whose command serves HTTP on ``$PORT``
     (``image``: ``"<your user id>/server:v1"``; every request to the endpoint reaches it),
     with ``pip`` (an image only: requirements of packages of the index, ``["numpy==2.1.3"]``)
-    installed for it, first on its ``PYTHONPATH``.
+    installed for it, first on its ``PYTHONPATH``. ``memory`` ("16GB") and ``cpu`` (cores)
+    are each replica's (None: the node's defaults per GPU; a vllm server runs outside the
+    sandbox and is placed by them only); ``gpu_model`` ("A100", or a list of models that
+    will do) narrows ``vendor``.
 
     Raises:
         ConfigurationError: neither or both of a model and an image, a bad image name, or
@@ -282,6 +310,9 @@ def deploy(
         min_replicas=min_replicas,
         max_replicas=max_replicas,
         idle=idle,
+        memory=memory,
+        cpu=cpu,
+        gpu_model=gpu_model,
     )
     if image is not None:
         config = _deploy(
@@ -350,13 +381,18 @@ def endpoint(
     idle: str | int | float = "5m",
     image: str | None = None,
     pip: list[str] | None = None,
+    memory: str | int | None = None,
+    cpu: float | None = None,
+    gpu_model: str | Sequence[str] | None = None,
 ) -> Callable[[type[T]], EndpointClass[T]]:
     """Make a class deployable as an endpoint whose public methods are its routes; it runs
     in ``image`` (of the platform's registry, built on ``gridweave/python:3.11``), else the
     node's default image, with ``pip`` (requirements of packages of the index by name,
     ``["numpy==2.1.3"]``) installed for it: on the node, once per image and list, before its
     first replica starts (pip's output in the endpoint's logs; a failed install fails the
-    endpoint ``PipInstallFailed``)."""
+    endpoint ``PipInstallFailed``). Each replica's container gets ``memory`` ("16GB") and
+    ``cpu`` (cores), else the node's defaults per GPU; ``gpu_model`` ("A100", or a list of
+    models that will do) narrows ``vendor``."""
     scaling = Scaling.parse(
         vram=vram,
         gpus=gpus,
@@ -364,6 +400,9 @@ def endpoint(
         min_replicas=min_replicas,
         max_replicas=max_replicas,
         idle=idle,
+        memory=memory,
+        cpu=cpu,
+        gpu_model=gpu_model,
     )
 
     requirements = parse_pip(pip)

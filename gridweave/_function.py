@@ -22,7 +22,15 @@ from gridweave._map import (
 )
 from gridweave._pickling import dumps, dumps_program
 from gridweave._remote import remote_exception
-from gridweave._units import parse_duration, parse_image_argument, parse_pip, parse_size
+from gridweave._units import (
+    parse_cpu,
+    parse_duration,
+    parse_gpu_models,
+    parse_image_argument,
+    parse_memory,
+    parse_pip,
+    parse_size,
+)
 from gridweave.errors import (
     ConfigurationError,
     JobDidNotComplete,
@@ -32,8 +40,6 @@ from gridweave.errors import (
 from gridweave_clients import Conflict
 from gridweave_clients.gateway.reasons import OUT_OF_MEMORY, out_of_memory_limit_mb
 from gridweave_clients.platform.models import JobLogsResponse, JobResponse
-from gridweave_controller.errors import Invalid
-from gridweave_controller.validation import check_gpu_models
 
 __all__ = ["DEFAULT_MAP_CONCURRENCY", "Function", "JobHandle", "function"]
 
@@ -319,32 +325,14 @@ def function(
         vendor=_vendor(vendor),
         timeout_seconds=parse_duration(timeout, argument="timeout"),
         max_retries=_count(retries, "retries", least=0),
-        memory_mb=None if memory is None else parse_size(memory, argument="memory"),
-        cpu_millis=None if cpu is None else _cpu_millis(cpu),
+        memory_mb=parse_memory(memory),
+        cpu_millis=parse_cpu(cpu),
         image=None if image is None else parse_image_argument(image),
         pip=parse_pip(pip),
-        gpu_models=_gpu_models(gpu_model),
+        gpu_models=parse_gpu_models(gpu_model),
     )
 
     def decorate(fn: Callable[P, R]) -> Function[P, R]:
         return Function(fn, resources)
 
     return decorate
-
-
-def _gpu_models(gpu_model: str | Sequence[str] | None) -> tuple[str, ...]:
-    """``gpu_model=`` as a tuple of names; ``ConfigurationError`` naming it otherwise."""
-    if gpu_model is None:
-        return ()
-    names = [gpu_model] if isinstance(gpu_model, str) else gpu_model
-    try:
-        return tuple(check_gpu_models(list(names) if isinstance(names, list | tuple) else names))
-    except Invalid as bad:
-        raise ConfigurationError(f"gpu_model={gpu_model!r}: {bad}") from None
-
-
-def _cpu_millis(cpu: float) -> int:
-    """Cores as thousandths of a core; ``ConfigurationError`` naming ``cpu`` otherwise."""
-    if isinstance(cpu, bool) or not isinstance(cpu, int | float) or not 0.01 <= cpu <= 1024:
-        raise ConfigurationError(f"cpu must be a number of cores from 0.01 to 1024, not {cpu!r}")
-    return round(cpu * 1000)

@@ -1,4 +1,5 @@
-"""Sizes ("16GB", "512MiB") and durations ("10m", "90s") as the decorator takes them."""
+"""Sizes ("16GB", "512MiB"), durations ("10m", "90s"), CPU, GPU models, images and pip
+requirements as the decorators and ``deploy`` take them."""
 
 from __future__ import annotations
 
@@ -8,8 +9,18 @@ from collections.abc import Sequence
 from gridweave.errors import ConfigurationError
 from gridweave_clients.images import parse_image
 from gridweave_clients.pip import check_requirements
+from gridweave_controller.errors import Invalid
+from gridweave_controller.validation import check_gpu_models
 
-__all__ = ["parse_duration", "parse_image_argument", "parse_pip", "parse_size"]
+__all__ = [
+    "parse_cpu",
+    "parse_duration",
+    "parse_gpu_models",
+    "parse_image_argument",
+    "parse_memory",
+    "parse_pip",
+    "parse_size",
+]
 
 # Decimal units count 1000s, binary ones 1024s; the platform counts VRAM in MiB.
 _SIZE_UNITS = {
@@ -92,3 +103,30 @@ def parse_pip(pip: Sequence[str] | None) -> tuple[str, ...]:
         return check_requirements(list(pip) if isinstance(pip, list | tuple) else pip)
     except ValueError as bad:
         raise ConfigurationError(f"pip={pip!r}: {bad}") from None
+
+
+def parse_memory(memory: str | int | None) -> int | None:
+    """``memory=`` ("8GB"; an int: MiB) in MiB; None stays None (the node's default)."""
+    return None if memory is None else parse_size(memory, argument="memory")
+
+
+def parse_cpu(cpu: float | None) -> int | None:
+    """``cpu=`` cores as thousandths of a core; None stays None (the node's default);
+    ``ConfigurationError`` naming ``cpu`` otherwise."""
+    if cpu is None:
+        return None
+    if isinstance(cpu, bool) or not isinstance(cpu, int | float) or not 0.01 <= cpu <= 1024:
+        raise ConfigurationError(f"cpu must be a number of cores from 0.01 to 1024, not {cpu!r}")
+    return round(cpu * 1000)
+
+
+def parse_gpu_models(gpu_model: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``gpu_model=`` as a tuple of names (none: any model); ``ConfigurationError`` naming
+    it otherwise."""
+    if gpu_model is None:
+        return ()
+    names = [gpu_model] if isinstance(gpu_model, str) else gpu_model
+    try:
+        return tuple(check_gpu_models(list(names) if isinstance(names, list | tuple) else names))
+    except Invalid as bad:
+        raise ConfigurationError(f"gpu_model={gpu_model!r}: {bad}") from None

@@ -7,6 +7,7 @@ Tree::
     ├── PlatformUnreachable      no usable answer from the platform (after the client's retries)
     ├── InsufficientCredits      402: balance, held, available, needed (micro-credits)
     ├── NoGpuLargeEnough         422: no GPU could ever hold the job; the largest there is
+    ├── QuotaExceeded            429: past a quota an admin set: quota, limit, in_use, asked
     ├── JobNotFinished           ``result(timeout=)`` ran out first
     ├── JobDidNotComplete        cancelled, timed out, or failed without a traceback
     │   └── OutOfMemory          killed past its memory limit: ``limit_mb``
@@ -36,6 +37,7 @@ __all__ = [
     "NoGpuLargeEnough",
     "OutOfMemory",
     "PlatformUnreachable",
+    "QuotaExceeded",
     "RemoteError",
 ]
 
@@ -80,6 +82,21 @@ class NoGpuLargeEnough(GridweaveError):
         self.field = field
         #: the largest GPU's VRAM in MiB, when the platform named one
         self.largest_vram_mb = largest_vram_mb
+
+
+class QuotaExceeded(GridweaveError):
+    """The submission would take you past a quota an admin set; nothing was created.
+
+    ``quota``: ``max_gpus`` or ``max_vram_mb``; ``limit``, ``in_use`` (what your unfinished
+    jobs and deployed endpoints hold) and ``asked``, in GPUs or MiB of VRAM.
+    """
+
+    def __init__(self, message: str, *, quota: str, limit: int, in_use: int, asked: int) -> None:
+        super().__init__(message)
+        self.quota = quota
+        self.limit = limit
+        self.in_use = in_use
+        self.asked = asked
 
 
 class JobNotFinished(GridweaveError):

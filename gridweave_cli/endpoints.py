@@ -186,6 +186,32 @@ def deploy(
     vram: Annotated[str, typer.Option("--vram", help="VRAM per GPU (e.g. 8GB).")] = "8GB",
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs per replica.", min=1)] = 1,
     vendor: Annotated[str, typer.Option("--vendor", help="nvidia, amd or any.")] = "any",
+    gpu_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--gpu-model",
+            metavar="MODEL",
+            help="A GPU model that will do (A100, 'H100 80GB'); repeat it for several.",
+            show_default=False,
+        ),
+    ] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            "--memory",
+            help="Memory of each replica's container, e.g. 16GB (default: the node's per GPU).",
+            show_default=False,
+        ),
+    ] = None,
+    cpu: Annotated[
+        float | None,
+        typer.Option(
+            "--cpu",
+            min=0.01,
+            help="CPU cores of each replica's container (default: the node's per GPU).",
+            show_default=False,
+        ),
+    ] = None,
     min_replicas: Annotated[
         int,
         typer.Option(
@@ -245,6 +271,8 @@ def deploy(
         gridweave deploy my-server --image usr-1234/server:v1 --vram 8GB --wait
 
         gridweave deploy tagger --class serve.py:Tagger --pip spacy==3.8.2 --vram 2GB
+
+        gridweave deploy big --class serve.py:Big --gpu-model A100 --memory 32GB --cpu 8
     """
     chosen = mode or ("custom" if class_spec or image else "transformers")
     if chosen not in ("vllm", "transformers", "custom"):
@@ -285,6 +313,9 @@ def deploy(
         min_replicas=min_replicas,
         max_replicas=max_replicas,
         idle=idle,
+        memory=memory,
+        cpu=cpu,
+        gpu_model=gpu_model or None,
     )
     timeout_seconds = seconds_of(timeout, param_hint="--timeout")
     function = _custom_class(class_spec) if class_spec else None
@@ -301,6 +332,9 @@ def deploy(
             vram_mb=scaling.vram_mb,
             gpu_count=scaling.gpu_count,
             vendor=scaling.vendor,
+            gpu_models=list(scaling.gpu_models) or None,
+            memory_mb=scaling.memory_mb,
+            cpu_millis=scaling.cpu_millis,
             min_replicas=scaling.min_replicas,
             max_replicas=scaling.max_replicas,
             idle_seconds=scaling.idle_seconds,

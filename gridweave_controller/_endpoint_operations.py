@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from gridweave_controller import _endpoint_moves
 from gridweave_controller._flow import Create, Delete, Flow, FlowContext, Get, List, Move
-from gridweave_controller._objects import new_object, user_field_selector
+from gridweave_controller._objects import new_object, resource_fields, user_field_selector
 from gridweave_controller._operation import delete, get, operation, post
 from gridweave_controller._status_change import StatusChange
 from gridweave_controller.errors import Invalid
@@ -91,6 +91,9 @@ class EndpointOperations:
         micro_credits_per_request: int = 0,
         labels: Mapping[str, str] | None = None,
         pip: Sequence[str] | None = None,
+        memory_mb: int | None = None,
+        cpu_millis: int | None = None,
+        gpu_models: Sequence[str] | None = None,
     ) -> Flow[Endpoint]:
         """Create a GridweaveEndpoint in phase Pending.
 
@@ -98,7 +101,9 @@ class EndpointOperations:
         ``custom``; ``owner`` (the account billed) defaults to the user. ``pip``: PEP 508
         requirements of packages of the index, installed on the node before a replica's
         container starts (custom mode only: vllm and transformers serve with the node's own
-        packages).
+        packages). ``memory_mb``/``cpu_millis``: each replica's container's memory (MiB)
+        and CPU (thousandths of a core), None: the node's default per GPU; ``gpu_models``:
+        the GPU models that will do, any of them, None: any of ``vendor``.
         """
         check_name(endpoint_id, field="endpoint_id")
         resolved_mode = check_endpoint_source(
@@ -133,6 +138,7 @@ class EndpointOperations:
                 ),
             },
         }
+        spec.update(resource_fields(memory_mb, cpu_millis, gpu_models))
         if image is not None:
             spec["image"] = check_image(image)
         requirements = [] if pip is None else check_pip(pip)

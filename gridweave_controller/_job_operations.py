@@ -21,19 +21,19 @@ from gridweave_controller._flow import (
     Move,
     Pause,
 )
-from gridweave_controller._objects import check_known, new_object, user_field_selector
+from gridweave_controller._objects import (
+    check_known,
+    new_object,
+    resource_fields,
+    user_field_selector,
+)
 from gridweave_controller._operation import delete, get, operation, post
 from gridweave_controller.models import Job, Vendor
 from gridweave_controller.phases import JobPhase
 from gridweave_controller.store import JOBS
 from gridweave_controller.validation import (
-    MAX_CPU_MILLIS,
-    MAX_MEMORY_MB,
     MAX_PRIORITY,
-    MIN_CPU_MILLIS,
-    MIN_MEMORY_MB,
     MIN_PRIORITY,
-    check_gpu_models,
     check_image,
     check_int,
     check_map_share,
@@ -112,14 +112,7 @@ class JobOperations:
             spec["argsRef"] = check_text(args_ref, field="args_ref", max_length=2048)
         if function_name is not None:
             spec["functionName"] = check_text(function_name, field="function_name", max_length=253)
-        if memory_mb is not None:
-            spec["memoryMb"] = check_int(
-                memory_mb, field="memory_mb", minimum=MIN_MEMORY_MB, maximum=MAX_MEMORY_MB
-            )
-        if cpu_millis is not None:
-            spec["cpuMillis"] = check_int(
-                cpu_millis, field="cpu_millis", minimum=MIN_CPU_MILLIS, maximum=MAX_CPU_MILLIS
-            )
+        spec.update(resource_fields(memory_mb, cpu_millis, gpu_models))
         if image is not None:
             spec["image"] = check_image(image)
         if pip is not None:
@@ -128,8 +121,6 @@ class JobOperations:
                 spec["pip"] = requirements
         if map_share is not None:
             spec["map"] = check_map_share(map_share)
-        if gpu_models is not None:
-            spec["gpuModels"] = check_gpu_models(gpu_models)
         body = new_object("GridweaveJob", job_id, user_id, labels, spec)
         return Job.from_raw((yield from Create(self.namespace, JOBS, body).result()))
 

@@ -1,16 +1,26 @@
-"""New objects, the selector of a user's objects, and a caller's known copy of an object."""
+"""New objects and their resource fields, the selector of a user's objects, and a caller's
+known copy of an object."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from gridweave_controller.errors import Invalid
 from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.store import GROUP, VERSION
-from gridweave_controller.validation import check_text, object_labels
+from gridweave_controller.validation import (
+    MAX_CPU_MILLIS,
+    MAX_MEMORY_MB,
+    MIN_CPU_MILLIS,
+    MIN_MEMORY_MB,
+    check_gpu_models,
+    check_int,
+    check_text,
+    object_labels,
+)
 
-__all__ = ["check_known", "new_object", "user_field_selector"]
+__all__ = ["check_known", "new_object", "resource_fields", "user_field_selector"]
 
 _Known = TypeVar("_Known", Job, Endpoint)
 
@@ -25,6 +35,25 @@ def new_object(
         "metadata": {"name": name, "labels": object_labels(user_id, labels)},
         "spec": spec,
     }
+
+
+def resource_fields(
+    memory_mb: int | None, cpu_millis: int | None, gpu_models: Sequence[str] | None
+) -> dict[str, Any]:
+    """The spec fields of a job's or an endpoint replica's memory (MiB), CPU (thousandths of
+    a core) and GPU models, each checked; one left out (None) is not in the spec."""
+    fields: dict[str, Any] = {}
+    if memory_mb is not None:
+        fields["memoryMb"] = check_int(
+            memory_mb, field="memory_mb", minimum=MIN_MEMORY_MB, maximum=MAX_MEMORY_MB
+        )
+    if cpu_millis is not None:
+        fields["cpuMillis"] = check_int(
+            cpu_millis, field="cpu_millis", minimum=MIN_CPU_MILLIS, maximum=MAX_CPU_MILLIS
+        )
+    if gpu_models is not None:
+        fields["gpuModels"] = check_gpu_models(gpu_models)
+    return fields
 
 
 def user_field_selector(user_id: str | None) -> str | None:

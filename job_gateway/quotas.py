@@ -23,7 +23,7 @@ from typing import Protocol, TypeVar
 
 from gridweave_clients.gateway.quotas import UserQuotaModel
 from gridweave_controller.models import Endpoint, Job
-from gridweave_controller.phases import JOB_TERMINAL_PHASES, EndpointPhase
+from gridweave_controller.phases import JOB_TERMINAL_PHASES, EndpointPhase, EndpointStopReason
 from job_gateway.errors import QuotaExceeded
 from job_gateway.scheduler.types import endpoint_vram_mb
 
@@ -32,6 +32,7 @@ __all__ = [
     "QuotaBook",
     "admitted",
     "check_quota",
+    "deployed_holding",
     "endpoint_holding",
     "job_holding",
 ]
@@ -79,9 +80,26 @@ def endpoint_holding(endpoint: Endpoint) -> Holding:
     """What a deployed endpoint holds (nothing once Stopped or Failed)."""
     if endpoint.phase in _ENDED_ENDPOINTS:
         return Holding()
+    return deployed_holding(endpoint)
+
+
+def deployed_holding(endpoint: Endpoint) -> Holding:
+    """What ``endpoint`` holds while deployed, whatever its phase now (a woken one's)."""
     spec = endpoint.spec
     per_gpu = endpoint_vram_mb(spec.vram_mb, spec.max_replicas)
     return Holding(spec.gpu_count, per_gpu * spec.gpu_count)
+
+
+def _counted(kind: str, made: Job | Endpoint | None) -> bool:
+    """Whether the informer's copy of an object made (or woken) here counts what it holds:
+    a job's or a deployed endpoint's does; a woken endpoint still Stopped (reason Idle: not
+    placed yet) does not, so the admission keeps counting it."""
+    if made is None:
+        return False
+    if kind == "job" or not isinstance(made, Endpoint):
+        return True
+    waking = made.phase is EndpointPhase.STOPPED and made.status.reason == EndpointStopReason.IDLE
+    return not waking
 
 
 def check_quota(quota: UserQuotaModel, *, in_use: Holding, asked: Holding) -> None:
@@ -138,7 +156,7 @@ class QuotaBook:
             source: _Objects[Job] | _Objects[Endpoint] = (
                 self._jobs if kind == "job" else self._endpoints
             )
-            if source.get(name) is not None or now - made_at > _MADE_TTL_S:
+            if _counted(kind, source.get(name)) or now - made_at > _MADE_TTL_S:
                 del self._made[key]  # counted above from now on (or long gone)
                 continue
             if owner != user_id or (kind == "endpoint" and name == without_endpoint):

@@ -8,6 +8,7 @@ body limit is ``PLATFORM_MAX_SUBMISSION_BYTES``, every other route keeps the run
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -55,7 +56,7 @@ from platform_service.services.keys import api_key_secret
 from platform_service.services.outcomes import LogStreamSlots
 from platform_service.services.registry import MaintenanceWindow
 from platform_service.services.registry_tokens import load_token_signer
-from platform_service.services.user_limits import SharesSync
+from platform_service.services.user_limits import SharesSync, read_user_quota
 from platform_service.settings import DATABASE_NAME, PlatformSettings
 
 __all__ = ["MIGRATIONS_DIR", "ROLE", "ROUTERS", "create_app"]
@@ -192,6 +193,7 @@ def create_app(
         metering=metering,
     )
     upstream = httpx.AsyncClient(
+        quota_of=partial(read_user_quota, app.state.database),
         timeout=httpx.Timeout(10.0, read=settings.endpoint_read_timeout_seconds),
         limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
         trust_env=False,

@@ -14,7 +14,15 @@ from pydantic import BaseModel, Field, validate_call
 
 from gridweave_clients._core import Operation, model_operation
 from gridweave_clients.fields import RequestBody, UserId
-from gridweave_clients.gateway.models import GpuCount, ObjectRef, Vendor, VramMb
+from gridweave_clients.gateway.models import (
+    CpuMillis,
+    GpuCount,
+    GpuModels,
+    MemoryMb,
+    ObjectRef,
+    Vendor,
+    VramMb,
+)
 from gridweave_clients.gateway.quotas import UserQuotaModel
 from gridweave_clients.images import PinnedImage
 from gridweave_clients.pip import PipRequirements
@@ -39,6 +47,7 @@ __all__ = [
     "ReplicaLogStream",
     "Replicas",
     "StopEndpointRequest",
+    "WakeEndpointRequest",
     "create_endpoint",
     "delete_endpoint",
     "get_endpoint",
@@ -119,6 +128,14 @@ class CreateEndpointRequest(RequestBody):
     vram_mb: VramMb
     gpu_count: GpuCount = 1
     vendor: Vendor = "any"
+    gpu_models: GpuModels | None = None
+    memory_mb: MemoryMb | None = Field(
+        default=None, description="Each replica's memory limit, MiB (none: the node's default)."
+    )
+    cpu_millis: CpuMillis | None = Field(
+        default=None,
+        description="Each replica's CPU, thousandths of a core (none: the node's default).",
+    )
     min_replicas: Replicas = 0
     max_replicas: Annotated[int, Field(strict=True, ge=1, le=MAX_REPLICAS)] = 1
     idle_seconds: IdleSeconds = 300
@@ -132,6 +149,15 @@ class CreateEndpointRequest(RequestBody):
     quota: UserQuotaModel | None = Field(
         default=None,
         description="What the user may hold at once (the platform's); 429 past it, nothing made.",
+    )
+
+
+class WakeEndpointRequest(RequestBody):
+    """What the user of a woken endpoint may hold at once (the platform's quota)."""
+
+    quota: UserQuotaModel | None = Field(
+        default=None,
+        description="The user's quota; 429 when the woken endpoint would pass it.",
     )
 
 
@@ -206,6 +232,15 @@ class EndpointResponse(BaseModel):
     vram_mb: int
     gpu_count: int = 1
     vendor: str = "any"
+    gpu_models: list[str] | None = Field(
+        default=None, description="The GPU models that will do (none: any of the vendor)."
+    )
+    memory_mb: int | None = Field(
+        default=None, description="Each replica's memory limit, MiB (none: the node's default)."
+    )
+    cpu_millis: int | None = Field(
+        default=None, description="Each replica's CPU, thousandths of a core (none: the default)."
+    )
     min_replicas: int = 0
     max_replicas: int = 1
     idle_seconds: int = 0
@@ -306,8 +341,10 @@ def wake_endpoint(
     endpoint_id: EndpointId,
     *,
     wait: Annotated[float, Field(ge=0, le=MAX_WAKE_SECONDS)] = 0,
+    quota: UserQuotaModel | None = None,
 ) -> Operation[EndpointResponse]:
-    """Deploy a scaled-to-zero endpoint again and wait (bounded) until it runs.
+    """Deploy a scaled-to-zero endpoint again and wait (bounded) until it runs; 429 when
+    it would take its user past ``quota`` (it stays scaled to zero).
 
     The answer is the endpoint as it is when it runs or the wait ends: check its phase.
     """
@@ -316,6 +353,7 @@ def wake_endpoint(
         "POST",
         f"/v1/endpoints/{endpoint_id}/wake",
         EndpointResponse,
+        body=None if quota is None else WakeEndpointRequest(quota=quota),
         params=params,
         idempotent=True,
         wait_seconds=wait,

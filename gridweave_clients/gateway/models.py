@@ -93,7 +93,7 @@ MemoryMb = Annotated[
         strict=True,
         ge=MIN_MEMORY_MB,
         le=MAX_MEMORY_MB,
-        description="The job's memory limit, MiB (none: the node's default per GPU).",
+        description="The container's memory limit, MiB (none: the node's default per GPU).",
     ),
 ]
 CpuMillis = Annotated[
@@ -102,7 +102,9 @@ CpuMillis = Annotated[
         strict=True,
         ge=MIN_CPU_MILLIS,
         le=MAX_CPU_MILLIS,
-        description="The job's CPU, thousandths of a core (none: the node's default per GPU).",
+        description=(
+            "The container's CPU, thousandths of a core (none: the node's default per GPU)."
+        ),
     ),
 ]
 

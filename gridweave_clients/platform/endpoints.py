@@ -25,7 +25,15 @@ from gridweave_clients.gateway.endpoints import (
     ModelName,
     Replicas,
 )
-from gridweave_clients.gateway.models import GpuCount, ObjectRef, Vendor, VramMb
+from gridweave_clients.gateway.models import (
+    CpuMillis,
+    GpuCount,
+    GpuModels,
+    MemoryMb,
+    ObjectRef,
+    Vendor,
+    VramMb,
+)
 from gridweave_clients.images import ImageName
 from gridweave_clients.pip import PipRequirements
 from gridweave_controller.phases import EndpointPhase
@@ -93,6 +101,14 @@ class DeployEndpointRequest(RequestBody):
     vram_mb: VramMb
     gpu_count: GpuCount = 1
     vendor: Vendor = "any"
+    gpu_models: GpuModels | None = None
+    memory_mb: MemoryMb | None = Field(
+        default=None, description="Each replica's memory limit, MiB (none: the node's default)."
+    )
+    cpu_millis: CpuMillis | None = Field(
+        default=None,
+        description="Each replica's CPU, thousandths of a core (none: the node's default).",
+    )
     min_replicas: Replicas = 0
     max_replicas: Annotated[int, Field(strict=True, ge=1, le=MAX_REPLICAS)] = 1
     idle_seconds: IdleSeconds = 300
@@ -122,6 +138,15 @@ class EndpointResponse(BaseModel):
     vram_mb: int
     gpu_count: int
     vendor: str
+    gpu_models: list[str] | None = Field(
+        default=None, description="The GPU models that will do (none: any of the vendor)."
+    )
+    memory_mb: int | None = Field(
+        default=None, description="Each replica's memory limit, MiB (none: the node's default)."
+    )
+    cpu_millis: int | None = Field(
+        default=None, description="Each replica's CPU, thousandths of a core (none: the default)."
+    )
     min_replicas: int
     max_replicas: int
     idle_seconds: int
@@ -198,6 +223,9 @@ def deploy_endpoint(
     pip: PipRequirements | None = None,
     gpu_count: GpuCount = 1,
     vendor: Vendor = "any",
+    gpu_models: GpuModels | None = None,
+    memory_mb: MemoryMb | None = None,
+    cpu_millis: CpuMillis | None = None,
     min_replicas: Replicas = 0,
     max_replicas: Annotated[int, Field(strict=True, ge=1, le=MAX_REPLICAS)] = 1,
     idle_seconds: IdleSeconds = 300,
@@ -215,6 +243,9 @@ def deploy_endpoint(
         vram_mb=vram_mb,
         gpu_count=gpu_count,
         vendor=vendor,
+        gpu_models=gpu_models,
+        memory_mb=memory_mb,
+        cpu_millis=cpu_millis,
         min_replicas=min_replicas,
         max_replicas=max_replicas,
         idle_seconds=idle_seconds,

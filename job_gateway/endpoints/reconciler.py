@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from gridweave_clients.gateway.reasons import IMAGE_REFUSED, PIP_INSTALL_FAILED
+from gridweave_clients.gateway.reasons import IMAGE_REFUSED
 from gridweave_controller.errors import CrdError
 from gridweave_controller.models import Endpoint
 from gridweave_controller.operations import AsyncClientBase
@@ -51,15 +51,13 @@ from gridweave_controller.phases import EndpointPhase, EndpointStopReason
 from gridweave_runtime.serve_key import SERVE_KEY_HEADER, serve_key_digest
 from gridweave_runtime.storage import StorageConfig
 from job_gateway.endpoints import serve_control
-from job_gateway.endpoints.replica import STATS_PATH, ReplicaConfig
+from job_gateway.endpoints.replica import STATS_PATH
+from job_gateway.endpoints.replica_configs import ReplicaConfigs, deploy_failure
 from job_gateway.endpoints.serve_control import AppState
 from job_gateway.endpoints.settings import EndpointSettings
-from job_gateway.endpoints.vllm_config import vllm_launch
-from job_gateway.execution.devices import placed_vendor, visible_devices
 from job_gateway.execution.image_pulls import ImageRefusedToOwner, PullTokens
 from job_gateway.inventory import Inventory
 from job_gateway.sandbox.config import SandboxConfig
-from job_gateway.sandbox.images import ImagePull
 
 __all__ = ["EndpointReconciler", "ReplicaSeen"]
 
@@ -99,9 +97,9 @@ class EndpointReconciler:
         an endpoint naming an image fails, ImagePullFailed)."""
         self.crd = crd
         self.settings = settings
-        self.storage = storage
-        self.sandbox = sandbox
-        self._pull_tokens = pull_tokens
+        self._configs = ReplicaConfigs(
+            settings, storage, sandbox, serve_key_digest(serve_key), pull_tokens
+        )
         self._inventory = inventory
         self._clock = clock
         self._endpoints: dict[str, Endpoint] = {}
@@ -125,7 +123,6 @@ class EndpointReconciler:
         #: Serve's HTTP proxy as Serve has it (a Serve found running keeps its own port).
         self._proxy = (settings.serve_host, settings.serve_port)
         self._serving = False
-        self._key_digest = serve_key_digest(serve_key)
         self._http = httpx.AsyncClient(
             timeout=settings.endpoint_probe_timeout_seconds,
             trust_env=False,
@@ -299,7 +296,7 @@ class EndpointReconciler:
             self._deployed[name] = (*self._placement(endpoint), time.monotonic())
             deployed = self._deployed[name]
         if app.status == "DEPLOY_FAILED":
-            await self.crd.set_endpoint_failed(name, *_deploy_failure(app.message))
+            await self.crd.set_endpoint_failed(name, *deploy_failure(app.message))
             await self._delete(name)
             return
         if app.status == "RUNNING" and await self._probe(name) is not None:
@@ -372,36 +369,11 @@ class EndpointReconciler:
 
     async def _deploy(self, endpoint: Endpoint) -> None:
         node, indices = self._placement(endpoint)
-        spec = endpoint.spec
-        inventory = self._inventory()
         try:
-            image = await self._image_pull(endpoint)
+            config = await self._configs.for_placement(endpoint, self._inventory(), node, indices)
         except ImageRefusedToOwner as refused:
             await self.crd.set_endpoint_failed(endpoint.name, IMAGE_REFUSED, str(refused))
             return
-        config = ReplicaConfig(
-            endpoint_id=endpoint.name,
-            mode=spec.mode,
-            storage=self.storage,
-            key_digest=self._key_digest,
-            devices=visible_devices(inventory, node, indices, spec.vendor),
-            model=spec.model,
-            model_ref=spec.model_ref,
-            function_ref=spec.function_ref,
-            vllm=(
-                vllm_launch(
-                    self.settings, inventory, node=node, indices=indices, vram_mb=spec.vram_mb
-                )
-                if spec.mode == "vllm"
-                else None
-            ),
-            sandbox=self.sandbox,
-            owner=spec.user_id,
-            vendor=placed_vendor(inventory, node, indices) or spec.vendor,
-            gpu_indices=indices,
-            image=image,
-            pip=spec.pip or (),
-        )
         self._replicas.pop(endpoint.name, None)
         self._deployed[endpoint.name] = (node, indices, time.monotonic())
         await asyncio.to_thread(
@@ -413,23 +385,6 @@ class EndpointReconciler:
             prefix=self.settings.serve_app_prefix,
         )
         _log.info("endpoint %s deploying on %s GPUs %s", endpoint.name, node, list(indices))
-
-    async def _image_pull(self, endpoint: Endpoint) -> ImagePull | None:
-        """How the node pulls the endpoint's image (None: the node's default image).
-
-        Raises:
-            ImageRefusedToOwner: the owner may not pull it (any longer), or this gateway
-                pulls no images.
-        """
-        image = endpoint.spec.image
-        if image is None:
-            return None
-        if self._pull_tokens is None:
-            raise ImageRefusedToOwner(
-                "this gateway pulls no images: it has no internal token to ask the platform "
-                "for the owner's pull token (GRIDWEAVE_INTERNAL_TOKEN)"
-            )
-        return await self._pull_tokens.pull_for(endpoint.spec.user_id, image)
 
     def _present(self, name: str) -> bool:
         """An application that is there and not already going away."""
@@ -473,18 +428,6 @@ class EndpointReconciler:
             return
         await self.crd.set_endpoint_health(name, healthy, message, ready_replicas=ready)
         self._health[name] = (healthy, ready, message)
-
-
-def _deploy_failure(message: str) -> tuple[str, str]:
-    """The reason and message of a deployment Serve gave up on: ``PipInstallFailed`` with
-    pip's words when its replicas could not install the endpoint's requirements (the
-    replica's error, :mod:`~job_gateway.endpoints.sandboxed_backend`, is in Serve's
-    message), else ``DeployFailed`` with Serve's message."""
-    marker = f"{PIP_INSTALL_FAILED}: "
-    at = message.rfind(marker)
-    if at >= 0:
-        return PIP_INSTALL_FAILED, message[at + len(marker) :].splitlines()[0]
-    return "DeployFailed", message[:4000]
 
 
 def _newer(version: str | None, than: str) -> bool:

@@ -90,6 +90,10 @@ class ReplicaConfig:
     #: A custom endpoint's pip= requirements: an environment of the node's cache (built
     #: first when it is not there) mounted read-only in its container.
     pip: tuple[str, ...] = ()
+    #: Each replica's container's memory (MiB) and CPU (thousandths of a core); None: the
+    #: node's defaults per GPU.
+    memory_mb: int | None = None
+    cpu_millis: int | None = None
 
 
 class Backend(Protocol):

@@ -93,6 +93,8 @@ class SandboxedBackend:
             gpu_indices=config.gpu_indices,
             gpu_count=max(1, len(config.gpu_indices)),
             environment=dict(config.devices),
+            memory_mb=config.memory_mb,
+            cpu_millis=config.cpu_millis,
         )
         if config.mode == "transformers":
             return cls._started(*_transformers_container(config, job))

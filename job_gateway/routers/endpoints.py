@@ -16,6 +16,7 @@ from gridweave_clients.gateway.endpoints import (
     EndpointResponse,
     LogLines,
     StopEndpointRequest,
+    WakeEndpointRequest,
 )
 from gridweave_controller.phases import EndpointPhase, EndpointStopReason
 from gridweave_runtime.clients import state_dependency
@@ -109,15 +110,19 @@ async def wake_endpoint(
         float,
         Query(ge=0, le=MAX_WAKE_SECONDS, description="Seconds to wait for it to run."),
     ] = 0,
+    body: WakeEndpointRequest | None = None,
 ) -> EndpointResponse:
     """Deploy a Stopped endpoint again; with ``wait``, answered once it runs (or the wait
     ends: check the phase; still Stopped, ``waking_reason`` says why it waits). Concurrent
-    wakes make one deployment."""
+    wakes make one deployment. 429 when waking it would take its user past the body's
+    quota (it stays Stopped)."""
     endpoint = await endpoints.wake_endpoint(
         crd=gateway.crd,
         loop=gateway.loop,
         settled=gateway.endpoint_settled,
         endpoint_id=endpoint_id,
         wait_s=wait,
+        quotas=gateway.quotas,
+        quota=None if body is None else body.quota,
     )
     return endpoints.endpoint_response(endpoint, gateway.loop.why_waking(endpoint.name))

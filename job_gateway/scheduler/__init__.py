@@ -40,6 +40,7 @@ from job_gateway.scheduler.types import (
     Reservation,
     Shape,
     Unplaced,
+    endpoint_resource,
     endpoint_vram_mb,
 )
 
@@ -68,6 +69,7 @@ __all__ = [
     "Shape",
     "Unplaced",
     "endpoint_allocation",
+    "endpoint_resource",
     "endpoint_vram_mb",
     "job_allocation",
     "model_matches",

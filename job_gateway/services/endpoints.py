@@ -19,6 +19,7 @@ from gridweave_clients.gateway.endpoints import (
     EndpointResponse,
     StopEndpointRequest,
 )
+from gridweave_clients.gateway.quotas import UserQuotaModel
 from gridweave_controller.errors import (
     AlreadyExists,
     Conflict,
@@ -45,8 +46,14 @@ from job_gateway.errors import (
     EndpointNotFound,
     EndpointStopped,
 )
-from job_gateway.quotas import Holding, QuotaBook, admitted
-from job_gateway.scheduler import PlacementRequest, Scheduler, Unplaced, endpoint_vram_mb
+from job_gateway.quotas import Holding, QuotaBook, admitted, deployed_holding
+from job_gateway.scheduler import (
+    PlacementRequest,
+    Scheduler,
+    Unplaced,
+    endpoint_resource,
+    endpoint_vram_mb,
+)
 from job_gateway.scheduling import SchedulingLoop
 from job_gateway.services.jobs import impossible_field
 
@@ -94,6 +101,9 @@ def endpoint_response(endpoint: Endpoint, waking: Unplaced | None = None) -> End
         model=spec.model,
         image=spec.image,
         pip=list(spec.pip) if spec.pip else None,
+        gpu_models=list(spec.gpu_models) if spec.gpu_models else None,
+        memory_mb=spec.memory_mb,
+        cpu_millis=spec.cpu_millis,
         phase=status.phase,
         reason=status.reason,
         message=status.message,
@@ -175,12 +185,21 @@ async def create_endpoint(
         vendor=request.vendor,
         kind="endpoint",
         real_gpu=request.mode == "vllm",
+        cpu_millis=request.cpu_millis or 0,
+        memory_mb=request.memory_mb or 0,
+        gpu_models=tuple(request.gpu_models or ()),
     )
     impossible = scheduler.check(asked)
     if impossible is not None:
         raise InvalidRequest(impossible_field(impossible), impossible.message)
     held = endpoint_vram_mb(request.vram_mb, request.max_replicas)
-    impossible = scheduler.check(replace(asked, vram_mb=held))
+    all_replicas = replace(
+        asked,
+        vram_mb=held,
+        cpu_millis=endpoint_resource(asked.cpu_millis, request.max_replicas),
+        memory_mb=endpoint_resource(asked.memory_mb, request.max_replicas),
+    )
+    impossible = scheduler.check(all_replicas)
     if impossible is not None:  # one replica fits, max_replicas of them on its GPUs do not
         raise InvalidRequest(
             "max_replicas",
@@ -228,6 +247,9 @@ async def _create(crd: AsyncClientBase, request: CreateEndpointRequest) -> Endpo
         owner=request.owner,
         gpu_count=request.gpu_count,
         vendor=request.vendor,
+        gpu_models=request.gpu_models,
+        memory_mb=request.memory_mb,
+        cpu_millis=request.cpu_millis,
         min_replicas=request.min_replicas,
         max_replicas=request.max_replicas,
         idle_seconds=request.idle_seconds,
@@ -276,8 +298,11 @@ async def wake_endpoint(
     settled: SettledWait,
     endpoint_id: str,
     wait_s: float,
+    quotas: QuotaBook | None = None,
+    quota: UserQuotaModel | None = None,
 ) -> Endpoint:
-    """Place a Stopped endpoint again and wait (bounded) until it runs; the view as it is."""
+    """Place a Stopped endpoint again and wait (bounded) until it runs; the view as it is.
+    429 when what it holds once woken would take its user past ``quota``."""
     with crd_errors(endpoint_id):
         endpoint = await crd.get_endpoint(endpoint_id)
     if endpoint.phase is EndpointPhase.FAILED:
@@ -287,7 +312,15 @@ async def wake_endpoint(
             endpoint.status.reason != EndpointStopReason.IDLE
         ):  # a call that saw it idle just before a stop
             raise EndpointStopped(endpoint_id=endpoint_id, reason=endpoint.status.reason)
-        loop.wake_endpoint(endpoint)
+        async with admitted(
+            quotas,
+            user_id=endpoint.spec.user_id,
+            quota=quota,
+            kind="endpoint",
+            name=endpoint_id,
+            holding=deployed_holding(endpoint),
+        ):
+            loop.wake_endpoint(endpoint)
     if endpoint.phase is not EndpointPhase.RUNNING and wait_s > 0:
         await settled(endpoint_id, wait_s, endpoint.metadata.resource_version)
         with crd_errors(endpoint_id):

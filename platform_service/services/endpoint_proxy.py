@@ -209,7 +209,9 @@ class EndpointProxy:
         """The running endpoint's upstream URL, after a (bounded) wake if it needs one."""
         endpoint = await get_own_endpoint(self.services, user_id=user_id, name=name)
         if _wakes(endpoint):
-            wake = gw.wake_endpoint(endpoint.id, wait=self.services.wake_seconds)
+            quota_of = self.services.quota_of
+            quota = None if quota_of is None else await quota_of(user_id)
+            wake = gw.wake_endpoint(endpoint.id, wait=self.services.wake_seconds, quota=quota)
             waking = time.monotonic()
             try:
                 with downstream_errors("job_gateway"):

@@ -18,7 +18,7 @@ import hashlib
 import hmac
 import logging
 from asyncio import gather
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from anyio import to_thread
@@ -88,6 +88,8 @@ class EndpointServices:
     images: ImageRegistry | None = None
     #: Where its billed seconds are read (None: the gateway's count of finished runs).
     metering: AsyncMeteringClient | None = None
+    #: A user's quota, read when a call wakes a scaled-to-zero endpoint (None: no check).
+    quota_of: Callable[[str], Awaitable[UserQuotaModel | None]] | None = None
 
 
 def endpoint_id_for(secret: bytes, *, user_id: str, name: str) -> str:
@@ -125,6 +127,9 @@ def endpoint_response(
         vram_mb=endpoint.vram_mb,
         gpu_count=endpoint.gpu_count,
         vendor=endpoint.vendor,
+        gpu_models=endpoint.gpu_models,
+        memory_mb=endpoint.memory_mb,
+        cpu_millis=endpoint.cpu_millis,
         min_replicas=endpoint.min_replicas,
         max_replicas=endpoint.max_replicas,
         idle_seconds=endpoint.idle_seconds,
@@ -279,6 +284,9 @@ async def deploy_endpoint(
         vram_mb=request.vram_mb,
         gpu_count=request.gpu_count,
         vendor=request.vendor,
+        gpu_models=request.gpu_models,
+        memory_mb=request.memory_mb,
+        cpu_millis=request.cpu_millis,
         min_replicas=request.min_replicas,
         max_replicas=request.max_replicas,
         idle_seconds=request.idle_seconds,

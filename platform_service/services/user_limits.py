@@ -86,6 +86,16 @@ def user_quota(session: Session, user_id: str) -> UserQuotaModel | None:
     return UserQuotaModel(max_gpus=row.max_gpus, max_vram_mb=row.max_vram_mb)
 
 
+async def read_user_quota(database: Database, user_id: str) -> UserQuotaModel | None:
+    """:func:`user_quota` in a session of its own, on a worker thread (a wake's check)."""
+
+    def read() -> UserQuotaModel | None:
+        with database.session() as session:
+            return user_quota(session, user_id)
+
+    return await asyncio.to_thread(read)
+
+
 def share_weights(session: Session) -> dict[str, float]:
     """Every user's weight that an admin set (a user not named weighs 1)."""
     rows = session.execute(

@@ -92,6 +92,30 @@ class TestDeploy:
             assert result.exit_code == ExitCode.USAGE, result.output
             assert "--pip" in result.output
 
+    def test_cpu_memory_and_gpu_models(
+        self, alice: User, gridweave: Invoke, tmp_path: Path
+    ) -> None:
+        source = tmp_path / "served.py"
+        source.write_text(SERVED_CLASS)
+        deployed = json_of(
+            gridweave(
+                "deploy",
+                "echo-sized",
+                *("--class", f"{source}:Echo", "--vram", "1GB", "--memory", "2GB"),
+                *("--cpu", "1.5", "--gpu-model", "A100", "--vendor", "nvidia", "--json"),
+            )
+        )
+        assert (deployed["memory_mb"], deployed["cpu_millis"]) == (1908, 1500)
+        assert deployed["gpu_models"] == ["A100"]
+        for refused, named in (
+            (("--memory", "lots"), "memory"),
+            (("--cpu", "0"), "--cpu"),
+            (("--gpu-model", "A100;rm"), "gpu_model"),
+        ):
+            result = gridweave("deploy", "bad-size", "--class", f"{source}:Echo", *refused)
+            assert result.exit_code == ExitCode.USAGE, result.output
+            assert named in result.output
+
     def test_refusals_have_their_exit_codes(
         self,
         alice: User,

@@ -110,6 +110,38 @@ class TestCreateEndpoint:
         assert "pip" not in make_endpoint(transport, pip=[], **CUSTOM).raw["spec"]
         assert make_endpoint(transport, pip=[]).spec.pip is None  # none asked: any mode
 
+    def test_an_endpoints_resources_are_kept_in_its_spec(self, transport: Transport) -> None:
+        models = ["A100", "H100 80GB"]
+        endpoint = make_endpoint(transport, memory_mb=2048, cpu_millis=2500, gpu_models=models)
+        spec, raw = endpoint.spec, endpoint.raw["spec"]
+        assert (spec.memory_mb, spec.cpu_millis, spec.gpu_models) == (2048, 2500, tuple(models))
+        assert (raw["memoryMb"], raw["cpuMillis"], raw["gpuModels"]) == (2048, 2500, models)
+        read = transport.api.get_endpoint(endpoint.name).spec
+        assert (read.memory_mb, read.cpu_millis, read.gpu_models) == (2048, 2500, tuple(models))
+        plain = make_endpoint(transport).spec
+        assert (plain.memory_mb, plain.cpu_millis, plain.gpu_models) == (None, None, None)
+
+    @pytest.mark.parametrize(
+        ("overrides", "field"),
+        [
+            ({"memory_mb": 63}, "memory_mb"),
+            ({"memory_mb": 4_194_305}, "memory_mb"),
+            ({"cpu_millis": 9}, "cpu_millis"),
+            ({"gpu_models": "A100"}, "gpu_models"),  # a string, not a list
+            ({"gpu_models": []}, "gpu_models"),
+            ({"gpu_models": ["A100", "A100"]}, "gpu_models"),
+            ({"gpu_models": ["A100;rm"]}, "gpu_models"),
+        ],
+        ids=["memory-low", "memory-high", "cpu", "models-string", "no-models", "twice", "name"],
+    )
+    def test_bad_resources_are_refused_naming_them_before_any_request(
+        self, transport: Transport, overrides: dict[str, Any], field: str
+    ) -> None:
+        with transport.count_requests() as requests, pytest.raises(Invalid) as caught:
+            make_endpoint(transport, **overrides)
+        assert caught.value.field == field
+        assert sum(requests.values()) == 0
+
     @pytest.mark.parametrize(
         "overrides",
         [

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from gridweave_controller import JobPhase, NotFound
-from tests.job_gateway.endpoints.factories import endpoint_body, new_endpoint_id
+from tests.job_gateway.endpoints.factories import create, endpoint_body, new_endpoint_id
 from tests.job_gateway.gateway_factories import (
     GatewayServer,
     new_job_id,
@@ -32,6 +32,8 @@ INVENTORY = """
 nodes:
   - name: gpu-q
     ready: false
+    cpu_millis: 64000
+    memory_mb: 262144
     gpus:
 """
 INVENTORY += "".join(
@@ -209,6 +211,50 @@ class TestEndpointQuota:
         assert (error["quota"], error["in_use"], error["asked"]) == ("max_vram_mb", 3072, 2048)
         job = gateway.http.post("/v1/jobs", json=submit_body(user_id=user, quota=quota))
         assert quota_refusal(job)["in_use"] == 3072
+
+    def test_a_woken_endpoint_is_checked_and_counted(self, gateway: GatewayServer) -> None:
+        """Waking an endpoint scaled to zero asks for its VRAM again: past the quota it is
+        refused and stays Stopped; within it, what it asks counts while it waits."""
+        user = new_user()
+        body = {"user_id": user, "vendor": "amd", "function_ref": REF, "vram_mb": 2048}
+        idle = new_endpoint_id()
+        assert gateway.http.post("/v1/endpoints", json=endpoint_body(idle, **body)).is_success
+        gateway.crd.set_endpoint_stopped(idle, "Idle", "no request")
+        busy = new_endpoint_id()
+        assert gateway.http.post("/v1/endpoints", json=endpoint_body(busy, **body)).is_success
+        tight = {"quota": {"max_vram_mb": 3072}}
+        error = quota_refusal(gateway.http.post(f"/v1/endpoints/{idle}/wake", json=tight))
+        assert (error["quota"], error["in_use"], error["asked"]) == ("max_vram_mb", 2048, 2048)
+        assert gateway.crd.get_endpoint(idle).status.reason == "Idle"  # not woken
+        roomy = {"quota": {"max_vram_mb": 5120}}
+        woken = gateway.http.post(f"/v1/endpoints/{idle}/wake", json=roomy)
+        assert woken.status_code == 200, woken.text  # woken, waiting for a node
+        again = gateway.http.post(f"/v1/endpoints/{idle}/wake", json=roomy)
+        assert again.status_code == 200, again.text  # its own wake never counts against it
+        third = endpoint_body(new_endpoint_id(), **body, quota=roomy["quota"])
+        error = quota_refusal(gateway.http.post("/v1/endpoints", json=third))
+        assert (error["in_use"], error["asked"]) == (4096, 2048)  # the woken one counts
+        assert gateway.http.post(f"/v1/endpoints/{idle}/wake").status_code == 200  # no quota
+
+    def test_an_endpoints_cpu_memory_and_gpu_model_are_checked_and_kept(
+        self, gateway: GatewayServer
+    ) -> None:
+        body = {"user_id": new_user(), "vendor": "amd", "function_ref": REF}
+        for field, value in (
+            ("gpu_models", ["H100"]),
+            ("memory_mb", 4_000_000),
+            ("cpu_millis", 1_000_000),
+        ):
+            answer = gateway.http.post(
+                "/v1/endpoints", json=endpoint_body(new_endpoint_id(), **body, **{field: value})
+            )
+            assert answer.status_code == 422, answer.text
+            assert answer.json()["error"]["fields"][0]["field"] == field
+        asked = {"gpu_models": ["MI250"], "memory_mb": 2048, "cpu_millis": 1500}
+        created = create(gateway, **endpoint_body(new_endpoint_id(), **body, **asked))
+        assert {key: created[key] for key in asked} == asked
+        spec = gateway.crd.get_endpoint(created["id"]).spec
+        assert (spec.gpu_models, spec.memory_mb, spec.cpu_millis) == (("MI250",), 2048, 1500)
 
 
 class TestBadQuota:

@@ -362,6 +362,27 @@ class TestEndpointsOfAUser:
         # one endpoint of that name, the new run: the scheduler may have placed it already
         assert [e["phase"] for e in listed if e["name"] == "again"] in (["Pending"], ["Deploying"])
 
+    def test_its_cpu_memory_and_gpu_models_reach_its_resource(
+        self, platform: PlatformServer, alice: User, gateway: GatewayServer
+    ) -> None:
+        asked = {"memory_mb": 2048, "cpu_millis": 1500, "gpu_models": ["A100"]}
+        body = deploy_body(name="sized", vendor="nvidia") | asked
+        response = platform.http.post("/v1/endpoints", json=body, headers=alice.headers)
+        assert response.status_code == 201, response.text
+        assert {key: response.json()[key] for key in asked} == asked
+        internal = {"Authorization": f"Bearer {INTERNAL_TOKEN}"}
+        endpoint_id = response.json()["endpoint_id"]
+        at_gateway = gateway.http.get(f"/v1/endpoints/{endpoint_id}", headers=internal).json()
+        assert {key: at_gateway[key] for key in asked} == asked
+        for field, value in (("gpu_models", ["H100"]), ("memory_mb", 32), ("cpu_millis", 1)):
+            refused = platform.http.post(
+                "/v1/endpoints",
+                json=deploy_body(name="unsized", vendor="nvidia") | {field: value},
+                headers=alice.headers,
+            )
+            assert refused.status_code == 422, refused.text
+            assert refused.json()["error"]["fields"][0]["field"] == field
+
     def test_a_custom_endpoints_requirements_reach_its_resource(
         self, platform: PlatformServer, alice: User, gateway: GatewayServer
     ) -> None:

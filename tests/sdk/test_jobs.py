@@ -123,6 +123,21 @@ class TestRefusals:
         assert short.value.needed == 90 * 60  # AMD up to 16 GiB: 90 per GPU-second, 60 s
         assert "needed 5400" in str(short.value)
 
+    def test_past_a_quota_is_quota_exceeded_with_the_figures(
+        self, platform: PlatformServer, alice: User
+    ) -> None:
+        limits = platform.http.put(
+            f"/v1/admin/users/{alice.user_id}/limits",
+            json={"max_vram_mb": 4096},
+            headers=platform.admin.headers,
+        )
+        assert limits.status_code == 200, limits.text
+        with pytest.raises(gw.QuotaExceeded) as refused:
+            power.spawn(2)  # 8 GiB on one GPU
+        figures = (refused.value.limit, refused.value.in_use, refused.value.asked)
+        assert (refused.value.quota, figures) == ("max_vram_mb", (4096, 0, 8192))
+        assert "max_vram_mb" in str(refused.value)
+
     def test_no_gpu_big_enough_names_the_largest(
         self, platform: PlatformServer, alice: User
     ) -> None:

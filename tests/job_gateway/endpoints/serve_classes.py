@@ -89,3 +89,17 @@ class UsesItsPackage:
 
     def greeting(self) -> dict[str, str]:
         return {"greeting": self.package.GREETING, "file": self.package.__file__}
+
+
+class Hog:
+    """Holds as much memory as it is asked for (its container's limit stops it)."""
+
+    def __init__(self) -> None:
+        self.held: list[bytearray] = []
+
+    def allocate(self, mib: int) -> int:
+        block = bytearray(mib * 1024 * 1024)
+        for offset in range(0, len(block), 4096):  # touched: resident, not just reserved
+            block[offset] = 1
+        self.held.append(block)
+        return sum(len(b) for b in self.held) // (1024 * 1024)

@@ -79,6 +79,19 @@ class TestCustomEndpoint:
         healthy = wait_for(gateway, endpoint_id, lambda v: v["health"] == "Healthy")
         assert healthy["ready_replicas"] == 1
 
+    def test_its_container_has_the_memory_it_asked_for_and_no_more(
+        self, gateway: GatewayServer
+    ) -> None:
+        endpoint_id = custom_endpoint(
+            gateway, serve_classes.Hog, vendor="amd", memory_mb=256, cpu_millis=500
+        )
+        view = wait_running(gateway, endpoint_id)
+        assert (view["memory_mb"], view["cpu_millis"]) == (256, 500)
+        url = view["url"]
+        assert serve.post(f"{url}/allocate", json={"mib": 64}).json() == 64
+        past = serve.post(f"{url}/allocate", json={"mib": 512})  # killed at its 256 MiB
+        assert past.status_code >= 500, past.text
+
     def test_a_class_that_cannot_load_fails_with_the_reason(self, gateway: GatewayServer) -> None:
         endpoint_id = custom_endpoint(gateway, serve_classes.BrokenOnLoad)
         view = wait_for(gateway, endpoint_id, lambda v: v["phase"] == "Failed", timeout=240)
