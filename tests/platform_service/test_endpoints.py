@@ -451,6 +451,36 @@ class TestEndpointsOfAUser:
         after = platform.http.get(f"/v1/endpoints/{name}", headers=alice.headers).json()
         assert after["created_at"] == before["created_at"]
 
+    def test_a_call_that_would_wake_it_past_the_users_quota_is_429(
+        self, platform: PlatformServer, alice: User, gateway: GatewayServer
+    ) -> None:
+        """The proxy reads the caller's quota when a call wakes an endpoint scaled to zero:
+        4 GiB here, another endpoint holding 4 GiB: refused, and it stays scaled to zero."""
+        sleeping = self._deploy(platform, alice, "sleeping")
+        gateway.http.post(
+            f"/v1/endpoints/{sleeping['endpoint_id']}/stop",
+            json={"reason": "Idle"},
+            headers={"Authorization": f"Bearer {INTERNAL_TOKEN}"},
+        ).raise_for_status()
+        self._deploy(platform, alice, "awake")
+        limits = platform.http.put(
+            f"/v1/admin/users/{alice.user_id}/limits",
+            json={"max_vram_mb": 4096},
+            headers=platform.admin.headers,
+        )
+        assert limits.status_code == 200, limits.text
+        call = platform.http.get("/v1/endpoints/sleeping/v1/models", headers=alice.headers)
+        assert call.status_code == 429, call.text
+        error = call.json()["error"]
+        assert (error["code"], error["quota"], error["in_use"], error["asked"]) == (
+            "quota_exceeded",
+            "max_vram_mb",
+            4096,
+            4096,
+        )
+        got = platform.http.get("/v1/endpoints/sleeping", headers=alice.headers).json()
+        assert (got["phase"], got["reason"]) == ("Stopped", "Idle")
+
     def test_out_of_credits_answers_402_and_the_api_says_why(
         self, platform: PlatformServer, alice: User, gateway: GatewayServer
     ) -> None:
