@@ -2,10 +2,12 @@
 
 Order on start: the state directory (locked: one all-in-one per directory), the internal
 token, the embedded PostgreSQL, the Kubernetes API, each service database with its own role
-(the only use of PostgreSQL's superuser), then the services wave by wave
-(:mod:`gridweave_allinone.services`), and on the first start only, an admin API key. Stop
-runs the other way: services, the local Ray head the gateway started, the Kubernetes API,
-PostgreSQL. Every step reports a line through ``report``.
+(the only use of PostgreSQL's superuser), Prometheus's binary (built on a first run; without
+it everything but the admin console's charts runs), then the services wave by wave
+(:mod:`gridweave_allinone.services`; Prometheus among the first), and on the first start
+only, an admin API key. Stop runs the other way: services (Prometheus last), the local Ray
+head the gateway started, the Kubernetes API, PostgreSQL. Every step reports a line through
+``report``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from gridweave_allinone.job_image import publish_default_image
 from gridweave_allinone.kube import KubeAccess, start_kube
 from gridweave_allinone.mail import OutboxWatcher
 from gridweave_allinone.ports import PortsInUse, check_ports
+from gridweave_allinone.prometheus import PrometheusUnavailable, find_prometheus
 from gridweave_allinone.secrets import dashboard_proxy_secret, internal_token, secrets_dir
 from gridweave_allinone.services import Wiring, service_databases, service_waves
 from gridweave_allinone.settings import AllInOneSettings
@@ -112,6 +115,7 @@ class AllInOne:
             self.settings,
             service_kubeconfig=self._kube.service_kubeconfig,
             proxy_secret=dashboard_proxy_secret(state),
+            prometheus=self._prometheus_binary(),
         )
         databases = service_databases(waves)
         self.report(
@@ -158,6 +162,15 @@ class AllInOne:
             log_dir=supervisor.log_dir,
             kubectl=self._kube.kubectl,
         )
+
+    def _prometheus_binary(self) -> Path | None:
+        """Prometheus's binary (built on a first run); None, said in a line, when there is
+        none: everything runs, only the admin console draws no charts."""
+        try:
+            return find_prometheus(show_progress=self.show_progress)
+        except PrometheusUnavailable as exc:
+            self.report(f"no Prometheus, so the admin console draws no charts: {exc}")
+            return None
 
     def _first_admin_key(self, platform_env: dict[str, str], token: str) -> str | None:
         """A new admin API key, with its grant, on the first start of this state directory.

@@ -17,7 +17,14 @@ from pathlib import Path
 
 from gridweave_allinone.settings import AllInOneSettings
 
-__all__ = ["DASHBOARD_SERVICES", "ServiceSpec", "Wiring", "service_databases", "service_waves"]
+__all__ = [
+    "DASHBOARD_SERVICES",
+    "SCRAPED_SERVICES",
+    "ServiceSpec",
+    "Wiring",
+    "service_databases",
+    "service_waves",
+]
 
 #: The services whose /healthz and /metrics the dashboard's diagnostics page shows (beside
 #: the platform's), each with the port that answers them: the registry's supervisor answers
@@ -31,6 +38,9 @@ DASHBOARD_SERVICES = {
     "kuberay": "kuberay",
     "registry": "registry_health",
 }
+#: The services whose public /metrics Prometheus reads: every one that serves HTTP but the
+#: dashboard (no series of its own).
+SCRAPED_SERVICES = {"platform": "platform", **DASHBOARD_SERVICES}
 
 
 @dataclass(frozen=True)
@@ -81,17 +91,46 @@ def service_databases(waves: list[list[ServiceSpec]]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _prometheus(settings: AllInOneSettings, binary: Path) -> ServiceSpec:
+    """Prometheus (``python -m gridweave_allinone.prometheus``), reading every service's
+    /metrics, its configuration and data under ``<state_dir>/prometheus``."""
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    targets = {
+        name: f"{settings.client_host}:{settings.port(port)}"
+        for name, port in SCRAPED_SERVICES.items()
+    }
+    return ServiceSpec(
+        "prometheus",
+        "gridweave_allinone.prometheus",
+        "PROMETHEUS_",
+        settings.port("prometheus"),
+        args=(
+            f"--binary={binary}",
+            f"--directory={settings.state_dir / 'prometheus'}",
+            f"--listen={host}:{settings.port('prometheus')}",
+            f"--targets={json.dumps(targets, sort_keys=True)}",
+        ),
+        health_path="/-/ready",
+    )
+
+
 def service_waves(
-    settings: AllInOneSettings, *, service_kubeconfig: Path, proxy_secret: str | None = None
+    settings: AllInOneSettings,
+    *,
+    service_kubeconfig: Path,
+    proxy_secret: str | None = None,
+    prometheus: Path | None = None,
 ) -> list[list[ServiceSpec]]:
     """The services in start order: each wave needs only those of the waves before it.
 
     ``proxy_secret`` goes to the dashboard (``WEB_PROXY_SECRET``) and the platform
     (``PLATFORM_DASHBOARD_PROXY_SECRET``) only: with it the platform believes the browser's
-    address the dashboard forwards.
+    address the dashboard forwards. ``prometheus`` (its binary) starts Prometheus first, so
+    it sees the services come up, and gives the platform its URL (the console's charts).
     """
     url = settings.url
     proxied = {} if proxy_secret is None else {"PLATFORM_DASHBOARD_PROXY_SECRET": proxy_secret}
+    charted = {} if prometheus is None else {"PLATFORM_PROMETHEUS_URL": url("prometheus")}
     shared_urls = {
         "CREDIT_SERVICE_URL": url("credit"),
         "METERING_SERVICE_URL": url("metering"),
@@ -120,6 +159,8 @@ def service_waves(
         spec("credit", "CREDITS_", "credits", {}),
         spec("kuberay", "KUBERAY_", "kuberay", kuberay_env),
     ]
+    if prometheus is not None:
+        first.append(_prometheus(settings, prometheus))
     if settings.chain_enabled:
         rpc = settings.port("cometbft")
         chain_env["CHAIN_COMETBFT_RPC_URL"] = f"http://{settings.client_host}:{rpc}"
@@ -164,6 +205,7 @@ def service_waves(
                 {
                     **shared_urls,
                     **proxied,
+                    **charted,
                     # where a job's image is checked and pinned to its digest
                     "PLATFORM_REGISTRY_URL": url("registry"),
                 },

@@ -25,6 +25,7 @@ DEFAULT_PORTS: dict[str, int] = {
     "credit": 8400,
     "faucet": 8500,
     "chain": 8600,
+    "prometheus": 8700,  # the metrics the admin console charts (gridweave_allinone.prometheus)
     "kuberay": 8800,
     "kubeapi": 6443,
     "ray": 6380,
@@ -71,10 +72,10 @@ class AllInOneSettings(BaseSettings):
         le=65535 - max(DEFAULT_PORTS.values()),
         description=(
             "GRIDWEAVE_PORT_OFFSET: added to every standard port (3000 dashboard, 8100 "
-            "platform ... 8800 kuberay-service, 6443 Kubernetes API, 6380 Ray, 8900 Ray Serve, "
-            "30500 registry), to run beside another copy; none may land among Ray's worker "
-            "ports (10002-19999): up to 1101, or from 17000. gridweave up checks every port "
-            "before it starts and names the process holding one."
+            "platform ... 8700 Prometheus, 8800 kuberay-service, 6443 Kubernetes API, 6380 Ray, "
+            "8900 Ray Serve, 30500 registry), to run beside another copy; none may land among "
+            "Ray's worker ports (10002-19999): up to 1101, or from 17000. gridweave up checks "
+            "every port before it starts and names the process holding one."
         ),
     )
 

@@ -48,6 +48,11 @@ def _print_started(started: Started, *, config_written: bool) -> None:
     table.add_row("data", str(started.state_dir))
     table.add_row("logs", str(started.log_dir))
     _console.print(table)
+    if "prometheus" in started.urls:
+        _console.print(
+            f"for Grafana: a Prometheus data source at {started.urls['prometheus']} "
+            "(the dashboard's Diagnostics page charts the same series)"
+        )
     _console.print("jobs and endpoints in Kubernetes (one line, to paste):")
     _console.print(kubectl_command(started), markup=False, soft_wrap=True)
     if started.admin_api_key is not None:

@@ -12,18 +12,29 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from pydantic import ValidationError
 
 from gridweave_allinone.kube import start_kube
 from gridweave_allinone.platform import AllInOne, AlreadyRunning, _lock_state_dir
 from gridweave_allinone.ports import PortsInUse, needed_ports, taken_ports
+from gridweave_allinone.prometheus import PrometheusUnavailable
 from gridweave_allinone.secrets import dashboard_proxy_secret, internal_token
-from gridweave_allinone.services import ServiceSpec, Wiring, service_databases, service_waves
+from gridweave_allinone.services import (
+    SCRAPED_SERVICES,
+    ServiceSpec,
+    Wiring,
+    service_databases,
+    service_waves,
+)
 from gridweave_allinone.settings import DEFAULT_PORTS, AllInOneSettings
 from gridweave_allinone.supervisor import StartFailed, Supervisor
 from gridweave_runtime.kubeapi import BIN_ENV, KubeAPIError
-from tests.support.allinone import free_port_offset
+from tests.support.allinone import free_port_offset, leftover_processes
+from tests.support.prometheus import prometheus_binary
+from tests.support.unavailable import fail_or_skip
+from tests.support.waiting import wait_until
 
 
 def _wiring(waves: list[list[ServiceSpec]], common: dict[str, str] | None = None) -> Wiring:
@@ -286,3 +297,78 @@ def test_its_own_leftover_on_a_port_is_not_in_the_way(tmp_path: Path) -> None:
         assert [(t.name, t.port) for t in taken] == [("ray", settings.port("ray"))]
     finally:
         _stop(own)
+
+
+def test_prometheus_reads_every_services_metrics_and_the_platform_gets_its_url(
+    tmp_path: Path,
+) -> None:
+    settings = AllInOneSettings(state_dir=tmp_path, port_offset=1000)
+    without = service_waves(settings, service_kubeconfig=tmp_path / "k")
+    assert "prometheus" not in {spec.name for wave in without for spec in wave}
+    platform = next(spec for spec in without[2] if spec.name == "platform")
+    assert "PLATFORM_PROMETHEUS_URL" not in platform.environment(_wiring(without), "127.0.0.1")
+
+    waves = service_waves(settings, service_kubeconfig=tmp_path / "k", prometheus=Path("/p"))
+    prometheus = waves[0][-1]  # in the first wave: it sees every service come up
+    assert prometheus.name == "prometheus"
+    port = DEFAULT_PORTS["prometheus"] + 1000
+    assert prometheus.health_url("127.0.0.1") == f"http://127.0.0.1:{port}/-/ready"
+    flags = dict(arg.removeprefix("--").split("=", 1) for arg in prometheus.args)
+    assert flags["binary"] == "/p"
+    assert flags["listen"] == f"127.0.0.1:{port}"
+    assert flags["directory"] == str(tmp_path / "prometheus")
+    # every service serving /metrics (the registry's on its supervisor's port); the
+    # dashboard and the metering deliverer serve none
+    targets = json.loads(flags["targets"])
+    assert targets == {
+        name: f"127.0.0.1:{DEFAULT_PORTS[port_name] + 1000}"
+        for name, port_name in {
+            "platform": "platform",
+            "gateway": "gateway",
+            "metering": "metering",
+            "credit": "credit",
+            "faucet": "faucet",
+            "chain": "chain",
+            "kuberay": "kuberay",
+            "registry": "registry_health",
+        }.items()
+    }
+    platform = next(spec for spec in waves[2] if spec.name == "platform")
+    environment = platform.environment(_wiring(waves), "127.0.0.1")
+    assert environment["PLATFORM_PROMETHEUS_URL"] == f"http://127.0.0.1:{port}"
+
+
+def test_prometheus_starts_under_the_supervisor_and_stops_cleanly(tmp_path: Path) -> None:
+    """Started as gridweave up starts it (its configuration written, then the binary in its
+    place), ready, its targets every service; SIGTERM ends it with status 0, nothing left."""
+    try:
+        binary = prometheus_binary()
+    except PrometheusUnavailable as exc:
+        fail_or_skip("Prometheus", exc)
+    settings = AllInOneSettings(state_dir=tmp_path / "state", port_offset=free_port_offset())
+    waves = service_waves(settings, service_kubeconfig=tmp_path / "k", prometheus=binary)
+    spec = waves[0][-1]
+    supervisor = Supervisor(tmp_path / "logs")
+    child = supervisor.add(
+        spec.name,
+        spec.package,
+        spec.environment(_wiring(waves), settings.host),
+        health_url=spec.health_url(settings.client_host),
+        args=spec.args,
+    )
+    try:
+        supervisor.start_wave([child], timeout_s=60)
+
+        def jobs() -> set[str]:  # the targets are loaded a few seconds after /-/ready
+            url = f"{settings.url('prometheus')}/api/v1/targets"
+            answer = httpx.get(url, timeout=10).json()
+            return {target["labels"]["job"] for target in answer["data"]["activeTargets"]}
+
+        wait_until(lambda: jobs() == set(SCRAPED_SERVICES), timeout=30, what="every target")
+        config = json.loads((settings.state_dir / "prometheus" / "prometheus.yml").read_text())
+        assert config["global"]["scrape_interval"] == "5s"
+    finally:
+        supervisor.stop_all()
+    assert child.process is not None and child.process.returncode == 0, child.log_tail()
+    assert (settings.state_dir / "prometheus" / "data" / "wal").is_dir()
+    assert leftover_processes(settings.state_dir) == []

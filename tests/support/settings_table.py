@@ -25,6 +25,7 @@ from chain_service.settings import ChainSettings
 from credit_service.settings import CreditSettings
 from faucet_service.settings import FaucetSettings
 from gridweave_allinone.dashboard.settings import DashboardSettings
+from gridweave_allinone.prometheus import BIN_ENV as PROMETHEUS_BIN_ENV
 from gridweave_allinone.settings import AllInOneSettings
 from gridweave_runtime.kubeapi import BIN_ENV
 from gridweave_runtime.settings import ServiceSettings
@@ -89,6 +90,18 @@ PLAIN_VARIABLES = [
         "gridweave up, tests",
         "~/.cache/gridweave/kubeapi",
         "Where tools/kubeapi/build.sh caches the binaries it builds.",
+    ),
+    (
+        PROMETHEUS_BIN_ENV,
+        "gridweave up, tests",
+        "",
+        "A prometheus binary (skips the build of tools/prometheus).",
+    ),
+    (
+        "GRIDWEAVE_PROMETHEUS_CACHE",
+        "gridweave up, tests",
+        "~/.cache/gridweave/prometheus",
+        "Where tools/prometheus/build.sh caches the binary it builds.",
     ),
 ]
 
