@@ -21,6 +21,9 @@ Series (all prefixed ``gridweave_gateway_``):
   informer whoever wrote it (:meth:`GatewayMetrics.requeued`);
 - ``usage_reports_total{outcome}``: usage reports to metering, ``sent`` or ``failed``
   (each failed attempt; the report is tried again), and ``usage_reports_waiting``.
+
+With the capacity gauges, the GPUs' own series (``gridweave_gpu_*``: VRAM total, held and
+in use, utilization, per node and GPU) are set: :mod:`job_gateway.gpu_metrics`.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from job_gateway.gpu_metrics import GpuGauges
 from job_gateway.scheduler import PlacementRequest, Scheduler
 from job_gateway.scheduling import PassReport
 
@@ -118,6 +122,7 @@ class GatewayMetrics:
         )
         for outcome in ("sent", "failed"):
             self.usage_reports.labels(outcome)  # both series exist from the start
+        self.gpus = GpuGauges(registry)
 
     # -- hooks ------------------------------------------------------------------------------
 
@@ -190,6 +195,7 @@ class GatewayMetrics:
         self.fragmented_vram_mb.set(fragmentation.unusable_mb)
         self.fragmentation_ratio.set(fragmentation.fraction)
         self.vram_allocation_rate.set(scheduler.allocation_rate())
+        self.gpus.update(scheduler.inventory, scheduler.allocations.held_mb)
 
     def _set_queue(self, queued: Iterable[PlacementRequest]) -> None:
         counts = Tally(request.priority for request in queued)

@@ -46,6 +46,8 @@ class AmdSmiLibrary(Protocol):
     def amdsmi_get_gpu_asic_info(self, handle: Any) -> Mapping[str, Any]: ...
     def amdsmi_get_gpu_memory_total(self, handle: Any, mem_type: Any) -> int: ...
     def amdsmi_get_gpu_enumeration_info(self, handle: Any) -> Mapping[str, Any]: ...
+    def amdsmi_get_gpu_memory_usage(self, handle: Any, mem_type: Any) -> int: ...
+    def amdsmi_get_gpu_activity(self, handle: Any) -> Mapping[str, Any]: ...
 
 
 def load_amdsmi() -> AmdSmiLibrary | None:
@@ -99,7 +101,40 @@ def _amdsmi_gpu(smi: AmdSmiLibrary, node: str, position: int, handle: Any) -> Gp
         _log.warning("AMD GPU %d skipped: it reports %d bytes of VRAM", index, total)
         return None
     name = str(smi.amdsmi_get_gpu_asic_info(handle).get("market_name") or "").strip()
-    return Gpu(node=node, index=index, vendor="amd", model=name or "AMD GPU", vram_mb=total // _MIB)
+    used, busy = _amdsmi_measured(smi, handle, total)
+    return Gpu(
+        node=node,
+        index=index,
+        vendor="amd",
+        model=name or "AMD GPU",
+        vram_mb=total // _MIB,
+        used_mb=used,
+        utilization_percent=busy,
+    )
+
+
+def _amdsmi_measured(
+    smi: AmdSmiLibrary, handle: Any, total: int
+) -> tuple[int | None, float | None]:
+    """(VRAM in use MiB, graphics activity %) as amdsmi reads them; None for either it does
+    not have (an older library, an unsupported device: "N/A")."""
+    try:
+        used: int | None = (
+            min(
+                max(int(smi.amdsmi_get_gpu_memory_usage(handle, smi.AmdSmiMemoryType.VRAM)), 0),
+                total,
+            )
+            // _MIB
+        )
+    except (smi.AmdSmiException, AttributeError, TypeError, ValueError):
+        used = None
+    try:
+        busy: float | None = float(smi.amdsmi_get_gpu_activity(handle)["gfx_activity"])
+    except (smi.AmdSmiException, AttributeError, KeyError, TypeError, ValueError):
+        busy = None
+    if busy is not None and not 0 <= busy <= 100:
+        busy = None
+    return used, busy
 
 
 def run_rocm_smi(timeout_s: float = 10.0) -> str | None:

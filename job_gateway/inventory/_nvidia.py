@@ -1,5 +1,5 @@
 """NVIDIA GPUs of this machine through NVML (``nvidia-ml-py``, imported as ``pynvml``), with
-the VRAM in use when read (``used_mb``).
+the VRAM in use and how busy each was when read (``used_mb``, ``utilization_percent``).
 
 The import is guarded: without the package or the driver, the probe finds no GPU. NVML
 numbers devices in PCI bus order; the executor sets ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` so that
@@ -31,6 +31,7 @@ class NvmlLibrary(Protocol):
     def nvmlDeviceGetHandleByIndex(self, index: int) -> Any: ...  # noqa: N802
     def nvmlDeviceGetName(self, handle: Any) -> str | bytes: ...  # noqa: N802
     def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any: ...  # noqa: N802
+    def nvmlDeviceGetUtilizationRates(self, handle: Any) -> Any: ...  # noqa: N802
 
 
 def load_nvml() -> NvmlLibrary | None:
@@ -40,6 +41,17 @@ def load_nvml() -> NvmlLibrary | None:
     except ImportError:
         return None
     return cast(NvmlLibrary, module)
+
+
+def _utilization(nvml: NvmlLibrary, handle: Any) -> float | None:
+    """The GPU's busy share of NVML's last sample period, %; None where NVML has none (some
+    devices, MIG instances)."""
+    try:
+        percent = float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+    except (nvml.NVMLError, AttributeError, TypeError, ValueError) as exc:
+        _log.debug("NVML utilization unavailable: %s", exc)
+        return None
+    return percent if 0 <= percent <= 100 else None
 
 
 def nvidia_gpus(nvml: NvmlLibrary, node: str) -> list[Gpu]:
@@ -72,6 +84,7 @@ def nvidia_gpus(nvml: NvmlLibrary, node: str) -> list[Gpu]:
                     model=model.strip() or "NVIDIA GPU",
                     vram_mb=total // _MIB,
                     used_mb=min(max(used, 0), total) // _MIB,
+                    utilization_percent=_utilization(nvml, handle),
                 )
             )
         return gpus

@@ -5,8 +5,9 @@ GPU indices are unique on a node. ``vram_mb`` is the GPU's total VRAM in MiB (th
 ``spec.vramMb``); ``index`` is what ``status.gpuIndices`` holds. A GPU takes work only when
 its node is ready and it is not cordoned (:attr:`Gpu.schedulable`). A simulated GPU (no
 real device behind it) says so in ``simulated``, which every view of it shows. ``used_mb``
-is what was measured in use (a node's last heartbeat, NVML on this machine), None where
-nothing measures it (AMD, declared and simulated GPUs); it never changes where work goes.
+is what was measured in use (a node's last heartbeat, NVML or amdsmi on this machine) and
+``utilization_percent`` how busy it was (NVML or amdsmi on this machine), None where nothing
+measures them (rocm-smi, declared and simulated GPUs); neither changes where work goes.
 A node's ``cpu_millis`` (thousandths of a core) and ``memory_mb`` (MiB) are what the work
 placed on it may use in all; None where nothing declared or measured it, and then the
 scheduler places on that node by its GPUs alone.
@@ -43,7 +44,7 @@ MAX_VRAM_MB = 16 * 2**20
 
 
 #: What :meth:`Inventory.same_capacity` leaves out: measurements, not capacity.
-_MEASURED: Any = {"nodes": {"__all__": {"gpus": {"__all__": {"used_mb"}}}}}
+_MEASURED: Any = {"nodes": {"__all__": {"gpus": {"__all__": {"used_mb", "utilization_percent"}}}}}
 
 
 class _Frozen(BaseModel):
@@ -65,6 +66,12 @@ class Gpu(_Frozen):
         ge=0,
         le=MAX_VRAM_MB,
         description="VRAM measured in use, MiB; None: not measured (never guessed).",
+    )
+    utilization_percent: float | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="Share of the last sample period the GPU was busy, %; None: not measured.",
     )
     device_index: int | None = Field(
         default=None,
@@ -148,7 +155,8 @@ class Inventory(_Frozen):
         return next((node for node in self.nodes if node.name == name), None)
 
     def same_capacity(self, other: Inventory) -> bool:
-        """Equal but for the measured ``used_mb`` (what the scheduler decides on is the same)."""
+        """Equal but for the measurements (``used_mb``, ``utilization_percent``): what the
+        scheduler decides on is the same."""
         return self.model_dump(exclude=_MEASURED) == other.model_dump(exclude=_MEASURED)
 
     @property

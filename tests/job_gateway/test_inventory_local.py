@@ -39,12 +39,20 @@ class FakeMemory:
 
 
 @dataclass
+class FakeUtilization:
+    gpu: int
+    memory: int
+
+
+@dataclass
 class FakeNvml:
     """The part of pynvml the probe calls, over a list of (name, total bytes | None); each
-    device has ``used_bytes`` in use (at most its total)."""
+    device has ``used_bytes`` in use (at most its total) and is ``busy_percent`` busy (None:
+    NVML answers Not Supported)."""
 
     devices: list[tuple[str | bytes, int | None]] = field(default_factory=list)
     used_bytes: int = 0
+    busy_percent: int | None = None
     fail_init: bool = False
     calls: list[str] = field(default_factory=list)
     NVMLError: type[Exception] = FakeNvmlError
@@ -72,6 +80,11 @@ class FakeNvml:
             raise FakeNvmlError("GPU is lost")
         return FakeMemory(total, min(self.used_bytes, total))
 
+    def nvmlDeviceGetUtilizationRates(self, handle: int) -> FakeUtilization:  # noqa: N802
+        if self.busy_percent is None:
+            raise FakeNvmlError("Not Supported")
+        return FakeUtilization(self.busy_percent, 0)
+
 
 class FakeAmdSmiError(Exception):
     """amdsmi's AmdSmiException."""
@@ -83,9 +96,12 @@ class FakeMemoryType:
 
 @dataclass
 class FakeAmdSmi:
-    """The part of amdsmi the probe calls, over a list of (market name, bytes, hip id)."""
+    """The part of amdsmi the probe calls, over a list of (market name, bytes, hip id); each
+    device has ``used_bytes`` in use and ``gfx_activity`` (None: not supported)."""
 
     devices: list[tuple[str, int, int | None]] = field(default_factory=list)
+    used_bytes: int | None = None
+    gfx_activity: int | str | None = None
     fail_init: bool = False
     shut_down: bool = False
     AmdSmiException: type[Exception] = FakeAmdSmiError
@@ -113,6 +129,17 @@ class FakeAmdSmi:
         if hip_id is None:
             raise FakeAmdSmiError("not supported")
         return {"hip_id": hip_id, "drm_card": handle}
+
+    def amdsmi_get_gpu_memory_usage(self, handle: int, mem_type: Any) -> int:
+        assert mem_type == "vram"
+        if self.used_bytes is None:
+            raise FakeAmdSmiError("not supported")
+        return self.used_bytes
+
+    def amdsmi_get_gpu_activity(self, handle: int) -> dict[str, Any]:
+        if self.gfx_activity is None:
+            raise FakeAmdSmiError("not supported")
+        return {"gfx_activity": self.gfx_activity, "umc_activity": 0, "mm_activity": "N/A"}
 
 
 ROCM_SMI_JSON = json.dumps(
@@ -161,6 +188,12 @@ class TestNvidia:
         ]
         assert nvml.calls == ["init", "shutdown"]
 
+    def test_how_busy_each_gpu_was_is_read_where_nvml_has_it(self) -> None:
+        busy = nvidia_gpus(FakeNvml([("NVIDIA L4", 24 * GIB)], busy_percent=37), "box")
+        assert [gpu.utilization_percent for gpu in busy] == [37.0]
+        unsupported = nvidia_gpus(FakeNvml([("NVIDIA L4", 24 * GIB)]), "box")
+        assert [gpu.utilization_percent for gpu in unsupported] == [None]  # the GPU is kept
+
     def test_no_driver_finds_nothing(self) -> None:
         assert nvidia_gpus(FakeNvml([("x", GIB)], fail_init=True), "box") == []
 
@@ -191,6 +224,16 @@ class TestAmd:
             (0, "AMD Instinct MI250X", 65_536, "amd"),
         ]
         assert smi.shut_down
+
+    def test_amdsmi_measures_vram_in_use_and_activity_where_it_can(self) -> None:
+        measured = FakeAmdSmi([("MI300X", 192 * GIB, 0)], used_bytes=3 * GIB, gfx_activity=64)
+        assert [(g.used_mb, g.utilization_percent) for g in amdsmi_gpus(measured, "box")] == [
+            (3072, 64.0)
+        ]
+        unmeasured = FakeAmdSmi([("MI300X", 192 * GIB, 0)], gfx_activity="N/A")
+        assert [(g.used_mb, g.utilization_percent) for g in amdsmi_gpus(unmeasured, "box")] == [
+            (None, None)
+        ]
 
     def test_amdsmi_without_enumeration_numbers_in_order(self) -> None:
         gpus = amdsmi_gpus(FakeAmdSmi([("", 16 * GIB, None), ("", 16 * GIB, None)]), "box")

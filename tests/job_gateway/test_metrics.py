@@ -80,6 +80,19 @@ class TestMetrics:
             assert value("fragmented_vram_mb") == 40 * GIB
             assert value("fragmentation_ratio") == pytest.approx(1.0)
             assert value("requeues_total") == 0
+            # each GPU's VRAM and what is held there, per node and GPU (binpack: 80 + 40)
+            held = {
+                (node, gpu): metric_value(
+                    gw.http, "gridweave_gpu_memory_held_bytes", node=node, gpu=gpu
+                )
+                for node, gpu in (("gpu-a", "0"), ("gpu-a", "1"), ("gpu-b", "0"))
+            }
+            assert sorted(held.values()) == [0, 40 * 2**30, 80 * 2**30]
+            assert held[("gpu-b", "0")] == 0
+            total = metric_value(
+                gw.http, "gridweave_gpu_memory_total_bytes", node="gpu-b", vendor="amd"
+            )
+            assert total == 64 * 2**30
             assert value("usage_reports_total", outcome="sent") == 0
             assert value("usage_reports_total", outcome="failed") == 0
             # a requeue (the executor lost the worker) is counted from the informer
