@@ -7,6 +7,7 @@ Tree::
         ├── AccountNotFound        404
         ├── HoldNotFound           404
         ├── InsufficientFunds      402  (body: user_id, balance, held, available, needed)
+        ├── SpendingLimitReached   402  (body: user_id, cap, limit, spent, asked)
         ├── IdempotencyConflict    409  (same key, different request)
         ├── HoldNotOpen            409
         ├── HoldOwnerMismatch      409  (body: reference, hold_user_id, user_id)
@@ -33,6 +34,7 @@ __all__ = [
     "IdempotencyConflict",
     "InsufficientFunds",
     "ReferenceInUse",
+    "SpendingLimitReached",
 ]
 
 
@@ -66,6 +68,15 @@ class InsufficientFunds(CreditError):
     code = "insufficient_funds"
     status_code = 402
     message = "the available balance cannot cover this amount"
+
+
+class SpendingLimitReached(CreditError):
+    """The hold would pass a spending cap: ``cap`` is ``monthly`` or ``per_job``, ``limit``
+    the cap in force, ``spent`` this month's spending, ``asked`` the hold."""
+
+    code = "spending_limit"
+    status_code = 402
+    message = "this hold would pass a spending limit"
 
 
 class IdempotencyConflict(CreditError):

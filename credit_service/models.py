@@ -9,6 +9,10 @@ Invariants (the database enforces the first three; tests check the rest):
 - ``accounts.balance == sum(ledger_entries.amount)`` for the account: every change to a
   balance is an entry, written by ``services.ledger.move_money`` and nothing else.
 - ``accounts.held == sum(holds.amount)`` over the account's open holds.
+- A hold placed on a capped account keeps the month's spending (``deduct``, ``capture`` and
+  ``settlement`` entries since the first of the month, UTC, plus ``held``) within the lower
+  of ``monthly_cap`` and ``admin_monthly_cap``, and its amount within the lower of
+  ``per_job_cap`` and ``admin_per_job_cap`` (``services.spending_limits``; NULL: no cap).
 - An ``operations`` row exists per (caller, kind, idempotency key) that moved money; a retry
   replays it. ``caller`` is the calling service's role, so no caller can claim another's key.
 """
@@ -65,12 +69,21 @@ class AccountModel(CreditBase):
         CheckConstraint("held >= 0", name="held_not_negative"),
         CheckConstraint("held <= balance", name="held_within_balance"),
         CheckConstraint(f"balance <= {MAX_BALANCE}", name="balance_within_maximum"),
+        CheckConstraint("monthly_cap >= 0", name="monthly_cap_not_negative"),
+        CheckConstraint("per_job_cap >= 0", name="per_job_cap_not_negative"),
+        CheckConstraint("admin_monthly_cap >= 0", name="admin_monthly_cap_not_negative"),
+        CheckConstraint("admin_per_job_cap >= 0", name="admin_per_job_cap_not_negative"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     user_id: Mapped[str] = mapped_column(String(128), unique=True)
     balance: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     held: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # spending caps in micro-credits, the user's and an admin's (NULL: none); migration 0004
+    monthly_cap: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    per_job_cap: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    admin_monthly_cap: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    admin_per_job_cap: Mapped[int | None] = mapped_column(BigInteger, default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
@@ -82,6 +95,13 @@ class LedgerEntryModel(CreditBase):
         CheckConstraint("amount <> 0", name="amount_not_zero"),
         CheckConstraint("balance_after >= 0", name="balance_after_not_negative"),
         Index("ix_ledger_entries_account_id_id", "account_id", "id"),
+        Index(
+            "ix_ledger_entries_spending",
+            "account_id",
+            "created_at",
+            postgresql_include=["amount"],
+            postgresql_where="kind IN ('deduct', 'capture', 'settlement')",
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)

@@ -24,8 +24,11 @@ __all__ = [
     "insert_hold",
     "lock_account",
     "lock_hold_by_id",
+    "read_month_spending",
+    "read_spending_caps",
     "settle_hold",
     "store_operation_response",
+    "write_spending_caps",
 ]
 
 # An operation is named by (caller, kind, key): one caller's key never meets another's.
@@ -87,6 +90,36 @@ _CLOSE_HOLD = text(
     "UPDATE holds SET captured = CAST(:captured AS bigint), status = CAST(:status AS varchar),"
     " closed_at = now() WHERE id = CAST(:hold_id AS bigint)"
 )
+
+# the caps of an account, each in force (PostgreSQL's LEAST skips NULLs: NULL only if both
+# are) and each side's own
+_SPENDING_CAPS = (
+    "SELECT id, user_id, held, LEAST(monthly_cap, admin_monthly_cap) AS monthly_in_force,"
+    " LEAST(per_job_cap, admin_per_job_cap) AS per_job_in_force,"
+    " monthly_cap, per_job_cap, admin_monthly_cap, admin_per_job_cap"
+    " FROM accounts WHERE id = CAST(:account_id AS bigint)"
+)
+_READ_SPENDING_CAPS = text(_SPENDING_CAPS)
+_LOCK_SPENDING_CAPS = text(_SPENDING_CAPS + " FOR NO KEY UPDATE")
+# what the account was charged since the first of this month, UTC (entries' created_at is
+# their transaction's start), and that month's first instant
+_MONTH_SPENDING = text(
+    "WITH month AS (SELECT date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+    " AS start)"
+    " SELECT month.start, COALESCE(-SUM(e.amount), 0) AS charged"
+    " FROM month LEFT JOIN ledger_entries AS e"
+    " ON e.account_id = CAST(:account_id AS bigint)"
+    " AND e.kind IN ('deduct', 'capture', 'settlement') AND e.created_at >= month.start"
+    " GROUP BY month.start"
+)
+_WRITE_SPENDING_CAPS = {
+    side: text(
+        f"UPDATE accounts SET {prefix}monthly_cap = CAST(:monthly_cap AS bigint),"
+        f" {prefix}per_job_cap = CAST(:per_job_cap AS bigint)"
+        " WHERE id = CAST(:account_id AS bigint)"
+    )
+    for side, prefix in (("user", ""), ("admin", "admin_"))
+}
 
 
 def _run(session: Session, statement: Any, params: dict[str, Any]) -> Any:
@@ -164,6 +197,33 @@ def insert_hold(
 def close_hold(session: Session, *, hold_id: int, captured: int, status: str) -> None:
     """Mark a hold captured or released."""
     _run(session, _CLOSE_HOLD, {"hold_id": hold_id, "captured": captured, "status": status})
+
+
+def read_spending_caps(session: Session, *, account_id: int, lock: bool) -> Row[Any] | None:
+    """(id, user_id, held, monthly_in_force, per_job_in_force, and the four caps) of one account;
+    locked with ``lock`` (the row lock a posting takes)."""
+    statement = _LOCK_SPENDING_CAPS if lock else _READ_SPENDING_CAPS
+    row: Row[Any] | None = _run(session, statement, {"account_id": account_id}).first()
+    return row
+
+
+def read_month_spending(session: Session, *, account_id: int) -> Row[Any]:
+    """(start, charged): this month's first instant (UTC) and what was charged since."""
+    row: Row[Any] = _run(session, _MONTH_SPENDING, {"account_id": account_id}).one()
+    return row
+
+
+def write_spending_caps(
+    session: Session,
+    *,
+    account_id: int,
+    side: str,
+    monthly_cap: int | None,
+    per_job_cap: int | None,
+) -> None:
+    """Replace the user's (``side='user'``) or the admin's (``'admin'``) two caps."""
+    params = {"account_id": account_id, "monthly_cap": monthly_cap, "per_job_cap": per_job_cap}
+    _run(session, _WRITE_SPENDING_CAPS[side], params)
 
 
 async def settle_hold(

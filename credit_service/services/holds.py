@@ -23,6 +23,7 @@ from credit_service.services.ledger import (
     move_money,
     settle_hold,
 )
+from credit_service.services.spending_limits import check_hold_within_caps
 from gridweave_clients.credit.models import (
     HoldResponse,
     OpenHoldResponse,
@@ -144,10 +145,12 @@ def place_hold(
     idempotency_key: str,
     reference: str | None,
 ) -> tuple[HoldResponse, bool]:
-    """Set ``amount`` aside on ``user_id``'s account; 402 when it is not available."""
+    """Set ``amount`` aside on ``user_id``'s account; 402 when it is not available or would
+    pass a spending cap (``spending_limits``)."""
 
     def place() -> HoldResponse:
         account = get_account(session, user_id)
+        check_hold_within_caps(session, account_id=account.id, amount=amount)
         states = move_money(
             session, [Posting(account.id, held=amount)], kind="hold", operation_key=idempotency_key
         )

@@ -27,6 +27,9 @@ class CreditClient(InternalClient):
     capture_hold = blocking(ops.capture_hold)
     release_hold = blocking(ops.release_hold)
     settle = blocking(ops.settle)
+    get_spending_limits = blocking(ops.get_spending_limits)
+    set_spending_limits = blocking(ops.set_spending_limits)
+    set_admin_spending_limits = blocking(ops.set_admin_spending_limits)
 
 
 class AsyncCreditClient(AsyncInternalClient):
@@ -45,3 +48,6 @@ class AsyncCreditClient(AsyncInternalClient):
     capture_hold = awaiting(ops.capture_hold)
     release_hold = awaiting(ops.release_hold)
     settle = awaiting(ops.settle)
+    get_spending_limits = awaiting(ops.get_spending_limits)
+    set_spending_limits = awaiting(ops.set_spending_limits)
+    set_admin_spending_limits = awaiting(ops.set_admin_spending_limits)

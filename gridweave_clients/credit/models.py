@@ -33,6 +33,9 @@ __all__ = [
     "Reference",
     "ReleaseHoldRequest",
     "SettleRequest",
+    "SpendingCap",
+    "SpendingLimitsRequest",
+    "SpendingLimitsResponse",
     "TransferRequest",
     "TransferResponse",
     "UserId",
@@ -220,3 +223,43 @@ class PlacedHold(HoldResponse):
     the hold may have moved since). Not a wire model: services answer ``HoldResponse``."""
 
     replayed: bool = False
+
+
+# -- spending limits --------------------------------------------------------------------------
+
+SpendingCap = Annotated[
+    int,
+    Field(strict=True, ge=0, le=MAX_BALANCE, description="Micro-credits (an integer, >= 0)."),
+]
+
+
+class SpendingLimitsRequest(RequestBody):
+    """A side's two caps (the user's or an admin's), replaced whole: null clears one."""
+
+    monthly_cap: SpendingCap | None = Field(
+        default=None, description="What may be spent in a calendar month (UTC); null: no cap."
+    )
+    per_job_cap: SpendingCap | None = Field(
+        default=None, description="What one job's hold may be; null: no cap."
+    )
+
+
+class SpendingLimitsResponse(BaseModel):
+    """An account's caps and this month's spending, all in micro-credits.
+
+    ``monthly_cap`` and ``per_job_cap`` are in force: the lower of the user's and the admin's
+    (null: neither set one). ``spent`` is what was charged since ``month_start`` (the first
+    of the month, UTC: deductions, captures, settlements) plus what is held now; a hold that
+    would take it past ``monthly_cap``, or that alone passes ``per_job_cap``, is refused
+    with 402 ``spending_limit``.
+    """
+
+    user_id: str
+    monthly_cap: int | None
+    per_job_cap: int | None
+    user_monthly_cap: int | None
+    user_per_job_cap: int | None
+    admin_monthly_cap: int | None
+    admin_per_job_cap: int | None
+    month_start: datetime
+    spent: int

@@ -32,6 +32,9 @@ from gridweave_clients.credit.models import (
     Reference,
     ReleaseHoldRequest,
     SettleRequest,
+    SpendingCap,
+    SpendingLimitsRequest,
+    SpendingLimitsResponse,
     TransferRequest,
     TransferResponse,
 )
@@ -42,12 +45,15 @@ __all__ = [
     "deduct",
     "get_account",
     "get_hold",
+    "get_spending_limits",
     "list_ledger",
     "list_open_holds",
     "mint",
     "open_account",
     "place_hold",
     "release_hold",
+    "set_admin_spending_limits",
+    "set_spending_limits",
     "settle",
     "transfer",
 ]
@@ -196,3 +202,42 @@ def settle(
     """Capture ``amount`` of ``user_id``'s hold placed with ``reference``: once per reference."""
     body = SettleRequest(reference=reference, user_id=user_id, amount=amount)
     return model_operation("POST", "/v1/settlements", HoldResponse, body=body, idempotent=True)
+
+
+# -- spending limits --------------------------------------------------------------------------
+
+
+@validate_call
+def get_spending_limits(user_id: UserId) -> Operation[SpendingLimitsResponse]:
+    """The caps of ``user_id`` in force, each side's, and this month's spending."""
+    return model_operation("GET", _account(user_id, "/spending-limits"), SpendingLimitsResponse)
+
+
+@validate_call
+def set_spending_limits(
+    user_id: UserId, *, monthly_cap: SpendingCap | None, per_job_cap: SpendingCap | None
+) -> Operation[SpendingLimitsResponse]:
+    """Replace the user's own caps (None clears one); InvalidRequest above an admin's."""
+    body = SpendingLimitsRequest(monthly_cap=monthly_cap, per_job_cap=per_job_cap)
+    return model_operation(
+        "PUT",
+        _account(user_id, "/spending-limits"),
+        SpendingLimitsResponse,
+        body=body,
+        idempotent=True,
+    )
+
+
+@validate_call
+def set_admin_spending_limits(
+    user_id: UserId, *, monthly_cap: SpendingCap | None, per_job_cap: SpendingCap | None
+) -> Operation[SpendingLimitsResponse]:
+    """Replace an admin's caps on ``user_id``, which the user cannot raise (role admin)."""
+    body = SpendingLimitsRequest(monthly_cap=monthly_cap, per_job_cap=per_job_cap)
+    return model_operation(
+        "PUT",
+        _account(user_id, "/admin-spending-limits"),
+        SpendingLimitsResponse,
+        body=body,
+        idempotent=True,
+    )

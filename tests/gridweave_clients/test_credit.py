@@ -109,6 +109,24 @@ class TestBlockingCreditClient:
         assert reused.value.code == "idempotency_conflict"
         assert same.value.field == "to_user_id"
 
+    def test_spending_limits_are_set_read_and_refuse_a_hold(self, credit: CreditServer) -> None:
+        user = _user()
+        credit.fund(user, 10_000)
+        with _admin(credit) as client:
+            client.set_admin_spending_limits(user, monthly_cap=900, per_job_cap=None)
+            limits = client.set_spending_limits(user, monthly_cap=600, per_job_cap=200)
+            with pytest.raises(PaymentRequired) as capped:
+                client.place_hold(user, amount=201, idempotency_key=f"h:{user}")
+            with pytest.raises(InvalidRequest) as raised:
+                client.set_spending_limits(user, monthly_cap=901, per_job_cap=None)
+            read = client.get_spending_limits(user)
+
+        assert (limits.monthly_cap, limits.per_job_cap, limits.admin_monthly_cap) == (600, 200, 900)
+        assert capped.value.code == "spending_limit"
+        assert capped.value.details["cap"] == "per_job"
+        assert raised.value.field == "monthly_cap"
+        assert read == limits
+
     def test_only_admin_and_faucet_may_mint(self, credit: CreditServer) -> None:
         with CreditClient(credit.url, INTERNAL_TOKEN, role="metering") as client:
             with pytest.raises(Forbidden):
