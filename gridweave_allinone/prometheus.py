@@ -141,6 +141,10 @@ def main(argv: list[str] | None = None) -> None:
         config, arguments.directory / "data", listen=arguments.listen, retention=arguments.retention
     )
     binary = str(arguments.binary)
+    # Prometheus reads its working directory as it starts (web/ui's init, built without
+    # embedded assets) and panics when it is gone, as a cluster node's mount namespace
+    # leaves the supervisor's: its own directory is always there.
+    os.chdir(arguments.directory)
     os.execv(binary, [binary, *flags])
 
 
