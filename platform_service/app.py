@@ -31,6 +31,7 @@ from platform_service.auth import ApiKeyMiddleware
 from platform_service.openapi import apply_operation_ids, document_for
 from platform_service.routers import (
     account,
+    console,
     endpoints,
     jobs,
     join_keys,
@@ -76,6 +77,7 @@ ROUTERS = (
     join_keys.router,
     receipts.router,
     registry.router,
+    console.router,
 )
 #: The registry's reconciliation lists every blob of its storage in one body.
 REGISTRY_REPORT_BYTES = 256 * 2**20

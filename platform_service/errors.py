@@ -26,7 +26,8 @@ Tree::
         ├── EndpointUnreachable    502  (body: endpoint; a running endpoint did not answer)
         ├── DownstreamRefused      the refusing service's own 4xx, code and details, passed on
         ├── DownstreamFailed       502  (a service answered what it never should to us)
-        └── DownstreamUnavailable  503  (body: service; nothing is known to be applied)
+        ├── DownstreamUnavailable  503  (body: service; nothing is known to be applied)
+        └── MetricsUnavailable     503  (body: setting, url; the console's Prometheus)
 
 A request that passes the schema but breaks a rule raises gridweave_runtime's
 ``InvalidRequest`` (422 ``invalid_request``, the field named), as in every service.
@@ -54,6 +55,7 @@ __all__ = [
     "JobDidNotComplete",
     "JobNotFinished",
     "MapNotFound",
+    "MetricsUnavailable",
     "ChunkNotReady",
     "NodeNotJoined",
     "NotAuthenticated",
@@ -246,6 +248,15 @@ class DownstreamUnavailable(PlatformError):
     code = "service_unavailable"
     status_code = 503
     message = "an internal service is unavailable: try again"
+
+
+class MetricsUnavailable(PlatformError):
+    """The admin console's Prometheus is not configured or did not answer; the message names
+    the setting (``PLATFORM_PROMETHEUS_URL``)."""
+
+    code = "metrics_unavailable"
+    status_code = 503
+    message = "no Prometheus answered: set PLATFORM_PROMETHEUS_URL"
 
 
 class RegistryRefusal(PlatformError):

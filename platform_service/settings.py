@@ -132,6 +132,14 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
             "(join-node.sh --master). Unset: KUBERAY_URL."
         ),
     )
+    prometheus_url: str | None = Field(
+        default=None,
+        description=(
+            "The Prometheus that scrapes every service's /metrics (gridweave up starts one and "
+            "sets this): the admin console's charts are its queries. Unset: the console shows "
+            "no charts (503 metrics_unavailable)."
+        ),
+    )
     downstream_timeout_seconds: float = Field(
         default=10.0,
         gt=0,

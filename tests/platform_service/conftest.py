@@ -145,7 +145,15 @@ def faucet_platform(
 
 
 @pytest.fixture(scope="module")
+def platform_prometheus_url() -> str | None:
+    """The Prometheus the platform's console reads: none (its route answers 503), unless a
+    module overrides this fixture."""
+    return None
+
+
+@pytest.fixture(scope="module")
 def platform(
+    platform_prometheus_url: str | None,
     platform_database: str,
     credit: CreditServer,
     gateway: GatewayServer,
@@ -167,6 +175,7 @@ def platform(
         kuberay_url=node_registry.url,
         storage_dir=gateway.storage_dir,
         max_submission_bytes=MAX_SUBMISSION,
+        prometheus_url=platform_prometheus_url,
     )
     with running_platform(settings) as server:
         yield server

@@ -4,6 +4,29 @@
  */
 
 export interface paths {
+    "/v1/admin/console/charts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read Charts
+         * @description Request rate, server errors and p50/p99 latency per service; the gateway's queue,
+         *     placements and failed placements; VRAM and utilization per node and GPU: each a named
+         *     query of the Prometheus at PLATFORM_PROMETHEUS_URL over the last ``minutes`` (admins).
+         *     503 ``metrics_unavailable`` naming the setting when none is set or it does not answer.
+         */
+        get: operations["read_charts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/join-keys": {
         parameters: {
             query?: never;
@@ -1198,6 +1221,58 @@ export interface components {
              * @description Ed25519 over encoding.batch_message, hex.
              */
             signature: string;
+        };
+        /**
+         * ChartSeries
+         * @description One line of a chart: its labels (``service``; ``node``, ``gpu``) and its points.
+         */
+        ChartSeries: {
+            /** Labels */
+            labels: {
+                [key: string]: string;
+            };
+            /**
+             * Points
+             * @description (unix seconds, value), oldest first; no point where there was no value.
+             */
+            points: [
+                number,
+                number
+            ][];
+        };
+        /**
+         * ConsoleChart
+         * @description One chart: its name, title, unit and the series its query answered (maybe none).
+         */
+        ConsoleChart: {
+            /** Name */
+            name: string;
+            /** Series */
+            series: components["schemas"]["ChartSeries"][];
+            /** Title */
+            title: string;
+            /**
+             * Unit
+             * @enum {string}
+             */
+            unit: "per_second" | "per_minute" | "seconds" | "bytes" | "ratio" | "count";
+        };
+        /**
+         * ConsoleChartsResponse
+         * @description Every chart over the window ``start`` to ``end`` (unix seconds), a point every
+         *     ``step_seconds``, and the Prometheus they come from (for Grafana).
+         */
+        ConsoleChartsResponse: {
+            /** Charts */
+            charts: components["schemas"]["ConsoleChart"][];
+            /** End */
+            end: number;
+            /** Prometheus Url */
+            prometheus_url: string;
+            /** Start */
+            start: number;
+            /** Step Seconds */
+            step_seconds: number;
         };
         /**
          * CordonNodeRequest
@@ -3000,6 +3075,38 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    read_charts: {
+        parameters: {
+            query?: {
+                /** @description The window, ending now, in minutes. */
+                minutes?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleChartsResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     list_join_keys: {
         parameters: {
             query?: never;

@@ -1,5 +1,7 @@
 import { useQuery } from "@tanstack/react-query";
+import { api, unwrap } from "../../api/client";
 import { Card } from "../../components/Layout";
+import { TimeSeriesChart } from "../../components/TimeSeriesChart";
 
 type Service = { name: string; url: string; healthy: boolean; status: string; figures: Record<string, number>; metrics: string };
 
@@ -26,6 +28,44 @@ export function keyFigures(text: string, prefixes: string[]): Record<string, num
 
 const KEY_PREFIXES = ["http_requests_total", "http_request_duration_seconds_count", "process_resident_memory_bytes", "process_cpu_seconds_total", "gridweave_"];
 
+/** The console's window: the last hour, read again every 15 s. */
+const CHART_MINUTES = 60;
+
+/** Request rate, errors and latency per service, the gateway's queue and placements, GPU memory
+ * and utilization per node and GPU: the platform's named queries of its Prometheus. */
+function Charts() {
+  const charts = useQuery({
+    queryKey: ["console-charts", CHART_MINUTES],
+    queryFn: async () => unwrap(await api.GET("/v1/admin/console/charts", { params: { query: { minutes: CHART_MINUTES } } })),
+    refetchInterval: 15_000,
+  });
+  if (charts.isError) {
+    return (
+      <p role="alert" className="text-sm text-red-700">
+        No charts: {charts.error.message}
+      </p>
+    );
+  }
+  if (!charts.data) return <p className="text-sm text-slate-600">Loading charts…</p>;
+  const { prometheus_url: url, start, end } = charts.data;
+  return (
+    <>
+      <p className="text-sm">
+        From the Prometheus at{" "}
+        <a className="font-mono text-blue-800 underline" href={url}>
+          {url}
+        </a>{" "}
+        (for Grafana: add it as a Prometheus data source).
+      </p>
+      <div className="grid gap-3 md:grid-cols-2">
+        {charts.data.charts.map((chart) => (
+          <TimeSeriesChart key={chart.name} title={chart.title} unit={chart.unit} series={chart.series} start={start} end={end} />
+        ))}
+      </div>
+    </>
+  );
+}
+
 export function Diagnostics() {
   const services = useQuery({
     queryKey: ["diagnostics"],
@@ -39,6 +79,9 @@ export function Diagnostics() {
   return (
     <div className="space-y-4">
       <h1 className="text-2xl font-semibold">Diagnostics</h1>
+      <h2 className="text-lg font-medium">The last hour</h2>
+      <Charts />
+      <h2 className="text-lg font-medium">Services</h2>
       {services.isError && <p role="alert" className="text-red-700">{String(services.error)}</p>}
       {services.data?.services.map((service) => {
         const figures = keyFigures(service.metrics, KEY_PREFIXES);
