@@ -69,6 +69,8 @@ class EndpointStopReason(StrEnum):
 
     IDLE = "Idle"
     OUT_OF_CREDITS = "OutOfCredits"
+    #: the owner's next billing period would pass one of their spending caps
+    SPENDING_LIMIT = "SpendingLimit"
     DELETED = "Deleted"
 
 

@@ -42,6 +42,7 @@ from platform_service.routers import (
     registry,
     sessions,
     signups,
+    spending_limits,
     user_limits,
     users,
 )
@@ -68,6 +69,7 @@ ROUTERS = (
     sessions.router,
     users.router,
     user_limits.router,
+    spending_limits.router,
     keys.router,
     jobs.router,
     maps.router,

@@ -8,6 +8,7 @@ Tree::
         ├── AdminOnly              403
         ├── CsrfRejected           403  (a write with the session cookie but no CSRF token)
         ├── InsufficientCredits    402  (body: balance, held, available, needed)
+        ├── SpendingLimitReached   402  (body: cap, limit, spent, asked)
         ├── NotFound               404  (body: resource, id; also another user's job or key)
         ├── AlreadyRegistered      409  (body: field)
         ├── IdempotencyConflict    409  (body: job_id, differing_fields)
@@ -65,6 +66,7 @@ __all__ = [
     "RegistryReadOnly",
     "RegistryRefusal",
     "RegistryScopeRefused",
+    "SpendingLimitReached",
     "TooManyLogStreams",
 ]
 
@@ -107,6 +109,15 @@ class InsufficientCredits(PlatformError):
     code = "insufficient_credits"
     status_code = 402
     message = "not enough credits for this job's hold"
+
+
+class SpendingLimitReached(PlatformError):
+    """The hold would pass a spending cap: ``cap`` (``monthly`` or ``per_job``), its
+    ``limit``, what was ``spent`` this month and the hold ``asked``, in micro-credits."""
+
+    code = "spending_limit"
+    status_code = 402
+    message = "this submission's hold would pass a spending limit"
 
 
 class NotFound(PlatformError):

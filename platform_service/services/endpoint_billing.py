@@ -11,7 +11,8 @@ under that reference: metering keeps one record per reference and credit_service
 a reference once, so money for a period moves once whatever is sent again. Rules per pass:
 
 1. While Running in period ``c``: the holds of ``c`` and ``c + 1`` are in place. A hold the
-   owner cannot pay (402) stops the endpoint with reason ``OutOfCredits``.
+   owner cannot pay (402) stops the endpoint with reason ``OutOfCredits``; one that would
+   pass the owner's spending cap (402 ``spending_limit``), with reason ``SpendingLimit``.
 2. Every ended period is recorded: its replica-seconds (the ready replicas, 1 to
    ``max_replicas``, counted between billing's observations; a stretch no two observations
    cover, at the replicas last seen: ``Run.count_replicas``) of ``gpu_count`` GPUs at the
@@ -338,13 +339,24 @@ class EndpointBilling:
     ) -> None:
         if run.out_of_credits:
             return
-        available = exc.details.get("available") if isinstance(exc, PaymentRequired) else 0
-        message = (
-            f"the owner {endpoint.billing_owner} cannot pay the next billing period "
-            f"({self._hold_amount(endpoint)} micro-credits; {available or 0} available)"
-        )
+        owner, amount = endpoint.billing_owner, self._hold_amount(endpoint)
+        reason = EndpointStopReason.OUT_OF_CREDITS
+        if isinstance(exc, PaymentRequired) and exc.code == "spending_limit":
+            reason = EndpointStopReason.SPENDING_LIMIT
+            cap = "monthly" if exc.details.get("cap") == "monthly" else "per-job"
+            message = (
+                f"the next billing period of the owner {owner} ({amount} micro-credits) would "
+                f"pass their {cap} spending cap of {exc.details.get('limit')} micro-credits "
+                f"({exc.details.get('spent')} spent this month)"
+            )
+        else:
+            available = exc.details.get("available") if isinstance(exc, PaymentRequired) else 0
+            message = (
+                f"the owner {owner} cannot pay the next billing period "
+                f"({amount} micro-credits; {available or 0} available)"
+            )
         _log.info("endpoint %s stopped: %s", endpoint.id, message)
-        await self._stop(endpoint.id, EndpointStopReason.OUT_OF_CREDITS, message)
+        await self._stop(endpoint.id, reason, message)
         run.out_of_credits = True
 
     async def _first_unrecorded(self, endpoint: EndpointResponse, run: Run, closed: int) -> int:

@@ -13,7 +13,8 @@ An endpoint that is not running:
   deployment at the gateway), then goes through. Still not running: 503
   ``endpoint_starting`` (a Pending one's message says why it waits: its reason and message,
   e.g. ``RealGpuBusy``).
-- Stopped for credits: 402 ``endpoint_out_of_credits``; stopped otherwise: 409
+- Stopped for credits: 402 ``endpoint_out_of_credits``; for a spending cap: 402
+  ``endpoint_spending_limit``; stopped otherwise: 409
   ``endpoint_stopped``; Failed: 503 ``endpoint_failed``; each with the reason and message.
 
 The upstream URL of a running endpoint is remembered for ``CACHE_SECONDS`` (a warm call
@@ -261,6 +262,14 @@ def _not_serving(
             f"endpoint {name} was stopped: its owner ran out of credits",
             status_code=402,
             code="endpoint_out_of_credits",
+            **details,
+        )
+    if endpoint.reason == EndpointStopReason.SPENDING_LIMIT:
+        return EndpointNotServing(
+            f"endpoint {name} was stopped: its owner reached a spending limit "
+            f"({endpoint.message or 'no message'})",
+            status_code=402,
+            code="endpoint_spending_limit",
             **details,
         )
     return EndpointNotServing(

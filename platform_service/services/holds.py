@@ -26,6 +26,7 @@ from gridweave_clients.metering.pricing import (
 from gridweave_runtime.errors import InvalidRequest
 from platform_service.errors import InsufficientCredits, PlatformError
 from platform_service.services.downstream import as_user, downstream_errors
+from platform_service.services.spending_limits import spending_limit_reached
 
 __all__ = [
     "ENDPOINT_FIRST_HOLDS",
@@ -89,7 +90,8 @@ def endpoint_hold_amount(
 async def place_job_hold(
     credit: AsyncCreditClient, *, user_id: str, job_id: str, amount: int
 ) -> PlacedHold:
-    """Hold ``amount`` for ``job_id``; 402 naming balance, held, available and needed."""
+    """Hold ``amount`` for ``job_id``; 402 naming balance, held, available and needed, or
+    (``spending_limit``) the cap it would pass, its limit, the month's spending and the hold."""
     operation = ops.place_hold(
         user_id, amount=amount, idempotency_key=f"job-hold:{job_id}", reference=job_id
     )
@@ -97,6 +99,8 @@ async def place_job_hold(
         try:
             return await credit.run(as_user(operation, user_id))
         except PaymentRequired as exc:
+            if exc.code == "spending_limit":
+                raise spending_limit_reached(exc, what="this job") from exc
             raise _insufficient(exc, amount) from exc
         except Conflict as exc:
             if exc.code == "idempotency_conflict":  # the key held another amount before

@@ -39,6 +39,7 @@ VRAM = 16_384
 PRICE = price_per_gpu_second(DEFAULT_PRICE_TABLE, vendor="nvidia", vram_mb=VRAM)
 AMD_PRICE = price_per_gpu_second(DEFAULT_PRICE_TABLE, vendor="amd", vram_mb=VRAM)
 OUT_OF_CREDITS = EndpointStopReason.OUT_OF_CREDITS
+SPENDING_LIMIT = EndpointStopReason.SPENDING_LIMIT
 STARTED = datetime(2026, 1, 5, 12, 0, 0, 250_000, tzinfo=UTC)
 
 
@@ -314,6 +315,31 @@ class TestOutOfCredits:
         view = endpoint_view(f"nobody-{uuid.uuid4().hex[:8]}")
         world.settle(view, at=1)
         assert [stop[:2] for stop in world.stops] == [(view.id, OUT_OF_CREDITS)]
+
+
+class TestSpendingLimit:
+    def test_a_next_period_past_the_monthly_cap_stops_it_spending_limit(self, world: World) -> None:
+        owner = funded(world)  # plenty of credits: only the cap stops it
+        world.credit.cap_spending(owner, monthly_cap=PERIOD * PRICE * 3 // 2)
+        view = endpoint_view(owner)
+        world.settle(view, at=3)
+        assert [stop[:2] for stop in world.stops] == [(view.id, SPENDING_LIMIT)]
+        message = world.stops[0][2]
+        assert f"monthly spending cap of {PERIOD * PRICE * 3 // 2}" in message
+        assert f"({PERIOD * PRICE} spent this month)" in message  # the first period's hold
+        assert world.held(owner) == PERIOD * PRICE
+        world.settle(stopped(view, 4, reason=SPENDING_LIMIT), at=5)
+        assert world.charged(owner) == 4 * PRICE
+        assert world.held(owner) == 0
+
+    def test_a_period_past_the_per_job_cap_stops_it_before_any_hold(self, world: World) -> None:
+        owner = funded(world)
+        world.credit.cap_spending(owner, per_job_cap=PERIOD * PRICE - 1)
+        view = endpoint_view(owner)
+        world.settle(view, at=1)
+        assert [stop[:2] for stop in world.stops] == [(view.id, SPENDING_LIMIT)]
+        assert "per-job spending cap" in world.stops[0][2]
+        assert world.held(owner) == 0
 
 
 class TestPlacedVendor:

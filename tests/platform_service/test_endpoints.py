@@ -496,3 +496,22 @@ class TestEndpointsOfAUser:
         call = platform.http.get("/v1/endpoints/unpaid/v1/models", headers=alice.headers)
         assert call.status_code == 402, call.text
         assert call.json()["error"]["code"] == "endpoint_out_of_credits"
+
+    def test_a_spending_limit_stop_answers_402_naming_it(
+        self, platform: PlatformServer, alice: User, gateway: GatewayServer
+    ) -> None:
+        deployed = self._deploy(platform, alice, "capped")
+        message = "the next billing period would pass the monthly spending cap"
+        response = gateway.http.post(
+            f"/v1/endpoints/{deployed['endpoint_id']}/stop",
+            json={"reason": "SpendingLimit", "message": message},
+            headers={"Authorization": f"Bearer {INTERNAL_TOKEN}"},
+        )
+        assert response.status_code == 200, response.text
+        got = platform.http.get("/v1/endpoints/capped", headers=alice.headers).json()
+        assert (got["phase"], got["reason"]) == ("Stopped", "SpendingLimit")
+        call = platform.http.get("/v1/endpoints/capped/v1/models", headers=alice.headers)
+        assert call.status_code == 402, call.text
+        error = call.json()["error"]
+        assert error["code"] == "endpoint_spending_limit"
+        assert message in error["message"]

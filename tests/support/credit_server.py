@@ -78,6 +78,17 @@ class CreditServer:
             return None
         return self.ledger_amounts(user_id)
 
+    def cap_spending(
+        self, user_id: str, *, monthly_cap: int | None = None, per_job_cap: int | None = None
+    ) -> dict[str, Any]:
+        """Set an admin's spending caps on ``user_id`` (micro-credits; None: no cap)."""
+        body: dict[str, Any] = self._call(
+            "PUT",
+            f"/v1/accounts/{user_id}/admin-spending-limits",
+            {"monthly_cap": monthly_cap, "per_job_cap": per_job_cap},
+        )
+        return body
+
     def hold(self, hold_id: int) -> dict[str, Any]:
         """The hold body."""
         body: dict[str, Any] = self._call("GET", f"/v1/holds/{hold_id}")
