@@ -1454,6 +1454,11 @@ export interface components {
              */
             name: string;
             /**
+             * Cpu Millis
+             * @description Each replica's CPU, thousandths of a core (none: the node's default).
+             */
+            cpu_millis?: number | null;
+            /**
              * Pip
              * @description custom mode: PEP 508 requirements of packages of the index by name (numpy==2.1.3), installed on the node (once per image and list) before a replica's container starts; a failed install fails the endpoint PipInstallFailed.
              */
@@ -1464,6 +1469,8 @@ export interface components {
              * @enum {string}
              */
             vendor: "nvidia" | "amd" | "any";
+            /** Gpu Models */
+            gpu_models?: string[] | null;
             /**
              * Vram Mb
              * @description VRAM per GPU, MiB.
@@ -1480,6 +1487,11 @@ export interface components {
              * @description Nothing holds the node any more: it may be taken down.
              */
             drained: boolean;
+            /**
+             * Memory Mb
+             * @description Each replica's memory limit, MiB (none: the node's default).
+             */
+            memory_mb?: number | null;
             /**
              * Held Mb
              * @description VRAM jobs and endpoints still hold on the node, MiB.
@@ -1579,6 +1591,11 @@ export interface components {
              * @description Micro-credits per running second of one replica, at the price of the GPUs it runs on (vendor any: the placed vendor's; None until placed).
              */
             price_per_second?: number | null;
+            /**
+             * Cpu Millis
+             * @description Each replica's CPU, thousandths of a core (none: the default).
+             */
+            cpu_millis?: number | null;
             /** Ready Replicas */
             ready_replicas: number;
             /** Reason */
@@ -1587,6 +1604,11 @@ export interface components {
             started_at: string | null;
             /** Stopped At */
             stopped_at: string | null;
+            /**
+             * Gpu Models
+             * @description The GPU models that will do (none: any of the vendor).
+             */
+            gpu_models?: string[] | null;
             /** Vendor */
             vendor: string;
             /** Vram Mb */
@@ -1603,6 +1625,11 @@ export interface components {
             waking_reason?: string | null;
         };
         /**
+            /**
+             * Memory Mb
+             * @description Each replica's memory limit, MiB (none: the node's default).
+             */
+            memory_mb?: number | null;
          * EndpointStatsResponse
          * @description The calls an endpoint took through the platform process that answers, since ``since``
          *     (kept in memory: they reset when the platform restarts). Latency is to the endpoint's
