@@ -13,6 +13,7 @@ from gridweave_controller.errors import Invalid
 from gridweave_controller.validation import check_gpu_models
 
 __all__ = [
+    "cores",
     "parse_cpu",
     "parse_duration",
     "parse_gpu_models",
@@ -118,6 +119,11 @@ def parse_cpu(cpu: float | None) -> int | None:
     if isinstance(cpu, bool) or not isinstance(cpu, int | float) or not 0.01 <= cpu <= 1024:
         raise ConfigurationError(f"cpu must be a number of cores from 0.01 to 1024, not {cpu!r}")
     return round(cpu * 1000)
+
+
+def cores(cpu_millis: int | None) -> float | None:
+    """Thousandths of a core as the cores ``cpu=`` takes (None stays None)."""
+    return None if cpu_millis is None else cpu_millis / 1000
 
 
 def parse_gpu_models(gpu_model: str | Sequence[str] | None) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from rich.table import Table
 import gridweave as gw
 from gridweave._endpoint import Scaling
 from gridweave._pickling import dumps_program
+from gridweave._units import cores
 from gridweave_cli._durations import seconds_of
 from gridweave_cli._errors import CliError, handle_errors
 from gridweave_cli._help import add_commands
@@ -112,19 +113,28 @@ def _price(item: EndpointResponse) -> str:
     return "-"
 
 
-def _custom_class(spec: str) -> bytes:
-    """``FILE.py:Class`` pickled (the file runs here, as ``gridweave run`` runs one)."""
+#: What ``gridweave deploy`` asks when neither its options nor the class's ``@gw.endpoint``
+#: say: 8 GB of VRAM on one GPU of any maker, one replica at most, idle after 5 minutes.
+DEFAULT_SCALING = Scaling.parse(
+    vram="8GB", gpus=1, vendor="any", min_replicas=0, max_replicas=1, idle="5m"
+)
+
+
+def _custom_class(spec: str) -> tuple[bytes, gw.EndpointClass[Any] | None]:
+    """``FILE.py:Class`` pickled (the file runs here, as ``gridweave run`` runs one), and the
+    class's ``@gw.endpoint`` when it has one (its settings are the options' defaults)."""
     path_text, _, class_name = spec.rpartition(":")
     path = Path(path_text)
     if not path_text or not class_name or not path.is_file():
         raise typer.BadParameter(f"{spec!r}: expected FILE.py:Class", param_hint="--class")
     namespace = runpy.run_path(str(path), run_name="__gridweave_endpoint__")
     target = namespace.get(class_name)
-    if isinstance(target, gw.EndpointClass):
-        target = target.cls
+    decorated = target if isinstance(target, gw.EndpointClass) else None
+    if decorated is not None:
+        target = decorated.cls
     if not isinstance(target, type):
         raise typer.BadParameter(f"{path} has no class {class_name}", param_hint="--class")
-    return dumps_program(target)
+    return dumps_program(target), decorated
 
 
 @handle_errors
@@ -183,9 +193,16 @@ def deploy(
             show_default=False,
         ),
     ] = None,
-    vram: Annotated[str, typer.Option("--vram", help="VRAM per GPU (e.g. 8GB).")] = "8GB",
-    gpus: Annotated[int, typer.Option("--gpus", help="GPUs per replica.", min=1)] = 1,
-    vendor: Annotated[str, typer.Option("--vendor", help="nvidia, amd or any.")] = "any",
+    vram: Annotated[
+        str | None,
+        typer.Option("--vram", help="VRAM per GPU (default: the class's @gw.endpoint, else 8GB)."),
+    ] = None,
+    gpus: Annotated[
+        int | None, typer.Option("--gpus", help="GPUs per replica (default 1).", min=1)
+    ] = None,
+    vendor: Annotated[
+        str | None, typer.Option("--vendor", help="nvidia, amd or any (default any).")
+    ] = None,
     gpu_model: Annotated[
         list[str] | None,
         typer.Option(
@@ -213,15 +230,16 @@ def deploy(
         ),
     ] = None,
     min_replicas: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--min-replicas",
             min=0,
             help="Replicas kept while it runs (at least 1; scaling to zero is --idle's).",
+            show_default="0",
         ),
-    ] = 0,
+    ] = None,
     max_replicas: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--max-replicas",
             min=1,
@@ -230,11 +248,15 @@ def deploy(
                 "under way; the endpoint's GPUs hold --vram for each, and each running "
                 "replica is billed."
             ),
+            show_default="1",
         ),
-    ] = 1,
+    ] = None,
     idle: Annotated[
-        str, typer.Option("--idle", help="Idle time before scaling to zero (0: never).")
-    ] = "5m",
+        str | None,
+        typer.Option(
+            "--idle", help="Idle time before scaling to zero (0: never).", show_default="5m"
+        ),
+    ] = None,
     wait: Annotated[
         bool,
         typer.Option(
@@ -250,7 +272,9 @@ def deploy(
     """Deploy a model (OpenAI-compatible routes) or a class of yours as an endpoint.
 
     It is served at <platform>/v1/endpoints/NAME/ with your API key; an OpenAI client's
-    base_url is <platform>/v1/endpoints/NAME/v1. You pay per second while it runs, per
+    base_url is <platform>/v1/endpoints/NAME/v1. A --class decorated with @gw.endpoint
+    deploys with the decorator's settings (vram, gpus, pip, image, memory, ...) where an
+    option does not say otherwise. You pay per second while it runs, per
     replica; it scales to zero after --idle without calls and wakes on the next one.
     NAME of a stopped or failed endpoint is deployed again (it is replaced); one running,
     starting or scaled to zero is kept (stop it first). --mode vllm needs a real GPU in the
@@ -279,8 +303,12 @@ def deploy(
         raise typer.BadParameter(
             f"{chosen!r}: expected vllm, transformers or custom", param_hint="--mode"
         )
-    if vendor not in ("nvidia", "amd", "any"):
+    if vendor not in (None, "nvidia", "amd", "any"):
         raise typer.BadParameter(f"{vendor!r}: expected nvidia, amd or any", param_hint="--vendor")
+    function, decorated = _custom_class(class_spec) if class_spec else (None, None)
+    if decorated is not None:  # the class's @gw.endpoint: what the options leave out
+        image = image or decorated.image
+        pip = pip or list(decorated.pip)
     if chosen == "custom" and class_spec is None and image is None:
         raise typer.BadParameter(
             "a custom endpoint needs --class FILE.py:Class or --image", param_hint="--class"
@@ -306,19 +334,19 @@ def deploy(
         raise typer.BadParameter(
             f"a {chosen} endpoint needs --model or --model-ref", param_hint="--model"
         )
+    base = decorated.scaling if decorated is not None else DEFAULT_SCALING
     scaling = Scaling.parse(
-        vram=vram,
-        gpus=gpus,
-        vendor=cast(Literal["nvidia", "amd", "any"], vendor),
-        min_replicas=min_replicas,
-        max_replicas=max_replicas,
-        idle=idle,
-        memory=memory,
-        cpu=cpu,
-        gpu_model=gpu_model or None,
+        vram=vram or base.vram_mb,
+        gpus=base.gpu_count if gpus is None else gpus,
+        vendor=cast(Literal["nvidia", "amd", "any"], vendor or base.vendor),
+        min_replicas=base.min_replicas if min_replicas is None else min_replicas,
+        max_replicas=base.max_replicas if max_replicas is None else max_replicas,
+        idle=base.idle_seconds if idle is None else idle,
+        memory=memory or base.memory_mb,
+        cpu=cpu if cpu is not None else cores(base.cpu_millis),
+        gpu_model=gpu_model or list(base.gpu_models) or None,
     )
     timeout_seconds = seconds_of(timeout, param_hint="--timeout")
-    function = _custom_class(class_spec) if class_spec else None
     base_url = configured_url()
     with platform_client() as client:
         created = client.deploy_endpoint(

@@ -22,6 +22,7 @@ import cloudpickle
 import typer
 
 import gridweave as gw
+from gridweave._units import cores
 from gridweave_cli._errors import CliError, exit_with, handle_errors
 from gridweave_cli._follow import OutputFollower
 from gridweave_cli._help import add_commands
@@ -122,7 +123,7 @@ def _remote_function(
             timeout=timeout or base.timeout_seconds,
             retries=base.max_retries if retries is None else retries,
             memory=memory or base.memory_mb,
-            cpu=cpu if cpu is not None else _cores(base.cpu_millis),
+            cpu=cpu if cpu is not None else cores(base.cpu_millis),
             image=image or base.image,
             pip=pip or list(base.pip),
             gpu_model=gpu_model or list(base.gpu_models) or None,
@@ -144,10 +145,6 @@ def _remote_function(
         pip=pip,
         gpu_model=gpu_model or None,
     )(found)
-
-
-def _cores(millis: int | None) -> float | None:
-    return None if millis is None else millis / 1000
 
 
 def _wait(handle: gw.JobHandle[Any], output: OutputFollower) -> Any:

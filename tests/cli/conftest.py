@@ -26,6 +26,7 @@ from tests.platform_service.conftest import (  # noqa: F401  (the whole stack, a
     node_registry,
     platform,
     platform_database,
+    platform_prometheus_url,
 )
 from tests.sdk.conftest import clean_configuration  # noqa: F401  (autouse)
 

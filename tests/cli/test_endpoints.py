@@ -92,6 +92,38 @@ class TestDeploy:
             assert result.exit_code == ExitCode.USAGE, result.output
             assert "--pip" in result.output
 
+    def test_a_decorated_class_brings_its_settings(
+        self, alice: User, gridweave: Invoke, tmp_path: Path
+    ) -> None:
+        source = tmp_path / "decorated.py"
+        source.write_text(
+            "import gridweave as gw\n\n"
+            '@gw.endpoint(vram="2GiB", max_replicas=2, idle="10m", memory="1GiB", '
+            'pip=["six==1.16.0"], vendor="nvidia")\n' + SERVED_CLASS.lstrip()
+        )
+        deployed = json_of(
+            gridweave("deploy", "echo-decorated", "--class", f"{source}:Echo", "--json")
+        )
+        settings = ("vram_mb", "max_replicas", "idle_seconds", "memory_mb", "pip", "vendor")
+        assert {key: deployed[key] for key in settings} == {
+            "vram_mb": 2048,
+            "max_replicas": 2,
+            "idle_seconds": 600,
+            "memory_mb": 1024,
+            "pip": ["six==1.16.0"],
+            "vendor": "nvidia",
+        }
+        overridden = json_of(
+            gridweave(
+                "deploy",
+                "echo-overridden",
+                *("--class", f"{source}:Echo", "--vram", "1GiB", "--max-replicas", "1"),
+                *("--pip", "requests", "--json"),
+            )
+        )
+        assert (overridden["vram_mb"], overridden["max_replicas"]) == (1024, 1)
+        assert (overridden["pip"], overridden["memory_mb"]) == (["requests"], 1024)
+
     def test_cpu_memory_and_gpu_models(
         self, alice: User, gridweave: Invoke, tmp_path: Path
     ) -> None:

@@ -19,6 +19,7 @@ from tests.platform_service.conftest import (  # noqa: F401  (the whole stack, a
     node_registry,
     platform,
     platform_database,
+    platform_prometheus_url,
 )
 
 
