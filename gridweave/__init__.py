@@ -21,6 +21,9 @@ Endpoints (``gridweave._endpoint``)::
 
     Embedder.deploy("embedder").embed("hello")
 
+Spending limits (``gridweave._spending``): ``gw.set_spending_limits(monthly=50, per_job=5)``
+(credits), ``gw.spending_limits()``; a submission past one raises ``gw.SpendingLimitReached``.
+
 Configuration: ``gw.configure()``, else ``GRIDWEAVE_URL`` / ``GRIDWEAVE_API_KEY``, else the
 file ``gridweave login`` writes (``gridweave._config``). Errors: ``gridweave.errors``.
 """
@@ -45,6 +48,7 @@ from gridweave._endpoint import (
 )
 from gridweave._function import Function, JobHandle, function
 from gridweave._map import DEFAULT_MAP_CONCURRENCY, MapHandle
+from gridweave._spending import SpendingLimits, set_spending_limits, spending_limits
 from gridweave._units import parse_duration, parse_size
 from gridweave.errors import (
     ConfigurationError,
@@ -60,6 +64,7 @@ from gridweave.errors import (
     PlatformUnreachable,
     QuotaExceeded,
     RemoteError,
+    SpendingLimitReached,
 )
 
 __all__ = [
@@ -85,6 +90,8 @@ __all__ = [
     "OutOfMemory",
     "PlatformUnreachable",
     "RemoteError",
+    "SpendingLimitReached",
+    "SpendingLimits",
     "config_path",
     "configure",
     "current_config",
@@ -94,5 +101,7 @@ __all__ = [
     "get_endpoint",
     "parse_duration",
     "parse_size",
+    "set_spending_limits",
+    "spending_limits",
     "write_config",
 ]

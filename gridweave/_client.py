@@ -13,6 +13,7 @@ from gridweave.errors import (
     NoGpuLargeEnough,
     PlatformUnreachable,
     QuotaExceeded,
+    SpendingLimitReached,
 )
 from gridweave_clients import InvalidRequest, PaymentRequired, RateLimited, ServiceUnavailable
 from gridweave_clients.platform import PlatformClient
@@ -40,13 +41,17 @@ def platform_client(config: Config | None = None) -> PlatformClient:
 
 @contextmanager
 def platform_errors(url: str) -> Iterator[None]:
-    """Raise the client's unreachable, 402, quota (429) and no-such-GPU errors as the SDK's
-    own."""
+    """Raise the client's unreachable, 402 (credits or a spending cap), quota (429) and
+    no-such-GPU errors as the SDK's own."""
     try:
         yield
     except ServiceUnavailable as exc:
         raise PlatformUnreachable(exc.message, url=url) from exc
     except PaymentRequired as exc:
+        if exc.code == "spending_limit":
+            spent = {key: _whole(exc.details.get(key)) for key in ("limit", "spent", "asked")}
+            cap = str(exc.details.get("cap") or "")
+            raise SpendingLimitReached(exc.message, cap=cap, **spent) from exc
         figures = {key: int(exc.details.get(key, 0)) for key in ("balance", "held", "needed")}
         available = int(exc.details.get("available", figures["balance"] - figures["held"]))
         raise InsufficientCredits(exc.message, available=available, **figures) from exc

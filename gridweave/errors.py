@@ -6,6 +6,7 @@ Tree::
     ├── ConfigurationError       a bad decorator argument, or no platform URL / API key
     ├── PlatformUnreachable      no usable answer from the platform (after the client's retries)
     ├── InsufficientCredits      402: balance, held, available, needed (micro-credits)
+    ├── SpendingLimitReached     402: past a spending cap: cap, limit, spent, asked (micro-credits)
     ├── NoGpuLargeEnough         422: no GPU could ever hold the job; the largest there is
     ├── QuotaExceeded            429: past a quota an admin set: quota, limit, in_use, asked
     ├── JobNotFinished           ``result(timeout=)`` ran out first
@@ -39,6 +40,7 @@ __all__ = [
     "PlatformUnreachable",
     "QuotaExceeded",
     "RemoteError",
+    "SpendingLimitReached",
 ]
 
 
@@ -72,6 +74,22 @@ class InsufficientCredits(GridweaveError):
         self.held = held
         self.available = available
         self.needed = needed
+
+
+class SpendingLimitReached(GridweaveError):
+    """The hold would pass a spending cap (yours or an admin's); nothing was created.
+
+    ``cap``: ``monthly`` or ``per_job``; ``limit`` (the cap in force), ``spent`` (what this
+    calendar month, UTC, charged plus what is held now) and ``asked`` (the hold), in
+    micro-credits.
+    """
+
+    def __init__(self, message: str, *, cap: str, limit: int, spent: int, asked: int) -> None:
+        super().__init__(message)
+        self.cap = cap
+        self.limit = limit
+        self.spent = spent
+        self.asked = asked
 
 
 class NoGpuLargeEnough(GridweaveError):

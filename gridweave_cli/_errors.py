@@ -72,6 +72,8 @@ def describe(exc: Exception) -> tuple[str, ExitCode] | None:
             return f"the platform could not be reached: {exc.message}", ExitCode.UNREACHABLE
         case gw.InsufficientCredits():
             return str(exc), ExitCode.INSUFFICIENT_CREDITS
+        case gw.SpendingLimitReached():
+            return str(exc), ExitCode.INSUFFICIENT_CREDITS
         case PaymentRequired():
             return _refusal_text(exc), ExitCode.INSUFFICIENT_CREDITS
         case gw.NoGpuLargeEnough():

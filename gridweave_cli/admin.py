@@ -1,6 +1,7 @@
 """``gridweave admin``: what admins do. A user's image-registry quota here; join keys
 (``admin_join_keys``), cordoning and draining nodes (``admin_nodes``), users and credit
-grants (``admin_users``), users' quotas and share weights (``admin_limits``) beside it,
+grants (``admin_users``), users' quotas and share weights (``admin_limits``), their
+spending caps (``spending_limits``) beside it,
 all registered by :func:`register`."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from gridweave_cli.admin_join_keys import create_join_key, join_keys, revoke_joi
 from gridweave_cli.admin_limits import user_limits
 from gridweave_cli.admin_nodes import cordon, drain, joined_nodes, uncordon
 from gridweave_cli.admin_users import grant, users
+from gridweave_cli.spending_limits import admin_spending_limits
 from gridweave_clients.platform.registry import RegistryUsageResponse, format_size, parse_size
 
 __all__ = ["print_usage", "register", "registry_quota"]
@@ -98,6 +100,7 @@ def register(app: typer.Typer) -> None:
         ("users", users),
         ("grant", grant),
         ("user-limits", user_limits),
+        ("spending-limits", admin_spending_limits),
         ("registry-quota", registry_quota),
     ):
         admin.command(name, help=command_help(command))(command)

@@ -1,4 +1,5 @@
-"""``gridweave credits`` (balance, held, available) and ``gridweave usage`` (what was billed)."""
+"""``gridweave credits`` (balance, held, available, this month's spending and the caps;
+``credits limits`` sets them) and ``gridweave usage`` (what was billed)."""
 
 from __future__ import annotations
 
@@ -9,30 +10,38 @@ from rich.markup import escape
 from rich.table import Table
 
 from gridweave_cli._errors import handle_errors
-from gridweave_cli._help import add_commands
-from gridweave_cli._output import JsonFlag, credits_text, emit_json, mib_text, stdout
+from gridweave_cli._help import add_commands, command_help
+from gridweave_cli._output import JsonFlag, credits_text, emit_json, mib_text, stderr, stdout
 from gridweave_cli._platform import platform_client
 from gridweave_cli._tables import Column, fitted_table
+from gridweave_cli.spending_limits import add_spending_rows, limits, spending_warning
 
 __all__ = ["credits", "register", "usage"]
 
 
 @handle_errors
-def credits(json_output: JsonFlag = False) -> None:
-    """Show your credits: the balance, what running jobs hold, and what is available.
+def credits(ctx: typer.Context, json_output: JsonFlag = False) -> None:
+    """Show your credits: the balance, what running jobs hold, what is available, what you
+    spent this month and your spending caps (gridweave credits limits sets them).
 
     Amounts are credits (1 credit = 1,000,000 micro-credits); --json gives micro-credits.
+    Once 80% of the monthly cap is spent (held money included), a warning says so.
 
     Examples:
 
         gridweave credits
 
         gridweave credits --json
+
+        gridweave credits limits --monthly 50 --per-job 5
     """
+    if ctx.invoked_subcommand is not None:
+        return
     with platform_client() as client:
         account = client.get_credits()
+        spending = client.get_spending_limits()
     if json_output:
-        emit_json(account.model_dump(mode="json"))
+        emit_json({**account.model_dump(mode="json"), "spending": spending.model_dump(mode="json")})
         return
     table = Table(box=None, show_header=False)
     table.add_column(style="bold")
@@ -40,7 +49,11 @@ def credits(json_output: JsonFlag = False) -> None:
     table.add_row("balance", credits_text(account.balance))
     table.add_row("held", credits_text(account.held))
     table.add_row("available", credits_text(account.available))
+    add_spending_rows(table, spending)
     stdout().print(table)
+    warning = spending_warning(spending)
+    if warning is not None:
+        stderr().print(f"[yellow]warning:[/] {warning}")
 
 
 USAGE_COLUMNS = (
@@ -107,5 +120,9 @@ def usage(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``credits`` and ``usage`` to ``app``."""
-    add_commands(app, credits, usage)
+    """Add ``credits`` (with ``credits limits``) and ``usage`` to ``app``."""
+    group = typer.Typer(name="credits", help=command_help(credits), invoke_without_command=True)
+    group.callback()(credits)
+    group.command("limits", help=command_help(limits))(limits)
+    app.add_typer(group)
+    add_commands(app, usage)

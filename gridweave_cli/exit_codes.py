@@ -18,7 +18,7 @@ class ExitCode(IntEnum):
     USAGE = 2
     #: no such job (or not yours)
     NOT_FOUND = 3
-    #: not enough credits (402)
+    #: not enough credits, or past a spending cap (402)
     INSUFFICIENT_CREDITS = 4
     #: no GPU large enough, or another field the platform refused (422)
     INVALID_REQUEST = 5
@@ -33,7 +33,7 @@ _MEANINGS = {
     ExitCode.FAILED: "the remote job failed, or another error",
     ExitCode.USAGE: "usage error",
     ExitCode.NOT_FOUND: "not found",
-    ExitCode.INSUFFICIENT_CREDITS: "insufficient credits (402)",
+    ExitCode.INSUFFICIENT_CREDITS: "insufficient credits or a spending limit (402)",
     ExitCode.INVALID_REQUEST: "no GPU large enough / invalid request (422)",
     ExitCode.NOT_LOGGED_IN: "not logged in / API key refused (401)",
     ExitCode.UNREACHABLE: "platform unreachable",

@@ -9,6 +9,7 @@ from gridweave_clients.platform import admin as admin_ops
 from gridweave_clients.platform import endpoints as endpoint_ops
 from gridweave_clients.platform import maps as map_ops
 from gridweave_clients.platform import operations as ops
+from gridweave_clients.platform import spending_limits as spending_ops
 from gridweave_clients.platform import user_limits as limit_ops
 
 __all__ = ["AsyncPlatformClient", "PlatformClient"]
@@ -86,6 +87,10 @@ class PlatformClient(InternalClient, _Anonymous):
     grant_credits = blocking(admin_ops.grant_credits)
     get_user_limits = blocking(limit_ops.get_user_limits)
     set_user_limits = blocking(limit_ops.set_user_limits)
+    get_spending_limits = blocking(spending_ops.get_spending_limits)
+    set_spending_limits = blocking(spending_ops.set_spending_limits)
+    get_user_spending_limits = blocking(spending_ops.get_user_spending_limits)
+    set_user_spending_limits = blocking(spending_ops.set_user_spending_limits)
 
 
 class AsyncPlatformClient(AsyncInternalClient, _Anonymous):
@@ -145,3 +150,7 @@ class AsyncPlatformClient(AsyncInternalClient, _Anonymous):
     grant_credits = awaiting(admin_ops.grant_credits)
     get_user_limits = awaiting(limit_ops.get_user_limits)
     set_user_limits = awaiting(limit_ops.set_user_limits)
+    get_spending_limits = awaiting(spending_ops.get_spending_limits)
+    set_spending_limits = awaiting(spending_ops.set_spending_limits)
+    get_user_spending_limits = awaiting(spending_ops.get_user_spending_limits)
+    set_user_spending_limits = awaiting(spending_ops.set_user_spending_limits)

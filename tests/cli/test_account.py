@@ -8,6 +8,7 @@ import json
 import stat
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -130,10 +131,14 @@ class TestCredits:
         assert (body["balance"], body["held"], body["available"]) == (2_500_000, 0, 2_500_000)
         table = gridweave("credits")
         assert table.exit_code == 0
+        month = f"{datetime.now(UTC):%Y-%m}-01"
         assert [line.split() for line in table.stdout.splitlines()] == [
             ["balance", "2.500000"],
             ["held", "0.000000"],
             ["available", "2.500000"],
+            ["spent", "since", month, "0.000000"],
+            ["monthly", "cap", "none"],
+            ["per-job", "cap", "none"],
         ]
 
 
