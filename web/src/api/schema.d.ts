@@ -4,6 +4,33 @@
  */
 
 export interface paths {
+    "/v1/account/spending-limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Spending Limits
+         * @description The caps in force (the lower of yours and an admin's), each side's, and what was
+         *     spent this month (UTC): charged plus held now; micro-credits.
+         */
+        get: operations["get_spending_limits"];
+        /**
+         * Set Spending Limits
+         * @description Replace your own caps, both (left out or null: cleared); 422 naming a cap above the
+         *     one an admin set. A submission whose hold would pass a cap is then 402
+         *     ``spending_limit``.
+         */
+        put: operations["set_spending_limits"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/console/charts": {
         parameters: {
             query?: never;
@@ -237,6 +264,31 @@ export interface paths {
          * @description Set a user's registry quota, in force from its next push (admins only).
          */
         put: operations["set_registry_quota"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/users/{user_id}/spending-limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get User Spending Limits
+         * @description A user's caps and this month's spending (admins only; 404 for no such user).
+         */
+        get: operations["get_user_spending_limits"];
+        /**
+         * Set User Spending Limits
+         * @description Replace the caps an admin sets on a user, both (null: cleared), which the user cannot
+         *     raise; the lower of theirs and these is in force (admins only; 404 for no such user).
+         */
+        put: operations["set_user_spending_limits"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1402,6 +1454,11 @@ export interface components {
          */
         DeployEndpointRequest: {
             /**
+             * Cpu Millis
+             * @description Each replica's CPU, thousandths of a core (none: the node's default).
+             */
+            cpu_millis?: number | null;
+            /**
              * Function
              * @description base64 of the pickled class (cloudpickle), custom mode.
              */
@@ -1412,6 +1469,8 @@ export interface components {
              * @default 1
              */
             gpu_count: number;
+            /** Gpu Models */
+            gpu_models?: string[] | null;
             /**
              * Idle Seconds
              * @description Idle seconds to scale to zero (0 never).
@@ -1428,6 +1487,11 @@ export interface components {
              * @default 1
              */
             max_replicas: number;
+            /**
+             * Memory Mb
+             * @description Each replica's memory limit, MiB (none: the node's default).
+             */
+            memory_mb?: number | null;
             /**
              * Min Replicas
              * @default 0
@@ -1454,11 +1518,6 @@ export interface components {
              */
             name: string;
             /**
-             * Cpu Millis
-             * @description Each replica's CPU, thousandths of a core (none: the node's default).
-             */
-            cpu_millis?: number | null;
-            /**
              * Pip
              * @description custom mode: PEP 508 requirements of packages of the index by name (numpy==2.1.3), installed on the node (once per image and list) before a replica's container starts; a failed install fails the endpoint PipInstallFailed.
              */
@@ -1469,8 +1528,6 @@ export interface components {
              * @enum {string}
              */
             vendor: "nvidia" | "amd" | "any";
-            /** Gpu Models */
-            gpu_models?: string[] | null;
             /**
              * Vram Mb
              * @description VRAM per GPU, MiB.
@@ -1487,11 +1544,6 @@ export interface components {
              * @description Nothing holds the node any more: it may be taken down.
              */
             drained: boolean;
-            /**
-             * Memory Mb
-             * @description Each replica's memory limit, MiB (none: the node's default).
-             */
-            memory_mb?: number | null;
             /**
              * Held Mb
              * @description VRAM jobs and endpoints still hold on the node, MiB.
@@ -1539,6 +1591,11 @@ export interface components {
              * @description Seconds billed so far: its usage records' (period by period while it runs).
              */
             billed_seconds: number;
+            /**
+             * Cpu Millis
+             * @description Each replica's CPU, thousandths of a core (none: the default).
+             */
+            cpu_millis?: number | null;
             /** Created At */
             created_at: string | null;
             /** Endpoint Id */
@@ -1547,6 +1604,11 @@ export interface components {
             gpu_count: number;
             /** Gpu Indices */
             gpu_indices: number[];
+            /**
+             * Gpu Models
+             * @description The GPU models that will do (none: any of the vendor).
+             */
+            gpu_models?: string[] | null;
             /** Health */
             health: string;
             /** Idle Seconds */
@@ -1563,6 +1625,11 @@ export interface components {
             max_price_per_second?: number | null;
             /** Max Replicas */
             max_replicas: number;
+            /**
+             * Memory Mb
+             * @description Each replica's memory limit, MiB (none: the node's default).
+             */
+            memory_mb?: number | null;
             /** Message */
             message: string | null;
             /** Min Replicas */
@@ -1591,11 +1658,6 @@ export interface components {
              * @description Micro-credits per running second of one replica, at the price of the GPUs it runs on (vendor any: the placed vendor's; None until placed).
              */
             price_per_second?: number | null;
-            /**
-             * Cpu Millis
-             * @description Each replica's CPU, thousandths of a core (none: the default).
-             */
-            cpu_millis?: number | null;
             /** Ready Replicas */
             ready_replicas: number;
             /** Reason */
@@ -1604,11 +1666,6 @@ export interface components {
             started_at: string | null;
             /** Stopped At */
             stopped_at: string | null;
-            /**
-             * Gpu Models
-             * @description The GPU models that will do (none: any of the vendor).
-             */
-            gpu_models?: string[] | null;
             /** Vendor */
             vendor: string;
             /** Vram Mb */
@@ -1625,11 +1682,6 @@ export interface components {
             waking_reason?: string | null;
         };
         /**
-            /**
-             * Memory Mb
-             * @description Each replica's memory limit, MiB (none: the node's default).
-             */
-            memory_mb?: number | null;
          * EndpointStatsResponse
          * @description The calls an endpoint took through the platform process that answers, since ``since``
          *     (kept in memory: they reset when the platform restarts). Latency is to the endpoint's
@@ -2780,6 +2832,55 @@ export interface components {
             expires_at: string;
         };
         /**
+         * SpendingLimitsRequest
+         * @description A side's two caps (the user's or an admin's), replaced whole: null clears one.
+         */
+        SpendingLimitsRequest: {
+            /**
+             * Monthly Cap
+             * @description What may be spent in a calendar month (UTC); null: no cap.
+             */
+            monthly_cap?: number | null;
+            /**
+             * Per Job Cap
+             * @description What one job's hold may be; null: no cap.
+             */
+            per_job_cap?: number | null;
+        };
+        /**
+         * SpendingLimitsResponse
+         * @description An account's caps and this month's spending, all in micro-credits.
+         *
+         *     ``monthly_cap`` and ``per_job_cap`` are in force: the lower of the user's and the admin's
+         *     (null: neither set one). ``spent`` is what was charged since ``month_start`` (the first
+         *     of the month, UTC: deductions, captures, settlements) plus what is held now; a hold that
+         *     would take it past ``monthly_cap``, or that alone passes ``per_job_cap``, is refused
+         *     with 402 ``spending_limit``.
+         */
+        SpendingLimitsResponse: {
+            /** Admin Monthly Cap */
+            admin_monthly_cap: number | null;
+            /** Admin Per Job Cap */
+            admin_per_job_cap: number | null;
+            /**
+             * Month Start
+             * Format: date-time
+             */
+            month_start: string;
+            /** Monthly Cap */
+            monthly_cap: number | null;
+            /** Per Job Cap */
+            per_job_cap: number | null;
+            /** Spent */
+            spent: number;
+            /** User Id */
+            user_id: string;
+            /** User Monthly Cap */
+            user_monthly_cap: number | null;
+            /** User Per Job Cap */
+            user_per_job_cap: number | null;
+        };
+        /**
          * SubmitJobRequest
          * @description Run a pickled function on ``gpu_count`` GPUs of one node with ``vram_mb`` on each.
          *
@@ -3102,6 +3203,59 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    get_spending_limits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SpendingLimitsResponse"];
+                };
+            };
+        };
+    };
+    set_spending_limits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SpendingLimitsRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SpendingLimitsResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
     read_charts: {
         parameters: {
             query?: {
@@ -3525,6 +3679,72 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RegistryUsageResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    get_user_spending_limits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SpendingLimitsResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    set_user_spending_limits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SpendingLimitsRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SpendingLimitsResponse"];
                 };
             };
             /** @description Validation Error */

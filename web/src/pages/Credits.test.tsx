@@ -1,13 +1,22 @@
 import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { http, HttpResponse } from "msw";
-import { expect, test } from "vitest";
+import { beforeEach, expect, test } from "vitest";
 import type { Schemas } from "../api/client";
 import { renderApp } from "../test/render";
 import { server } from "../test/server";
 import { entryKind, LEDGER_PAGE, USAGE_PAGE } from "./Credits";
 
 const NO_USAGE = { user_id: "usr-alice", records: [], next_before_id: null, period_from: null, period_to: null, totals: { records: 0, cost: 0, charged: 0, billed_seconds: 0, gpu_seconds: 0 } };
+
+// the spending limits card (SpendingLimits.test.tsx tests it): no caps here
+beforeEach(() => {
+  server.use(
+    http.get("*/v1/account/spending-limits", () =>
+      HttpResponse.json({ user_id: "usr-alice", monthly_cap: null, per_job_cap: null, user_monthly_cap: null, user_per_job_cap: null, admin_monthly_cap: null, admin_per_job_cap: null, month_start: "2026-12-01T00:00:00Z", spent: 0 }),
+    ),
+  );
+});
 
 function entry(id: number, amount: number, balanceAfter: number, kind: string, counterparty: string | null = null): Schemas["LedgerEntryResponse"] {
   return { id, amount, balance_after: balanceAfter, kind, operation_key: `k${id}`, hold_id: null, counterparty_user_id: counterparty, created_at: "2026-12-01T10:00:00Z" };

@@ -3,6 +3,7 @@ import { useState } from "react";
 import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { api, count, credits, day, errorMessage, type Schemas, unwrap, when } from "../api/client";
 import { Card } from "../components/Layout";
+import { SpendingLimits } from "./SpendingLimits";
 
 const DAYS = 30;
 export const LEDGER_PAGE = 50;
@@ -175,6 +176,7 @@ export function Credits() {
         <Card title="Held"><p className="text-2xl">{balance.data ? credits(balance.data.held) : "…"}</p></Card>
         <Card title="Spent, last 30 days"><p className="text-2xl" data-testid="spent">{usage.data ? credits(usage.data.totals.cost) : "…"}</p></Card>
       </div>
+      <SpendingLimits />
       <div className="flex gap-3">
         <button type="button" onClick={refill} className="rounded border border-slate-400 px-3 py-1">Ask for a refill</button>
         <button type="button" onClick={exportCsv} disabled={records.length === 0} className="rounded bg-slate-900 px-3 py-1 text-white disabled:opacity-40">Export CSV</button>
