@@ -3,6 +3,7 @@ import { useState } from "react";
 import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { api, count, credits, day, errorMessage, type Schemas, unwrap, when } from "../api/client";
 import { Card } from "../components/Layout";
+import { Pager, useCursorPages } from "../components/Pager";
 import { SpendingLimits } from "./SpendingLimits";
 
 const DAYS = 30;
@@ -47,8 +48,8 @@ export function entryKind(entry: Schemas["LedgerEntryResponse"]): string {
 
 /** The account's ledger: every change of the balance, newest first, a page at a time. */
 function Ledger() {
-  const [pages, setPages] = useState<number[]>([]); // the before_id of each page after the first
-  const before = pages.at(-1);
+  const pages = useCursorPages<number>(); // its cursors are before_id
+  const before = pages.cursor;
   const ledger = useQuery({
     queryKey: ["ledger", before],
     queryFn: async () =>
@@ -74,18 +75,8 @@ function Ledger() {
           ))}
         </tbody>
       </table>
-      {ledger.data && entries.length === 0 && <p className="text-sm text-slate-600">{pages.length ? "No older entries." : "No credits yet."}</p>}
-      <div className="mt-2 flex gap-2 text-sm">
-        <button type="button" disabled={pages.length === 0} onClick={() => setPages(pages.slice(0, -1))} className="rounded border border-slate-400 px-2 py-0.5 disabled:opacity-40">Newer</button>
-        <button
-          type="button"
-          disabled={!ledger.data?.next_before_id}
-          onClick={() => ledger.data?.next_before_id && setPages([...pages, ledger.data.next_before_id])}
-          className="rounded border border-slate-400 px-2 py-0.5 disabled:opacity-40"
-        >
-          Older
-        </button>
-      </div>
+      {ledger.data && entries.length === 0 && <p className="text-sm text-slate-600">{pages.before ? "No older entries." : "No credits yet."}</p>}
+      <Pager pages={pages} next={ledger.data?.next_before_id} words={["Newer", "Older"]} className="mt-2 text-sm" />
     </Card>
   );
 }
@@ -93,8 +84,8 @@ function Ledger() {
 /** The usage records of the last 30 days, newest first, a page at a time (an account that
  * ran thousands of jobs is not one endless page). */
 function UsageRecords({ since }: { since: string }) {
-  const [pages, setPages] = useState<number[]>([]); // the before_id of each page after the first
-  const before = pages.at(-1);
+  const pages = useCursorPages<number>(); // its cursors are before_id
+  const before = pages.cursor;
   const usage = useQuery({
     queryKey: ["usage", "page", since, before],
     queryFn: async () =>
@@ -102,7 +93,7 @@ function UsageRecords({ since }: { since: string }) {
     refetchInterval: 30_000,
   });
   const records = usage.data?.records ?? [];
-  const shown = pages.length * USAGE_PAGE;
+  const shown = pages.before * USAGE_PAGE;
   return (
     <Card title="Usage, last 30 days">
       {usage.isError && <p role="alert" className="text-sm text-red-700">{errorMessage(usage.error)}</p>}
@@ -122,23 +113,14 @@ function UsageRecords({ since }: { since: string }) {
           ))}
         </tbody>
       </table>
-      {usage.data && records.length === 0 && <p className="text-sm text-slate-600">{pages.length ? "No older records." : "No usage in the last 30 days."}</p>}
-      <div className="mt-2 flex items-center gap-2 text-sm">
-        <button type="button" disabled={pages.length === 0} onClick={() => setPages(pages.slice(0, -1))} className="rounded border border-slate-400 px-2 py-0.5 disabled:opacity-40">Newer records</button>
-        <button
-          type="button"
-          disabled={!usage.data?.next_before_id}
-          onClick={() => usage.data?.next_before_id && setPages([...pages, usage.data.next_before_id])}
-          className="rounded border border-slate-400 px-2 py-0.5 disabled:opacity-40"
-        >
-          Older records
-        </button>
+      {usage.data && records.length === 0 && <p className="text-sm text-slate-600">{pages.before ? "No older records." : "No usage in the last 30 days."}</p>}
+      <Pager pages={pages} next={usage.data?.next_before_id} words={["Newer records", "Older records"]} className="mt-2 text-sm">
         {usage.data && records.length > 0 && (
           <span className="text-slate-700" data-testid="usage-shown">
             {shown + 1}–{shown + records.length} of {count(usage.data.totals.records, "record")}
           </span>
         )}
-      </div>
+      </Pager>
     </Card>
   );
 }

@@ -4,6 +4,8 @@ import { Link } from "react-router";
 import { api, count, errorMessage, type JobPhase, mib, type Schemas, unwrap, when } from "../api/client";
 import { takeEarly } from "../api/early";
 import { PhaseBadge } from "../components/Layout";
+import { Pager, useCursorPages } from "../components/Pager";
+import { TableHead } from "../components/Table";
 
 export const PAGE_SIZE = 50;
 const PHASES: JobPhase[] = ["Pending", "Allocated", "Running", "Completed", "Failed", "Cancelled", "TimedOut"];
@@ -54,18 +56,17 @@ export function Jobs() {
   const [phase, setPhase] = useState<JobPhase | "">("");
   const [from, setFrom] = useState("");
   const [to, setTo] = useState("");
-  const [cursors, setCursors] = useState<string[]>([]); // the cursor of each page after the first
+  const pages = useCursorPages<string>();
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [message, setMessage] = useState<string | null>(null);
-  const cursor = cursors.at(-1);
   const page = useQuery({
-    ...jobsPageQuery({ phase, from, to }, cursor),
+    ...jobsPageQuery({ phase, from, to }, pages.cursor),
     placeholderData: keepPreviousData,
     refetchInterval: 5_000, // paused while the tab is hidden
   });
   const refilter = (change: () => void) => {
     change();
-    setCursors([]);
+    pages.reset();
     setSelected(new Set());
   };
   const cancel = async (ids: string[]) => {
@@ -122,23 +123,26 @@ export function Jobs() {
       {message && <p role="status" className="text-sm">{message}</p>}
       {page.isError && <p role="alert" className="text-red-700">{errorMessage(page.error)}</p>}
       <table className="w-full border-collapse bg-white text-sm">
-        <thead>
-          <tr className="border-b border-slate-300 text-left">
-            <th className="p-2">
-              <Tick
-                label="Select every cancellable job on this page"
-                checked={cancellable.length > 0 && cancellable.every((job) => selected.has(job.job_id))}
-                onChange={(on) => setSelected(on ? new Set(cancellable.map((job) => job.job_id)) : new Set())}
-              />
-            </th>
-            <th className="p-2">Job</th>
-            <th className="p-2">Function</th>
-            <th className="p-2">Phase</th>
-            <th className="p-2">GPU</th>
-            <th className="p-2">Created</th>
-            <th className="p-2"><span className="sr-only">Actions</span></th>
-          </tr>
-        </thead>
+        <TableHead
+          columns={[
+            {
+              key: "select",
+              title: (
+                <Tick
+                  label="Select every cancellable job on this page"
+                  checked={cancellable.length > 0 && cancellable.every((job) => selected.has(job.job_id))}
+                  onChange={(on) => setSelected(on ? new Set(cancellable.map((job) => job.job_id)) : new Set())}
+                />
+              ),
+            },
+            "Job",
+            "Function",
+            "Phase",
+            "GPU",
+            "Created",
+            { key: "actions", title: <span className="sr-only">Actions</span> },
+          ]}
+        />
         <tbody>
           {jobs.map((job) => (
             <tr key={job.job_id} className="border-b border-slate-100" data-testid="job-row">
@@ -162,19 +166,7 @@ export function Jobs() {
         </tbody>
       </table>
       {page.data && jobs.length === 0 && <p className="text-slate-600">No jobs match.</p>}
-      <div className="flex gap-2">
-        <button type="button" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))} className="rounded border border-slate-400 px-3 py-1 disabled:opacity-40">
-          Previous
-        </button>
-        <button
-          type="button"
-          disabled={!page.data?.next_cursor}
-          onClick={() => page.data?.next_cursor && setCursors([...cursors, page.data.next_cursor])}
-          className="rounded border border-slate-400 px-3 py-1 disabled:opacity-40"
-        >
-          Next
-        </button>
-      </div>
+      <Pager pages={pages} next={page.data?.next_cursor} />
     </div>
   );
 }

@@ -3,7 +3,8 @@ import { useState } from "react";
 import { Link, useParams } from "react-router";
 import { api, credits, errorMessage, refused, unwrap, when } from "../api/client";
 import { Card, PhaseBadge } from "../components/Layout";
-import { MapProgress } from "./Maps";
+import { MapProgress } from "../components/MapProgress";
+import { TableHead } from "../components/Table";
 
 /** One map: its progress, its workers (each a job: node and GPUs, phase, its share done),
  * and cancel while it runs. */
@@ -51,18 +52,9 @@ export function MapDetail() {
       </div>
       <Card title="Workers">
         <table className="w-full border-collapse text-sm">
-          <thead>
-            <tr className="border-b border-slate-300 text-left">
-              <th className="p-2">Worker</th>
-              <th className="p-2">Phase</th>
-              <th className="p-2">Node</th>
-              <th className="p-2">GPUs</th>
-              <th className="p-2 text-right">Done</th>
-              <th className="p-2 text-right">Failed</th>
-              <th className="p-2 text-right">Attempts</th>
-              <th className="p-2">Reason</th>
-            </tr>
-          </thead>
+          <TableHead
+            columns={["Worker", "Phase", "Node", "GPUs", { title: "Done", right: true }, { title: "Failed", right: true }, { title: "Attempts", right: true }, "Reason"]}
+          />
           <tbody>
             {data.workers.map((worker) => (
               <tr key={worker.job_id} className="border-b border-slate-100" data-testid="worker-row">
