@@ -257,6 +257,39 @@ test("admin: a double-clicked credit grant is one grant", async ({ page }) => {
   await reviewPage(page, "14-admin-users-granted");
 });
 
+test("admin: a user's quotas and share weight, set on the users page; a refused value names its field", async ({ page }) => {
+  const [userId, email] = [env("USER_ID"), env("USER_EMAIL")];
+  await signIn(page, env("ADMIN_KEY"), "/admin/users");
+  const row = page.getByTestId("user-row").filter({ hasText: userId });
+  await expect(row.getByTestId("user-limits")).toHaveText("no quota; weight 1 (default)");
+  await row.getByRole("button", { name: `Edit the limits of ${email}` }).click();
+  const dialog = page.getByRole("dialog", { name: `Limits of ${email}` });
+  await dialog.getByLabel("GPU quota").fill("-1");
+  await dialog.getByLabel("Share weight").fill("0");
+  await dialog.getByRole("button", { name: "Save limits" }).click();
+  // the platform's 422 names both fields: each is said beside its input
+  const alert = dialog.getByRole("alert");
+  await expect(alert).toContainText("GPU quota (max_gpus): Input should be greater than or equal to 0");
+  await expect(alert).toContainText("Share weight (share_weight): Input should be greater than 0");
+  await expect(dialog.getByLabel("GPU quota")).toHaveAttribute("aria-invalid", "true");
+  await expect(dialog.getByLabel("VRAM quota (MiB)")).toHaveAttribute("aria-invalid", "false");
+  await reviewPage(page, "18-admin-user-limits-refused");
+  await dialog.getByLabel("GPU quota").fill("4");
+  await dialog.getByLabel("VRAM quota (MiB)").fill("16384");
+  await dialog.getByLabel("Share weight").fill("2");
+  await dialog.getByRole("button", { name: "Save limits" }).click();
+  await expect(page.getByRole("status")).toHaveText(`Limits of ${email} saved: 4 GPUs, 16 GiB VRAM; weight 2`);
+  await expect(row.getByTestId("user-limits")).toHaveText("4 GPUs, 16 GiB VRAM; weight 2");
+  const stored = await (await page.request.get(`/v1/admin/users/${userId}/limits`)).json();
+  expect(stored).toEqual({ user_id: userId, max_gpus: 4, max_vram_mb: 16384, share_weight: 2, share_weight_is_default: false });
+  // cleared again: blank is no quota and the default weight
+  await row.getByRole("button", { name: `Edit the limits of ${email}` }).click();
+  for (const label of ["GPU quota", "VRAM quota (MiB)", "Share weight"]) await dialog.getByLabel(label).fill("");
+  await dialog.getByRole("button", { name: "Save limits" }).click();
+  await expect(row.getByTestId("user-limits")).toHaveText("no quota; weight 1 (default)");
+  expect((await (await page.request.get(`/v1/admin/users/${userId}/limits`)).json()).share_weight_is_default).toBe(true);
+});
+
 test("signing out ends the session", async ({ page }) => {
   await signIn(page, env("USER_KEY"), "/keys");
   await page.getByRole("button", { name: "Sign out" }).click();

@@ -54,6 +54,19 @@ export function errorMessage(error: unknown, fallback = "Something went wrong"):
   return fallback;
 }
 
+/** The fields a refused request named (a 422's {"error": {"fields": [{"field", "message"}]}}):
+ * each one's message by its API name ("max_gpus"), so a form can say it beside that field. */
+export function fieldErrors(error: unknown): Record<string, string> {
+  const inner = error && typeof error === "object" && "error" in error ? (error as { error?: { fields?: unknown } }).error : undefined;
+  const named: Record<string, string> = {};
+  if (!inner || !Array.isArray(inner.fields)) return named;
+  for (const item of inner.fields as unknown[]) {
+    const { field, message } = (item ?? {}) as { field?: unknown; message?: unknown };
+    if (typeof field === "string" && typeof message === "string") named[field] = message;
+  }
+  return named;
+}
+
 /** An error answer of the API: its message, and its HTTP status. */
 export class ApiError extends Error {
   constructor(

@@ -1,12 +1,21 @@
 import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { http, HttpResponse } from "msw";
-import { expect, test } from "vitest";
+import { beforeEach, expect, test } from "vitest";
 import type { Schemas } from "../../api/client";
 import { renderApp } from "../../test/render";
 import { ME, server } from "../../test/server";
 
 const ADMIN = { ...ME, role: "admin" as const };
+
+// each row reads its user's limits (UserLimits.test.tsx tests them): none set
+beforeEach(() => {
+  server.use(
+    http.get("*/v1/admin/users/:id/limits", ({ params }) =>
+      HttpResponse.json({ user_id: String(params.id), max_gpus: null, max_vram_mb: null, share_weight: 1, share_weight_is_default: true }),
+    ),
+  );
+});
 
 function user(index: number): Schemas["UserResponse"] {
   return { ...ME, user_id: `usr-${index}`, email: `u${index}@example.com` };
