@@ -10,8 +10,14 @@ its replica printed shows there, a registered user signs in with a code emailed 
 (read here from the console and handed to the browser test in a file), every VRAM bar's
 used / held / free equals the API's figures and the running job is listed under its GPU, the
 over-quota push shows on the registry page, a join key is made and revoked, credits are
-granted, axe finds no serious violation on any page, and each page is saved as a screenshot
-under ``web/test-results/screenshots``. ``make web`` builds what it needs first.
+granted, a user's quotas and share weight are set (a refused value named beside its field),
+axe finds no serious violation on any page, and each page is saved as a screenshot under
+``web/test-results/screenshots``. What a new user ran into (issue 32) is checked there too,
+each check one that failed before its fix: VRAM never "MB", a date typed into the jobs'
+filter as the table shows it reads the same minute, "1 job", another user's job "no such
+job" within 3 s, usage records a page at a time, "No longer running" (never "(False)") on a
+finished job's timeline, a sign-up link, no ``_created`` or ``_bucket`` sample as a
+diagnostics figure. ``make web`` builds what it needs first.
 """
 
 from __future__ import annotations
@@ -156,7 +162,7 @@ def test_the_dashboard_in_chromium(workdir: Path) -> None:
         ticker = gw.function(vram="1GB", timeout=600)(functions.ticker)
         finished = ticker.spawn(1)
         assert finished.result(timeout=240) >= 1  # a settled job: usage on the credits page
-        running = ticker.spawn(300)
+        running = ticker.spawn(540)  # runs past the suite: it is cancelled after
         deadline = time.monotonic() + 180
         while running.status().phase != "Running":
             assert time.monotonic() < deadline, running.status()
