@@ -34,7 +34,6 @@ from typing import Any
 
 import ray
 
-from gridweave_clients.gateway.reasons import IMAGE_PULL_FAILED, IMAGE_REFUSED
 from gridweave_controller.errors import Conflict, InvalidTransition, NotFound
 from gridweave_controller.models import Job
 from gridweave_controller.operations import AsyncClientBase
@@ -54,18 +53,20 @@ from job_gateway.execution.actors import (
     kill_by_name,
     launch_attempt,
 )
+from job_gateway.execution.attempt_specs import AttemptRefused, AttemptSpecs
 from job_gateway.execution.attempts import Attempt, started_timestamp
-from job_gateway.execution.devices import placed_vendor, visible_devices
-from job_gateway.execution.image_pulls import ImageRefusedToOwner, PullTokens
-from job_gateway.execution.outcome import Outcome, outcome_key, parse_outcome
+from job_gateway.execution.image_pulls import PullTokens
+from job_gateway.execution.outcome import (
+    Outcome,
+    billed_wall_seconds,
+    outcome_key,
+    parse_outcome,
+)
 from job_gateway.execution.settings import WarmSettings
 from job_gateway.execution.spares import WarmPool, recorded_worker, worker_key, worker_name
-from job_gateway.execution.worker import AttemptSpec
 from job_gateway.inventory import Inventory
 from job_gateway.node_loss import NODE_LOST
 from job_gateway.requeue import lost_seconds, requeue_or_fail
-from job_gateway.sandbox.attempt import SandboxedJob
-from job_gateway.sandbox.images import ImagePull
 from job_gateway.sandbox.settings import SandboxConfig, SandboxSettings
 
 __all__ = ["Executor"]
@@ -100,8 +101,10 @@ class Executor:
         self.store = open_object_store(storage)
         self._inventory = inventory
         self._poll = poll_seconds
-        self._sandbox = sandbox or SandboxSettings().config()
         self._pull_tokens = pull_tokens
+        self._specs = AttemptSpecs(
+            storage, sandbox or SandboxSettings().config(), inventory, pull_tokens
+        )
         self._start_timeout = start_timeout
         self._clock = clock
         self._followed: dict[str, Attempt] = {}
@@ -288,32 +291,11 @@ class Executor:
             await self._adopt(attempt)
             return
         try:
-            image = await self._image_pull(job)
-        except ImageRefusedToOwner as refused:
-            await self.crd.set_job_failed(attempt.name, IMAGE_REFUSED, str(refused))
+            spec = await self._specs.for_attempt(job, attempt.attempt)
+        except AttemptRefused as refused:
+            await self.crd.set_job_failed(attempt.name, refused.reason, str(refused))
             self._finished(attempt)
             return
-        if job.spec.image is not None and image is None:
-            await self.crd.set_job_failed(
-                attempt.name,
-                IMAGE_PULL_FAILED,
-                "this gateway pulls no images: it has no internal token to ask the platform "
-                "for the owner's pull token (GRIDWEAVE_INTERNAL_TOKEN)",
-            )
-            self._finished(attempt)
-            return
-        spec = AttemptSpec(
-            job_id=job.name,
-            attempt=attempt.attempt,
-            function_ref=job.spec.function_ref,
-            args_ref=job.spec.args_ref,
-            storage=self.storage,
-            sandbox=self._sandbox,
-            job=self._sandboxed_job(job),
-            image=image,
-            pip=tuple(job.spec.pip or ()),
-            map=job.spec.map,
-        )
         warm = self._warm
         idle = None
         if warm is not None:
@@ -386,7 +368,7 @@ class Executor:
         job = attempt.job
         kept = False
         if self._warm is not None and outcome.reusable and job.status.node is not None:
-            environment = self._environment(job)
+            environment = self._specs.environment(job)
             kept = await asyncio.to_thread(
                 self._warm.release, attempt.run, job.status.node, job.spec.user_id, environment
             )
@@ -394,37 +376,11 @@ class Executor:
         if not kept:
             await asyncio.to_thread(kill_actor, attempt.run.actor)
 
-    def _environment(self, job: Job) -> dict[str, str]:
-        """The GPU visibility variables of the job's slice."""
-        assert job.status.node is not None
-        return visible_devices(
-            self._inventory(), job.status.node, job.status.gpu_indices, job.spec.vendor
-        )
-
-    async def _image_pull(self, job: Job) -> ImagePull | None:
-        """How the node pulls the job's own image (None: the default image, or no way)."""
-        if job.spec.image is None or self._pull_tokens is None:
-            return None
-        return await self._pull_tokens.pull_for(job.spec.user_id, job.spec.image)
-
-    def _sandboxed_job(self, job: Job) -> SandboxedJob:
-        """Who the attempt's container belongs to, and its GPUs."""
-        assert job.status.node is not None
-        inventory = self._inventory()
-        indices = tuple(job.status.gpu_indices)
-        vendor = placed_vendor(inventory, job.status.node, indices) or job.spec.vendor
-        return SandboxedJob(
-            user_id=job.spec.user_id,
-            vendor=vendor,
-            gpu_indices=indices,
-            gpu_count=job.spec.gpu_count,
-            environment=self._environment(job),
-            memory_mb=job.spec.memory_mb,
-            cpu_millis=job.spec.cpu_millis,
-        )
-
     async def _write_outcome(self, attempt: Attempt, outcome: Outcome, observed: float) -> None:
-        wall = self._wall_seconds(attempt, outcome, observed)
+        assert attempt.started_at is not None
+        wall = billed_wall_seconds(
+            outcome, started_at=attempt.started_at, observed=observed, adopted=attempt.adopted
+        )
         if outcome.status == "ok":
             result = self.store.uri(attempt_objects(attempt.name, attempt.attempt).result)
             job = await self.crd.set_job_completed(
@@ -476,25 +432,6 @@ class Executor:
         except ValueError:
             _log.warning("job %s: unreadable outcome at %s", attempt.name, uri)
             return None
-
-    def _wall_seconds(self, attempt: Attempt, outcome: Outcome, observed: float) -> float:
-        """Running time: by the gateway's clock when it saw the run end.
-
-        An adopted attempt may have run while no gateway watched: from the earlier of the
-        job's start and the worker's, to the worker's finish, bounded by when this gateway
-        saw it (the worker is the trusted side: the user's code in its container cannot
-        write the record). The node's pull of the job's image is not billed, nor is an
-        attempt whose function never started.
-        """
-        assert attempt.started_at is not None
-        if not outcome.function_started:
-            return 0.0
-        seen = max(0.0, observed - attempt.started_at)
-        if attempt.adopted:
-            started = min(attempt.started_at, outcome.started_at)
-            seen = max(0.0, min(observed, outcome.finished_at) - started)
-        # the trusted worker measured its image's pull: the user is not billed for it
-        return max(0.0, seen - outcome.prepare_seconds)
 
     def _finished(self, attempt: Attempt) -> None:
         self._settled[attempt.name] = attempt.attempt

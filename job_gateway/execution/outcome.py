@@ -26,6 +26,7 @@ __all__ = [
     "MAX_OUTCOME_BYTES",
     "OUT_OF_MEMORY",
     "Outcome",
+    "billed_wall_seconds",
     "outcome_key",
     "parse_outcome",
 ]
@@ -110,3 +111,25 @@ def outcome_key(job_id: str, attempt: int) -> str:
     """The key of attempt ``attempt``'s outcome record, beside its other objects."""
     result = attempt_objects(job_id, attempt).result
     return f"{posixpath.dirname(result)}/outcome.json"
+
+
+def billed_wall_seconds(
+    outcome: Outcome, *, started_at: float, observed: float, adopted: bool
+) -> float:
+    """An attempt's running time: by the gateway's clock, from ``started_at`` (the job's
+    start) to ``observed`` (when the gateway saw the run end).
+
+    An ``adopted`` attempt may have run while no gateway watched: from the earlier of the
+    job's start and the worker's, to the worker's finish, bounded by when this gateway saw
+    it (the worker is the trusted side: the user's code in its container cannot write the
+    record). The node's pull of the job's image is not billed, nor is an attempt whose
+    function never started.
+    """
+    if not outcome.function_started:
+        return 0.0
+    seen = max(0.0, observed - started_at)
+    if adopted:
+        started = min(started_at, outcome.started_at)
+        seen = max(0.0, min(observed, outcome.finished_at) - started)
+    # the trusted worker measured its image's pull: the user is not billed for it
+    return max(0.0, seen - outcome.prepare_seconds)
