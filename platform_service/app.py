@@ -195,9 +195,9 @@ def create_app(
         billing=billing,
         images=app.state.jobs.images,
         metering=metering,
+        quota_of=partial(read_user_quota, app.state.database),
     )
     upstream = httpx.AsyncClient(
-        quota_of=partial(read_user_quota, app.state.database),
         timeout=httpx.Timeout(10.0, read=settings.endpoint_read_timeout_seconds),
         limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
         trust_env=False,
