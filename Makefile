@@ -88,7 +88,7 @@ typecheck: install  ## mypy strict
 layers: install  ## the import-linter contracts: the layers, no service importing another
 	$(BIN)/lint-imports --no-logo
 
-SHELL_SCRIPTS = $(wildcard deploy/*.sh deploy/lib/*.sh tests/support/cluster/standins/*)
+SHELL_SCRIPTS = $(wildcard deploy/*.sh deploy/lib/*.sh tests/support/cluster/standins/* tools/images/*.sh)
 shellcheck:  ## shellcheck the deploy scripts (installs Debian's shellcheck when missing)
 	@command -v shellcheck >/dev/null || { \
 		[ "$$(id -u)" = 0 ] || { echo "*** install shellcheck (apt-get install shellcheck)"; exit 1; }; \
