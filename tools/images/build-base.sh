@@ -21,7 +21,7 @@ minor=${version%.*}
   echo "build-base.sh: $python is Debian's own Python: build FROM a Debian image with python3" >&2
   exit 1
 }
-key=$({ sha256sum "$here/build-base.sh"; echo "$version"; sha256sum "$prefix/bin/python$minor"; } |
+key=$({ cat "$here/build-base.sh" "$prefix/bin/python$minor"; echo "$version"; } |
   sha256sum | cut -c1-16)
 tarball="$cache/base-$key.tar"
 if [ -f "$tarball" ]; then

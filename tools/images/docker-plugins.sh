@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=${GRIDWEAVE_IMAGES_CACHE:-/var/cache/gridweave/images}
 release=trixie
 packages=(docker-buildx docker-compose)
-key=$({ sha256sum "$here/docker-plugins.sh"; } | sha256sum | cut -c1-16)
+key=$(sha256sum <"$here/docker-plugins.sh" | cut -c1-16)
 out="$cache/docker-config-$key"
 if [ -x "$out/cli-plugins/docker-compose" ] && [ -x "$out/cli-plugins/docker-buildx" ]; then
   echo "$out"

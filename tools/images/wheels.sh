@@ -15,7 +15,7 @@ work=$(mktemp -d "$cache/.wheels-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 "$python" -m pip freeze --exclude-editable | grep -E '^[A-Za-z0-9_.-]+(\[[^]]*\])?==' >"$work/constraints.txt"
 build_backend=$("$python" -c 'import tomllib; print(" ".join(tomllib.load(open("'"$repo"'/pyproject.toml", "rb"))["build-system"]["requires"]))')
-key=$({ sha256sum "$here/wheels.sh" "$repo/pyproject.toml" "$work/constraints.txt"; } |
+key=$(cat "$here/wheels.sh" "$repo/pyproject.toml" "$work/constraints.txt" |
   sha256sum | cut -c1-16)
 out="$cache/wheels-$key"
 if [ ! -f "$out/constraints.txt" ]; then
@@ -27,6 +27,8 @@ if [ ! -f "$out/constraints.txt" ]; then
   mv "$work/constraints.txt" "$work/wheels/constraints.txt"
   rm -rf "$out"
   mv "$work/wheels" "$out"
+  # the wheels of versions the head no longer runs
+  find "$cache" -maxdepth 1 -name 'wheels-*' ! -name "wheels-$key" -exec rm -rf {} +
 fi
 ln -sfn "wheels-$key" "$cache/wheels"
 echo "$out"
