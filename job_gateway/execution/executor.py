@@ -395,6 +395,14 @@ class Executor:
             listener(job)
 
     async def _lost(self, attempt: Attempt, reason: str, message: str) -> None:
+        _log.warning(
+            "job %s: attempt %d on %s lost (%s): %s",
+            attempt.name,
+            attempt.attempt,
+            attempt.job.status.node,
+            reason,
+            message,
+        )
         if attempt.run is not None:
             await asyncio.to_thread(kill_actor, attempt.run.actor)
         elif attempt.node_lost is not None:  # a previous gateway's actor may still run
