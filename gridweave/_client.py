@@ -21,7 +21,9 @@ from gridweave_clients.platform import PlatformClient
 __all__ = ["platform_client", "platform_errors"]
 
 # Fields the gateway names when no GPU of the inventory could ever hold a job.
-_PLACEMENT_FIELDS = frozenset({"vram_mb", "gpu_count", "vendor"})
+_PLACEMENT_FIELDS = frozenset(
+    {"vram_mb", "gpu_count", "vendor", "gpu_models", "cpu_millis", "memory_mb"}
+)
 _LARGEST = re.compile(r"largest GPU is .*? with (\d+) MiB")
 
 _lock = threading.Lock()

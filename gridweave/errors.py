@@ -93,7 +93,9 @@ class SpendingLimitReached(GridweaveError):
 
 
 class NoGpuLargeEnough(GridweaveError):
-    """No GPU of the inventory could ever hold the job (``field``: what to lower)."""
+    """No GPU of the inventory could ever hold the job (``field``: what to change:
+    ``vram_mb``, ``gpu_count``, ``vendor``, ``gpu_models`` (no GPU of those models),
+    ``cpu_millis`` or ``memory_mb`` (no node with such GPUs has that much))."""
 
     def __init__(self, message: str, *, field: str, largest_vram_mb: int | None) -> None:
         super().__init__(message)

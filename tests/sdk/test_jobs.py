@@ -150,3 +150,12 @@ class TestRefusals:
         assert too_big.value.field == "vram_mb"
         assert too_big.value.largest_vram_mb == 81920
         assert "A100 80GB" in str(too_big.value)
+
+        @gw.function(vram="8GB", gpu_model="H100")
+        def on_a_model_nobody_has() -> None:
+            return None
+
+        with pytest.raises(gw.NoGpuLargeEnough) as unknown:
+            on_a_model_nobody_has.remote()
+        assert unknown.value.field == "gpu_models"
+        assert "A100" in str(unknown.value)  # the models there are
