@@ -36,7 +36,7 @@ from gridweave_runtime.storage import open_object_store
 from job_gateway.endpoints.model_dir import ModelNotFound, stage_model_dir
 from job_gateway.endpoints.replica import ReplicaConfig, error_response
 from job_gateway.sandbox.attempt import SandboxedJob, container_spec
-from job_gateway.sandbox.container import STAGING_DIR, container_name
+from job_gateway.sandbox.container_names import STAGING_DIR, container_name
 from job_gateway.sandbox.images import ImagePullFailed, UnpackedImage, unpacked_image
 from job_gateway.sandbox.network import NetworkUnavailable
 from job_gateway.sandbox.oci import RUNNER_DIR

@@ -52,7 +52,8 @@ from job_gateway.sandbox.attempt import (
     warm_containers,
 )
 from job_gateway.sandbox.config import SandboxConfig
-from job_gateway.sandbox.container import Chunk, ContainerRun, sweep_orphans
+from job_gateway.sandbox.container import Chunk, ContainerRun
+from job_gateway.sandbox.container_names import sweep_orphans
 from job_gateway.sandbox.images import (
     ImagePull,
     ImagePullFailed,
@@ -100,7 +101,8 @@ class JobWorker:
     With ``idle_exit_seconds``, a watchdog thread ends the process once no attempt has run
     for that long, so idle workers never outlive the gateway that kept them by much; its
     warm containers are deleted first. A new worker deletes the containers of workers of
-    its node that died without doing so (:func:`~job_gateway.sandbox.container.sweep_orphans`).
+    its node that died without doing so
+    (:func:`~job_gateway.sandbox.container_names.sweep_orphans`).
     """
 
     def __init__(

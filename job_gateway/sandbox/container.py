@@ -13,8 +13,9 @@ The runtime runs under ``setpriv --pdeathsig KILL``: when the worker's process d
 timeout or a cancel kills it), the runtime dies with it, and the runner (pid 1, which asked
 for the same) with that, and the kernel empties the pid namespace. What such a death leaves
 (the container's state and cgroup, its veth pair when it had a way out, and what was staged
-for it in :data:`STAGING_DIR`) is removed by :func:`sweep_orphans`, which every worker runs:
-a container is named after the worker process that started it.
+for it in ``STAGING_DIR``) is removed by
+:func:`~job_gateway.sandbox.container_names.sweep_orphans`, which every worker runs: a
+container is named after the worker process that started it.
 """
 
 from __future__ import annotations
@@ -26,9 +27,7 @@ import logging
 import os
 import shutil
 import socket
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,31 +37,23 @@ from typing import Any
 from job_gateway.sandbox import runner
 from job_gateway.sandbox.cgroups import (
     cgroup_processes,
-    container_cgroups,
     oom_kills,
-    remove_cgroup,
 )
+from job_gateway.sandbox.container_names import container_name, delete_container, runtime_root
 from job_gateway.sandbox.images import hold_image
-from job_gateway.sandbox.network import Egress, NetworkLink, attach, release, sweep_links
+from job_gateway.sandbox.network import Egress, NetworkLink, attach, release
 from job_gateway.sandbox.oci import ContainerLimits, DeviceNode, container_config
 
 __all__ = [
-    "STAGING_DIR",
     "Chunk",
     "Container",
     "ContainerRun",
     "ContainerSpec",
-    "container_name",
-    "delete_container",
     "network_link",
     "runtime_command",
-    "sweep_orphans",
 ]
 
 _log = logging.getLogger(__name__)
-_CONTAINER_PREFIX = "gw"
-_counter = 0
-_counter_lock = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +234,7 @@ class Container:
         self._closed = True
         self._control.close()
         if self.spec.runtime != "none":
-            delete_container(self.spec, self.name)
+            delete_container(self.spec.runtime, self.spec.state_dir, self.name)
         else:
             self._stop()
         with contextlib.suppress(ChildProcessError):
@@ -301,58 +292,6 @@ class Container:
         except OSError:
             return ""
         return f": {text.splitlines()[-1][:300]}" if text else ""
-
-
-#: Under the sandbox's state directory: what was made for one container outside its bundle
-#: before it started (a transformers replica's model copy), in a directory named as it.
-STAGING_DIR = "staging"
-
-
-def sweep_orphans(runtime: str, state_dir: Path) -> list[str]:
-    """Kill and delete the containers whose worker process is gone (the runtime's state,
-    the bundle, and the cgroups a runtime killed mid-way left); their names."""
-    root = _runtime_root(state_dir)
-    if runtime == "none":
-        return []
-    names: set[str] = set()
-    if root.exists():
-        listed = subprocess.run(
-            [runtime, "--root", str(root), "list", "--quiet"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-        names.update(listed.stdout.split())
-    bundles = state_dir / "bundles"
-    if bundles.is_dir():
-        names.update(path.name for path in bundles.iterdir())
-    names.update(container_cgroups("gridweave"))
-    swept = []
-    for name in sorted(names):
-        owner = _owner_pid(name)
-        if owner is None or _alive(owner):
-            continue
-        if root.exists():
-            subprocess.run(
-                [runtime, "--root", str(root), "delete", "--force", name],
-                capture_output=True,
-                timeout=30,
-                check=False,
-            )
-        shutil.rmtree(bundles / name, ignore_errors=True)
-        remove_cgroup(f"gridweave/{name}")
-        swept.append(name)
-    staged = state_dir / STAGING_DIR
-    if staged.is_dir():
-        for path in staged.iterdir():
-            if _orphaned(path.name):
-                shutil.rmtree(path, ignore_errors=True)
-                swept.append(path.name)
-    for name in sweep_links(state_dir, _orphaned):  # a link whose container never started
-        if name not in swept:
-            swept.append(name)
-    return swept
 
 
 def network_link(spec: ContainerSpec, name: str) -> NetworkLink | None:
@@ -413,7 +352,7 @@ def runtime_command(
         "KILL",
         spec.runtime,
         "--root",
-        str(_runtime_root(spec.state_dir)),
+        str(runtime_root(spec.state_dir)),
         "run",
         "--keep",
         "--bundle",
@@ -451,47 +390,3 @@ def _collect_results(fd: int, count: int, limit: int, stop: Any) -> _Collected:
         left -= len(payload)
         results.append((header, payload))
     return _Collected(results, None)
-
-
-def delete_container(spec: ContainerSpec, name: str) -> None:
-    """Delete the container ``name`` of ``spec``'s runtime, killing whatever runs in it."""
-    subprocess.run(
-        [spec.runtime, "--root", str(_runtime_root(spec.state_dir)), "delete", "--force", name],
-        capture_output=True,
-        timeout=30,
-        check=False,
-    )
-
-
-def _runtime_root(state_dir: Path) -> Path:
-    return state_dir / "runtime"
-
-
-def container_name() -> str:
-    """``gw-<worker pid>-<n>``: :func:`sweep_orphans` knows a container's worker by it."""
-    global _counter
-    with _counter_lock:
-        _counter += 1
-        return f"{_CONTAINER_PREFIX}-{os.getpid()}-{_counter}-{time.monotonic_ns() % 10**9}"
-
-
-def _owner_pid(name: str) -> int | None:
-    parts = name.split("-")
-    if len(parts) < 3 or parts[0] != _CONTAINER_PREFIX or not parts[1].isdigit():
-        return None
-    return int(parts[1])
-
-
-def _orphaned(name: str) -> bool:
-    owner = _owner_pid(name)
-    return owner is not None and not _alive(owner)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

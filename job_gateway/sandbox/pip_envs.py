@@ -47,13 +47,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from job_gateway.sandbox.config import SandboxConfig
-from job_gateway.sandbox.container import (
-    ContainerSpec,
-    container_name,
-    delete_container,
-    network_link,
-    runtime_command,
-)
+from job_gateway.sandbox.container import ContainerSpec, network_link, runtime_command
+from job_gateway.sandbox.container_names import container_name, delete_container
 from job_gateway.sandbox.images import UnpackedImage, evict_images, hold_image
 from job_gateway.sandbox.network import release
 from job_gateway.sandbox.oci import ENV_DIR, ContainerLimits
@@ -279,7 +274,7 @@ def _run_build(
         writer = -1
         tail = _copy_until_done(reader, output, time.monotonic() + seconds)
         if tail is None:  # past its time: the container and everything in it go
-            delete_container(spec, name)
+            delete_container(spec.runtime, spec.state_dir, name)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, 9)
         _, status = os.waitpid(pid, 0)
@@ -289,7 +284,7 @@ def _run_build(
         os.close(reader)
         if writer >= 0:
             os.close(writer)
-        delete_container(spec, name)
+        delete_container(spec.runtime, spec.state_dir, name)
         shutil.rmtree(bundle, ignore_errors=True)
         if link is not None:
             release(spec.state_dir, link)

@@ -32,12 +32,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from job_gateway.sandbox import runner, serve_runner
-from job_gateway.sandbox.container import (
-    ContainerSpec,
-    container_name,
-    delete_container,
-    runtime_command,
-)
+from job_gateway.sandbox.container import ContainerSpec, runtime_command
+from job_gateway.sandbox.container_names import container_name, delete_container
 from job_gateway.sandbox.images import hold_image
 
 __all__ = ["ServingContainer", "ServingFailed"]
@@ -137,7 +133,7 @@ class ServingContainer:
         self._closed = True
         self._control.close()
         if self.spec.runtime != "none":
-            delete_container(self.spec, self.name)
+            delete_container(self.spec.runtime, self.spec.state_dir, self.name)
         elif hasattr(self, "_pid"):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self._pid, 9)

@@ -18,7 +18,7 @@ import pytest
 from gridweave_runtime.storage import StorageConfig
 from job_gateway.endpoints.replica import ReplicaConfig
 from job_gateway.endpoints.sandboxed_backend import SandboxedBackend
-from job_gateway.sandbox.container import STAGING_DIR, sweep_orphans
+from job_gateway.sandbox.container_names import STAGING_DIR, sweep_orphans
 from job_gateway.sandbox.settings import SandboxConfig
 from tests.job_gateway.endpoints.factories import tiny_gpt2_in_subprocess
 from tests.support.sandbox import sandbox_config

@@ -19,7 +19,7 @@ import pytest
 
 from job_gateway.sandbox import network
 from job_gateway.sandbox.attempt import warm_containers
-from job_gateway.sandbox.container import sweep_orphans
+from job_gateway.sandbox.container_names import sweep_orphans
 from job_gateway.sandbox.network import Egress, NetworkLink
 from job_gateway.sandbox.oci import ContainerLimits, container_config
 from job_gateway.sandbox.settings import SandboxConfig
