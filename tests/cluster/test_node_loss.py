@@ -68,7 +68,9 @@ def sdk(big: Big, monkeypatch: pytest.MonkeyPatch) -> Iterator[PlatformClient]:
 
 def _log_lines(big: Big, text: str) -> str:
     """The master's log lines that name ``text`` (a job id), file by file."""
-    logs = big.cluster.master.platform.state_dir / "logs"
+    platform = big.cluster.master.platform
+    assert platform is not None, "the master's platform is not running"
+    logs = platform.state_dir / "logs"
     found = [
         f"{path.name}: {line}"
         for path in sorted(logs.glob("*.log"))
