@@ -25,6 +25,7 @@ __all__ = [
     "MAX_MESSAGE_CHARS",
     "MAX_OUTCOME_BYTES",
     "OUT_OF_MEMORY",
+    "WORKER_ERROR",
     "Outcome",
     "billed_wall_seconds",
     "outcome_key",
@@ -39,6 +40,8 @@ MAX_MESSAGE_CHARS = 500
 INPUTS_MISSING = "InputsMissing"
 #: The reason of an attempt whose node could not give its container the egress network.
 NETWORK_UNAVAILABLE = "NetworkUnavailable"
+#: The reason of an attempt its worker failed (not the user's code: the worker's own error).
+WORKER_ERROR = "WorkerError"
 #: Reasons of attempts whose function never started: billed no time.
 _NEVER_STARTED = frozenset(
     {INPUTS_MISSING, IMAGE_PULL_FAILED, PIP_INSTALL_FAILED, NETWORK_UNAVAILABLE}
@@ -60,7 +63,8 @@ class Outcome(BaseModel):
         description=(
             "Why it failed (the job's reason): Exception (the function raised), OutOfMemory, "
             "ProcessDied (its process ended without a result), InputsMissing, "
-            "ImagePullFailed, PipInstallFailed, NetworkUnavailable."
+            "ImagePullFailed, PipInstallFailed, NetworkUnavailable, WorkerError (the worker "
+            "itself failed: the runtime refused the container, a store write failed)."
         ),
     )
     wall_seconds: float = Field(ge=0)

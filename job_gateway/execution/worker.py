@@ -18,11 +18,9 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,13 +33,14 @@ from gridweave_clients.gateway.reasons import (
 from gridweave_runtime.storage import (
     StorageConfig,
     attempt_objects,
-    log_part_key,
     open_object_store,
 )
+from job_gateway.execution.live_output import LiveOutput, capture_file
 from job_gateway.execution.outcome import (
     INPUTS_MISSING,
     MAX_MESSAGE_CHARS,
     NETWORK_UNAVAILABLE,
+    WORKER_ERROR,
     Outcome,
     outcome_key,
 )
@@ -166,14 +165,24 @@ def run_attempt(spec: AttemptSpec) -> Outcome:
 
     The function's and arguments' bytes go to the container as they are (unpickled only
     inside it); the result comes back as bytes, stored with its SHA-256 in the outcome, which
-    the gateway copies into the job's status for the SDK to check.
+    the gateway copies into the job's status for the SDK to check. When the worker itself
+    fails (the runtime refused to start the container, a write to the store failed), the
+    attempt ends ``WorkerError`` with what failed, and the worker's log has the traceback.
     """
     store = open_object_store(spec.storage)
-    objects = attempt_objects(spec.job_id, spec.attempt)
     started = time.time()
     clock = time.perf_counter()
-    with _capture_file() as stdout, _capture_file() as stderr:
-        mirror = _LiveOutput(store, [(objects.stdout, stdout), (objects.stderr, stderr)])
+    try:
+        return _run_and_record(spec, store, started, clock)
+    except Exception as error:
+        traceback.print_exc()  # the worker's own log (Ray's worker-*.err of its node)
+        return _record_worker_error(spec, store, started, time.perf_counter() - clock, error)
+
+
+def _run_and_record(spec: AttemptSpec, store: Any, started: float, clock: float) -> Outcome:
+    objects = attempt_objects(spec.job_id, spec.attempt)
+    with capture_file() as stdout, capture_file() as stderr:
+        mirror = LiveOutput(store, [(objects.stdout, stdout), (objects.stderr, stderr)])
         try:
             ending = _run_in_sandbox(spec, store, stdout.fileno, stderr.fileno)
         finally:
@@ -187,26 +196,56 @@ def run_attempt(spec: AttemptSpec) -> Outcome:
         digest = hashlib.sha256(ending.payload).hexdigest()
     else:
         store.put(objects.error, ending.traceback.encode())
-    outcome = Outcome(
-        job_id=spec.job_id,
-        attempt=spec.attempt,
+    outcome = _outcome(
+        spec,
+        started,
+        wall,
         status="ok" if ending.ok else "exception",
         reason=None if ending.ok else ending.reason,
-        wall_seconds=wall,
         prepare_seconds=min(wall, ending.prepare_seconds),
-        started_at=started,
-        finished_at=started + wall,
         exception_type=ending.exception_type,
         message=ending.message,
         result_sha256=digest,
-        hostname=socket.gethostname(),
-        ray_node_id=_ray_node_id(),
-        pid=os.getpid(),
         reusable=True,  # the user's code ran in a container that is gone now
     )
     store.put(outcome_key(spec.job_id, spec.attempt), outcome.model_dump_json().encode())
     mirror.delete_parts()  # the whole outputs are there: readers no longer need them
     return outcome
+
+
+def _record_worker_error(
+    spec: AttemptSpec, store: Any, started: float, wall: float, error: Exception
+) -> Outcome:
+    """The outcome of an attempt the worker itself failed (its message says what failed);
+    the worker is not kept warm: what it holds may be broken."""
+    message = f"the job's worker failed: {type(error).__name__}: {error}"[:MAX_MESSAGE_CHARS]
+    outcome = _outcome(
+        spec,
+        started,
+        wall,
+        status="exception",
+        reason=WORKER_ERROR,
+        exception_type=WORKER_ERROR,
+        message=message,
+        reusable=False,
+    )
+    store.put(attempt_objects(spec.job_id, spec.attempt).error, f"{message}\n".encode())
+    store.put(outcome_key(spec.job_id, spec.attempt), outcome.model_dump_json().encode())
+    return outcome
+
+
+def _outcome(spec: AttemptSpec, started: float, wall: float, **fields: Any) -> Outcome:
+    return Outcome(
+        job_id=spec.job_id,
+        attempt=spec.attempt,
+        wall_seconds=wall,
+        started_at=started,
+        finished_at=started + wall,
+        hostname=socket.gethostname(),
+        ray_node_id=_ray_node_id(),
+        pid=os.getpid(),
+        **fields,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,77 +421,3 @@ def _ray_node_id() -> str:
         return str(ray.get_runtime_context().get_node_id())
     except Exception:  # outside Ray (a direct call): no node id
         return ""
-
-
-#: While a job runs, what it printed since the last upload is appended to the object store
-#: this often (a part, :mod:`gridweave_runtime.storage.logs`), so the platform's live log
-#: (server-sent events) can follow it; the whole output is written once at the end.
-LIVE_OUTPUT_SECONDS = 0.5
-
-
-class _Captured:
-    """What a file descriptor received while captured (``data`` once the capture ended)."""
-
-    data: bytes = b""
-    fileno: int = -1  # the capture file while capturing
-
-    def since(self, offset: int) -> bytes:
-        """What was written after ``offset`` until now (a positional read: the writers'
-        offset stays)."""
-        try:
-            return os.pread(self.fileno, max(0, os.fstat(self.fileno).st_size - offset), offset)
-        except OSError:
-            return b""
-
-
-class _LiveOutput:
-    """A thread appending what each capture gained to its object's parts while it grows."""
-
-    def __init__(self, store: Any, targets: list[tuple[str, _Captured]]) -> None:
-        self._store = store
-        self._targets = targets
-        self._parts: list[str] = []
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="gw-live-output", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        written = dict.fromkeys((key for key, _ in self._targets), 0)
-        while not self._stopped.wait(LIVE_OUTPUT_SECONDS):
-            for key, captured in self._targets:
-                new = captured.since(written[key])
-                if not new:
-                    continue
-                part = log_part_key(key, written[key], written[key] + len(new))
-                self._parts.append(part)  # deleted at the end even if its upload seemed to fail
-                try:
-                    self._store.put(part, new)
-                except Exception:  # sent again, with what follows, at the next tick
-                    continue
-                written[key] += len(new)
-
-    def stop(self) -> None:
-        """Stop and wait for the thread (the final, whole outputs are the caller's)."""
-        self._stopped.set()
-        self._thread.join()
-
-    def delete_parts(self) -> None:
-        """Delete the parts uploaded (after the whole outputs were written)."""
-        for part in self._parts:
-            try:
-                self._store.delete(part)
-            except Exception:  # readers take the whole object first: a leftover part is unread
-                continue
-
-
-@contextmanager
-def _capture_file() -> Iterator[_Captured]:
-    """A temporary file the container writes one of its outputs to (``data`` at the end)."""
-    captured = _Captured()
-    with tempfile.TemporaryFile() as handle:
-        captured.fileno = handle.fileno()
-        try:
-            yield captured
-        finally:
-            handle.seek(0)
-            captured.data = handle.read()

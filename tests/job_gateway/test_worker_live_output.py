@@ -26,7 +26,7 @@ from gridweave_runtime.storage import (
     log_parts_uri,
     read_log,
 )
-from job_gateway.execution.worker import LIVE_OUTPUT_SECONDS
+from job_gateway.execution.live_output import LIVE_OUTPUT_SECONDS
 from tests.job_gateway.execution_factories import attempt_spec
 
 # no Ray here: the outcome's node id is then empty (as for a direct call), and no local Ray
