@@ -141,7 +141,7 @@ builds:  ## build the virtualenv and the pinned servers the tests need, all at o
 
 test: builds lint typecheck layers shellcheck web pytest  ## everything CI runs
 
-bench: install sandbox kubeapi cometbft registry vllm  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
+bench: install sandbox kubeapi cometbft registry prometheus vllm cluster-tools  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python -m bench.$$(basename $$b .py) || exit 1; done
 
 clean:  ## remove the virtualenv and caches (not the apiserver build cache)

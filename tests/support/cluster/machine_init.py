@@ -38,6 +38,7 @@ def _mount(spec: dict[str, Any]) -> None:
     if kind == "tmpfs":
         command = ["mount", "-t", "tmpfs", "-o", spec.get("options", "mode=755"), "tmpfs", target]
     elif kind == "bind":
+        Path(target).mkdir(parents=True, exist_ok=True)  # a path kept in a new /tmp
         command = ["mount", "--bind", spec["source"], target]
     elif kind == "overlay":
         options = f"lowerdir={target},upperdir={spec['upper']},workdir={spec['work']}"

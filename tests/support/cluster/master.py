@@ -30,6 +30,7 @@ from tests.support.cluster.machine import Machine, MachineSpec, entered_network
 
 __all__ = ["Master", "MASTER_NODE"]
 
+_REPOSITORY = Path(__file__).resolve().parents[3]
 #: The master's own node (the all-in-one's machine, where its Ray head runs).
 MASTER_NODE = "master"
 S3_PORT = 9000
@@ -59,11 +60,36 @@ def private_mounts(workdir: Path, *, own_tmp: bool) -> list[dict[str, str]]:
         {"type": "tmpfs", "target": "/run", "options": "mode=755,size=256m"},
     ]
     if own_tmp:
+        kept = _kept_under_tmp()
+        staged = [f"/run/gridweave-host-tmp-{i}" for i in range(len(kept))]
         mounts += [
+            # what the machine runs from (the repository, its virtualenv) when it lies under
+            # the host's /tmp: staged in /run before the machine's own /tmp hides it, then
+            # put back at the same path
+            *(
+                {"type": "bind", "source": str(path), "target": stage}
+                for path, stage in zip(kept, staged, strict=True)
+            ),
             {"type": "tmpfs", "target": "/dev/shm", "options": "mode=1777,size=1g"},
             {"type": "tmpfs", "target": "/tmp", "options": "mode=1777,size=2g"},
+            *(
+                {"type": "bind", "source": stage, "target": str(path)}
+                for path, stage in zip(kept, staged, strict=True)
+            ),
         ]
     return mounts
+
+
+def _kept_under_tmp() -> list[Path]:
+    """The repository and the Python environment the tests run from, where they lie under
+    ``/tmp`` (a clone there): a node with its own ``/tmp`` must still see them."""
+    paths = sorted({_REPOSITORY, Path(sys.prefix).resolve()})
+    under_tmp = [path for path in paths if path.is_relative_to("/tmp")]
+    return [
+        path
+        for path in under_tmp
+        if not any(path.is_relative_to(o) and path != o for o in under_tmp)
+    ]
 
 
 class Master:
