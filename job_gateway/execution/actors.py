@@ -8,6 +8,7 @@ pickle); the outcome itself is the JSON record in the object store.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ __all__ = [
     "kill_by_name",
     "launch_attempt",
     "remote_worker",
+    "wake_or_first_finished",
 ]
 
 #: The Ray namespace of every worker actor (names are unique within it).
@@ -137,6 +139,37 @@ def finished_attempts(runs: Sequence[ray.ObjectRef]) -> list[ray.ObjectRef]:  # 
         return []
     ready, _ = ray.wait(list(runs), num_returns=len(runs), timeout=0, fetch_local=False)
     return list(ready)
+
+
+async def wake_or_first_finished(
+    wake: asyncio.Event,
+    runs: Sequence[ray.ObjectRef],  # type: ignore[type-arg]
+    timeout: float,
+) -> None:
+    """Return once ``wake`` is set, one of ``runs`` has ended, or ``timeout`` seconds passed.
+
+    The calls are waited on with ``ray.wait`` (``fetch_local=False``: nothing is fetched or
+    deserialized) in a thread, which ends by itself within ``timeout`` when ``wake`` came first.
+    """
+    woken = asyncio.ensure_future(wake.wait())
+    waits: set[asyncio.Future[Any]] = {woken}
+    if runs:
+        ended = asyncio.ensure_future(
+            asyncio.to_thread(
+                ray.wait, list(runs), num_returns=1, timeout=timeout, fetch_local=False
+            )
+        )
+        ended.add_done_callback(_consumed)  # its error, if any, shows at the next tick
+        waits.add(ended)
+    try:
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        woken.cancel()
+
+
+def _consumed(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def kill_actor(actor: ActorHandle[Any]) -> None:

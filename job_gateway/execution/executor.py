@@ -52,6 +52,7 @@ from job_gateway.execution.actors import (
     kill_actor,
     kill_by_name,
     launch_attempt,
+    wake_or_first_finished,
 )
 from job_gateway.execution.attempt_specs import AttemptRefused, AttemptSpecs
 from job_gateway.execution.attempts import Attempt, started_timestamp
@@ -111,6 +112,7 @@ class Executor:
         self._settled: dict[str, int] = {}  # job -> the attempt this executor finished
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
+        self._seen_ready: set[ray.ObjectRef[Any]] = set()
         self._loop_task: asyncio.Task[None] | None = None
         self._warm = (
             None
@@ -198,25 +200,31 @@ class Executor:
 
     async def _run(self) -> None:
         while True:
-            try:
-                async with asyncio.timeout(self._poll):
-                    await self._wake.wait()
-            except TimeoutError:
-                pass
+            # woken by a job's news, by a followed call that ends (settled at once, not at
+            # the next poll), or after the poll interval; a call already seen ended is not
+            # waited on again, so one whose step is pending cannot spin the loop
+            waiting = [ref for ref in self._watched() if ref not in self._seen_ready]
+            await wake_or_first_finished(self._wake, waiting, self._poll)
             self._wake.clear()
             try:
                 await self._tick()
             except Exception:  # a tick must never end the loop
                 _log.exception("executor tick failed")
 
-    async def _tick(self) -> None:
-        runs = [
+    def _watched(self) -> list[ray.ObjectRef[Any]]:
+        """The calls whose end moves an attempt on: each run, and the actor's readiness of
+        an attempt not yet marked Running."""
+        return [
             ref
             for a in self._followed.values()
             if a.run is not None and not a.busy
             for ref in ((a.run.run, a.run.ready) if a.needs_running else (a.run.run,))
         ]
+
+    async def _tick(self) -> None:
+        runs = self._watched()
         ready = set(await asyncio.to_thread(finished_attempts, runs)) if runs else set()
+        self._seen_ready = ready
         now = self._clock()
         for attempt in list(self._followed.values()):
             if attempt.busy:

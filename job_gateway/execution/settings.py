@@ -124,5 +124,8 @@ class ExecutionSettings(BaseSettings):
         default=0.02,
         gt=0,
         le=60,
-        description="How often the executor asks Ray which runs ended and checks timeouts.",
+        description=(
+            "The longest the executor waits between two looks at its jobs (checks timeouts); "
+            "a run that ends is settled at once."
+        ),
     )
