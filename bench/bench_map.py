@@ -159,7 +159,9 @@ def report(ray_figures: Figures, ours: Figures, args: argparse.Namespace) -> str
 
     ray_trivial, our_trivial = ray_figures.trivial, ours.trivial
     lines = [
-        f"{machine_line()}; shared with other work (noisy). Plain Ray: a local Ray of this "
+        "## Per-item cost: `.map` and warm `.remote()` beside plain Ray (`bench/bench_map.py`)",
+        "",
+        f"{machine_line()}. Plain Ray: a local Ray of this "
         "run, one CPU per task. Gridweave: `gridweave up` in a temporary directory, jobs in "
         f"their containers (runc), `.map` on {args.concurrency} workers of one simulated GPU.",
         "",
