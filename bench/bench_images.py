@@ -96,6 +96,8 @@ def main() -> None:
         return f"{statistics.median(timings[name]):.2f} s"
 
     lines = [
+        "## A job's own image: first job, then from the cache (`bench/bench_images.py`)",
+        "",
         f"{machine_line()}; shared with other work. The user's image: the default image "
         f"(Debian's Python 3.11 and pip, 205 MB unpacked) plus {args.layer_mb} MB of random "
         f"bytes; {args.rounds} new images, p50 of each.",
