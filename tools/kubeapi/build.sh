@@ -4,9 +4,10 @@
 # keyed by the hash of go.mod and go.sum. Prints the directory holding the three binaries;
 # a warm run builds nothing. GRIDWEAVE_KUBEAPI_CACHE moves the cache root.
 set -euo pipefail
-# The physical path: the checkout reached through a link finds the same cache entry.
 here=$(cd "$(dirname "$0")" && pwd -P)
-key=$(sha256sum "$here/go.sum" "$here/go.mod" | sha256sum | cut -c1-16)
+# the files' contents only (sha256sum of the files would hash their paths too): every
+# checkout of the same pins, wherever it lies, finds the same cache entry
+key=$(cat "$here/go.sum" "$here/go.mod" | sha256sum | cut -c1-16)
 cache_root=${GRIDWEAVE_KUBEAPI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gridweave/kubeapi}
 out="$cache_root/$key"
 binaries=(etcd kube-apiserver kubectl)

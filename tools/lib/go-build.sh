@@ -11,7 +11,8 @@ go_build_cached() {
   local here=$1 cache_root=$2
   shift 2
   local key out spec complete=1 names=() tags=${GO_BUILD_TAGS:-}
-  key=$({ sha256sum "$here/go.sum" "$here/go.mod"; [ -z "$tags" ] || echo "tags $tags"; } |
+  # the files' contents, not their paths: every checkout of the same pins shares the entry
+  key=$({ cat "$here/go.sum" "$here/go.mod"; [ -z "$tags" ] || echo "tags $tags"; } |
     sha256sum | cut -c1-16)
   out="$cache_root/$key"
   for spec in "$@"; do
