@@ -9,7 +9,9 @@ pickle); the outcome itself is the JSON record in the object store.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +22,7 @@ from job_gateway.execution.worker import AttemptSpec, JobWorker
 
 __all__ = [
     "NAMESPACE",
+    "FirstFinished",
     "NODE_LABEL",
     "RunningAttempt",
     "actor_alive",
@@ -31,7 +34,6 @@ __all__ = [
     "kill_by_name",
     "launch_attempt",
     "remote_worker",
-    "wake_or_first_finished",
 ]
 
 #: The Ray namespace of every worker actor (names are unique within it).
@@ -141,30 +143,46 @@ def finished_attempts(runs: Sequence[ray.ObjectRef]) -> list[ray.ObjectRef]:  # 
     return list(ready)
 
 
-async def wake_or_first_finished(
-    wake: asyncio.Event,
-    runs: Sequence[ray.ObjectRef],  # type: ignore[type-arg]
-    timeout: float,
-) -> None:
-    """Return once ``wake`` is set, one of ``runs`` has ended, or ``timeout`` seconds passed.
+class FirstFinished:
+    """Waits for a wake-up or the end of the first of some Ray calls, whichever comes first.
 
     The calls are waited on with ``ray.wait`` (``fetch_local=False``: nothing is fetched or
-    deserialized) in a thread, which ends by itself within ``timeout`` when ``wake`` came first.
+    deserialized) in one thread of its own, one wait at a time: a wait still under way when
+    the next one is asked for (a wake-up came first) is waited on again, never queued behind,
+    and the event loop's default threads are never taken by it.
     """
-    woken = asyncio.ensure_future(wake.wait())
-    waits: set[asyncio.Future[Any]] = {woken}
-    if runs:
-        ended = asyncio.ensure_future(
-            asyncio.to_thread(
-                ray.wait, list(runs), num_returns=1, timeout=timeout, fetch_local=False
+
+    def __init__(self) -> None:
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gw-ray-wait")
+        self._pending: asyncio.Future[Any] | None = None
+
+    async def wait(
+        self,
+        wake: asyncio.Event,
+        runs: Sequence[ray.ObjectRef],  # type: ignore[type-arg]
+        timeout: float,
+    ) -> None:
+        """Return once ``wake`` is set, one of ``runs`` has ended, or ``timeout`` passed."""
+        woken = asyncio.ensure_future(wake.wait())
+        waits: set[asyncio.Future[Any]] = {woken}
+        if runs and (self._pending is None or self._pending.done()):
+            self._pending = asyncio.get_running_loop().run_in_executor(
+                self._thread,
+                functools.partial(
+                    ray.wait, list(runs), num_returns=1, timeout=timeout, fetch_local=False
+                ),
             )
-        )
-        ended.add_done_callback(_consumed)  # its error, if any, shows at the next tick
-        waits.add(ended)
-    try:
-        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        woken.cancel()
+            self._pending.add_done_callback(_consumed)  # an error shows at the next tick
+        if self._pending is not None and not self._pending.done():
+            waits.add(self._pending)
+        try:
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            woken.cancel()
+
+    def close(self) -> None:
+        """Let the thread end once its wait (at most ``timeout``) is over."""
+        self._thread.shutdown(wait=False, cancel_futures=True)
 
 
 def _consumed(future: asyncio.Future[Any]) -> None:

@@ -45,6 +45,7 @@ from gridweave_runtime.storage import (
     open_object_store,
 )
 from job_gateway.execution.actors import (
+    FirstFinished,
     actor_death,
     actor_name,
     adopt_attempt,
@@ -52,7 +53,6 @@ from job_gateway.execution.actors import (
     kill_actor,
     kill_by_name,
     launch_attempt,
-    wake_or_first_finished,
 )
 from job_gateway.execution.attempt_specs import AttemptRefused, AttemptSpecs
 from job_gateway.execution.attempts import Attempt, started_timestamp
@@ -113,6 +113,7 @@ class Executor:
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
         self._seen_ready: set[ray.ObjectRef[Any]] = set()
+        self._first_finished = FirstFinished()
         self._loop_task: asyncio.Task[None] | None = None
         self._warm = (
             None
@@ -181,6 +182,7 @@ class Executor:
     def start(self) -> None:
         """Start the reconciling loop."""
         if self._loop_task is None:
+            self._first_finished = FirstFinished()
             self._loop_task = asyncio.create_task(self._run(), name="executor")
 
     async def stop(self) -> None:
@@ -191,6 +193,7 @@ class Executor:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        self._first_finished.close()
         if self._warm is not None:
             await asyncio.to_thread(self._warm.stop_idle)
         if self._pull_tokens is not None:
@@ -204,7 +207,7 @@ class Executor:
             # the next poll), or after the poll interval; a call already seen ended is not
             # waited on again, so one whose step is pending cannot spin the loop
             waiting = [ref for ref in self._watched() if ref not in self._seen_ready]
-            await wake_or_first_finished(self._wake, waiting, self._poll)
+            await self._first_finished.wait(self._wake, waiting, self._poll)
             self._wake.clear()
             try:
                 await self._tick()
