@@ -15,15 +15,22 @@ import pytest
 from gridweave_runtime.storage import LocalObjectStore, StorageConfig, attempt_objects
 from job_gateway.execution import worker
 from job_gateway.execution.outcome import WORKER_ERROR, outcome_key, parse_outcome
+from job_gateway.execution.worker import AttemptSpec
 from tests.job_gateway.execution_factories import attempt_spec
+
+
+def _spec_and_store(tmp_path: Path, job_id: str) -> tuple[AttemptSpec, LocalObjectStore]:
+    """An attempt of ``job_id`` whose function is stored (never unpickled here), and its store."""
+    store = LocalObjectStore(tmp_path / "objects")
+    function_ref = store.put(f"jobs/{job_id}/function.pkl", b"never unpickled here")
+    storage = StorageConfig(root=str(tmp_path / "objects"))
+    return attempt_spec(job_id, function_ref, storage), store
 
 
 def test_an_error_of_the_worker_is_the_attempts_outcome(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = LocalObjectStore(tmp_path / "objects")
-    function_ref = store.put("jobs/broken/function.pkl", b"never unpickled here")
-    spec = attempt_spec("broken", function_ref, StorageConfig(root=str(tmp_path / "objects")))
+    spec, store = _spec_and_store(tmp_path, "broken")
 
     def runtime_refuses(*_: Any) -> Any:
         raise OSError("runc create: cannot allocate memory")
@@ -53,9 +60,7 @@ def test_a_store_that_refuses_the_outcome_too_leaves_the_error_raised(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Nothing can be recorded: the error is the actor's, the gateway sees the attempt lost."""
-    store = LocalObjectStore(tmp_path / "objects")
-    function_ref = store.put("jobs/gone/function.pkl", b"never unpickled here")
-    spec = attempt_spec("gone", function_ref, StorageConfig(root=str(tmp_path / "objects")))
+    spec, _ = _spec_and_store(tmp_path, "gone")
 
     class Refusing(LocalObjectStore):
         def put(self, key: str, data: bytes) -> str:
