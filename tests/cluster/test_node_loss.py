@@ -46,14 +46,23 @@ class Big:
 
 
 @pytest.fixture(scope="module")
-def big(cluster: Cluster) -> Big:
+def big(cluster: Cluster) -> Iterator[Big]:
     nodes = [cluster.add_node(), cluster.add_node()]
     for node in nodes:
         cluster.join(node, vram_mb=BIG_VRAM_MB)
     for node in nodes:
         cluster.wait_node(node.name, ready=True)
         cluster.wait_ray_worker(node)
-    return Big(cluster, nodes, {node.name: node.vpn_ip for node in nodes})
+    yield Big(cluster, nodes, {node.name: node.vpn_ip for node in nodes})
+    # the package's cluster goes on to the next modules as they know it: a 64 GiB node left
+    # joined would take the jobs they place by size on node-2 (48 GiB)
+    for node in nodes:
+        alive = node.machine is not None and node.machine.alive
+        if alive and node.state_file("node.json").exists():  # leave-node.sh removes it
+            node.leave()
+    for node in nodes:
+        if node.machine is not None and node.machine.alive:
+            cluster.wait_node(node.name, ready=None)
 
 
 @pytest.fixture(autouse=True)
