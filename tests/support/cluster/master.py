@@ -30,6 +30,7 @@ from tests.support.cluster.machine import Machine, MachineSpec, entered_network
 
 __all__ = ["Master", "MASTER_NODE"]
 
+#: The checkout the tests run from.
 _REPOSITORY = Path(__file__).resolve().parents[3]
 #: The master's own node (the all-in-one's machine, where its Ray head runs).
 MASTER_NODE = "master"
