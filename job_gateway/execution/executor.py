@@ -39,9 +39,7 @@ from gridweave_controller.models import Job
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_controller.phases import JobPhase
 from gridweave_runtime.storage import (
-    ObjectNotFound,
     StorageConfig,
-    attempt_objects,
     open_object_store,
 )
 from job_gateway.execution.actors import (
@@ -56,18 +54,16 @@ from job_gateway.execution.actors import (
 )
 from job_gateway.execution.attempt_specs import AttemptRefused, AttemptSpecs
 from job_gateway.execution.attempts import Attempt, started_timestamp
+from job_gateway.execution.endings import ran_seconds, read_outcome, record_outcome
 from job_gateway.execution.image_pulls import PullTokens
 from job_gateway.execution.outcome import (
     Outcome,
-    billed_wall_seconds,
-    outcome_key,
-    parse_outcome,
 )
 from job_gateway.execution.settings import WarmSettings
 from job_gateway.execution.spares import WarmPool, recorded_worker, worker_key, worker_name
 from job_gateway.inventory import Inventory
 from job_gateway.node_loss import NODE_LOST
-from job_gateway.requeue import lost_seconds, requeue_or_fail
+from job_gateway.requeue import requeue_or_fail
 from job_gateway.sandbox.settings import SandboxConfig, SandboxSettings
 
 __all__ = ["Executor"]
@@ -388,19 +384,7 @@ class Executor:
             await asyncio.to_thread(kill_actor, attempt.run.actor)
 
     async def _write_outcome(self, attempt: Attempt, outcome: Outcome, observed: float) -> None:
-        assert attempt.started_at is not None
-        wall = billed_wall_seconds(
-            outcome, started_at=attempt.started_at, observed=observed, adopted=attempt.adopted
-        )
-        if outcome.status == "ok":
-            result = self.store.uri(attempt_objects(attempt.name, attempt.attempt).result)
-            job = await self.crd.set_job_completed(
-                attempt.name, wall, result_ref=result, result_sha256=outcome.result_sha256
-            )
-        else:
-            message = outcome.message or outcome.exception_type or "the function raised"
-            reason = outcome.reason or "Exception"
-            job = await self.crd.set_job_failed(attempt.name, reason, message, wall_seconds=wall)
+        job = await record_outcome(self.crd, self.store, attempt, outcome, observed)
         self._finished(attempt)
         for listener in self._finished_listeners:
             listener(job)
@@ -418,13 +402,7 @@ class Executor:
             await asyncio.to_thread(kill_actor, attempt.run.actor)
         elif attempt.node_lost is not None:  # a previous gateway's actor may still run
             await self._kill_named(attempt.name, attempt.attempt)
-        # every second it ran is billed, whatever ended it: from its start as this executor
-        # saw it (else as the job's status has it) to now
-        ran = None
-        if attempt.started_at is not None:
-            ran = max(0.0, self._clock() - attempt.started_at)
-        else:
-            ran = lost_seconds(attempt.job, self._clock())
+        ran = ran_seconds(attempt, self._clock())
         await requeue_or_fail(self.crd, attempt.job, reason, message, wall_seconds=ran)
         self._finished(attempt)
 
@@ -438,19 +416,8 @@ class Executor:
         )
         self._finished(attempt)
 
-    # -- helpers ----------------------------------------------------------------------------
-
     async def _read_outcome(self, attempt: Attempt) -> Outcome | None:
-        uri = self.store.uri(outcome_key(attempt.name, attempt.attempt))
-        try:
-            data = await asyncio.to_thread(self.store.get, uri)
-        except ObjectNotFound:
-            return None
-        try:
-            return parse_outcome(data)
-        except ValueError:
-            _log.warning("job %s: unreadable outcome at %s", attempt.name, uri)
-            return None
+        return await asyncio.to_thread(read_outcome, self.store, attempt.name, attempt.attempt)
 
     def _finished(self, attempt: Attempt) -> None:
         self._settled[attempt.name] = attempt.attempt
