@@ -115,6 +115,29 @@ def _running(handle: gw.JobHandle[float], *, attempts: int | None = 0) -> JobRes
         time.sleep(0.2)
 
 
+# what deploy/leave-node.sh counts as the work running on its node
+_WORK_RUNNING_HERE = ["pgrep", "-c", "-f", r"^ray::(JobWorker\.run|ServeReplica)"]
+
+
+def _running_there(big: Big, handle: gw.JobHandle[float]) -> JobResponse:
+    """The job's status once it runs and its node shows the attempt's process: a warm worker
+    that died with a killed node is marked Running when it is handed an attempt, and is
+    seen lost (the attempt retried) only once Ray reports its death."""
+    deadline = time.monotonic() + 180
+    while True:
+        status = _running(handle, attempts=None)
+        node = _by_name(big, status.node)
+        counted = node.running.run(_WORK_RUNNING_HERE, check=False).stdout.strip()
+        if counted not in ("", "0"):
+            return status
+        if time.monotonic() >= deadline:
+            raise AssertionError(
+                f"Running on {status.node} after {status.attempts} attempts, "
+                f"but no attempt's process runs there"
+            )
+        time.sleep(0.2)
+
+
 class Watch:
     """The job's status every 0.2 s in a thread (in the master's network, like the test)."""
 
@@ -211,7 +234,7 @@ class TestLeave:
         # the first attempt may be lost before this test's leave (the node killed and
         # started again above can take a worker with it): the leave moves whichever runs
         try:
-            running = _running(handle, attempts=None)
+            running = _running_there(big, handle)
         except AssertionError as never_ran:
             raise AssertionError(f"{never_ran}\n{_log_lines(big, handle.job_id)}") from None
         leaving, moved = _by_name(big, running.node), running.attempts + 1
