@@ -176,11 +176,14 @@ class JobOperations:
         )
 
     @operation(post("/jobs/{job_id}/running"))
-    def set_job_running(self: FlowContext, job_id: str) -> Flow[Job]:
-        """Allocated -> Running."""
+    def set_job_running(self: FlowContext, job_id: str, *, known: Job | None = None) -> Flow[Job]:
+        """Allocated -> Running (``known``: as for :meth:`set_job_allocated`)."""
         return (
             yield from _write(
-                self, job_id, lambda status, _spec, now: _job_moves.running(job_id, status, now=now)
+                self,
+                job_id,
+                lambda status, _spec, now: _job_moves.running(job_id, status, now=now),
+                known,
             )
         )
 
@@ -191,8 +194,11 @@ class JobOperations:
         wall_seconds: float,
         result_ref: str | None = None,
         result_sha256: str | None = None,
+        *,
+        known: Job | None = None,
     ) -> Flow[Job]:
-        """Running -> Completed, billing ``ceil(wall_seconds)``; the result's URI and digest."""
+        """Running -> Completed, billing ``ceil(wall_seconds)``; the result's URI and digest
+        (``known``: as for :meth:`set_job_allocated`)."""
         check_wall_seconds(wall_seconds)
         if result_ref is not None:
             check_text(result_ref, field="result_ref", max_length=2048)
@@ -210,6 +216,7 @@ class JobOperations:
                     result_sha256=result_sha256,
                     now=now,
                 ),
+                known,
             )
         )
 
@@ -220,8 +227,11 @@ class JobOperations:
         reason: str,
         message: str = "",
         wall_seconds: float | None = None,
+        *,
+        known: Job | None = None,
     ) -> Flow[Job]:
-        """Pending, Allocated or Running -> Failed with a CamelCase reason."""
+        """Pending, Allocated or Running -> Failed with a CamelCase reason (``known``: as
+        for :meth:`set_job_allocated`)."""
         check_outcome(reason, message, wall_seconds)
         return (
             yield from _write(
@@ -235,6 +245,7 @@ class JobOperations:
                     wall_seconds=wall_seconds,
                     now=now,
                 ),
+                known,
             )
         )
 
@@ -297,8 +308,11 @@ class JobOperations:
         )
 
     @operation(post("/jobs/{job_id}/usage-reported"))
-    def set_job_usage_reported(self: FlowContext, job_id: str, usage_id: int) -> Flow[Job]:
-        """Mark a terminal job's usage as recorded (condition UsageReported, message the id)."""
+    def set_job_usage_reported(
+        self: FlowContext, job_id: str, usage_id: int, *, known: Job | None = None
+    ) -> Flow[Job]:
+        """Mark a terminal job's usage as recorded (condition UsageReported, message the id;
+        ``known``: as for :meth:`set_job_allocated`)."""
         check_int(usage_id, field="usage_id", minimum=1)
         return (
             yield from _write(
@@ -307,6 +321,7 @@ class JobOperations:
                 lambda status, _spec, _now: _job_moves.usage_reported(
                     job_id, status, usage_id=usage_id
                 ),
+                known,
             )
         )
 

@@ -228,7 +228,7 @@ class UsageReporter:
         request = usage_request(job, self._lookup_gpu(node, job.status.gpu_indices[0]))
         record = await self.metering.record_usage(request)
         try:
-            await self.crd.set_job_usage_reported(job.name, record.id)
+            await self.crd.set_job_usage_reported(job.name, record.id, known=job)
         except NotFound:
             _log.info("job %s was deleted; its usage is record %d", job.name, record.id)
         except Conflict as conflict:

@@ -54,11 +54,17 @@ async def record_outcome(
     if outcome.status == "ok":
         result = store.uri(attempt_objects(attempt.name, attempt.attempt).result)
         return await crd.set_job_completed(
-            attempt.name, wall, result_ref=result, result_sha256=outcome.result_sha256
+            attempt.name,
+            wall,
+            result_ref=result,
+            result_sha256=outcome.result_sha256,
+            known=attempt.job,
         )
     message = outcome.message or outcome.exception_type or "the function raised"
     reason = outcome.reason or "Exception"
-    return await crd.set_job_failed(attempt.name, reason, message, wall_seconds=wall)
+    return await crd.set_job_failed(
+        attempt.name, reason, message, wall_seconds=wall, known=attempt.job
+    )
 
 
 def ran_seconds(attempt: Attempt, now: float) -> float | None:

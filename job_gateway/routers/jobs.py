@@ -100,7 +100,11 @@ async def list_jobs(
 async def get_job(job_id: JobId, gateway: CurrentGateway, wait: WaitQuery = 0) -> JobResponse:
     """One job; with ``wait``, answered as soon as it finishes (or when the wait runs out)."""
     job = await jobs.wait_for_job(
-        crd=gateway.crd, waiters=gateway.finish_waiters, job_id=job_id, wait_s=wait
+        crd=gateway.crd,
+        waiters=gateway.finish_waiters,
+        job_id=job_id,
+        wait_s=wait,
+        informed=gateway.jobs.get,
     )
     return jobs.job_response(job)
 
@@ -119,6 +123,10 @@ async def get_job_result(
     """Where the job's result, traceback and output are (object storage URIs); with
     ``wait``, answered as soon as the job finishes."""
     job = await jobs.wait_for_job(
-        crd=gateway.crd, waiters=gateway.finish_waiters, job_id=job_id, wait_s=wait
+        crd=gateway.crd,
+        waiters=gateway.finish_waiters,
+        job_id=job_id,
+        wait_s=wait,
+        informed=gateway.jobs.get,
     )
     return jobs.job_result(job, gateway.store)

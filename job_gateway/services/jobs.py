@@ -8,7 +8,7 @@ lag a write this gateway just made).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -154,22 +154,30 @@ async def get_job(*, crd: AsyncClientBase, job_id: str) -> Job:
 
 
 async def wait_for_job(
-    *, crd: AsyncClientBase, waiters: FinishWaiters, job_id: str, wait_s: float
+    *,
+    crd: AsyncClientBase,
+    waiters: FinishWaiters,
+    job_id: str,
+    wait_s: float,
+    informed: Callable[[str], Job | None] | None = None,
 ) -> Job:
     """The job once it has finished, or as it is when ``wait_s`` runs out (0: at once).
 
     A finish seen by the informer answers with the informer's copy (no second read); a
-    deletion reads the job again, which answers 404.
+    deletion reads the job again, which answers 404. A wait starts from the informer's copy
+    (``informed``) when it has the job: its finish wakes the waiter registered first, so
+    nothing is missed, and the store is read only when the wait runs out.
     """
     with waiters.waiting(job_id) as waiter:
-        job = await get_job(crd=crd, job_id=job_id)
+        copy = None if wait_s <= 0 or informed is None else informed(job_id)
+        job = copy or await get_job(crd=crd, job_id=job_id)
         if wait_s <= 0 or job.phase in JOB_TERMINAL_PHASES:
             return job
         try:
             async with asyncio.timeout(wait_s):
                 await waiter.done.wait()
         except TimeoutError:
-            return job
+            return job if copy is None else await get_job(crd=crd, job_id=job_id)
     return waiter.job or await get_job(crd=crd, job_id=job_id)
 
 

@@ -23,7 +23,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from gridweave_controller.aio import AsyncCrdClient
 from gridweave_controller.errors import CrdError
@@ -95,9 +95,16 @@ def _parameters(operation: Operation[..., Any]) -> list[inspect.Parameter]:
                 inspect.Parameter(name, _KEYWORD, annotation=annotation, default=declared.default)
             )
     body = request_model(operation)
-    if body is not None:
+    if body is not None and _body_optional(body):
+        # every field has its default (a setter called without its copy): no body needed
+        parameters.append(inspect.Parameter("body", _KEYWORD, annotation=body | None, default=None))
+    elif body is not None:
         parameters.append(inspect.Parameter("body", _KEYWORD, annotation=body))
     return parameters
+
+
+def _body_optional(model: type[BaseModel]) -> bool:
+    return not any(field.is_required() for field in model.model_fields.values())
 
 
 def recent_objects(request: Request) -> RecentObjects:
@@ -128,8 +135,11 @@ async def _perform(request: Request, operation: Operation[..., Any], values: dic
 
 def _handler(operation: Operation[..., Any]) -> Callable[..., Awaitable[Response]]:
     respond = _responder(operation)
+    model = request_model(operation)
 
     async def handle(request: Request, body: Any = None, **values: Any) -> Response:
+        if body is None and model is not None:  # an optional body left out: its defaults
+            body = model()
         if body is not None:
             values.update({name: getattr(body, name) for name in type(body).model_fields})
         return respond(await _perform(request, operation, values))

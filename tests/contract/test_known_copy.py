@@ -64,3 +64,38 @@ class TestKnownCopy:
             transport.api.set_job_allocated(job.name, "n1", [0], known=other)
         assert caught.value.field == "known"
         assert sum(requests.values()) == 0
+
+    def test_a_run_written_from_its_own_answers_is_one_patch_per_move(
+        self, transport: Transport
+    ) -> None:
+        """The executor and the usage reporter pass each write's answer to the next: Running,
+        the outcome and the usage mark cost one PATCH each, no read."""
+        job = make_job(transport)
+        allocated = transport.api.set_job_allocated(job.name, "n1", [0], known=job)
+        with transport.count_requests() as requests:
+            running = transport.api.set_job_running(job.name, known=allocated)
+            done = transport.api.set_job_completed(job.name, 1.5, known=running)
+            marked = transport.api.set_job_usage_reported(job.name, 7, known=done)
+        assert requests == {"PATCH": 3}
+        assert (running.phase, done.phase, marked.phase) == (
+            JobPhase.RUNNING,
+            JobPhase.COMPLETED,
+            JobPhase.COMPLETED,
+        )
+        assert transport.client.get_job(job.name) == marked
+        other = make_job(transport)
+        placed = transport.api.set_job_allocated(other.name, "n1", [0], known=other)
+        with transport.count_requests() as requests:
+            failed = transport.api.set_job_failed(other.name, "Exception", "boom", known=placed)
+        assert requests == {"PATCH": 1}
+        assert (failed.phase, failed.status.reason) == (JobPhase.FAILED, "Exception")
+
+    def test_a_stale_copy_of_a_finish_is_read_again(self, transport: Transport) -> None:
+        """The copy says Allocated; the store says Cancelled: the finish is refused, not
+        written over the cancel."""
+        job = make_job(transport)
+        allocated = transport.api.set_job_allocated(job.name, "n1", [0], known=job)
+        transport.client.set_job_cancelled(job.name, "by its owner")
+        with pytest.raises(InvalidTransition):
+            transport.api.set_job_failed(job.name, "Exception", "boom", known=allocated)
+        assert transport.client.get_job(job.name).phase is JobPhase.CANCELLED
