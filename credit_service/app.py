@@ -7,7 +7,7 @@ from pathlib import Path
 from fastapi import FastAPI
 
 from credit_service.async_connections import open_async_connections
-from credit_service.routers import accounts, holds, spending_limits, transfers
+from credit_service.routers import accounts, books, holds, spending_limits, transfers
 from credit_service.settings import DATABASE_NAME, CreditSettings
 from gridweave_runtime.app import create_service_app
 
@@ -15,7 +15,13 @@ __all__ = ["MIGRATIONS_DIR", "ROUTERS", "create_app"]
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 #: Every route of the service: its OpenAPI document needs no database (the fuzz tests).
-ROUTERS = (accounts.router, transfers.router, holds.router, spending_limits.router)
+ROUTERS = (
+    accounts.router,
+    transfers.router,
+    holds.router,
+    spending_limits.router,
+    books.router,
+)
 
 
 def create_app(settings: CreditSettings | None = None) -> FastAPI:

@@ -15,13 +15,14 @@ from gridweave_clients.fields import RequestBody, UserId
 __all__ = [
     "MAX_AMOUNT",
     "MAX_BALANCE",
+    "AccountOutOfBalance",
     "AccountResponse",
     "Amount",
+    "BooksResponse",
     "CaptureAmount",
     "CaptureHoldRequest",
     "DeductRequest",
     "HoldResponse",
-    "PlacedHold",
     "IdempotencyKey",
     "LedgerEntryResponse",
     "LedgerPageResponse",
@@ -30,6 +31,7 @@ __all__ = [
     "OpenHoldResponse",
     "OpenHoldsPageResponse",
     "PlaceHoldRequest",
+    "PlacedHold",
     "Reference",
     "ReleaseHoldRequest",
     "SettleRequest",
@@ -215,6 +217,30 @@ class OpenHoldsPageResponse(BaseModel):
 
     holds: list[OpenHoldResponse]
     next_after_id: int | None
+
+
+class AccountOutOfBalance(BaseModel):
+    """An account whose figures disagree with its ledger or its open holds, all of them."""
+
+    user_id: str
+    balance: int
+    ledger_total: int = Field(description="The sum of the account's ledger entries.")
+    last_balance_after: int | None = Field(
+        description="The balance its last ledger entry recorded (None: no entry yet)."
+    )
+    held: int
+    open_held: int = Field(description="The sum of the account's open holds.")
+
+
+class BooksResponse(BaseModel):
+    """The books checked in one snapshot: every account's balance against its ledger (the
+    sum of its entries and the last entry's ``balance_after``), its ``held`` against its open
+    holds; ``out_of_balance`` lists the accounts that disagree (none, while the books hold)."""
+
+    accounts: int
+    open_holds: int
+    open_held: int
+    out_of_balance: list[AccountOutOfBalance]
 
 
 class PlacedHold(HoldResponse):

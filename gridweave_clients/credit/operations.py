@@ -18,6 +18,7 @@ from gridweave_clients._core import REPLAYED_HEADER, Answer, Operation, model_op
 from gridweave_clients.credit.models import (
     AccountResponse,
     Amount,
+    BooksResponse,
     CaptureAmount,
     CaptureHoldRequest,
     DeductRequest,
@@ -42,6 +43,7 @@ from gridweave_clients.fields import DatabaseId, UserId
 
 __all__ = [
     "capture_hold",
+    "check_books",
     "deduct",
     "get_account",
     "get_hold",
@@ -173,6 +175,12 @@ def list_open_holds(
     if after_id is not None:
         params["after_id"] = str(after_id)
     return model_operation("GET", "/v1/holds", OpenHoldsPageResponse, params=params)
+
+
+def check_books() -> Operation[BooksResponse]:
+    """Every account's balance against its ledger and its held money against its open
+    holds, in one snapshot; the accounts that disagree are listed (none while they hold)."""
+    return model_operation("GET", "/v1/books", BooksResponse)
 
 
 @validate_call

@@ -22,7 +22,10 @@ import httpx
 import pytest
 
 import gridweave as gw
+from gridweave_allinone.secrets import internal_token
 from gridweave_clients.chain.models import ReceiptProofResponse
+from gridweave_clients.credit import CreditClient
+from gridweave_clients.credit.models import BooksResponse
 from gridweave_clients.errors import NotFound
 from gridweave_clients.platform import PlatformClient
 from tests.allinone import functions
@@ -77,6 +80,21 @@ def _wait_settled(client: PlatformClient, records: int, *, timeout_s: float = 12
             return
         assert time.monotonic() < deadline, f"not settled: {usage.totals}, {credits}"
         time.sleep(0.5)
+
+
+def _books_balanced(platform: AllInOneProcess, *, timeout_s: float = 60) -> BooksResponse:
+    """credit_service's books once no hold is open (nothing runs: every job's hold is
+    settled); every account agrees with its ledger and its open holds at every read."""
+    deadline = time.monotonic() + timeout_s
+    token = internal_token(platform.state_dir)
+    with CreditClient(platform.url("credit"), token) as credit:
+        while True:
+            books = credit.check_books()
+            assert books.out_of_balance == [], books
+            if books.open_holds == 0:
+                return books
+            assert time.monotonic() < deadline, f"holds left open with nothing running: {books}"
+            time.sleep(0.5)
 
 
 def _niceness_by_module(state_dir: Path) -> dict[str, set[int]]:
@@ -195,6 +213,9 @@ def test_a_new_user_on_the_all_in_one(workdir: Path) -> None:
         assert niceness["metering_service.deliverer"] == niceness["chain_service"] == {10}
         assert niceness["metering_service"] == {os.getpriority(os.PRIO_PROCESS, 0)}
         job_ids = {job.job_id for job in client.list_jobs().jobs}
+        # the invariants of the money: balances == ledgers, held == open holds == live work
+        books = _books_balanced(platform)
+        assert books.accounts >= 2 and books.open_held == 0
 
     assert platform.returncode == 0, platform.output
     assert "nothing of Gridweave is left running" in platform.output
@@ -207,4 +228,5 @@ def test_a_new_user_on_the_all_in_one(workdir: Path) -> None:
             assert {job.job_id for job in client.list_jobs().jobs} == job_ids
             assert client.list_usage(limit=200).totals == usage.totals
             assert client.get_job_result(handle.job_id)  # the stored result is still there
+        assert _books_balanced(again) == books
     assert leftover_processes(again.state_dir) == []
