@@ -45,6 +45,18 @@ async def _moved(client: httpx.AsyncClient) -> None:
     assert (await place(client, "alice", 300, "h-2", reference="job-2")).status_code == 200
 
 
+def _alice(*, balance: int, open_held: int) -> dict[str, object]:
+    """Alice's figures as the books list them: her ledger says 750, 300 held."""
+    return {
+        "user_id": "alice",
+        "balance": balance,
+        "ledger_total": 750,
+        "last_balance_after": 750,
+        "held": 300,
+        "open_held": open_held,
+    }
+
+
 async def test_the_books_hold_after_real_moves(client: httpx.AsyncClient) -> None:
     await _moved(client)
     assert await _books(client) == {
@@ -63,16 +75,7 @@ async def test_a_balance_changed_behind_the_ledger_is_listed(
         credit_settings, "UPDATE accounts SET balance = balance + 7 WHERE user_id = 'alice'"
     )
     books = await _books(client)
-    assert books["out_of_balance"] == [
-        {
-            "user_id": "alice",
-            "balance": 757,
-            "ledger_total": 750,
-            "last_balance_after": 750,
-            "held": 300,
-            "open_held": 300,
-        }
-    ]
+    assert books["out_of_balance"] == [_alice(balance=757, open_held=300)]
 
 
 async def test_held_money_without_its_hold_is_listed(
@@ -84,16 +87,7 @@ async def test_held_money_without_its_hold_is_listed(
     )
     books = await _books(client)
     assert (books["open_holds"], books["open_held"]) == (0, 0)
-    assert books["out_of_balance"] == [
-        {
-            "user_id": "alice",
-            "balance": 750,
-            "ledger_total": 750,
-            "last_balance_after": 750,
-            "held": 300,
-            "open_held": 0,
-        }
-    ]
+    assert books["out_of_balance"] == [_alice(balance=750, open_held=0)]
 
 
 async def test_the_books_need_the_internal_token(client: httpx.AsyncClient) -> None:
