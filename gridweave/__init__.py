@@ -47,6 +47,7 @@ from gridweave._endpoint import (
     get_endpoint,
 )
 from gridweave._function import Function, JobHandle, function
+from gridweave._image import Image
 from gridweave._map import DEFAULT_MAP_CONCURRENCY, MapHandle
 from gridweave._spending import SpendingLimits, set_spending_limits, spending_limits
 from gridweave._units import parse_duration, parse_size
@@ -68,6 +69,7 @@ from gridweave.errors import (
 )
 
 __all__ = [
+    "Image",
     "DEFAULT_MAP_CONCURRENCY",
     "DEFAULT_URL",
     "Config",

@@ -33,15 +33,14 @@ import httpx
 
 from gridweave._client import platform_client, platform_errors
 from gridweave._config import Config, current_config
+from gridweave._image import Image, image_and_pip
 from gridweave._pickling import dumps_program
 from gridweave._remote import remote_exception
 from gridweave._units import (
     parse_cpu,
     parse_duration,
     parse_gpu_models,
-    parse_image_argument,
     parse_memory,
-    parse_pip,
     parse_size,
 )
 from gridweave.errors import ConfigurationError, EndpointCallFailed, EndpointNotRunning
@@ -273,7 +272,7 @@ def deploy(
     min_replicas: int = 0,
     max_replicas: int = 1,
     idle: str | int | float = "5m",
-    image: str | None = None,
+    image: str | Image | None = None,
     pip: list[str] | None = None,
     memory: str | int | None = None,
     cpu: float | None = None,
@@ -283,10 +282,11 @@ def deploy(
     an image of the platform's registry whose command serves HTTP on ``$PORT``
     (``image``: ``"<your user id>/server:v1"``; every request to the endpoint reaches it),
     with ``pip`` (an image only: requirements of packages of the index, ``["numpy==2.1.3"]``)
-    installed for it, first on its ``PYTHONPATH``. ``memory`` ("16GB") and ``cpu`` (cores)
-    are each replica's (None: the node's defaults per GPU; a vllm server runs outside the
-    sandbox and is placed by them only); ``gpu_model`` ("A100", or a list of models that
-    will do) narrows ``vendor``.
+    installed for it, first on its ``PYTHONPATH`` (or both as one ``gw.Image``:
+    ``gw.Image("<your user id>/server:v1").pip_install("numpy==2.1.3")``). ``memory``
+    ("16GB") and ``cpu`` (cores) are each replica's (None: the node's defaults per GPU; a
+    vllm server runs outside the sandbox and is placed by them only); ``gpu_model``
+    ("A100", or a list of models that will do) narrows ``vendor``.
 
     Raises:
         ConfigurationError: neither or both of a model and an image, a bad image name, or
@@ -302,7 +302,12 @@ def deploy(
         raise ConfigurationError("deploy: give model or model_ref (or an image)")
     elif pip:
         raise ConfigurationError(f"pip={pip!r}: a {mode} endpoint serves with the node's packages")
-    requirements = parse_pip(pip)
+    image_name, requirements = image_and_pip(image, pip)
+    if image is not None and image_name is None:
+        raise ConfigurationError(
+            "image: an endpoint serves an image of the registry by its name, "
+            'gw.Image("<your user id>/server:v1")'
+        )
     scaling = Scaling.parse(
         vram=vram,
         gpus=gpus,
@@ -314,10 +319,8 @@ def deploy(
         cpu=cpu,
         gpu_model=gpu_model,
     )
-    if image is not None:
-        config = _deploy(
-            name, scaling, mode="custom", image=parse_image_argument(image), pip=requirements
-        )
+    if image_name is not None:
+        config = _deploy(name, scaling, mode="custom", image=image_name, pip=requirements)
     else:
         config = _deploy(name, scaling, mode=mode, model=model, model_ref=model_ref)
     return Endpoint(name, config)
@@ -379,7 +382,7 @@ def endpoint(
     min_replicas: int = 0,
     max_replicas: int = 1,
     idle: str | int | float = "5m",
-    image: str | None = None,
+    image: str | Image | None = None,
     pip: list[str] | None = None,
     memory: str | int | None = None,
     cpu: float | None = None,
@@ -390,9 +393,10 @@ def endpoint(
     node's default image, with ``pip`` (requirements of packages of the index by name,
     ``["numpy==2.1.3"]``) installed for it: on the node, once per image and list, before its
     first replica starts (pip's output in the endpoint's logs; a failed install fails the
-    endpoint ``PipInstallFailed``). Each replica's container gets ``memory`` ("16GB") and
-    ``cpu`` (cores), else the node's defaults per GPU; ``gpu_model`` ("A100", or a list of
-    models that will do) narrows ``vendor``."""
+    endpoint ``PipInstallFailed``); or both as one ``gw.Image(...).pip_install(...)``. Each
+    replica's container gets ``memory`` ("16GB") and ``cpu`` (cores), else the node's
+    defaults per GPU; ``gpu_model`` ("A100", or a list of models that will do) narrows
+    ``vendor``."""
     scaling = Scaling.parse(
         vram=vram,
         gpus=gpus,
@@ -405,13 +409,12 @@ def endpoint(
         gpu_model=gpu_model,
     )
 
-    requirements = parse_pip(pip)
+    image_name, requirements = image_and_pip(image, pip)
 
     def decorate(cls: type[T]) -> EndpointClass[T]:
         if not isinstance(cls, type):
             raise ConfigurationError("@gw.endpoint decorates a class")
-        pinned = None if image is None else parse_image_argument(image)
-        return EndpointClass(cls, scaling, pinned, requirements)
+        return EndpointClass(cls, scaling, image_name, requirements)
 
     return decorate
 

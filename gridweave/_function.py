@@ -13,6 +13,7 @@ import cloudpickle
 
 from gridweave._client import platform_client, platform_errors
 from gridweave._config import Config, current_config
+from gridweave._image import Image, image_and_pip
 from gridweave._map import (
     DEFAULT_MAP_CONCURRENCY,
     MapHandle,
@@ -26,9 +27,7 @@ from gridweave._units import (
     parse_cpu,
     parse_duration,
     parse_gpu_models,
-    parse_image_argument,
     parse_memory,
-    parse_pip,
     parse_size,
 )
 from gridweave.errors import (
@@ -283,7 +282,7 @@ def function(
     retries: int = 0,
     memory: str | int | None = None,
     cpu: float | None = None,
-    image: str | None = None,
+    image: str | Image | None = None,
     pip: Sequence[str] | None = None,
     gpu_model: str | Sequence[str] | None = None,
 ) -> Callable[[Callable[P, R]], Function[P, R]]:
@@ -305,6 +304,9 @@ def function(
             "<your user id>/tools:v2", one shared with you, or a public "gridweave/..." one
             (build it FROM gridweave/python:3.11: it needs the cluster's Python). The tag is
             pinned to its digest when the call is submitted. None: the node's default image.
+            A ``gw.Image`` names the image and the packages pip installs for it:
+            ``gw.Image("alice/tools:v2").pip_install("numpy==2.1.3")`` (``gw.Image()``: the
+            node's default image).
         pip: Python packages to install for the call, as pip requirements of packages of
             the index by name: ["numpy==2.1.3", "requests"] (no pip option, URL or path).
             Each node installs them once per image and list, before the first call that
@@ -319,6 +321,7 @@ def function(
     Raises:
         ConfigurationError: an argument is not understood; the message names it.
     """
+    image_name, requirements = image_and_pip(image, pip)
     resources = Resources(
         vram_mb=parse_size(vram, argument="vram"),
         gpu_count=_count(gpus, "gpus", least=1),
@@ -327,8 +330,8 @@ def function(
         max_retries=_count(retries, "retries", least=0),
         memory_mb=parse_memory(memory),
         cpu_millis=parse_cpu(cpu),
-        image=None if image is None else parse_image_argument(image),
-        pip=parse_pip(pip),
+        image=image_name,
+        pip=requirements,
         gpu_models=parse_gpu_models(gpu_model),
     )
 
