@@ -69,7 +69,6 @@ from gridweave.errors import (
 )
 
 __all__ = [
-    "Image",
     "DEFAULT_MAP_CONCURRENCY",
     "DEFAULT_URL",
     "Config",
@@ -81,6 +80,7 @@ __all__ = [
     "EndpointNotRunning",
     "Function",
     "GridweaveError",
+    "Image",
     "InsufficientCredits",
     "JobDidNotComplete",
     "JobHandle",
