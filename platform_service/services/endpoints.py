@@ -51,6 +51,7 @@ from platform_service.services.holds import (
 )
 from platform_service.services.images import ImageRegistry, resolve_image
 from platform_service.services.keys import AuthenticatedUser
+from platform_service.services.spending_limits import deploy_past_a_cap, get_spending_limits
 
 __all__ = [
     "EndpointServices",
@@ -155,7 +156,8 @@ async def endpoint_view(
 async def _check_credits(
     services: EndpointServices, *, user_id: str, request: DeployEndpointRequest
 ) -> None:
-    """402 unless the user's available credits cover the first holds the billing places."""
+    """402 unless the user's available credits cover the first holds the billing places, and
+    those holds pass no spending cap in force (``spending_limit``, as a job's would be)."""
     needed = endpoint_hold_amount(
         services.prices,
         vendor=request.vendor,
@@ -181,6 +183,10 @@ async def _check_credits(
             available=available,
             needed=needed,
         )
+    limits = await get_spending_limits(services.credit, user_id=user_id)
+    past = deploy_past_a_cap(limits, first_holds=needed, period_hold=needed // ENDPOINT_FIRST_HOLDS)
+    if past is not None:
+        raise past
 
 
 def _class_key(endpoint_id: str) -> str:

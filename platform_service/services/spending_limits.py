@@ -19,6 +19,7 @@ from platform_service.errors import SpendingLimitReached
 from platform_service.services.downstream import as_admin, as_user, downstream_errors
 
 __all__ = [
+    "deploy_past_a_cap",
     "get_spending_limits",
     "set_admin_spending_limits",
     "set_spending_limits",
@@ -29,15 +30,52 @@ __all__ = [
 def spending_limit_reached(exc: PaymentRequired, *, what: str) -> SpendingLimitReached:
     """The user's 402 for credit_service's ``spending_limit`` refusal of ``what``'s hold."""
     details = exc.details
-    cap = str(details.get("cap"))
-    name = "monthly" if cap == "monthly" else "per-job"
-    return SpendingLimitReached(
-        f"spending limit: {what} holds {details.get('asked')} micro-credits, past the {name} "
-        f"cap of {details.get('limit')} ({details.get('spent')} spent this month)",
-        cap=cap,
+    return _reached(
+        what,
+        cap=str(details.get("cap")),
         limit=details.get("limit"),
         spent=details.get("spent"),
         asked=details.get("asked"),
+    )
+
+
+def deploy_past_a_cap(
+    limits: SpendingLimitsResponse, *, first_holds: int, period_hold: int
+) -> SpendingLimitReached | None:
+    """The 402 of an endpoint whose holds would pass a cap in force, before it is created:
+    one period's hold past the per-job cap, or its first holds past the monthly cap with
+    this month's spending (credit_service would refuse them once it runs); None: within."""
+    what = "this endpoint"
+    if limits.per_job_cap is not None and period_hold > limits.per_job_cap:
+        return _reached(
+            f"each billing period of {what}",
+            cap="per_job",
+            limit=limits.per_job_cap,
+            spent=limits.spent,
+            asked=period_hold,
+        )
+    if limits.monthly_cap is not None and limits.spent + first_holds > limits.monthly_cap:
+        return _reached(
+            f"{what} to start",
+            cap="monthly",
+            limit=limits.monthly_cap,
+            spent=limits.spent,
+            asked=first_holds,
+        )
+    return None
+
+
+def _reached(
+    what: str, *, cap: str, limit: object, spent: object, asked: object
+) -> SpendingLimitReached:
+    name = "monthly" if cap == "monthly" else "per-job"
+    return SpendingLimitReached(
+        f"spending limit: {what} holds {asked} micro-credits, past the {name} "
+        f"cap of {limit} ({spent} spent this month)",
+        cap=cap,
+        limit=limit,
+        spent=spent,
+        asked=asked,
     )
 
 

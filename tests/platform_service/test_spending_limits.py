@@ -10,7 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
+from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE
+from platform_service.services.holds import endpoint_hold_amount
 from tests.platform_service.factories import PlatformServer, User, submit_body
+from tests.platform_service.test_endpoints import deploy_body
 from tests.support.credit_server import CreditServer
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
@@ -140,3 +143,53 @@ class TestWhoSetsWhat:
         response = _own_caps(platform, alice, **{field: value})
         assert response.status_code == 422
         assert response.json()["error"]["fields"][0]["field"].endswith(field)
+
+
+class TestDeployPastACap:
+    """An endpoint whose holds would pass a cap is refused before anything is created: its
+    billing would be refused those holds once it ran."""
+
+    PERIOD_HOLD = endpoint_hold_amount(
+        DEFAULT_PRICE_TABLE,
+        vendor="nvidia",
+        vram_mb=4096,
+        gpu_count=1,
+        max_replicas=1,
+        period_seconds=60,
+    )
+
+    def _deploy(self, platform: PlatformServer, user: User, name: str) -> httpx.Response:
+        return platform.http.post(
+            "/v1/endpoints", json=deploy_body(name=name), headers=user.headers
+        )
+
+    def test_a_period_past_the_per_job_cap_is_402_and_nothing_is_created(
+        self, platform: PlatformServer, alice: User
+    ) -> None:
+        assert _own_caps(platform, alice, per_job_cap=self.PERIOD_HOLD - 1).status_code == 200
+        refused = self._deploy(platform, alice, "per-job")
+        assert _refusal(refused) == (
+            "spending_limit",
+            "per_job",
+            self.PERIOD_HOLD - 1,
+            0,
+            self.PERIOD_HOLD,
+        )
+        assert "each billing period of this endpoint" in refused.json()["error"]["message"]
+        listed = platform.http.get("/v1/endpoints", headers=alice.headers)
+        assert "per-job" not in listed.text
+
+    def test_first_holds_past_the_monthly_cap_are_402_naming_them(
+        self, platform: PlatformServer, alice: User
+    ) -> None:
+        first_holds = 2 * self.PERIOD_HOLD  # two billing periods at one replica
+        assert _own_caps(platform, alice, monthly_cap=first_holds - 1).status_code == 200
+        refused = self._deploy(platform, alice, "monthly")
+        assert _refusal(refused) == ("spending_limit", "monthly", first_holds - 1, 0, first_holds)
+        assert "monthly" not in platform.http.get("/v1/endpoints", headers=alice.headers).text
+
+    def test_within_the_caps_it_is_created(self, platform: PlatformServer, alice: User) -> None:
+        caps = {"monthly_cap": 2 * self.PERIOD_HOLD, "per_job_cap": self.PERIOD_HOLD}
+        assert _own_caps(platform, alice, **caps).status_code == 200
+        accepted = self._deploy(platform, alice, "within")
+        assert accepted.status_code == 201, accepted.text
