@@ -331,7 +331,6 @@ class Executor:
         self._wake.set()
 
     async def _mark_running(self, attempt: Attempt) -> None:
-        # the copy saves the write its read: the executor's own writes keep it current
         job = await self.crd.set_job_running(attempt.name, known=attempt.job)
         attempt.job = job
         attempt.needs_running = False

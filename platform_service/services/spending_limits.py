@@ -45,24 +45,23 @@ def deploy_past_a_cap(
     """The 402 of an endpoint whose holds would pass a cap in force, before it is created:
     one period's hold past the per-job cap, or its first holds past the monthly cap with
     this month's spending (credit_service would refuse them once it runs); None: within."""
-    what = "this endpoint"
     if limits.per_job_cap is not None and period_hold > limits.per_job_cap:
-        return _reached(
-            f"each billing period of {what}",
-            cap="per_job",
-            limit=limits.per_job_cap,
-            spent=limits.spent,
-            asked=period_hold,
+        what, cap, limit, asked = (
+            "each billing period of this endpoint",
+            "per_job",
+            limits.per_job_cap,
+            period_hold,
         )
-    if limits.monthly_cap is not None and limits.spent + first_holds > limits.monthly_cap:
-        return _reached(
-            f"{what} to start",
-            cap="monthly",
-            limit=limits.monthly_cap,
-            spent=limits.spent,
-            asked=first_holds,
+    elif limits.monthly_cap is not None and limits.spent + first_holds > limits.monthly_cap:
+        what, cap, limit, asked = (
+            "this endpoint to start",
+            "monthly",
+            limits.monthly_cap,
+            first_holds,
         )
-    return None
+    else:
+        return None
+    return _reached(what, cap=cap, limit=limit, spent=limits.spent, asked=asked)
 
 
 def _reached(
