@@ -1,9 +1,9 @@
 """The Kubernetes API of the all-in-one: the local etcd + kube-apiserver, or an existing cluster.
 
-Either way the namespace, the CRDs and ``k8s/rbac.yaml`` are put on it, and kuberay-service
-(the one service that talks to Kubernetes; the gateway reaches the CRDs through it) gets a
-kubeconfig of its own ServiceAccount, so it acts with exactly the rights the RBAC manifest
-gives it, as it would in a cluster.
+Either way the namespace, the CRDs and ``k8s/rbac.yaml`` are put on it, and the two services
+that talk to Kubernetes, kuberay-service and the job gateway, each get a kubeconfig of their
+own ServiceAccount, so each acts with exactly the rights the RBAC manifest gives it, as it
+would in a cluster.
 """
 
 from __future__ import annotations
@@ -26,21 +26,31 @@ from gridweave_runtime.kubeapi import (
     write_kubeconfig,
 )
 
-__all__ = ["KUBERAY_SERVICE_ACCOUNT", "MANIFESTS_DIR", "NAMESPACE", "KubeAccess", "start_kube"]
+__all__ = [
+    "GATEWAY_SERVICE_ACCOUNT",
+    "KUBERAY_SERVICE_ACCOUNT",
+    "MANIFESTS_DIR",
+    "NAMESPACE",
+    "KubeAccess",
+    "start_kube",
+]
 
 MANIFESTS_DIR = Path(__file__).resolve().parents[1] / "k8s"
 KUBERAY_SERVICE_ACCOUNT = "kuberay-service"
-#: The namespace ``k8s/rbac.yaml`` grants kuberay-service its rights in.
+GATEWAY_SERVICE_ACCOUNT = "job-gateway"
+#: The namespace ``k8s/rbac.yaml`` grants the two ServiceAccounts their rights in.
 NAMESPACE = "gridweave"
 _TOKEN_SECONDS = 30 * 86_400  # a new token at every start
 
 
 @dataclass
 class KubeAccess:
-    """The cluster in use: the admin kubeconfig, kuberay-service's, and the local server."""
+    """The cluster in use: the admin kubeconfig, kuberay-service's, the gateway's, and the
+    local server."""
 
     admin_kubeconfig: Path
     service_kubeconfig: Path
+    gateway_kubeconfig: Path
     server: KubeAPIServer | None
 
     @property
@@ -73,7 +83,8 @@ def _go_missing_message() -> str:
 
 
 def start_kube(settings: AllInOneSettings, *, show_progress: bool) -> KubeAccess:
-    """Start (or reach) the cluster, put Gridweave's resources on it, mint kuberay's identity."""
+    """Start (or reach) the cluster, put Gridweave's resources on it, mint the identities of
+    kuberay-service and the gateway."""
     server: KubeAPIServer | None = None
     if settings.kubeconfig is not None:
         admin = settings.kubeconfig
@@ -100,15 +111,23 @@ def start_kube(settings: AllInOneSettings, *, show_progress: bool) -> KubeAccess
     try:
         with api_client_for(admin) as api_client:
             apply_manifests(api_client, [MANIFESTS_DIR / "rbac.yaml"])
-            config = service_account_kubeconfig(
-                api_client,
-                namespace=NAMESPACE,
-                service_account=KUBERAY_SERVICE_ACCOUNT,
-                expiration_seconds=_TOKEN_SECONDS,
+            service, gateway = (
+                write_kubeconfig(
+                    secrets_dir(settings.state_dir) / f"{file}.kubeconfig",
+                    service_account_kubeconfig(
+                        api_client,
+                        namespace=NAMESPACE,
+                        service_account=account,
+                        expiration_seconds=_TOKEN_SECONDS,
+                    ),
+                )
+                for file, account in (
+                    ("kuberay", KUBERAY_SERVICE_ACCOUNT),
+                    ("gateway", GATEWAY_SERVICE_ACCOUNT),
+                )
             )
-        service = write_kubeconfig(secrets_dir(settings.state_dir) / "kuberay.kubeconfig", config)
     except BaseException:
         if server is not None:
             server.stop()
         raise
-    return KubeAccess(admin, service, server)
+    return KubeAccess(admin, service, gateway, server)

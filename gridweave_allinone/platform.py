@@ -114,6 +114,7 @@ class AllInOne:
         waves = service_waves(
             self.settings,
             service_kubeconfig=self._kube.service_kubeconfig,
+            gateway_kubeconfig=self._kube.gateway_kubeconfig,
             proxy_secret=dashboard_proxy_secret(state),
             prometheus=self._prometheus_binary(),
         )

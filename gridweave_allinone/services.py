@@ -118,6 +118,7 @@ def service_waves(
     settings: AllInOneSettings,
     *,
     service_kubeconfig: Path,
+    gateway_kubeconfig: Path,
     proxy_secret: str | None = None,
     prometheus: Path | None = None,
 ) -> list[list[ServiceSpec]]:
@@ -142,7 +143,9 @@ def service_waves(
     chain_env = {"CHAIN_ENABLED": "true" if settings.chain_enabled else "false"}
     gateway_env = {
         **shared_urls,
-        "GATEWAY_CRD_TRANSPORT": "proxied",
+        # its own ServiceAccount, straight to the Kubernetes API: no hop through kuberay
+        "GATEWAY_CRD_TRANSPORT": "direct",
+        "GATEWAY_KUBECONFIG": str(gateway_kubeconfig),
         # a job's own image: its owner's pull token from the platform, pulled from here
         "GATEWAY_PLATFORM_URL": url("platform"),
         "GATEWAY_REGISTRY_ADDRESS": url("registry").removeprefix("http://"),

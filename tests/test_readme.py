@@ -39,7 +39,9 @@ def test_every_variable_the_all_in_one_sets_is_in_the_table(tmp_path: Path) -> N
     table = text[text.index(START) : text.index(END)]
     documented = set(re.findall(r"`([A-Z0-9_<>]+)`", table))
     settings = AllInOneSettings(state_dir=tmp_path, chain_enabled=True)
-    waves = service_waves(settings, service_kubeconfig=tmp_path / "k")
+    waves = service_waves(
+        settings, service_kubeconfig=tmp_path / "k", gateway_kubeconfig=tmp_path / "g"
+    )
     urls = {name: f"postgresql+psycopg://gw_{name}@/{name}" for name in service_databases(waves)}
     wiring = Wiring(urls, {"GRIDWEAVE_INTERNAL_TOKEN": "t"})
     for wave in waves:

@@ -1,5 +1,6 @@
 """``GRIDWEAVE_KUBECONFIG``: the all-in-one on an existing cluster (here the tests' API)
-installs what it needs and gives kuberay-service its ServiceAccount's rights, no more."""
+installs what it needs and gives kuberay-service and the gateway their ServiceAccounts'
+rights, no more."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gridweave_allinone.kube import KUBERAY_SERVICE_ACCOUNT, NAMESPACE, KubeAccess, start_kube
+from gridweave_allinone.kube import (
+    GATEWAY_SERVICE_ACCOUNT,
+    KUBERAY_SERVICE_ACCOUNT,
+    NAMESPACE,
+    KubeAccess,
+    start_kube,
+)
 from gridweave_allinone.settings import AllInOneSettings
 from gridweave_controller.store import GROUP, JOBS, VERSION
 from gridweave_runtime.kubeapi import KubeAPIServer, api_client_for
@@ -22,7 +29,12 @@ pytestmark = pytest.mark.kubeapi
 def test_the_local_apis_kubectl_is_the_one_built_beside_it(tmp_path: Path) -> None:
     binaries = kubectl_path().parent
     server = KubeAPIServer(tmp_path, binaries=binaries)
-    access = KubeAccess(tmp_path / "admin.kubeconfig", tmp_path / "kuberay.kubeconfig", server)
+    access = KubeAccess(
+        tmp_path / "admin.kubeconfig",
+        tmp_path / "kuberay.kubeconfig",
+        tmp_path / "gateway.kubeconfig",
+        server,
+    )
     assert access.kubectl == binaries / "kubectl"
 
 
@@ -32,17 +44,25 @@ def test_an_existing_cluster_gets_the_resources_and_kuberays_identity(
     settings = AllInOneSettings(state_dir=tmp_path, kubeconfig=kubeapi.kubeconfig)
     access = start_kube(settings, show_progress=False)
     assert access.server is None and access.admin_kubeconfig == kubeapi.kubeconfig
-    assert access.service_kubeconfig.stat().st_mode & 0o077 == 0  # a credential: 0600
-    with api_client_for(access.service_kubeconfig) as api_client:
-        jobs = client.CustomObjectsApi(api_client).list_namespaced_custom_object(
-            GROUP, VERSION, NAMESPACE, JOBS
-        )
-        assert isinstance(jobs, dict) and jobs["kind"] == "GridweaveJobList"
-        with pytest.raises(ApiException) as refused:
-            client.CoreV1Api(api_client).list_namespace()
-        assert refused.value.status == 403
-    user = access.service_kubeconfig.read_text()
-    assert KUBERAY_SERVICE_ACCOUNT in user
+    for kubeconfig, account in (
+        (access.service_kubeconfig, KUBERAY_SERVICE_ACCOUNT),
+        (access.gateway_kubeconfig, GATEWAY_SERVICE_ACCOUNT),
+    ):
+        assert kubeconfig.stat().st_mode & 0o077 == 0  # a credential: 0600
+        with api_client_for(kubeconfig) as api_client:
+            jobs = client.CustomObjectsApi(api_client).list_namespaced_custom_object(
+                GROUP, VERSION, NAMESPACE, JOBS
+            )
+            assert isinstance(jobs, dict) and jobs["kind"] == "GridweaveJobList"
+            with pytest.raises(ApiException) as refused:
+                client.CoreV1Api(api_client).list_namespace()
+            assert refused.value.status == 403
+            review = client.AuthenticationV1Api(api_client).create_self_subject_review(
+                client.V1SelfSubjectReview()
+            )
+            assert review.status.user_info.username == (
+                f"system:serviceaccount:{NAMESPACE}:{account}"
+            )
     on_path = shutil.which("kubectl")  # an existing cluster: the PATH's kubectl, if any
     assert access.kubectl == (None if on_path is None else Path(on_path))
     access.stop()  # an existing cluster is left running

@@ -332,8 +332,18 @@ class TestManifestsOnDisk:
     def test_rbac_is_namespaced_and_limited_to_gridweave(self):
         docs = list(yaml.safe_load_all((REPO_ROOT / "k8s" / "rbac.yaml").read_text()))
         kinds = sorted(doc["kind"] for doc in docs)
-        assert kinds == ["Role", "RoleBinding", "ServiceAccount"]
+        assert kinds == ["Role", "RoleBinding", "RoleBinding", "ServiceAccount", "ServiceAccount"]
         role = next(doc for doc in docs if doc["kind"] == "Role")
+        bound = {
+            (subject["name"], doc["roleRef"]["name"])
+            for doc in docs
+            if doc["kind"] == "RoleBinding"
+            for subject in doc["subjects"]
+        }
+        assert bound == {
+            ("kuberay-service", "gridweave-crd-editor"),
+            ("job-gateway", "gridweave-crd-editor"),
+        }
         assert role["metadata"]["namespace"] == "gridweave"
         resources = {r for rule in role["rules"] for r in rule["resources"]}
         assert resources == {

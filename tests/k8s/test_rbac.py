@@ -28,7 +28,9 @@ from tests.support.unavailable import fail_or_skip
 pytestmark = pytest.mark.kubeapi
 
 RBAC_MANIFEST = REPO_ROOT / "k8s" / "rbac.yaml"
-SERVICE_ACCOUNT = "kuberay-service"
+#: The ServiceAccounts the manifest binds to the same Role: kuberay-service, and the gateway
+#: that reaches the CRDs directly (the all-in-one's).
+SERVICE_ACCOUNTS = ("kuberay-service", "job-gateway")
 
 
 def _kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -63,19 +65,30 @@ def applied(kubeapi: KubeAPI) -> str:
     return result.stdout
 
 
+@pytest.fixture(scope="module", params=SERVICE_ACCOUNTS)
+def service_account(request: pytest.FixtureRequest) -> str:
+    """Each ServiceAccount of the manifest in turn."""
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def sa_kubeconfig(applied: str, kubeapi: KubeAPI, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sa_kubeconfig(
+    applied: str,
+    service_account: str,
+    kubeapi: KubeAPI,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:
     """A kubeconfig holding a fresh TokenRequest token of the ServiceAccount."""
     with api_client_for(kubeapi.kubeconfig) as admin:
         request = client.AuthenticationV1TokenRequest(
             spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600)
         )
         answer = client.CoreV1Api(admin).create_namespaced_service_account_token(
-            SERVICE_ACCOUNT, NAMESPACE, request
+            service_account, NAMESPACE, request
         )
     assert answer.status is not None and answer.status.token
     server, ca = _server_and_ca(kubeapi.kubeconfig)
-    config = kubeconfig_for_token(server, ca, answer.status.token, SERVICE_ACCOUNT)
+    config = kubeconfig_for_token(server, ca, answer.status.token, service_account)
     return write_kubeconfig(tmp_path_factory.mktemp("sa") / "kubeconfig", config)
 
 
@@ -97,15 +110,18 @@ def _name(prefix: str) -> str:
 
 
 def test_the_manifest_applies(applied: str) -> None:
-    assert f"serviceaccount/{SERVICE_ACCOUNT}" in applied
     assert "role.rbac.authorization.k8s.io/gridweave-crd-editor" in applied
-    assert "rolebinding.rbac.authorization.k8s.io/kuberay-service-crd-editor" in applied
+    for account in SERVICE_ACCOUNTS:
+        assert f"serviceaccount/{account}" in applied
+        assert f"rolebinding.rbac.authorization.k8s.io/{account}-crd-editor" in applied
 
 
-def test_the_token_authenticates_as_the_service_account(sa_kubeconfig: Path) -> None:
+def test_the_token_authenticates_as_the_service_account(
+    sa_kubeconfig: Path, service_account: str
+) -> None:
     result = _kubectl(sa_kubeconfig, "auth", "whoami", "-o", "jsonpath={.status.userInfo}")
     assert result.returncode == 0, result.stderr
-    assert f'"username":"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}"' in result.stdout
+    assert f'"username":"system:serviceaccount:{NAMESPACE}:{service_account}"' in result.stdout
 
 
 class TestWhatTheServicesDo:
