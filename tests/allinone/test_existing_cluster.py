@@ -60,9 +60,9 @@ def test_an_existing_cluster_gets_the_resources_and_kuberays_identity(
             review = client.AuthenticationV1Api(api_client).create_self_subject_review(
                 client.V1SelfSubjectReview()
             )
-            assert review.status.user_info.username == (
-                f"system:serviceaccount:{NAMESPACE}:{account}"
-            )
+            assert review.status is not None and review.status.user_info is not None
+            user = review.status.user_info.username
+            assert user == f"system:serviceaccount:{NAMESPACE}:{account}"
     on_path = shutil.which("kubectl")  # an existing cluster: the PATH's kubectl, if any
     assert access.kubectl == (None if on_path is None else Path(on_path))
     access.stop()  # an existing cluster is left running
