@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -35,6 +36,16 @@ from tests.support.allinone import free_port_offset, leftover_processes
 from tests.support.prometheus import prometheus_binary
 from tests.support.unavailable import fail_or_skip
 from tests.support.waiting import wait_until
+
+
+def _waves(settings: AllInOneSettings, tmp_path: Path, **options: Any) -> list[list[ServiceSpec]]:
+    """:func:`service_waves` with the two services' kubeconfigs under ``tmp_path``."""
+    return service_waves(
+        settings,
+        service_kubeconfig=tmp_path / "kuberay.kubeconfig",
+        gateway_kubeconfig=tmp_path / "gateway.kubeconfig",
+        **options,
+    )
 
 
 def _wiring(waves: list[list[ServiceSpec]], common: dict[str, str] | None = None) -> Wiring:
@@ -84,7 +95,7 @@ def test_binding_every_address_keeps_the_wiring_on_loopback(tmp_path: Path) -> N
     """GRIDWEAVE_HOST=0.0.0.0 (joined nodes reach kuberay-service on the LAN): every service
     binds it, and they reach each other on loopback."""
     settings = AllInOneSettings(state_dir=tmp_path, host="0.0.0.0")
-    waves = service_waves(settings, service_kubeconfig=tmp_path / "kuberay.kubeconfig")
+    waves = _waves(settings, tmp_path)
     specs = {spec.name: spec for wave in waves for spec in wave}
     kuberay = specs["kuberay"].environment(_wiring(waves), settings.host)
     assert kuberay["KUBERAY_HOST"] == "0.0.0.0"
@@ -95,7 +106,7 @@ def test_binding_every_address_keeps_the_wiring_on_loopback(tmp_path: Path) -> N
 
 def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Path) -> None:
     settings = AllInOneSettings(state_dir=tmp_path, port_offset=1000)
-    waves = service_waves(settings, service_kubeconfig=tmp_path / "kuberay.kubeconfig")
+    waves = _waves(settings, tmp_path)
     specs = {spec.name: spec for wave in waves for spec in wave}
     order = [spec.name for wave in waves for spec in wave]
     # the platform calls all the others; the registry asks the platform for its token key;
@@ -149,6 +160,9 @@ def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Pat
     assert "GATEWAY_DATABASE_URL" not in gateway
     assert gateway["GATEWAY_RAY_PORT"] == str(DEFAULT_PORTS["ray"] + 1000)
     assert specs["kuberay"].env["KUBERAY_KUBECONFIG"].endswith("kuberay.kubeconfig")
+    # the gateway reaches the CRDs itself, with its own ServiceAccount's kubeconfig
+    assert gateway["GATEWAY_CRD_TRANSPORT"] == "direct"
+    assert gateway["GATEWAY_KUBECONFIG"].endswith("gateway.kubeconfig")
     # metering's receipt deliverer: its own process, after metering (which migrates its
     # database), on metering's settings, sending to chain_service; no port to ask
     deliverer = specs["metering-deliverer"]
@@ -167,7 +181,7 @@ def test_the_dashboards_proxy_secret_goes_to_the_dashboard_and_the_platform_only
     secret = dashboard_proxy_secret(tmp_path)
     assert dashboard_proxy_secret(tmp_path) == secret and len(secret) >= 40  # kept
     assert (tmp_path / "secrets" / "dashboard-proxy-secret").stat().st_mode & 0o077 == 0
-    waves = service_waves(settings, service_kubeconfig=tmp_path / "k", proxy_secret=secret)
+    waves = _waves(settings, tmp_path, proxy_secret=secret)
     wiring = _wiring(waves)
     holders = {
         spec.name: name
@@ -303,12 +317,12 @@ def test_prometheus_reads_every_services_metrics_and_the_platform_gets_its_url(
     tmp_path: Path,
 ) -> None:
     settings = AllInOneSettings(state_dir=tmp_path, port_offset=1000)
-    without = service_waves(settings, service_kubeconfig=tmp_path / "k")
+    without = _waves(settings, tmp_path)
     assert "prometheus" not in {spec.name for wave in without for spec in wave}
     platform = next(spec for spec in without[2] if spec.name == "platform")
     assert "PLATFORM_PROMETHEUS_URL" not in platform.environment(_wiring(without), "127.0.0.1")
 
-    waves = service_waves(settings, service_kubeconfig=tmp_path / "k", prometheus=Path("/p"))
+    waves = _waves(settings, tmp_path, prometheus=Path("/p"))
     prometheus = waves[0][-1]  # in the first wave: it sees every service come up
     assert prometheus.name == "prometheus"
     port = DEFAULT_PORTS["prometheus"] + 1000
@@ -346,7 +360,7 @@ def test_prometheus_starts_under_the_supervisor_and_stops_cleanly(tmp_path: Path
     except PrometheusUnavailable as exc:
         fail_or_skip("Prometheus", exc)
     settings = AllInOneSettings(state_dir=tmp_path / "state", port_offset=free_port_offset())
-    waves = service_waves(settings, service_kubeconfig=tmp_path / "k", prometheus=binary)
+    waves = _waves(settings, tmp_path, prometheus=binary)
     spec = waves[0][-1]
     supervisor = Supervisor(tmp_path / "logs")
     child = supervisor.add(

@@ -338,6 +338,29 @@ test("admin: a user's quotas and share weight, set on the users page; a refused 
   expect((await (await page.request.get(`/v1/admin/users/${userId}/limits`)).json()).share_weight_is_default).toBe(true);
 });
 
+test("admin: a user's spending caps, set on the users page, are the admin's side of the user's caps", async ({ page }) => {
+  const [userId, email] = [env("USER_ID"), env("USER_EMAIL")];
+  await signIn(page, env("ADMIN_KEY"), "/admin/users");
+  const row = page.getByTestId("user-row").filter({ hasText: userId });
+  await expect(row.getByTestId("user-spending-caps")).toContainText("admin: monthly none, per job none");
+  await row.getByRole("button", { name: `Edit the spending caps of ${email}` }).click();
+  const dialog = page.getByRole("dialog", { name: `Spending caps of ${email}` });
+  await dialog.getByLabel("Monthly cap (credits)").fill("ten");
+  await dialog.getByRole("button", { name: "Save caps" }).click();
+  await expect(dialog.getByTestId("field-error")).toHaveText("Monthly cap (credits): not a number of credits (blank: no cap)");
+  await dialog.getByLabel("Monthly cap (credits)").fill("40000");
+  await dialog.getByLabel("Per-job cap (credits)").fill("2500.5");
+  await dialog.getByRole("button", { name: "Save caps" }).click();
+  await expect(page.getByRole("status")).toContainText(`Spending caps of ${email} saved: admin: monthly 40,000, per job 2,500.5`);
+  const stored = await (await page.request.get(`/v1/admin/users/${userId}/spending-limits`)).json();
+  expect([stored.admin_monthly_cap, stored.admin_per_job_cap]).toEqual([40_000_000_000, 2_500_500_000]);
+  // cleared again: blank is no cap
+  await row.getByRole("button", { name: `Edit the spending caps of ${email}` }).click();
+  for (const label of ["Monthly cap (credits)", "Per-job cap (credits)"]) await dialog.getByLabel(label).fill("");
+  await dialog.getByRole("button", { name: "Save caps" }).click();
+  await expect(row.getByTestId("user-spending-caps")).toContainText("admin: monthly none, per job none");
+});
+
 test("signing out ends the session", async ({ page }) => {
   await signIn(page, env("USER_KEY"), "/keys");
   await page.getByRole("button", { name: "Sign out" }).click();

@@ -28,7 +28,7 @@ export function microCredits(text: string): number | null | string {
 }
 
 /** Micro-credits as the form's text: whole credits and up to 6 decimals, blank for no cap. */
-function capText(micro: number | null): string {
+export function capText(micro: number | null): string {
   return micro === null ? "" : credits(micro).replace(/,/g, "");
 }
 

@@ -36,6 +36,21 @@ export function job(id: string, phase: Schemas["JobPhase"] = "Running"): Schemas
   };
 }
 
+/** A user's spending limits with no cap on either side and nothing spent. */
+export function noCaps(userId: string): Schemas["SpendingLimitsResponse"] {
+  return {
+    user_id: userId,
+    monthly_cap: null,
+    per_job_cap: null,
+    user_monthly_cap: null,
+    user_per_job_cap: null,
+    admin_monthly_cap: null,
+    admin_per_job_cap: null,
+    spent: 0,
+    month_start: "2026-12-01T00:00:00Z",
+  };
+}
+
 /** The signed-in user's /v1/me; each test adds the routes it needs. */
 export const server = setupServer(http.get("*/v1/me", () => HttpResponse.json(ME)));
 

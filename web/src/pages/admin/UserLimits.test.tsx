@@ -4,7 +4,7 @@ import { http, HttpResponse } from "msw";
 import { expect, test } from "vitest";
 import type { Schemas } from "../../api/client";
 import { renderApp } from "../../test/render";
-import { ME, server } from "../../test/server";
+import { ME, noCaps, server } from "../../test/server";
 
 const ADMIN = { ...ME, role: "admin" as const };
 const DEFAULTS = { max_gpus: null, max_vram_mb: null, share_weight: 1, share_weight_is_default: true };
@@ -23,6 +23,7 @@ function serve(put: (body: Schemas["UserLimitsRequest"], csrf: string | null) =>
     http.get("*/v1/me", () => HttpResponse.json(ADMIN)),
     http.get("*/v1/admin/users", () => HttpResponse.json({ users: [user(1), user(2)], total: 2 })),
     http.get("*/v1/admin/users/:id/limits", ({ params }) => HttpResponse.json(stored[String(params.id)])),
+    http.get("*/v1/admin/users/:id/spending-limits", ({ params }) => HttpResponse.json(noCaps(String(params.id)))),
     http.put("*/v1/admin/users/:id/limits", async ({ request }) =>
       put((await request.json()) as Schemas["UserLimitsRequest"], request.headers.get("X-CSRF-Token")),
     ),

@@ -4,16 +4,18 @@ import { http, HttpResponse } from "msw";
 import { beforeEach, expect, test } from "vitest";
 import type { Schemas } from "../../api/client";
 import { renderApp } from "../../test/render";
-import { ME, server } from "../../test/server";
+import { ME, noCaps, server } from "../../test/server";
 
 const ADMIN = { ...ME, role: "admin" as const };
 
-// each row reads its user's limits (UserLimits.test.tsx tests them): none set
+// each row reads its user's limits and spending caps (UserLimits.test.tsx and
+// UserSpendingCaps.test.tsx test them): none set
 beforeEach(() => {
   server.use(
     http.get("*/v1/admin/users/:id/limits", ({ params }) =>
       HttpResponse.json({ user_id: String(params.id), max_gpus: null, max_vram_mb: null, share_weight: 1, share_weight_is_default: true }),
     ),
+    http.get("*/v1/admin/users/:id/spending-limits", ({ params }) => HttpResponse.json(noCaps(String(params.id)))),
   );
 });
 

@@ -2,6 +2,7 @@ import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api, count, credits, errorMessage, type Schemas, unwrap, when } from "../../api/client";
 import { UserLimits } from "./UserLimits";
+import { UserSpendingCaps } from "./UserSpendingCaps";
 
 const PAGE = 50;
 const MICRO = 1_000_000;
@@ -105,7 +106,7 @@ export function Users() {
       <table className="w-full bg-white text-sm">
         <thead>
           <tr className="text-left">
-            <th className="p-2">User</th><th className="p-2">Email</th><th className="p-2">Role</th><th className="p-2">Created</th><th className="p-2">Verified</th><th className="p-2">Quotas and share weight</th><th className="p-2">Grant credits</th>
+            <th className="p-2">User</th><th className="p-2">Email</th><th className="p-2">Role</th><th className="p-2">Created</th><th className="p-2">Verified</th><th className="p-2">Quotas and share weight</th><th className="p-2">Spending caps</th><th className="p-2">Grant credits</th>
           </tr>
         </thead>
         <tbody>
@@ -117,6 +118,7 @@ export function Users() {
               <td className="p-2">{when(user.created_at)}</td>
               <td className="p-2">{user.verified_at ? when(user.verified_at) : "no"}</td>
               <td className="p-2"><UserLimits user={user} onSaved={setStatus} /></td>
+              <td className="p-2"><UserSpendingCaps user={user} onSaved={setStatus} /></td>
               <td className="p-2"><GrantForm user={user} onGranted={setStatus} /></td>
             </tr>
           ))}
