@@ -4,24 +4,13 @@ import { http, HttpResponse } from "msw";
 import { beforeEach, expect, test } from "vitest";
 import type { Schemas } from "../api/client";
 import { renderApp } from "../test/render";
-import { server } from "../test/server";
+import { noCaps, server } from "../test/server";
 import { microCredits, spentPercent } from "./SpendingLimits";
 
 const NO_USAGE = { user_id: "usr-alice", records: [], next_before_id: null, period_from: null, period_to: null, totals: { records: 0, cost: 0, charged: 0, billed_seconds: 0, gpu_seconds: 0 } };
 
 function limits(overrides: Partial<Schemas["SpendingLimitsResponse"]> = {}): Schemas["SpendingLimitsResponse"] {
-  return {
-    user_id: "usr-alice",
-    monthly_cap: null,
-    per_job_cap: null,
-    user_monthly_cap: null,
-    user_per_job_cap: null,
-    admin_monthly_cap: null,
-    admin_per_job_cap: null,
-    month_start: "2026-12-01T00:00:00Z",
-    spent: 0,
-    ...overrides,
-  };
+  return { ...noCaps("usr-alice"), ...overrides };
 }
 
 beforeEach(() => {
