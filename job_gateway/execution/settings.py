@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
-from pydantic import Field, IPvAnyAddress
+from pydantic import Field, IPvAnyAddress, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from job_gateway.sandbox.settings import SandboxSettings
@@ -110,8 +110,9 @@ class ExecutionSettings(BaseSettings):
         le=1024,
         description=(
             "Idle workers kept per node in all: spares, and workers whose attempt ended, "
-            "kept for the same user's next attempt on the same GPUs. 0: no warm workers, "
-            "a worker is started for each attempt and stopped after it."
+            "kept for the same user's next attempt on the same GPUs; more than "
+            "GATEWAY_WARM_SPARES_PER_NODE. 0: no warm workers, a worker is started for each "
+            "attempt and stopped after it."
         ),
     )
     worker_idle_seconds: float = Field(
@@ -129,3 +130,15 @@ class ExecutionSettings(BaseSettings):
             "a run that ends is settled at once."
         ),
     )
+
+    @model_validator(mode="after")
+    def _room_for_a_released_worker(self) -> ExecutionSettings:
+        # with no room past the spares, every ended attempt's worker would be killed and
+        # every attempt would take a fresh spare while a new one starts: never warm
+        if 0 < self.max_idle_workers_per_node <= self.warm_spares_per_node:
+            raise ValueError(
+                "max_idle_workers_per_node must be 0 (no warm workers) or more than "
+                f"warm_spares_per_node ({self.warm_spares_per_node}), so that a worker whose "
+                "attempt ended has room to stay warm"
+            )
+        return self
