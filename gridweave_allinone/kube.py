@@ -12,6 +12,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from kubernetes.client import ApiClient
+
 from gridweave_allinone.secrets import secrets_dir
 from gridweave_allinone.settings import AllInOneSettings
 from gridweave_runtime.kubeapi import (
@@ -82,6 +84,20 @@ def _go_missing_message() -> str:
     )
 
 
+def _identity(
+    api_client: ApiClient, settings: AllInOneSettings, file: str, service_account: str
+) -> Path:
+    """A kubeconfig acting as ``service_account`` (a new TokenRequest token), written 0600 to
+    the secrets as ``<file>.kubeconfig``."""
+    config = service_account_kubeconfig(
+        api_client,
+        namespace=NAMESPACE,
+        service_account=service_account,
+        expiration_seconds=_TOKEN_SECONDS,
+    )
+    return write_kubeconfig(secrets_dir(settings.state_dir) / f"{file}.kubeconfig", config)
+
+
 def start_kube(settings: AllInOneSettings, *, show_progress: bool) -> KubeAccess:
     """Start (or reach) the cluster, put Gridweave's resources on it, mint the identities of
     kuberay-service and the gateway."""
@@ -111,21 +127,8 @@ def start_kube(settings: AllInOneSettings, *, show_progress: bool) -> KubeAccess
     try:
         with api_client_for(admin) as api_client:
             apply_manifests(api_client, [MANIFESTS_DIR / "rbac.yaml"])
-            service, gateway = (
-                write_kubeconfig(
-                    secrets_dir(settings.state_dir) / f"{file}.kubeconfig",
-                    service_account_kubeconfig(
-                        api_client,
-                        namespace=NAMESPACE,
-                        service_account=account,
-                        expiration_seconds=_TOKEN_SECONDS,
-                    ),
-                )
-                for file, account in (
-                    ("kuberay", KUBERAY_SERVICE_ACCOUNT),
-                    ("gateway", GATEWAY_SERVICE_ACCOUNT),
-                )
-            )
+            service = _identity(api_client, settings, "kuberay", KUBERAY_SERVICE_ACCOUNT)
+            gateway = _identity(api_client, settings, "gateway", GATEWAY_SERVICE_ACCOUNT)
     except BaseException:
         if server is not None:
             server.stop()
