@@ -18,7 +18,7 @@ the gateway does not know is released once it was still unknown ``grace_seconds`
 pass first saw its hold (a submission in flight holds before it creates its job). A job that
 ran is metering's to settle and is left alone. A failed release stays open and the next pass
 tries it again. The passes keep no state a restart needs: a restarted platform waits out
-the grace again.
+the grace again. A pass handles up to ``max_parallel`` holds at once.
 """
 
 from __future__ import annotations
@@ -39,12 +39,14 @@ from platform_service.errors import PlatformError
 from platform_service.services.downstream import as_user, downstream_errors
 from platform_service.services.holds import release_unstarted_job_hold
 
-__all__ = ["JOB_HOLD_PREFIX", "JobHoldSweeper"]
+__all__ = ["JOB_HOLD_PREFIX", "MAX_PARALLEL", "JobHoldSweeper"]
 
 _log = logging.getLogger(__name__)
 
 #: The reference prefix of every job's hold (a job id, :func:`jobs.new_job_id`).
 JOB_HOLD_PREFIX = "job-"
+#: Holds a pass reads and closes at once (a gateway read, then a release, each).
+MAX_PARALLEL = 16
 
 
 class JobHoldSweeper:
@@ -57,30 +59,37 @@ class JobHoldSweeper:
         *,
         grace_seconds: float,
         clock: Callable[[], float] = time.monotonic,
+        max_parallel: int = MAX_PARALLEL,
     ) -> None:
         self.credit = credit
         self.gateway = gateway
         self.grace_seconds = grace_seconds
         self._clock = clock
+        self._parallel = asyncio.Semaphore(max_parallel)
         #: job id -> when a pass first found its hold open and its job unknown
         self._unknown_since: dict[str, float] = {}
 
     async def sweep(self) -> list[str]:
-        """One pass; the references whose holds it released."""
-        released: list[str] = []
+        """One pass, up to ``max_parallel`` holds at a time; the references whose holds it
+        released, in the order of the open holds."""
         unknown: dict[str, float] = {}
-        for hold in await self._open_holds():
+        holds = await self._open_holds()
+        closed = await asyncio.gather(*(self._sweep_one(hold, unknown) for hold in holds))
+        self._unknown_since = unknown
+        return [hold.reference for hold, released in zip(holds, closed, strict=True) if released]
+
+    async def _sweep_one(self, hold: OpenHoldResponse, unknown: dict[str, float]) -> bool:
+        """Close ``hold`` if its job ended without a GPU or stayed unknown past the grace."""
+        async with self._parallel:
             try:
-                if await self._closes(hold, unknown) and await release_unstarted_job_hold(
+                return await self._closes(hold, unknown) and await release_unstarted_job_hold(
                     self.credit, user_id=hold.user_id, job_id=hold.reference
-                ):
-                    released.append(hold.reference)
+                )
             except PlatformError:  # the gateway unreachable: the next pass asks again
                 _log.warning("hold %s: its job could not be read", hold.hold_id, exc_info=True)
                 if hold.reference in self._unknown_since:
                     unknown[hold.reference] = self._unknown_since[hold.reference]
-        self._unknown_since = unknown
-        return released
+                return False
 
     async def run(self, *, interval_seconds: float) -> None:
         """A pass every ``interval_seconds`` until cancelled; a failed pass is logged."""
