@@ -38,7 +38,7 @@ def test_the_local_apis_kubectl_is_the_one_built_beside_it(tmp_path: Path) -> No
     assert access.kubectl == binaries / "kubectl"
 
 
-def test_an_existing_cluster_gets_the_resources_and_kuberays_identity(
+def test_an_existing_cluster_gets_the_resources_and_each_services_identity(
     kubeapi: KubeAPI, tmp_path: Path
 ) -> None:
     settings = AllInOneSettings(state_dir=tmp_path, kubeconfig=kubeapi.kubeconfig)
