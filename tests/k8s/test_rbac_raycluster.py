@@ -25,6 +25,13 @@ pytestmark = pytest.mark.kubeapi
 
 
 @pytest.fixture(scope="module")
+def service_account() -> str:
+    """The ServiceAccount ``sa_kubeconfig`` acts as here: kuberay-service's, the one that
+    keeps RayClusters' worker groups."""
+    return "kuberay-service"
+
+
+@pytest.fixture(scope="module")
 def cluster_name(kubeapi: KubeAPI, applied: str) -> str:
     try:
         install_raycluster_crd(kubeapi)
