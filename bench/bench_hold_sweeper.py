@@ -63,15 +63,17 @@ class Services:
     gateway_url: str
     token: str
 
+    def headers(self, role: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}", "X-Gridweave-Role": role}
+
     def credit(self, role: str) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {self.token}", "X-Gridweave-Role": role}
-        return httpx.Client(base_url=self.credit_url, headers=headers, timeout=60)
+        return httpx.Client(base_url=self.credit_url, headers=self.headers(role), timeout=60)
 
 
 async def _place_orphans(services: Services, users: list[str], holds: int) -> None:
     """``holds`` holds spread over ``users``, each naming a job that was never created."""
     limit = asyncio.Semaphore(PLACING_AT_ONCE)
-    headers = {"Authorization": f"Bearer {services.token}", "X-Gridweave-Role": "platform"}
+    headers = services.headers("platform")
     url = services.credit_url
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
 

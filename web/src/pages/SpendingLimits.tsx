@@ -1,6 +1,6 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { api, credits, day, errorMessage, type Schemas, unwrap } from "../api/client";
+import { api, credits, day, errorMessage, fieldErrors, type Schemas, unwrap } from "../api/client";
 import { Card } from "../components/Layout";
 
 type Limits = Schemas["SpendingLimitsResponse"];
@@ -39,16 +39,6 @@ export function spentPercent(limits: Limits): number | null {
   return cap === 0 ? 100 : Math.floor((limits.spent * 100) / cap);
 }
 
-/** The refused fields of a 422 answer, each one's message by its API name. */
-function refusedFields(error: unknown): Record<string, string> {
-  const inner = (error as { error?: { fields?: { field?: unknown; message?: unknown }[] } } | undefined)?.error;
-  const named: Record<string, string> = {};
-  for (const item of inner?.fields ?? []) {
-    if (typeof item.field === "string" && typeof item.message === "string") named[item.field] = item.message;
-  }
-  return named;
-}
-
 function LimitsForm({ limits }: { limits: Limits }) {
   const queries = useQueryClient();
   const [text, setText] = useState<Record<Field, string>>({ monthly_cap: capText(limits.user_monthly_cap), per_job_cap: capText(limits.user_per_job_cap) });
@@ -63,7 +53,7 @@ function LimitsForm({ limits }: { limits: Limits }) {
     const body = parsed as { monthly_cap: number | null; per_job_cap: number | null };
     const { data, error } = await api.PUT("/v1/account/spending-limits", { body });
     if (error || !data) {
-      setRefused(refusedFields(error));
+      setRefused(fieldErrors(error));
       return setMessage(`Not saved. ${errorMessage(error)}`);
     }
     queries.setQueryData(QUERY_KEY, data);
