@@ -9,6 +9,9 @@ tried again up to the map's retries), and the record of every input's result is 
 with its SHA-256 in the worker's progress object. A run cut short (out of memory, its
 process killed) keeps the results it gave and records the other inputs of the chunk as
 failed with why; the next chunk gets a new container. A failed input never stops the others.
+A run cut short because the worker itself is being torn down (a cancel kills its container's
+runtime before the worker's own process) stores nothing: its inputs did not fail, they were
+stopped, and the share ends there (:class:`ShareStopped`).
 
 The share's result is its final progress (JSON): the gateway stores its digest in the
 job's status, so the platform can check every chunk record against it before the SDK
@@ -31,9 +34,13 @@ from gridweave_runtime.storage.maps import (
 )
 from job_gateway.sandbox.container import ContainerRun
 
-__all__ = ["run_share"]
+__all__ = ["ShareStopped", "run_share"]
 
 RunChunk = Callable[[bytes, int], ContainerRun]
+
+
+class ShareStopped(RuntimeError):
+    """The container's runtime was killed from outside the worker mid-chunk."""
 
 
 def run_share(
@@ -81,6 +88,8 @@ def _completed(
 ) -> list[tuple[dict[str, Any], bytes]]:
     """The run's results, and for each input it gave none for, a failure saying why."""
     results = list(run.results[:count])
+    if len(results) < count and run.runtime_killed:
+        raise ShareStopped("the container's runtime was killed from outside the worker")
     if len(results) < count:
         why = why_cut_short(run)
         lost = {

@@ -92,7 +92,10 @@ class ContainerRun:
     container did not start); ``payload``: the pickled result, as bytes; ``exit_code`` /
     ``signal``: how the function's process ended (pid 1's end record); ``oom_killed``: the
     kernel killed a process of the container for memory during the attempt; ``error``:
-    why the run gave no result, in words.
+    why the run gave no result, in words; ``runtime_killed``: the run was cut short because
+    the runtime itself was killed from outside the worker (a cancel or timeout tearing the
+    worker down kills its children first), so what the run did not give says nothing about
+    the function.
     """
 
     header: dict[str, Any] | None
@@ -106,6 +109,7 @@ class ContainerRun:
     #: A chunk's run: each input's header and payload, in order (fewer than the chunk's
     #: inputs when the run was cut short: ``error`` says why).
     results: tuple[tuple[dict[str, Any], bytes], ...] = ()
+    runtime_killed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +131,7 @@ class Container:
         self.cgroup = f"gridweave/{self.name}"
         self._closed = False
         self._broken = False
+        self._stopped = False  # this side killed the runtime (``_stop``)
         self._image_hold = hold_image(spec.rootfs)  # the cache never deletes it meanwhile
         self._env_hold = hold_image(spec.python_env) if spec.python_env is not None else None
         self._link: NetworkLink | None = None
@@ -206,6 +211,7 @@ class Container:
         if not whole or collected.error is not None:
             self._broken = self._broken or oom
         first = collected.results[0] if collected.results and chunk is None else (None, b"")
+        killed = not whole and not ended and self._runtime_killed()
         return ContainerRun(
             header=first[0],
             payload=first[1],
@@ -216,6 +222,7 @@ class Container:
             started_at=started,
             finished_at=time.time(),
             results=tuple(collected.results) if chunk is not None else (),
+            runtime_killed=killed,
         )
 
     def clean(self) -> bool:
@@ -266,9 +273,29 @@ class Container:
             return {}
         return end if isinstance(end, dict) else {}
 
+    def _runtime_killed(self) -> bool:
+        """The runtime's process ended by a signal this side did not send (reaped here).
+
+        Asked once the runner is gone without an end record: a killed runtime is what took
+        the runner with it, so it has ended by then; a short wait covers the kernel's order.
+        """
+        deadline = time.monotonic() + 0.5
+        while True:
+            try:
+                pid, status = os.waitpid(self._pid, os.WNOHANG)
+            except ChildProcessError:
+                return False
+            if pid != 0:
+                self._broken = True
+                return os.WIFSIGNALED(status) and not self._stopped
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+
     def _stop(self) -> None:
         """End the runtime (its pdeathsig'd runner, and so the container, go with it)."""
         self._broken = True
+        self._stopped = True
         with contextlib.suppress(ProcessLookupError):
             os.kill(self._pid, 9)
 

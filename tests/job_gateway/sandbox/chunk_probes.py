@@ -19,3 +19,19 @@ def fails_first_time(x: int) -> int:
         open(marker, "w").close()
         raise RuntimeError(f"first try of {x}")
     return x + 100
+
+
+def dies_on_two(x: int) -> int:
+    """``x``, but 2 kills its own process (the user's code ending itself)."""
+    if x == 2:
+        os.kill(os.getpid(), 9)
+    return x
+
+
+def sleeps_on_two(x: int) -> int:
+    """``x``, but 2 sleeps long enough to be stopped from outside."""
+    if x == 2:
+        import time
+
+        time.sleep(60)
+    return x
