@@ -35,8 +35,8 @@ from pathlib import Path
 
 import httpx
 
+from bench.allinone_services import AllInOneServices
 from bench.report import machine_line, write_section
-from gridweave_allinone.secrets import internal_token
 from tests.support.allinone import AllInOneProcess
 
 FUNDS = 10**13
@@ -61,22 +61,6 @@ class Round:
     @property
     def rate(self) -> float:
         return self.settlements / self.seconds
-
-
-@dataclass(frozen=True)
-class Services:
-    credit_url: str
-    metering_url: str
-    token: str
-
-    def headers(self, role: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}", "X-Gridweave-Role": role}
-
-    def client(self, url: str, role: str) -> httpx.AsyncClient:
-        limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-        return httpx.AsyncClient(
-            base_url=url, headers=self.headers(role), timeout=120, limits=limits
-        )
 
 
 #: Connections that broke under a call (each call here is idempotent, so it is sent again:
@@ -109,18 +93,18 @@ async def _at_most(limit: int, calls: list[Callable[[], Awaitable[None]]]) -> No
     await asyncio.gather(*(one(call) for call in calls))
 
 
-async def _funded_user(services: Services) -> str:
+async def _funded_user(services: AllInOneServices) -> str:
     user = f"usr-billing-{uuid.uuid4().hex[:10]}"
-    async with services.client(services.credit_url, "admin") as admin:
+    async with services.async_client("credit", "admin") as admin:
         body = {"amount": FUNDS, "idempotency_key": f"bench-fund:{user}"}
         (await admin.post(f"/v1/accounts/{user}/mint", json=body)).raise_for_status()
     return user
 
 
-async def _place_holds(services: Services, user: str, count: int) -> list[str]:
+async def _place_holds(services: AllInOneServices, user: str, count: int) -> list[str]:
     """``count`` holds of ``user``, each with a job reference of its own."""
     references = [f"job-billing-{uuid.uuid4().hex[:16]}" for _ in range(count)]
-    async with services.client(services.credit_url, "platform") as http:
+    async with services.async_client("credit", "platform") as http:
 
         def place(reference: str) -> Callable[[], Awaitable[None]]:
             async def call() -> None:
@@ -139,11 +123,11 @@ async def _place_holds(services: Services, user: str, count: int) -> list[str]:
 
 
 async def _settle_directly(
-    services: Services, user: str, references: list[str], concurrency: int
+    services: AllInOneServices, user: str, references: list[str], concurrency: int
 ) -> int:
     """credit_service alone: each hold captured with ``CAPTURE``; what was captured."""
     captured: list[int] = []
-    async with services.client(services.credit_url, "metering") as http:
+    async with services.async_client("credit", "metering") as http:
 
         def settle(reference: str) -> Callable[[], Awaitable[None]]:
             async def call() -> None:
@@ -159,12 +143,12 @@ async def _settle_directly(
 
 
 async def _report_usage(
-    services: Services, user: str, references: list[str], concurrency: int
+    services: AllInOneServices, user: str, references: list[str], concurrency: int
 ) -> int:
     """End to end: each job's usage reported to metering as the gateway reports it; the
     sum of the records' costs."""
     costs: list[int] = []
-    async with services.client(services.metering_url, "gateway") as http:
+    async with services.async_client("metering", "gateway") as http:
 
         def report(serial: int, reference: str) -> Callable[[], Awaitable[None]]:
             async def call() -> None:
@@ -194,7 +178,9 @@ async def _report_usage(
     return sum(costs)
 
 
-async def _round(services: Services, path: str, settlements: int, concurrency: int) -> Round:
+async def _round(
+    services: AllInOneServices, path: str, settlements: int, concurrency: int
+) -> Round:
     """Place the holds, time their settlement by ``path``, check the money after it."""
     user = await _funded_user(services)
     references = await _place_holds(services, user, settlements)
@@ -237,8 +223,8 @@ def cpu_by_process() -> dict[str, float]:
     return used
 
 
-async def _check_books(services: Services, user: str, captured: int) -> None:
-    async with services.client(services.credit_url, "admin") as admin:
+async def _check_books(services: AllInOneServices, user: str, captured: int) -> None:
+    async with services.async_client("credit", "admin") as admin:
         account = (await admin.get(f"/v1/accounts/{user}")).raise_for_status().json()
         assert (account["balance"], account["held"]) == (FUNDS - captured, 0), account
         books = (await admin.get("/v1/books")).raise_for_status().json()
@@ -250,7 +236,7 @@ def measure(settlements: int, concurrency: int, rounds: int) -> list[Round]:
     workdir.chmod(0o755)
     try:
         with AllInOneProcess(workdir) as up:
-            services = Services(up.url("credit"), up.url("metering"), internal_token(up.state_dir))
+            services = AllInOneServices.of(up, "credit", "metering")
             asyncio.run(_round(services, "usage", min(200, settlements), concurrency))  # warm up
             measured = []
             for _ in range(rounds):

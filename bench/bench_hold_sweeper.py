@@ -29,8 +29,8 @@ from pathlib import Path
 
 import httpx
 
+from bench.allinone_services import AllInOneServices
 from bench.report import machine_line, write_section
-from gridweave_allinone.secrets import internal_token
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.credit import operations as credit_ops
 from gridweave_clients.gateway import AsyncGatewayClient
@@ -55,26 +55,11 @@ class Pass:
         return self.holds / self.seconds
 
 
-@dataclass(frozen=True)
-class Services:
-    """The all-in-one's credit_service and gateway, and the internal token."""
-
-    credit_url: str
-    gateway_url: str
-    token: str
-
-    def headers(self, role: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}", "X-Gridweave-Role": role}
-
-    def credit(self, role: str) -> httpx.Client:
-        return httpx.Client(base_url=self.credit_url, headers=self.headers(role), timeout=60)
-
-
-async def _place_orphans(services: Services, users: list[str], holds: int) -> None:
+async def _place_orphans(services: AllInOneServices, users: list[str], holds: int) -> None:
     """``holds`` holds spread over ``users``, each naming a job that was never created."""
     limit = asyncio.Semaphore(PLACING_AT_ONCE)
     headers = services.headers("platform")
-    url = services.credit_url
+    url = services.urls["credit"]
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
 
         async def place(index: int) -> None:
@@ -91,13 +76,15 @@ async def _place_orphans(services: Services, users: list[str], holds: int) -> No
         await asyncio.gather(*(place(index) for index in range(holds)))
 
 
-async def _sweep_orphans(services: Services, users: list[str], holds: int, parallel: int) -> Pass:
+async def _sweep_orphans(
+    services: AllInOneServices, users: list[str], holds: int, parallel: int
+) -> Pass:
     """Place the orphans, time one pass with no grace, check the money after it."""
     await _place_orphans(services, users, holds)
     token = services.token
     async with (
-        AsyncCreditClient(services.credit_url, token, role="platform") as credit_client,
-        AsyncGatewayClient(services.gateway_url, token, role="platform") as gateway_client,
+        AsyncCreditClient(services.urls["credit"], token, role="platform") as credit_client,
+        AsyncGatewayClient(services.urls["gateway"], token, role="platform") as gateway_client,
     ):
         sweeper = JobHoldSweeper(
             credit_client, gateway_client, grace_seconds=0.0, max_parallel=parallel
@@ -110,7 +97,7 @@ async def _sweep_orphans(services: Services, users: list[str], holds: int, paral
         assert left.holds == [], "a hold is still open after the pass"
         books = await credit_client.run(credit_ops.check_books())
         assert books.out_of_balance == [] and books.open_held == 0, books
-    with services.credit("admin") as admin:
+    with services.client("credit", "admin") as admin:
         for user in users:
             account = admin.get(f"/v1/accounts/{user}").raise_for_status().json()
             assert (account["balance"], account["held"]) == (FUNDS, 0), account
@@ -124,9 +111,9 @@ def measure(holds: int, baseline_holds: int, users: int) -> tuple[Pass, Pass]:
     try:
         # the platform's own sweeper off: this benchmark's passes are the only ones
         with AllInOneProcess(workdir, environment={"PLATFORM_JOB_HOLD_SWEEP_SECONDS": "0"}) as up:
-            services = Services(up.url("credit"), up.url("gateway"), internal_token(up.state_dir))
+            services = AllInOneServices.of(up, "credit", "gateway")
             names = [f"usr-sweep-{uuid.uuid4().hex[:8]}-{index:04d}" for index in range(users)]
-            with services.credit("admin") as admin:
+            with services.client("credit", "admin") as admin:
                 for name in names:
                     body = {"amount": FUNDS, "idempotency_key": f"bench-fund:{name}"}
                     admin.post(f"/v1/accounts/{name}/mint", json=body).raise_for_status()
