@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -10,7 +12,7 @@ import httpx
 from gridweave_allinone.secrets import internal_token
 from tests.support.allinone import AllInOneProcess
 
-__all__ = ["AllInOneServices"]
+__all__ = ["AllInOneServices", "place_holds"]
 
 #: Enough pooled connections for a benchmark's concurrent calls.
 _LIMITS = httpx.Limits(max_connections=64, max_keepalive_connections=64)
@@ -38,3 +40,29 @@ class AllInOneServices:
         return httpx.AsyncClient(
             base_url=self.urls[service], headers=self.headers(role), timeout=120, limits=_LIMITS
         )
+
+
+async def place_holds(
+    services: AllInOneServices, users: Sequence[str], count: int, *, amount: int, prefix: str
+) -> list[tuple[str, str]]:
+    """``count`` credit holds of ``amount`` spread over ``users`` (as the platform places a
+    job's), 32 at a time, each with a job reference of its own (``<prefix><random>``);
+    each hold's (user, reference)."""
+    holds = [
+        (users[index % len(users)], f"{prefix}{uuid.uuid4().hex[:16]}") for index in range(count)
+    ]
+    gate = asyncio.Semaphore(32)
+    async with services.async_client("credit", "platform") as http:
+
+        async def place(user: str, reference: str) -> None:
+            body = {
+                "user_id": user,
+                "amount": amount,
+                "idempotency_key": f"bench-hold:{reference}",
+                "reference": reference,
+            }
+            async with gate:
+                (await http.post("/v1/holds", json=body)).raise_for_status()
+
+        await asyncio.gather(*(place(user, reference) for user, reference in holds))
+    return holds

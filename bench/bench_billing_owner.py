@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import shutil
 import tempfile
 import time
@@ -35,7 +34,8 @@ from pathlib import Path
 
 import httpx
 
-from bench.allinone_services import AllInOneServices
+from bench.allinone_services import AllInOneServices, place_holds
+from bench.process_cpu import cpu_seconds_by_command
 from bench.report import machine_line, write_section
 from tests.support.allinone import AllInOneProcess
 
@@ -43,8 +43,6 @@ FUNDS = 10**13
 HOLD = 10**9
 #: What credit_service alone captures of each hold.
 CAPTURE = 123_456
-PLACING_AT_ONCE = 32
-_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -99,27 +97,6 @@ async def _funded_user(services: AllInOneServices) -> str:
         body = {"amount": FUNDS, "idempotency_key": f"bench-fund:{user}"}
         (await admin.post(f"/v1/accounts/{user}/mint", json=body)).raise_for_status()
     return user
-
-
-async def _place_holds(services: AllInOneServices, user: str, count: int) -> list[str]:
-    """``count`` holds of ``user``, each with a job reference of its own."""
-    references = [f"job-billing-{uuid.uuid4().hex[:16]}" for _ in range(count)]
-    async with services.async_client("credit", "platform") as http:
-
-        def place(reference: str) -> Callable[[], Awaitable[None]]:
-            async def call() -> None:
-                body = {
-                    "user_id": user,
-                    "amount": HOLD,
-                    "idempotency_key": f"bench-hold:{reference}",
-                    "reference": reference,
-                }
-                (await http.post("/v1/holds", json=body)).raise_for_status()
-
-            return call
-
-        await _at_most(PLACING_AT_ONCE, [place(reference) for reference in references])
-    return references
 
 
 async def _settle_directly(
@@ -183,13 +160,14 @@ async def _round(
 ) -> Round:
     """Place the holds, time their settlement by ``path``, check the money after it."""
     user = await _funded_user(services)
-    references = await _place_holds(services, user, settlements)
+    holds = await place_holds(services, [user], settlements, amount=HOLD, prefix="job-billing-")
+    references = [reference for _, reference in holds]
     settle = _settle_directly if path == "credit" else _report_usage
-    cpu = cpu_by_process()
+    cpu = cpu_seconds_by_command(PROCESSES)
     clock = time.perf_counter()
     captured = await settle(services, user, references, concurrency)
     seconds = time.perf_counter() - clock
-    used = cpu_by_process()
+    used = cpu_seconds_by_command(PROCESSES)
     cpu_ms = {name: (used[name] - cpu.get(name, 0.0)) * 1000 / settlements for name in used}
     await _check_books(services, user, captured)
     return Round(path, settlements, seconds, captured, cpu_ms)
@@ -204,23 +182,6 @@ PROCESSES = (
     ("postgres", "PostgreSQL"),
     ("bench_billing_owner", "the load (this process)"),
 )
-
-
-def cpu_by_process() -> dict[str, float]:
-    """User + system CPU seconds of every live process, summed by ``PROCESSES`` (the rest:
-    ``other``)."""
-    used: dict[str, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue  # ended meanwhile
-        name = next((label for word, label in PROCESSES if word in command), "other")
-        used[name] = used.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / _TICKS
-    return used
 
 
 async def _check_books(services: AllInOneServices, user: str, captured: int) -> None:

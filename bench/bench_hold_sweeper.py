@@ -27,9 +27,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from bench.allinone_services import AllInOneServices
+from bench.allinone_services import AllInOneServices, place_holds
 from bench.report import machine_line, write_section
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.credit import operations as credit_ops
@@ -39,7 +37,6 @@ from tests.support.allinone import AllInOneProcess
 
 FUNDS = 10**12
 HOLD = 1_000_000
-PLACING_AT_ONCE = 32
 
 
 @dataclass(frozen=True)
@@ -55,32 +52,11 @@ class Pass:
         return self.holds / self.seconds
 
 
-async def _place_orphans(services: AllInOneServices, users: list[str], holds: int) -> None:
-    """``holds`` holds spread over ``users``, each naming a job that was never created."""
-    limit = asyncio.Semaphore(PLACING_AT_ONCE)
-    headers = services.headers("platform")
-    url = services.urls["credit"]
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
-
-        async def place(index: int) -> None:
-            reference = f"job-orphan-{uuid.uuid4().hex[:16]}"
-            body = {
-                "user_id": users[index % len(users)],
-                "amount": HOLD,
-                "idempotency_key": f"bench-hold:{reference}",
-                "reference": reference,
-            }
-            async with limit:
-                (await http.post("/v1/holds", json=body)).raise_for_status()
-
-        await asyncio.gather(*(place(index) for index in range(holds)))
-
-
 async def _sweep_orphans(
     services: AllInOneServices, users: list[str], holds: int, parallel: int
 ) -> Pass:
     """Place the orphans, time one pass with no grace, check the money after it."""
-    await _place_orphans(services, users, holds)
+    await place_holds(services, users, holds, amount=HOLD, prefix="job-orphan-")
     token = services.token
     async with (
         AsyncCreditClient(services.urls["credit"], token, role="platform") as credit_client,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["tree_cpu_seconds"]
+__all__ = ["cpu_seconds_by_command", "tree_cpu_seconds"]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -42,3 +43,20 @@ def tree_cpu_seconds(pid: int) -> float:
         total += _own_cpu_seconds(current)
         pending += children.get(current, [])
     return total
+
+
+def cpu_seconds_by_command(groups: Sequence[tuple[str, str]]) -> dict[str, float]:
+    """User + system CPU of every live process, summed by group: ``groups`` pairs a word
+    of the command line with the group's name (the first word found wins); the rest
+    count as ``other``."""
+    used: dict[str, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # ended meanwhile
+        name = next((group for word, group in groups if word in command), "other")
+        used[name] = used.get(name, 0.0) + _own_cpu_seconds(int(entry.name))
+    return used

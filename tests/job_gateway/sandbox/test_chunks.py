@@ -44,17 +44,15 @@ def calls_of(inputs: list[int]) -> list[tuple[tuple[int], dict[str, Any]]]:
 def run_chunk(
     sandbox: SandboxConfig, function: Any, inputs: list[int], retries: int
 ) -> ContainerRun:
-    job = JOB
-    calls = calls_of(inputs)
     with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
         return run_sandboxed(
             sandbox,
-            job,
+            JOB,
             function=cloudpickle.dumps(function),
-            arguments=cloudpickle.dumps(calls),
+            arguments=cloudpickle.dumps(calls_of(inputs)),
             stdout=stdout.fileno(),
             stderr=stderr.fileno(),
-            chunk=Chunk(items=len(calls), retries=retries),
+            chunk=Chunk(items=len(inputs), retries=retries),
         )
 
 
