@@ -6,10 +6,10 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
-from credit_service.async_connections import open_async_connections
 from credit_service.routers import accounts, books, holds, spending_limits, transfers
 from credit_service.settings import DATABASE_NAME, CreditSettings
 from gridweave_runtime.app import create_service_app
+from gridweave_runtime.async_connections import open_async_connections
 
 __all__ = ["MIGRATIONS_DIR", "ROUTERS", "create_app"]
 

@@ -76,7 +76,8 @@ T = TypeVar("T")
 
 
 class InternalClient(DriverBase):
-    """A blocking client of one internal service over a pooled keep-alive transport."""
+    """A blocking client of one internal service over a pooled keep-alive transport
+    (``limits``: the pool's size; ``transport``: one of the caller's own instead)."""
 
     def __init__(
         self,
@@ -90,6 +91,7 @@ class InternalClient(DriverBase):
         decoder: ErrorDecoder | None = None,
         headers: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
+        limits: httpx.Limits = DEFAULT_LIMITS,
     ) -> None:
         super().__init__(
             base_url,
@@ -102,7 +104,7 @@ class InternalClient(DriverBase):
             headers=headers,
         )
         self._transport = transport or httpx.HTTPTransport(
-            socket_options=SOCKET_OPTIONS, limits=DEFAULT_LIMITS
+            socket_options=SOCKET_OPTIONS, limits=limits
         )
 
     def close(self) -> None:
@@ -177,6 +179,7 @@ class AsyncInternalClient(DriverBase):
         decoder: ErrorDecoder | None = None,
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        limits: httpx.Limits = DEFAULT_LIMITS,
     ) -> None:
         super().__init__(
             base_url,
@@ -189,7 +192,7 @@ class AsyncInternalClient(DriverBase):
             headers=headers,
         )
         self._transport = transport or httpx.AsyncHTTPTransport(
-            socket_options=SOCKET_OPTIONS, limits=DEFAULT_LIMITS
+            socket_options=SOCKET_OPTIONS, limits=limits
         )
 
     async def aclose(self) -> None:

@@ -13,8 +13,9 @@ import httpx
 from fastapi import FastAPI
 
 from gridweave_clients import RetryPolicy
-from gridweave_clients.credit import CreditClient
+from gridweave_clients.credit import AsyncCreditClient, CreditClient
 from gridweave_runtime.app import create_service_app
+from gridweave_runtime.async_connections import open_async_connections
 from gridweave_runtime.clients import install_client
 from metering_service.routers import usage
 from metering_service.settings import DATABASE_NAME, MeteringSettings
@@ -31,8 +32,14 @@ def create_app(
     settings: MeteringSettings | None = None,
     *,
     credit_transport: httpx.BaseTransport | None = None,
+    async_credit_transport: httpx.AsyncBaseTransport | None = None,
 ) -> FastAPI:
-    """The metering_service app: database migrated, credit client ready."""
+    """The metering_service app: database migrated, credit clients ready.
+
+    A first usage report settles on the event loop (``services.first_report``: the async
+    connections and credit client, ``async_credit_transport``); replays, refusals and the
+    settle route take the worker threads' sessions and the blocking client
+    (``credit_transport``)."""
     settings = settings or MeteringSettings()
     app = create_service_app(
         service="metering_service",
@@ -42,13 +49,39 @@ def create_app(
         migrations_dir=MIGRATIONS_DIR,
     )
     assert settings.internal_token is not None  # create_service_app refused to start without
-    credit = CreditClient(
-        settings.credit_service_url,
-        settings.internal_token.get_secret_value(),
-        role=CREDIT_ROLE,
-        timeout=settings.credit_timeout_seconds,
-        retry=RetryPolicy(attempts=settings.credit_attempts),
-        transport=credit_transport,
+    token = settings.internal_token.get_secret_value()
+    url, timeout = settings.credit_service_url, settings.credit_timeout_seconds
+    retry = RetryPolicy(attempts=settings.credit_attempts)
+    connections = settings.credit_connections
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    install_client(
+        app,
+        "credit_client",
+        CreditClient(
+            url,
+            token,
+            role=CREDIT_ROLE,
+            timeout=timeout,
+            retry=retry,
+            transport=credit_transport,
+            limits=limits,
+        ),
     )
-    install_client(app, "credit_client", credit)
+    install_client(
+        app,
+        "async_credit_client",
+        AsyncCreditClient(
+            url,
+            token,
+            role=CREDIT_ROLE,
+            timeout=timeout,
+            retry=retry,
+            transport=async_credit_transport,
+            limits=limits,
+        ),
+    )
+    # closed with the SQLAlchemy pool at shutdown
+    app.state.async_connections = open_async_connections(
+        app.state.database.engine, size=settings.database_pool_size
+    )
     return app

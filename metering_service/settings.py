@@ -3,7 +3,8 @@
 ``METERING_HOST``, ``METERING_PORT`` (8300), ``METERING_DATABASE_URL`` (unset: the embedded
 PostgreSQL, database ``metering``), ``METERING_DATABASE_POOL_SIZE``,
 ``METERING_DATABASE_MAX_OVERFLOW``, ``METERING_RUN_MIGRATIONS``, ``METERING_PRICE_TABLE``
-(JSON), ``METERING_CREDIT_TIMEOUT_SECONDS``, ``METERING_CREDIT_ATTEMPTS``, the receipt
+(JSON), ``METERING_CREDIT_TIMEOUT_SECONDS``, ``METERING_CREDIT_ATTEMPTS``,
+``METERING_CREDIT_CONNECTIONS``, the receipt
 deliverer's ``METERING_RECEIPT_*`` (``python -m metering_service.deliverer`` reads these
 same settings), plus the deployment-wide ``CREDIT_SERVICE_URL``,
 ``CHAIN_SERVICE_URL``, ``GRIDWEAVE_INTERNAL_TOKEN`` and ``GRIDWEAVE_STATE_DIR``.
@@ -35,6 +36,16 @@ class MeteringSettings(CreditCallerSettings):
             '{"max_vram_mb": int | null, "micro_credits_per_gpu_second": int} in ascending '
             "max_vram_mb (null = no limit, last tier only). Replaces the default table whole; "
             "see gridweave_clients/metering/pricing.py."
+        ),
+    )
+    credit_connections: int = Field(
+        default=8,
+        ge=1,
+        le=256,
+        description=(
+            "Connections to credit_service per process and client, kept open between calls. "
+            "Few is faster: httpx looks at every idle connection of its pool on each call, "
+            "and settlements are CPU-bound in credit_service long before 8 are in flight."
         ),
     )
     chain_service_url: str | None = Field(

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
-from credit_service.async_connections import AsyncConnections
+from gridweave_runtime.async_connections import AsyncConnections
 from gridweave_runtime.auth import ROLE_HEADER, Caller, require_internal_caller
 from gridweave_runtime.database import session_dependency
 from gridweave_runtime.errors import InvalidRequest

@@ -11,7 +11,6 @@ from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
 from credit_service import queries
-from credit_service.async_connections import AsyncConnections
 from credit_service.errors import CaptureExceedsHold, HoldNotFound, HoldNotOpen, ReferenceInUse
 from credit_service.models import AccountModel, HoldModel, HoldStatus
 from credit_service.services.idempotency import request_fingerprint, run_idempotent
@@ -29,6 +28,7 @@ from gridweave_clients.credit.models import (
     OpenHoldResponse,
     OpenHoldsPageResponse,
 )
+from gridweave_runtime.async_connections import AsyncConnections
 
 __all__ = [
     "capture_hold",

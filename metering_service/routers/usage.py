@@ -14,7 +14,13 @@ from gridweave_clients.metering.models import (
 )
 from gridweave_runtime.auth import require_internal_caller
 from gridweave_runtime.responses import mark_replayed
-from metering_service.routers.common import CreditDep, SessionDep, SettingsDep
+from metering_service.routers.common import (
+    AsyncConnectionsDep,
+    AsyncCreditDep,
+    CreditDep,
+    SessionDep,
+    SettingsDep,
+)
 from metering_service.services import usage
 
 __all__ = ["router"]
@@ -26,16 +32,23 @@ UsageIdPath = Annotated[DatabaseId, Path()]
 
 
 @router.post("", status_code=201)
-def record_usage(
+async def record_usage(
     body: RecordUsageRequest,
     session: SessionDep,
     settings: SettingsDep,
     credit: CreditDep,
+    async_credit: AsyncCreditDep,
+    connections: AsyncConnectionsDep,
     response: Response,
 ) -> UsageRecordResponse:
     """Record a finished job's or endpoint run's usage and settle its hold (200 on a replay)."""
-    result, replayed = usage.record_usage(
-        session, request=body, price_table=settings.price_table, credit=credit
+    result, replayed = await usage.record_usage_report(
+        session,
+        connections,
+        request=body,
+        price_table=settings.price_table,
+        credit=credit,
+        async_credit=async_credit,
     )
     if replayed:
         response.status_code = 200

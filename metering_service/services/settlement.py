@@ -1,7 +1,11 @@
 """Settling a usage record's credit hold with credit_service, exactly once.
 
-The record row is locked (``SELECT ... FOR UPDATE``) while credit_service is called, so
-concurrent duplicates of one record wait and then find it settled. credit_service settles
+The record row is locked while credit_service is called, so concurrent duplicates of one
+record wait and then find it settled: a new record is settled in the transaction that
+inserts it (its uncommitted row holds the hold reference's unique key, and the record, its
+settlement and its receipt commit together), a stored one is locked ``SELECT ... FOR
+UPDATE``. A process that dies before the commit keeps nothing of a new record: the report
+was never answered, so its sender reports it again. credit_service settles
 by reference (the job or endpoint id) under its own idempotency key, so even a call whose
 answer was lost is never applied twice: the next replay sends the same reference and the
 same amount and gets the first answer back.
@@ -31,6 +35,7 @@ __all__ = [
     "ALLOWED_SETTLEMENT_MOVES",
     "HOLD_CLOSED",
     "lock_usage_record",
+    "settle_locked_record",
     "settle_usage_record",
     "switch_settlement_state",
 ]
@@ -130,13 +135,25 @@ def _discard_record(session: Session, record: UsageRecordModel, refusal: Service
 def settle_usage_record(
     session: Session, *, usage_id: int, credit: CreditClient
 ) -> UsageRecordModel:
-    """Settle the record's hold unless it is settled already; commits each outcome.
+    """Settle the stored record's hold unless it is settled already; commits each outcome.
 
     Raises:
         HoldOwnerMismatch: the hold is another account's; the record was removed.
     """
+    return settle_locked_record(session, lock_usage_record(session, usage_id), credit=credit)
+
+
+def settle_locked_record(
+    session: Session, record: UsageRecordModel, *, credit: CreditClient
+) -> UsageRecordModel:
+    """Settle the hold of ``record``, locked in this transaction (``lock_usage_record``, or
+    inserted and not yet committed); commits each outcome.
+
+    Raises:
+        HoldOwnerMismatch: the hold is another account's; the record was removed.
+    """
+    usage_id = record.id
     # Two rounds at most: the second only after the charge was capped at the hold's amount.
-    record = lock_usage_record(session, usage_id)
     for _ in range(2):
         if record.settlement_state == SettlementState.SETTLED:
             session.commit()

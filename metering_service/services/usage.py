@@ -9,8 +9,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
-from gridweave_clients.credit import CreditClient
+from gridweave_clients.credit import AsyncCreditClient, CreditClient
 from gridweave_clients.metering.models import (
     RecordUsageRequest,
     SettlementResponse,
@@ -25,15 +26,18 @@ from gridweave_clients.metering.pricing import (
     price_per_gpu_second,
 )
 from gridweave_controller.billing import billed_seconds
+from gridweave_runtime.async_connections import AsyncConnections
 from gridweave_runtime.errors import InvalidRequest
 from metering_service.errors import UsageRecordConflict, UsageRecordNotFound
 from metering_service.models import SettlementState, UsageKind, UsageRecordModel
-from metering_service.services.settlement import settle_usage_record
+from metering_service.services.first_report import NotFirstReport, record_first_report
+from metering_service.services.settlement import settle_locked_record, settle_usage_record
 
 __all__ = [
     "get_usage_record",
     "list_user_usage",
     "record_usage",
+    "record_usage_report",
     "settle_usage",
     "usage_response",
 ]
@@ -156,35 +160,43 @@ def _find_record(session: Session, hold_reference: str) -> UsageRecordModel | No
     )
 
 
-def _store_record(session: Session, values: dict[str, Any]) -> tuple[int, bool]:
-    """Insert the record unless its hold has one; (its id, whether it existed); commits.
+def _store_record(
+    session: Session, values: dict[str, Any]
+) -> tuple[UsageRecordModel, None] | tuple[None, int]:
+    """Insert the record unless its hold has one.
 
-    A new row is read back before it is committed: a row PostgreSQL stores but Python
-    cannot read (a timestamp out of Python's range) would answer 500 for ever after, and
-    keep its hold open. So such a row fails here, inside the transaction, and is not kept.
+    A new record comes back inserted and not committed: ``(record, None)``. Its uncommitted
+    row holds the hold reference's unique key, so a concurrent report of the same hold waits
+    on its insert until this transaction ends; the caller settles it and commits once. The
+    row is read back whole by the insert itself (``RETURNING``): a row PostgreSQL stores but
+    Python cannot read (a timestamp out of Python's range) fails here and is never kept.
+
+    A hold that has a record already: ``(None, its id)``, committed, after checking that the
+    report is a replay of it.
 
     Raises:
         UsageRecordConflict: the hold already has a record with other figures.
     """
     # Three rounds at most: a record met on conflict may be removed (refused) meanwhile.
     for _ in range(3):
-        inserted_id = session.scalar(
-            insert(UsageRecordModel)
-            .values(**values)
-            .on_conflict_do_nothing(constraint="uq_usage_records_hold_reference")
-            .returning(UsageRecordModel.id)
+        inserted = session.scalar(
+            select(UsageRecordModel)
+            .from_statement(
+                insert(UsageRecordModel)
+                .values(**values)
+                .on_conflict_do_nothing(constraint="uq_usage_records_hold_reference")
+                .returning(UsageRecordModel)
+            )
+            .execution_options(populate_existing=True)
         )
-        if inserted_id is not None:
-            session.get_one(UsageRecordModel, inserted_id)  # readable, or rolled back
-            # committed before credit_service is called: it survives whatever happens next
-            session.commit()
-            return inserted_id, False
+        if inserted is not None:
+            return inserted, None
         existing = _find_record(session, values["hold_reference"])
         if existing is not None:
             _check_replay(existing, values)
             usage_id = existing.id
             session.commit()
-            return usage_id, True
+            return None, usage_id
         session.rollback()
     raise UsageRecordConflict(hold_reference=values["hold_reference"], differing_fields=[])
 
@@ -208,9 +220,39 @@ def record_usage(
         HoldOwnerMismatch: the hold is another account's than ``owner_id`` (nothing kept).
     """
     values = _new_record_values(request, price_table)
-    usage_id, replayed = _store_record(session, values)
-    record = settle_usage_record(session, usage_id=usage_id, credit=credit)
-    return usage_response(record), replayed
+    inserted, replayed_id = _store_record(session, values)
+    if inserted is not None:
+        # one transaction: the record, its settlement and its receipt commit together
+        record = settle_locked_record(session, inserted, credit=credit)
+        return usage_response(record), False
+    assert replayed_id is not None
+    record = settle_usage_record(session, usage_id=replayed_id, credit=credit)
+    return usage_response(record), True
+
+
+async def record_usage_report(
+    session: Session,
+    connections: AsyncConnections,
+    *,
+    request: RecordUsageRequest,
+    price_table: PriceTable,
+    credit: CreditClient,
+    async_credit: AsyncCreditClient,
+) -> tuple[UsageRecordResponse, bool]:
+    """:func:`record_usage`, its usual case (the hold's first report, settled) on the event
+    loop (``services.first_report``); anything else in a worker thread, by the full path.
+
+    Raises:
+        As :func:`record_usage`.
+    """
+    values = _new_record_values(request, price_table)
+    try:
+        record = await record_first_report(connections, async_credit, values)
+    except NotFirstReport:
+        return await run_in_threadpool(
+            record_usage, session, request=request, price_table=price_table, credit=credit
+        )
+    return usage_response(record), False
 
 
 def settle_usage(session: Session, *, usage_id: int, credit: CreditClient) -> UsageRecordResponse:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import psycopg
+from sqlalchemy.engine import make_url
 
 from tests.metering_service.factories import (
     metering_settings,
@@ -16,18 +18,19 @@ from tests.support.credit_server import CreditServer
 from tests.support.http_server import free_port
 
 
-class AnswerLosingTransport(httpx.HTTPTransport):
-    """Real HTTP to credit_service, but every answer is lost after the server acted on it."""
+class AnswerLosingTransport(httpx.AsyncHTTPTransport):
+    """Real HTTP to credit_service, but every answer is lost after the server acted on it
+    (the client a first report settles with: ``services.first_report``)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.calls = 0
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         self.calls += 1
-        response = super().handle_request(request)
-        response.read()
-        response.close()
+        response = await super().handle_async_request(request)
+        await response.aread()
+        await response.aclose()
         raise httpx.ReadTimeout("the answer was lost on the way back", request=request)
 
 
@@ -73,7 +76,7 @@ class TestInterruptedSettlement:
         user_id, job_id, hold_id = _funded_job(credit)
         losing = AnswerLosingTransport()
         settings = metering_settings(metering_database, credit.url, state_dir=tmp_path)
-        with running_metering(settings, credit_transport=losing) as lossy:
+        with running_metering(settings, async_credit_transport=losing) as lossy:
             first = lossy.post("/v1/usage", json=usage_body(job_id, user_id))
 
         # credit_service did settle (every retry after the first was a replay there) ...
@@ -105,3 +108,30 @@ class TestInterruptedSettlement:
         assert settled.json()["settlement"]["state"] == "settled"
         assert again.json() == settled.json()
         assert credit.ledger_amounts(user_id) == [-1700, 10_000_000]
+
+    def test_a_report_after_the_database_dropped_every_connection_is_settled_once(
+        self, metering: httpx.Client, metering_database: str, credit: CreditServer
+    ) -> None:
+        # the first report settles on a kept connection; a restart of PostgreSQL drops it
+        user_id, job_id, _ = _funded_job(credit)
+        assert metering.post("/v1/usage", json=usage_body(job_id, user_id)).status_code == 201
+        _drop_every_other_connection(metering_database)
+        user_id, job_id, hold_id = _funded_job(credit)
+
+        answer = metering.post("/v1/usage", json=usage_body(job_id, user_id))
+
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["settlement"]["state"] == "settled"
+        assert credit.hold(hold_id)["status"] == "captured"
+        assert credit.ledger_amounts(user_id) == [-1700, 10_000_000]
+
+
+def _drop_every_other_connection(database_url: str) -> None:
+    """Terminate every session of the database but this one, as a server restart would."""
+    url = make_url(database_url).set(drivername="postgresql").render_as_string(False)
+    with psycopg.connect(url, autocommit=True) as connection:
+        dropped = connection.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert dropped is not None and dropped[0] > 0

@@ -1,8 +1,8 @@
-"""Event-loop connections for the settlement route, beside the SQLAlchemy pool.
+"""Event-loop connections for the hottest routes, beside the SQLAlchemy pool.
 
-A settlement is one database call, so its route runs on the event loop with psycopg's
-async connection instead of a worker thread with an ORM session: the thread hop, the
-session and the pool's bookkeeping cost the server more CPU than the settlement's SQL.
+credit_service's settlement and metering's first usage report run on the event loop with
+psycopg's async connections instead of a worker thread with an ORM session: the thread hop,
+the session and the pool's bookkeeping cost the server more CPU than the route's SQL.
 
 Connections are opened on first use, kept for reuse, and closed when the service's
 SQLAlchemy engine is disposed of (at shutdown), so they live exactly as long as that pool.
