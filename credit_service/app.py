@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from credit_service.routers import accounts, books, holds, spending_limits, transfers
 from credit_service.settings import DATABASE_NAME, CreditSettings
 from gridweave_runtime.app import create_service_app
-from gridweave_runtime.async_connections import open_async_connections
+from gridweave_runtime.async_connections import install_async_connections
 
 __all__ = ["MIGRATIONS_DIR", "ROUTERS", "create_app"]
 
@@ -34,8 +34,5 @@ def create_app(settings: CreditSettings | None = None) -> FastAPI:
         database=DATABASE_NAME,
         migrations_dir=MIGRATIONS_DIR,
     )
-    # the settlement route's connections, closed with the SQLAlchemy pool at shutdown
-    app.state.async_connections = open_async_connections(
-        app.state.database.engine, size=settings.database_pool_size
-    )
+    install_async_connections(app, size=settings.database_pool_size)
     return app

@@ -14,12 +14,13 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from fastapi import FastAPI
 from psycopg import AsyncConnection
 from psycopg.pq import TransactionStatus
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import make_url
 
-__all__ = ["AsyncConnections", "open_async_connections"]
+__all__ = ["AsyncConnections", "install_async_connections", "open_async_connections"]
 
 
 class AsyncConnections:
@@ -74,3 +75,9 @@ def open_async_connections(engine: Engine, *, size: int) -> AsyncConnections:
     connections = AsyncConnections(conninfo, size=size)
     event.listen(engine, "engine_disposed", lambda _: connections.close())
     return connections
+
+
+def install_async_connections(app: FastAPI, *, size: int) -> None:
+    """``app.state.async_connections``: at most ``size`` connections to the database of the
+    app's SQLAlchemy engine (``app.state.database``), closed with its pool at shutdown."""
+    app.state.async_connections = open_async_connections(app.state.database.engine, size=size)

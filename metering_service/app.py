@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from gridweave_clients import RetryPolicy
 from gridweave_clients.credit import AsyncCreditClient, CreditClient
 from gridweave_runtime.app import create_service_app
-from gridweave_runtime.async_connections import open_async_connections
+from gridweave_runtime.async_connections import install_async_connections
 from gridweave_runtime.clients import install_client
 from metering_service.routers import usage
 from metering_service.settings import DATABASE_NAME, MeteringSettings
@@ -80,8 +80,7 @@ def create_app(
             limits=limits,
         ),
     )
-    # closed with the SQLAlchemy pool at shutdown
-    app.state.async_connections = open_async_connections(
-        app.state.database.engine, size=settings.database_pool_size
-    )
+    # a first report keeps its transaction open through its credit call: more connections
+    # than credit calls would only hold transactions open while they wait for one
+    install_async_connections(app, size=connections)
     return app

@@ -43,9 +43,11 @@ class MeteringSettings(CreditCallerSettings):
         ge=1,
         le=256,
         description=(
-            "Connections to credit_service per process and client, kept open between calls. "
-            "Few is faster: httpx looks at every idle connection of its pool on each call, "
-            "and settlements are CPU-bound in credit_service long before 8 are in flight."
+            "Connections to credit_service per process and client, kept open between calls, "
+            "and the database connections of first usage reports (each holds one through "
+            "its credit call). Few is faster: httpx looks at every idle connection of its "
+            "pool on each call, and settlements are CPU-bound in credit_service long before "
+            "8 are in flight."
         ),
     )
     chain_service_url: str | None = Field(

@@ -27,7 +27,11 @@ from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.errors import ServiceRefused, ServiceUnavailable
 from gridweave_runtime.async_connections import AsyncConnections
 from metering_service.models import ReceiptOutboxModel, SettlementState, UsageRecordModel
-from metering_service.services.settlement import switch_settlement_state
+from metering_service.services.settlement import (
+    note_credit_unavailable,
+    settlement_call,
+    switch_settlement_state,
+)
 
 __all__ = ["NotFirstReport", "record_first_report"]
 
@@ -104,15 +108,9 @@ async def _record_and_settle(
         raise NotFirstReport("the hold has a record already")
     record = UsageRecordModel(**row)
     try:
-        hold = await credit.settle(
-            reference=record.hold_reference,
-            user_id=record.owner_id,
-            amount=record.settlement_amount,
-        )
+        hold = await credit.settle(**settlement_call(record))
     except ServiceUnavailable as exc:
-        switch_settlement_state(
-            record, SettlementState.PENDING, error_code="credit_unavailable", error=str(exc)
-        )
+        note_credit_unavailable(record, exc)
     except ServiceRefused as exc:
         raise NotFirstReport(f"credit_service refused: {exc.code}") from exc
     else:

@@ -20,6 +20,7 @@ and a capture after the release leaves this record refused as ``hold_closed``, u
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -35,8 +36,10 @@ __all__ = [
     "ALLOWED_SETTLEMENT_MOVES",
     "HOLD_CLOSED",
     "lock_usage_record",
+    "note_credit_unavailable",
     "settle_locked_record",
     "settle_usage_record",
+    "settlement_call",
     "switch_settlement_state",
 ]
 
@@ -85,6 +88,23 @@ def switch_settlement_state(
         record.charged = hold.captured
         record.hold_id = hold.hold_id
         record.settled_at = datetime.now(UTC)
+
+
+def settlement_call(record: UsageRecordModel) -> dict[str, Any]:
+    """What credit_service is asked to settle for ``record``: its hold's reference, the
+    account that pays, and the amount persisted for it."""
+    return {
+        "reference": record.hold_reference,
+        "user_id": record.owner_id,
+        "amount": record.settlement_amount,
+    }
+
+
+def note_credit_unavailable(record: UsageRecordModel, error: ServiceUnavailable) -> None:
+    """Note an attempt credit_service never answered: the record stays pending."""
+    switch_settlement_state(
+        record, SettlementState.PENDING, error_code="credit_unavailable", error=str(error)
+    )
 
 
 def lock_usage_record(session: Session, usage_id: int) -> UsageRecordModel:
@@ -159,15 +179,9 @@ def settle_locked_record(
             session.commit()
             return record
         try:
-            hold = credit.settle(
-                reference=record.hold_reference,
-                user_id=record.owner_id,
-                amount=record.settlement_amount,
-            )
+            hold = credit.settle(**settlement_call(record))
         except ServiceUnavailable as exc:
-            switch_settlement_state(
-                record, SettlementState.PENDING, error_code="credit_unavailable", error=str(exc)
-            )
+            note_credit_unavailable(record, exc)
         except ServiceRefused as exc:
             if exc.code == "hold_owner_mismatch":
                 _discard_record(session, record, exc)
