@@ -4,7 +4,8 @@ Driven by the gateway's job informer (:meth:`Executor.job_changed`, :meth:`job_d
 keeps only what it follows right now, so a restart rebuilds it from the CRDs and Ray:
 
 - Allocated -> launch the attempt's detached actor on the job's node (or find it, if a
-  previous gateway launched it), then ``set_job_running`` once its process has started
+  previous gateway launched it; launch it again if that gateway died before the actor
+  existed, and no outcome is left), then ``set_job_running`` once its process has started
   (so ``startedAt``, billing and the timeout count from then); an actor that has not
   started within ``start_timeout`` of ``allocatedAt`` (no Ray node for the Gridweave node,
   a full Ray) is lost, ``WorkerNotStarted``.
@@ -38,10 +39,7 @@ from gridweave_controller.errors import Conflict, InvalidTransition, NotFound
 from gridweave_controller.models import Job
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_controller.phases import JobPhase
-from gridweave_runtime.storage import (
-    StorageConfig,
-    open_object_store,
-)
+from gridweave_runtime.storage import StorageConfig, open_object_store
 from job_gateway.execution.actors import (
     FirstFinished,
     actor_death,
@@ -56,9 +54,7 @@ from job_gateway.execution.attempt_specs import AttemptRefused, AttemptSpecs
 from job_gateway.execution.attempts import Attempt, started_timestamp
 from job_gateway.execution.endings import ran_seconds, read_outcome, record_outcome
 from job_gateway.execution.image_pulls import PullTokens
-from job_gateway.execution.outcome import (
-    Outcome,
-)
+from job_gateway.execution.outcome import Outcome
 from job_gateway.execution.settings import WarmSettings
 from job_gateway.execution.spares import WarmPool, recorded_worker, worker_key, worker_name
 from job_gateway.inventory import Inventory
@@ -297,6 +293,10 @@ class Executor:
             attempt.needs_running = True
             await self._adopt(attempt)
             return
+        await self._start_worker(attempt, node)
+
+    async def _start_worker(self, attempt: Attempt, node: str) -> None:
+        job = attempt.job
         try:
             spec = await self._specs.for_attempt(job, attempt.attempt)
         except AttemptRefused as refused:
@@ -353,6 +353,11 @@ class Executor:
                 attempt.started_at = outcome.started_at  # the trusted worker's clock
             await self._write_outcome(attempt, outcome, self._clock())
             return
+        if attempt.job.phase is JobPhase.ALLOCATED and attempt.job.status.node is not None:
+            # handed over by a gateway that died before it marked the job Running, and no
+            # worker or outcome is left: the same attempt starts (again, as a retry would)
+            await self._start_worker(attempt, attempt.job.status.node)
+            return
         await self._lost(attempt, "Lost", f"no worker and no outcome for attempt {attempt.attempt}")
 
     async def _settle(self, attempt: Attempt) -> None:
@@ -391,14 +396,8 @@ class Executor:
             listener(job)
 
     async def _lost(self, attempt: Attempt, reason: str, message: str) -> None:
-        _log.warning(
-            "job %s: attempt %d on %s lost (%s): %s",
-            attempt.name,
-            attempt.attempt,
-            attempt.job.status.node,
-            reason,
-            message,
-        )
+        where = f"attempt {attempt.attempt} on {attempt.job.status.node}"
+        _log.warning("job %s: %s lost (%s): %s", attempt.name, where, reason, message)
         if attempt.run is not None:
             await asyncio.to_thread(kill_actor, attempt.run.actor)
         elif attempt.node_lost is not None:  # a previous gateway's actor may still run

@@ -3,7 +3,8 @@
 The first executor stands for a gateway that died: it stops following without killing
 anything, and the next one lists the CRDs (the informer) and follows each Allocated or
 Running job again: the actor by its name, else the outcome in the store, else the attempt
-is lost (requeued while retries remain, else Failed ``Lost``).
+is lost (requeued while retries remain, else Failed ``Lost``), unless the job is still
+Allocated: then the same attempt starts again.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from gridweave_controller.phases import JOB_TERMINAL_PHASES
 from gridweave_runtime.storage import LocalObjectStore, StorageConfig, attempt_objects
 from gridweave_runtime.storage.store import S3ObjectStore
 from job_gateway.execution import Outcome, outcome_key
-from job_gateway.execution.actors import launch_attempt
+from job_gateway.execution.actors import actor_name, launch_attempt
 from job_gateway.execution.settings import WarmSettings
-from job_gateway.execution.spares import IdleWorker, WarmPool
+from job_gateway.execution.spares import IdleWorker, WarmPool, worker_key
 from tests.job_gateway import execution_functions as fn
 from tests.job_gateway.execution_factories import (
     RayWorld,
@@ -150,6 +151,29 @@ class TestReattach:
         assert cloudpickle.loads(store.get(done.status.result_ref or "")) == 1
         assert len(runs.read_text().splitlines()) == 1  # one run, counted
         assert done.status.wall_seconds is not None and 0.4 < done.status.wall_seconds < 5
+
+    def test_an_allocated_job_handed_over_by_a_gateway_that_died_before_its_worker_runs_once(
+        self,
+        ray_world: RayWorld,
+        kubeapi: KubeAPI,
+        kube_namespace: str,
+        crd: CrdClient,
+        tmp_path: Path,
+        storage: StorageConfig,
+        store: LocalObjectStore,
+    ) -> None:
+        """The dead gateway recorded the hand-over and died before its actor existed: no
+        worker, no outcome, the job still Allocated. The next gateway starts the same
+        attempt, so a job with no retries left is neither lost nor failed."""
+        runs = tmp_path / "runs"
+        job_id = allocated_job(crd, store, fn.count_runs, str(runs), 0.2, node="node-a", gpus=[0])
+        store.put(worker_key(job_id, 0), actor_name(job_id, 0).encode())
+        with running_executor(kubeapi, kube_namespace, storage, sandbox=unsandboxed()):
+            done = wait_for_phase(crd, job_id, TERMINAL)
+        assert done.phase is JobPhase.COMPLETED, done.status.message
+        assert done.status.attempts == 0
+        assert cloudpickle.loads(store.get(done.status.result_ref or "")) == 1
+        assert len(runs.read_text().splitlines()) == 1
 
     def test_lost_attempts_are_requeued_or_failed_and_stored_outcomes_finish_their_job(
         self,
