@@ -62,7 +62,8 @@ _QUEUE_RECEIPT = sql.SQL(
 
 
 class NotFirstReport(Exception):
-    """Nothing was kept: the report is for the full path (a replay, or a refusal)."""
+    """Nothing was kept: the report is for the full path (a replay, a refusal, a dropped
+    database connection)."""
 
 
 @cache
