@@ -102,7 +102,7 @@ class Executor:
         self._clock = clock
         self._followed: dict[str, Attempt] = {}
         self._settled: dict[str, int] = {}  # job -> the attempt this executor finished
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Future[object]] = set()
         self._wake = asyncio.Event()
         self._seen_ready: set[ray.ObjectRef[Any]] = set()
         self._first_finished = FirstFinished()
@@ -438,12 +438,12 @@ class Executor:
             _log.info("killed %s, the worker of attempt %d of %s", name, attempt, job_id)
 
     def _spawn(self, work: Awaitable[object]) -> None:
-        async def run() -> None:
-            try:
-                await work
-            except Exception:
-                _log.exception("executor task failed")
-
-        task = asyncio.create_task(run())
+        # the task runs ``work`` itself: one cancelled before it started still closes it
+        task = asyncio.ensure_future(work)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Future[object]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            _log.error("executor task failed", exc_info=error)
