@@ -1,4 +1,4 @@
-"""The all-in-one's services as a benchmark calls them: their URLs and the internal token."""
+"""The all-in-one's services as a benchmark calls them: their URLs and the services' tokens."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from gridweave_allinone.secrets import internal_token
+from gridweave_allinone.secrets import service_tokens
+from gridweave_runtime.service_roster import credential_of_role
 from tests.support.allinone import AllInOneProcess
 
 __all__ = ["AllInOneServices", "place_holds"]
@@ -23,15 +24,19 @@ class AllInOneServices:
     """Some services of a running all-in-one (by name: ``credit``, ``metering``...)."""
 
     urls: Mapping[str, str]
-    token: str
+    tokens: Mapping[str, str]
 
     @classmethod
     def of(cls, up: AllInOneProcess, *names: str) -> AllInOneServices:
-        return cls({name: up.url(name) for name in names}, internal_token(up.state_dir))
+        return cls({name: up.url(name) for name in names}, service_tokens(up.state_dir))
+
+    def token(self, role: str) -> str:
+        """The token of the credential whose own role ``role`` is."""
+        return self.tokens[credential_of_role(role)]
 
     def headers(self, role: str) -> dict[str, str]:
-        """An internal call's headers, declaring ``role``."""
-        return {"Authorization": f"Bearer {self.token}", "X-Gridweave-Role": role}
+        """An internal call's headers: as the service whose role ``role`` is."""
+        return {"Authorization": f"Bearer {self.token(role)}", "X-Gridweave-Role": role}
 
     def client(self, service: str, role: str) -> httpx.Client:
         return httpx.Client(base_url=self.urls[service], headers=self.headers(role), timeout=60)

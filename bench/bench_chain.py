@@ -55,6 +55,7 @@ from metering_service.settings import MeteringSettings
 from tests.chain_service.factories import receipt_body, unique
 from tests.metering_service.factories import running_deliverer, usage_body
 from tests.support.cometbft import single_node
+from tests.support.credentials import service_auth, service_auth_env
 from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN, CreditServer
 from tests.support.http_server import running_service
 from tests.support.postgres import start_test_postgres
@@ -82,7 +83,7 @@ def receipts_per_second(postgres: Any, state: Path, count: int) -> tuple[float, 
     url = postgres.create_database("benchchain")
     settings = ChainSettings(
         database_url=url,
-        internal_token=INTERNAL_TOKEN,
+        **service_auth(INTERNAL_TOKEN),
         state_dir=state,
         batch_interval_seconds=3600,
         worker_threads=THREADS,
@@ -125,7 +126,7 @@ def anchoring_latency(postgres: Any, state: Path, batches: int) -> list[float]:
     with single_node(state / "node", key.public_key_hex) as node:
         settings = ChainSettings(
             database_url=url,
-            internal_token=INTERNAL_TOKEN,
+            **service_auth(INTERNAL_TOKEN),
             state_dir=state,
             signing_key_file=state / "anchor-key.pem",
             batch_interval_seconds=3600,
@@ -295,7 +296,7 @@ def settlements_per_second(
     run = unique("run")
     databases = {name: postgres.create_database(f"bench{name}") for name in ("c", "m", "x")}
     key = load_signing_key(state / "settle-key.pem")
-    shared = {"GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN, "GRIDWEAVE_STATE_DIR": str(state)}
+    shared = {**service_auth_env(INTERNAL_TOKEN), "GRIDWEAVE_STATE_DIR": str(state)}
     logs = state / run
     logs.mkdir()
     processes: dict[str, list[int]] = {}

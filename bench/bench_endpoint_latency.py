@@ -54,6 +54,7 @@ from tests.job_gateway.execution_factories import INVENTORY_YAML, ray_test_clust
 from tests.job_gateway.gateway_factories import running_gateway
 from tests.metering_service.factories import metering_settings, running_metering
 from tests.platform_service.endpoint_factories import tiny_gpt2
+from tests.support.credentials import service_auth, service_auth_env
 from tests.support.credit_server import INTERNAL_TOKEN, running_credit_service
 from tests.support.http_server import free_port
 from tests.support.kubeapi import kube_api
@@ -115,7 +116,7 @@ def serving_stack(workdir: Path) -> Iterator[tuple[str, str, GatewayClient]]:
                 workdir / "gateway",
                 inventory_yaml=INVENTORY_YAML,
                 execution=ExecutionSettings(executor_poll_seconds=0.05),
-                internal_token=INTERNAL_TOKEN,
+                **service_auth(INTERNAL_TOKEN),
                 metering_service_url=str(metering.base_url),
             )
         )
@@ -125,7 +126,7 @@ def serving_stack(workdir: Path) -> Iterator[tuple[str, str, GatewayClient]]:
                 workdir / "platform",
                 {
                     "PLATFORM_DATABASE_URL": platform_db,
-                    "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
+                    **service_auth_env(INTERNAL_TOKEN),
                     "GRIDWEAVE_STATE_DIR": str(workdir / "platform"),
                     "PLATFORM_STORAGE_DIR": str(gateway.storage_dir),
                     "CREDIT_SERVICE_URL": credit.url,

@@ -57,7 +57,7 @@ async def _sweep_orphans(
 ) -> Pass:
     """Place the orphans, time one pass with no grace, check the money after it."""
     await place_holds(services, users, holds, amount=HOLD, prefix="job-orphan-")
-    token = services.token
+    token = services.token("platform")
     async with (
         AsyncCreditClient(services.urls["credit"], token, role="platform") as credit_client,
         AsyncGatewayClient(services.urls["gateway"], token, role="platform") as gateway_client,

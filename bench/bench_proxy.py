@@ -26,6 +26,7 @@ from bench.process_cpu import tree_cpu_seconds
 from bench.report import machine_line, write_section
 from gridweave_controller import CrdClient, crd
 from job_gateway.crd_client import ProxiedClient
+from tests.support.credentials import service_auth_env
 from tests.support.http_server import free_port
 from tests.support.kubeapi import REPO_ROOT, kube_api, namespace_on_cluster
 
@@ -61,7 +62,7 @@ def kuberay_process(kubeconfig: Path, namespace: str) -> Iterator[tuple[str, int
         "KUBERAY_NAMESPACE": namespace,
         "KUBERAY_PORT": str(port),
         "KUBERAY_HOST": "127.0.0.1",
-        "GRIDWEAVE_INTERNAL_TOKEN": TOKEN,
+        **service_auth_env(TOKEN),
         "KUBERAY_NODES_ENABLED": "false",  # /v1/crd only: no database
     }
     proc = subprocess.Popen([sys.executable, "-m", "kuberay_service"], env=env, cwd=REPO_ROOT)

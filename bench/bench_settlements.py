@@ -49,6 +49,7 @@ from gridweave_runtime.postgres import (
     stop_embedded_server,
     to_sqlalchemy_url,
 )
+from tests.support.credentials import service_auth_env
 from tests.support.http_server import free_port
 
 TOKEN = "bench-internal-token"
@@ -100,7 +101,7 @@ def start_server(database_url: str, port: int, workers: int) -> subprocess.Popen
     env = {
         **os.environ,
         "CREDITS_DATABASE_URL": database_url,
-        "GRIDWEAVE_INTERNAL_TOKEN": TOKEN,
+        **service_auth_env(TOKEN),
         "CREDITS_DATABASE_POOL_SIZE": "40",
     }
     command = [sys.executable, "-m", "uvicorn", "credit_service.app:create_app", "--factory"]

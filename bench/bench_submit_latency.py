@@ -30,6 +30,7 @@ from job_gateway.app import create_app
 from job_gateway.execution import ExecutionSettings, connect_gateway_ray, stop_local_head
 from job_gateway.inventory import InventorySettings, open_inventory_source
 from job_gateway.settings import GatewaySettings
+from tests.support.credentials import service_auth
 from tests.support.http_server import free_port, serve_in_thread
 from tests.support.kubeapi import kube_api, namespace_on_cluster
 
@@ -82,7 +83,7 @@ def measure(jobs: int, warmup: int, sleep_s: float, poll_s: float) -> list[float
         state = Path(os.environ.get("BENCH_STATE_DIR") or workdir)
         namespace = f"bench-lat-{uuid.uuid4().hex[:8]}"
         settings = GatewaySettings(
-            internal_token=TOKEN,
+            **service_auth(TOKEN),
             crd_transport="direct",
             kubeconfig=api.kubeconfig,
             namespace=namespace,

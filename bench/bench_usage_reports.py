@@ -25,6 +25,7 @@ from job_gateway.gateway import Gateway
 from job_gateway.settings import GatewaySettings
 from metering_service.app import create_app as create_metering_app
 from metering_service.settings import MeteringSettings
+from tests.support.credentials import service_auth
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer, running_credit_service
 from tests.support.http_server import serve_in_thread
 from tests.support.kubeapi import kube_api, namespace_for_test
@@ -50,7 +51,7 @@ async def report_all(
         metering_url, INTERNAL_TOKEN, timeout=15.0, retry=RetryPolicy(attempts=1)
     )
     settings = GatewaySettings(
-        internal_token=INTERNAL_TOKEN,
+        **service_auth(INTERNAL_TOKEN),
         state_dir=workdir,
         pass_interval_seconds=60.0,
         usage_report_concurrency=concurrency,
@@ -118,7 +119,7 @@ def main() -> None:
         app = create_metering_app(
             MeteringSettings(
                 database_url=database,
-                internal_token=INTERNAL_TOKEN,
+                **service_auth(INTERNAL_TOKEN),
                 credit_service_url=credit.url,
                 state_dir=Path(scratch) / "metering",
             )

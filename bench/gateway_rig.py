@@ -27,6 +27,7 @@ from gridweave_runtime.storage import LocalObjectStore
 from job_gateway.gateway import Gateway
 from job_gateway.inventory import Gpu, Inventory, Node
 from job_gateway.settings import GatewaySettings
+from tests.support.credentials import service_auth
 
 __all__ = [
     "TOKEN",
@@ -126,7 +127,7 @@ async def gateway_on(
 ) -> AsyncIterator[GatewayRun]:
     """A :class:`Gateway` over ``crd``, started (listed and synced) as the app starts it."""
     settings = GatewaySettings(
-        internal_token=TOKEN,
+        **service_auth(TOKEN),
         state_dir=workdir,
         max_parallel_writes=max_parallel_writes,
         pass_interval_seconds=60.0,  # passes run on every change; aging is not measured

@@ -69,8 +69,20 @@ else:
 open(path, "w").write("\n".join(lines) + "\n")
 PY
 }
-fill_secrets "$settings" GRIDWEAVE_INTERNAL_TOKEN POSTGRES_PASSWORD S3_SECRET_KEY \
-	"${POSTGRES_ROLE_PASSWORDS[@]}" >/dev/null
+credential_names=(platform gateway metering credit faucet chain kuberay registry operator)
+token_settings=()
+for name in "${credential_names[@]}"; do
+	token_settings+=("GRIDWEAVE_TOKEN_${name^^}")
+done
+fill_secrets "$settings" "${token_settings[@]}" GRIDWEAVE_SERVE_KEY POSTGRES_PASSWORD \
+	S3_SECRET_KEY "${POSTGRES_ROLE_PASSWORDS[@]}" >/dev/null
+# every service checks calls against each token's SHA-256 and roles (the roster's)
+credential_args=()
+for name in "${credential_names[@]}"; do
+	credential_args+=("$name=$(setting "GRIDWEAVE_TOKEN_${name^^}")")
+done
+set_setting GRIDWEAVE_CREDENTIALS \
+	"$(python3 "$repo/gridweave_runtime/service_roster.py" "${credential_args[@]}")"
 master_ip=$(setting KUBERAY_MASTER_VPN_IP)
 mesh=$(setting KUBERAY_MESH_CIDR)
 set_setting KUBERAY_WIREGUARD_ENDPOINT "$PUBLIC_ADDRESS:51820"

@@ -39,10 +39,9 @@ def create_app(
         migrations_dir=MIGRATIONS_DIR,
         resources=sending_mail,  # the verification emails, sent off the request path
     )
-    assert settings.internal_token is not None  # create_service_app refused to start without
     credit = CreditClient(
         settings.credit_service_url,
-        settings.internal_token.get_secret_value(),
+        settings.own_token(),
         role=CREDIT_ROLE,
         timeout=settings.credit_timeout_seconds,
         retry=RetryPolicy(attempts=settings.credit_attempts),

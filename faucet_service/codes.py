@@ -22,8 +22,7 @@ def code_secret(settings: FaucetSettings) -> bytes:
     """The HMAC key: FAUCET_CODE_SECRET, else one derived from the internal token."""
     if settings.code_secret is not None and settings.code_secret.get_secret_value():
         return settings.code_secret.get_secret_value().encode()
-    assert settings.internal_token is not None  # the app refuses to start without it
-    token = settings.internal_token.get_secret_value().encode()
+    token = settings.own_token().encode()
     return hmac.new(token, b"gridweave faucet verification codes", hashlib.sha256).digest()
 
 

@@ -16,8 +16,8 @@ __all__ = ["OutboxWatcher"]
 class OutboxWatcher:
     """Yields a line for each outbox message not shown yet (the faucet as role admin)."""
 
-    def __init__(self, faucet_url: str, internal_token: str) -> None:
-        self._client = FaucetClient(faucet_url, internal_token, role="admin", timeout=5.0)
+    def __init__(self, faucet_url: str, operator_token: str) -> None:
+        self._client = FaucetClient(faucet_url, operator_token, role="admin", timeout=5.0)
         self._last_id: int | None = None
         self.new_messages()  # what was there before this start was shown then
 

@@ -27,7 +27,12 @@ from gridweave_allinone.kube import KubeAccess, start_kube
 from gridweave_allinone.mail import OutboxWatcher
 from gridweave_allinone.ports import PortsInUse, check_ports
 from gridweave_allinone.prometheus import PrometheusUnavailable, find_prometheus
-from gridweave_allinone.secrets import dashboard_proxy_secret, internal_token, secrets_dir
+from gridweave_allinone.secrets import (
+    dashboard_proxy_secret,
+    secrets_dir,
+    serve_key_secret,
+    service_tokens,
+)
 from gridweave_allinone.services import Wiring, service_databases, service_waves
 from gridweave_allinone.settings import AllInOneSettings
 from gridweave_allinone.supervisor import ServiceProcess, StartFailed, Supervisor
@@ -41,6 +46,7 @@ from gridweave_runtime.postgres import (
     embedded_server_url,
     stop_embedded_server,
 )
+from gridweave_runtime.service_roster import credentials_document
 
 __all__ = ["ADMIN_EMAIL", "START_ERRORS", "AllInOne", "AlreadyRunning", "Started"]
 
@@ -100,7 +106,8 @@ class AllInOne:
         state.mkdir(parents=True, exist_ok=True)
         self._lock = _lock_state_dir(state)
         check_ports(self.settings)  # before anything starts: a taken port named, its holder
-        token = internal_token(state)
+        tokens = service_tokens(state)
+        token = tokens["operator"]  # the supervisor's own: the seed's grant, the mail relay
         self.report(f"state directory {state}")
         self.report("starting PostgreSQL (embedded)")
         embedded_server_url(state)
@@ -124,7 +131,12 @@ class AllInOne:
         )
         wiring = Wiring(
             database_urls={name: embedded_database_url(state, name) for name in databases},
-            common={"GRIDWEAVE_INTERNAL_TOKEN": token, "GRIDWEAVE_STATE_DIR": str(state)},
+            common={
+                "GRIDWEAVE_CREDENTIALS": credentials_document(tokens),
+                "GRIDWEAVE_STATE_DIR": str(state),
+            },
+            tokens=tokens,
+            serve_key=serve_key_secret(state),
         )
         supervisor = self._supervisor = Supervisor(state / "logs")
         urls: dict[str, str] = {}

@@ -2,10 +2,11 @@
 
 Every service runs the way an operator runs it (``python -m <package>``), on its standard
 port (plus ``GRIDWEAVE_PORT_OFFSET``), with its database on the one embedded PostgreSQL
-(logging in as that database's own role), the one internal token and the one state
-directory (so the platform and the gateway share the local object store under
-``<state_dir>/objects``). The waves start in order; a wave's services start together and
-the next wave waits until each answers ``/healthz``.
+(logging in as that database's own role), a service token of its own (the deployment's
+credentials document beside it) and the one state directory (so the platform and the
+gateway share the local object store under ``<state_dir>/objects``). The waves start in
+order; a wave's services start together and the next wave waits until each answers
+``/healthz``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from gridweave_allinone.settings import AllInOneSettings
 __all__ = [
     "DASHBOARD_SERVICES",
     "SCRAPED_SERVICES",
+    "SERVE_KEY_HOLDERS",
     "ServiceSpec",
     "Wiring",
     "service_databases",
@@ -41,6 +43,9 @@ DASHBOARD_SERVICES = {
 #: The services whose public /metrics Prometheus reads: every one that serves HTTP but the
 #: dashboard (no series of its own).
 SCRAPED_SERVICES = {"platform": "platform", **DASHBOARD_SERVICES}
+#: The services that call endpoints' replicas on Ray Serve: the platform's proxy, the
+#: gateway's probe.
+SERVE_KEY_HOLDERS = frozenset({"platform", "gateway"})
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,9 @@ class ServiceSpec:
     args: tuple[str, ...] = ()
     health_path: str | None = "/healthz"  # None: a worker that serves nothing (ready once started)
     health_port: int | None = None  # another port than the service's own
+    #: The credential it runs with (``gridweave_runtime.credentials``); None: its name's, if
+    #: there is one (the dashboard and Prometheus call no service: they get none).
+    credential: str | None = None
 
     def health_url(self, host: str) -> str | None:
         """Where the service answers 200 once it serves (None: nothing to ask)."""
@@ -73,16 +81,23 @@ class ServiceSpec:
         }
         if self.database is not None:
             values[f"{self.prefix}DATABASE_URL"] = wiring.database_urls[self.database]
+        token = wiring.tokens.get(self.credential or self.name)
+        if token is not None:
+            values["GRIDWEAVE_SERVICE_TOKEN"] = token
+        if self.name in SERVE_KEY_HOLDERS:
+            values["GRIDWEAVE_SERVE_KEY"] = wiring.serve_key
         return values
 
 
 @dataclass(frozen=True)
 class Wiring:
     """What ties the services together: each database's URL (as its own role, never the
-    superuser's) and the shared variables."""
+    superuser's), each credential's token, the Serve key's secret and the shared variables."""
 
     database_urls: Mapping[str, str]
     common: Mapping[str, str]
+    tokens: Mapping[str, str] = field(default_factory=dict)
+    serve_key: str = ""
 
 
 def service_databases(waves: list[list[ServiceSpec]]) -> list[str]:
@@ -200,6 +215,7 @@ def service_waves(
                 "metering",
                 shared_urls,
                 health_path=None,
+                credential="metering",
             ),
             spec(
                 "platform",

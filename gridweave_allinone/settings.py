@@ -2,7 +2,7 @@
 
 Each service started keeps reading its own variables (``PLATFORM_*``, ``GATEWAY_*``, ...)
 from the environment; the all-in-one sets only what ties them together (ports, URLs, the
-databases, the internal token, the state directory), so any other setting of a service can
+databases, each service's token, the state directory), so any other setting of a service can
 still be given the usual way.
 """
 

@@ -73,7 +73,7 @@ __all__ = [
 ]
 
 URL_ENV = "KUBERAY_URL"
-TOKEN_ENV = "GRIDWEAVE_INTERNAL_TOKEN"
+TOKEN_ENV = "GRIDWEAVE_SERVICE_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8800"
 DEFAULT_TIMEOUT_S = 30.0
 #: The namespace is kuberay-service's: a composed flow's reads go through routes that
@@ -152,7 +152,7 @@ class ProxiedClient(BlockingClientBase):
         timeout: float = DEFAULT_TIMEOUT_S,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        """Point at kuberay-service at ``base_url``, authenticating with the internal token."""
+        """Point at kuberay-service at ``base_url``, authenticating with a service token."""
         if not token:
             raise Invalid(f"{TOKEN_ENV} is required to call {SERVICE}", field=TOKEN_ENV)
         client = InternalClient(
@@ -170,7 +170,8 @@ class ProxiedClient(BlockingClientBase):
         _close(previous, previous_watches)
 
     def connect_from_environment(self) -> None:
-        """Connect to ``KUBERAY_URL`` (default port 8800 on loopback) with the internal token."""
+        """Connect to ``KUBERAY_URL`` (default port 8800 on loopback) with the service token
+        (``GRIDWEAVE_SERVICE_TOKEN``)."""
         self.connect(os.environ.get(URL_ENV) or DEFAULT_URL, os.environ.get(TOKEN_ENV, ""))
 
     def close(self) -> None:

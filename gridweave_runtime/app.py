@@ -13,6 +13,7 @@ from fastapi import APIRouter, FastAPI
 from sqlalchemy import text
 
 from gridweave_runtime.auth import PUBLIC_PATHS, install_internal_auth
+from gridweave_runtime.credentials import Credentials, load_credentials
 from gridweave_runtime.database import Database, create_database, upgrade_database
 from gridweave_runtime.errors import install_error_handlers
 from gridweave_runtime.limits import BodyLimits, install_body_guard, install_body_reader
@@ -21,13 +22,35 @@ from gridweave_runtime.postgres import resolve_database_url, stop_embedded_serve
 from gridweave_runtime.server import server_config
 from gridweave_runtime.settings import ServiceSettings
 
-__all__ = ["ConfigurationError", "create_service_app", "open_service_database", "serve"]
+__all__ = [
+    "ConfigurationError",
+    "create_service_app",
+    "open_service_database",
+    "serve",
+    "service_credentials",
+]
 
 _logger = logging.getLogger("gridweave")
 
 
 class ConfigurationError(RuntimeError):
     """A service was configured in a way it cannot start with."""
+
+
+def service_credentials(service: str, settings: ServiceSettings) -> Credentials:
+    """The credentials ``service`` accepts, once its own token is set too.
+
+    Raises:
+        ConfigurationError: ``GRIDWEAVE_SERVICE_TOKEN`` or ``GRIDWEAVE_CREDENTIALS`` is unset,
+        or the credentials document cannot be read or names a field wrong.
+    """
+    try:
+        settings.own_token()
+        if not settings.credentials:
+            raise ValueError("GRIDWEAVE_CREDENTIALS must be set")
+        return load_credentials(settings.credentials)
+    except ValueError as exc:
+        raise ConfigurationError(f"{service}: {exc}") from None
 
 
 def open_service_database(
@@ -69,15 +92,14 @@ def create_service_app(
     what a service opens inside its event loop (an asyncio client's connections).
     Request bodies are bounded by ``settings.max_body_bytes``, or per path prefix by
     ``body_limits`` where a route legitimately takes more (``gridweave_runtime.limits``).
-    ``public_paths`` are served without the internal token besides ``/healthz`` and
+    ``public_paths`` are served without a credential besides ``/healthz`` and
     ``/metrics`` (exact paths; such a route checks its own credential).
-    ``auth`` replaces the internal-token check with the app's own (platform_service's API
+    ``auth`` replaces the credential check with the app's own (platform_service's API
     keys); it installs a middleware, which runs where the token check would.
     ``health_check`` (given the app; run in a thread) must also say True for ``/healthz``
     to answer 200: what the service needs besides its database (the gateway's informers).
     """
-    if settings.internal_token is None or not settings.internal_token.get_secret_value():
-        raise ConfigurationError(f"{service}: GRIDWEAVE_INTERNAL_TOKEN must be set")
+    credentials = service_credentials(service, settings)
     opened: Database | None = None
     if database is not None:
         opened = open_service_database(settings, database=database, migrations_dir=migrations_dir)
@@ -101,7 +123,7 @@ def create_service_app(
                     stop_embedded_server(settings.state_dir)
 
     # No unauthenticated /docs or /openapi.json: every route but /healthz and /metrics needs
-    # the internal token. The document itself is ``app.openapi()``. Gridweave's metrics are
+    # a service credential. The document itself is ``app.openapi()``. Gridweave's metrics are
     # Prometheus (/metrics): FastAPI's own OpenTelemetry hooks are off, so no request pays
     # for looking up providers nobody configured.
     app = FastAPI(
@@ -114,6 +136,7 @@ def create_service_app(
         redoc_url=None,
     )
     app.state.settings = settings
+    app.state.credentials = credentials
     app.state.database = opened
     # The body is read inside auth (a request without the token is refused unread, and the
     # guard outside closes its connection); an announced oversized body is refused outside.
@@ -122,11 +145,7 @@ def create_service_app(
     if auth is not None:
         auth(app)
     else:
-        install_internal_auth(
-            app,
-            settings.internal_token.get_secret_value(),
-            public_paths=PUBLIC_PATHS | {*public_paths},
-        )
+        install_internal_auth(app, credentials, public_paths=PUBLIC_PATHS | {*public_paths})
     install_body_guard(app, limits=limits)
     install_error_handlers(app, max_fields=settings.max_error_fields)
 

@@ -1,33 +1,38 @@
-"""Internal-token auth for service-to-service calls; no database involved.
+"""Service credentials for service-to-service calls; no database involved.
 
-Every internal route requires the deployment's shared secret, ``GRIDWEAVE_INTERNAL_TOKEN``,
-sent as ``Authorization: Bearer <token>`` (``X-Gridweave-Token: <token>`` is accepted too).
-It is compared in constant time and never logged. Only once the token matches are the
-identity headers believed:
+Every internal route requires a credential of the deployment (``gridweave_runtime.credentials``):
+a service's own token, sent as ``Authorization: Bearer <token>`` (``X-Gridweave-Token:
+<token>`` is accepted too), looked up by its SHA-256 and never logged. The credential decides
+the roles the caller may act as; a call may pick one of them:
 
-- ``X-Gridweave-User``: the user the call is made for (set by platform_service);
-- ``X-Gridweave-Role``: the caller's role (``admin``, ``faucet``, ``metering``, ``platform``...).
+- ``X-Gridweave-Role``: the one role the call acts as (``admin``, ``faucet``, ``metering``...);
+  one the credential does not have is refused 403. Without it the call may do what any of
+  the credential's roles may (the platform, whose credential also acts as ``admin`` for
+  signed-in admins, always names the role it calls as);
+- ``X-Gridweave-User``: the user the call is made for (set by platform_service), believed
+  only once the credential matched.
 
 Deny by default: :func:`install_internal_auth` adds a pure ASGI middleware that checks the
-token on every HTTP request but the public paths (``/healthz``, ``/metrics`` and any the
-service names), so a route can never be left open by forgetting a dependency. No token, or a
-wrong one: 401 (rendered by the app's own error handler) before any route code runs. Routes
-that need the caller's identity take :func:`require_internal_caller`.
+credential on every HTTP request but the public paths (``/healthz``, ``/metrics`` and any the
+service names), so a route can never be left open by forgetting a dependency. No token, or an
+unknown one: 401 (rendered by the app's own error handler) before any route code runs. Routes
+that need the caller's identity take :func:`require_internal_caller`; routes only some roles
+may call take :func:`allow_roles` (a router's dependency, so no route of it is forgotten).
 """
 
 from __future__ import annotations
 
-import hmac
 import inspect
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gridweave_runtime.credentials import Credentials
 from gridweave_runtime.errors import GridweaveError
 
 __all__ = [
@@ -39,6 +44,9 @@ __all__ = [
     "Forbidden",
     "InternalTokenMiddleware",
     "Unauthorized",
+    "allow_roles",
+    "authenticate",
+    "callable_by",
     "install_internal_auth",
     "require_internal_caller",
     "require_role",
@@ -47,8 +55,8 @@ __all__ = [
 TOKEN_HEADER = "X-Gridweave-Token"
 USER_HEADER = "X-Gridweave-User"
 ROLE_HEADER = "X-Gridweave-Role"
-#: Set in the ASGI scope by the middleware once the token matched.
-_AUTHENTICATED = "gridweave.authenticated"
+#: Set in the ASGI scope by the middleware once a credential matched: the :class:`Caller`.
+_CALLER = "gridweave.caller"
 #: Served without the token: health checks and Prometheus scrapes.
 PUBLIC_PATHS = frozenset({"/healthz", "/metrics"})
 
@@ -58,7 +66,7 @@ class Unauthorized(GridweaveError):
 
     code = "unauthorized"
     status_code = 401
-    message = "a valid internal service token is required"
+    message = "a valid service credential is required"
 
 
 class Forbidden(GridweaveError):
@@ -71,20 +79,49 @@ class Forbidden(GridweaveError):
 
 @dataclass(frozen=True)
 class Caller:
-    """Who made an internal call, as the identity headers said (trusted: the token matched)."""
+    """Who made an internal call: the user it is for (``X-Gridweave-User``), the role it acts
+    as (the declared one, else its credential's own), its credential's service, and the roles
+    it may act as on this call (the declared one only, else every one of its credential's)."""
 
     user_id: str | None
     role: str | None
+    service: str | None = None
+    roles: tuple[str, ...] = ()
+
+    def acts_as(self, *roles: str) -> bool:
+        """Whether this call may act as one of ``roles``."""
+        return any(role in roles for role in (self.roles or (self.role,)))
 
 
 def install_internal_auth(
-    app: FastAPI, token: str, *, public_paths: Collection[str] = PUBLIC_PATHS
+    app: FastAPI, credentials: Credentials, *, public_paths: Collection[str] = PUBLIC_PATHS
 ) -> None:
-    """Require ``token`` on every HTTP request to ``app`` but those to ``public_paths``."""
-    if not token:
-        raise ValueError("the internal token must not be empty")
+    """Require one of ``credentials`` on every HTTP request to ``app`` but those to
+    ``public_paths``."""
     app.add_middleware(
-        InternalTokenMiddleware, owner=app, token=token.encode(), public_paths=public_paths
+        InternalTokenMiddleware, owner=app, credentials=credentials, public_paths=public_paths
+    )
+
+
+def authenticate(headers: Headers, credentials: Credentials) -> Caller:
+    """The caller a request's headers present.
+
+    Raises:
+        Unauthorized: no token, or one of no credential of ``credentials``.
+        Forbidden: ``X-Gridweave-Role`` names a role the credential does not have.
+    """
+    presented = _presented_token(headers)
+    credential = None if presented is None else credentials.match(presented)
+    if credential is None:
+        raise Unauthorized()
+    declared = (headers.get(ROLE_HEADER) or "").strip().lower() or None
+    if declared is not None and declared not in credential.roles:
+        raise Forbidden(f"the credential of {credential.name} may not act as {declared}")
+    return Caller(
+        user_id=headers.get(USER_HEADER) or None,
+        role=declared or credential.roles[0],
+        service=credential.name,
+        roles=(declared,) if declared is not None else credential.roles,
     )
 
 
@@ -99,41 +136,51 @@ def _presented_token(headers: Headers) -> bytes | None:
 
 
 class InternalTokenMiddleware:
-    """401 for any HTTP request (and no websocket) without the internal token, unless public.
+    """401 for any HTTP request (and no websocket) without a known credential, unless public;
+    403 for a role its credential does not have.
 
     Pure ASGI (no per-request dependency solving): the check costs a header lookup and a
-    constant-time comparison. The 401 is rendered by ``owner``'s handler for
-    :class:`Unauthorized`, so each service answers in its own error format.
+    SHA-256. The refusals are rendered by ``owner``'s handlers, so each service answers in
+    its own error format.
     """
 
     def __init__(
-        self, app: ASGIApp, *, owner: FastAPI, token: bytes, public_paths: Collection[str]
+        self,
+        app: ASGIApp,
+        *,
+        owner: FastAPI,
+        credentials: Credentials,
+        public_paths: Collection[str],
     ) -> None:
         self.app = app
         self.owner = owner
-        self.token = token
+        self.credentials = credentials
         self.public_paths = frozenset(public_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or scope["path"] in self.public_paths:
             await self.app(scope, receive, send)  # lifespan, health checks, scrapes
             return
-        presented = _presented_token(Headers(scope=scope))
-        if presented is None or not hmac.compare_digest(presented, self.token):
+        try:
+            caller = authenticate(Headers(scope=scope), self.credentials)
+        except (Unauthorized, Forbidden) as refusal:
             if scope["type"] == "websocket":  # closed before it is accepted (HTTP 403)
                 await send({"type": "websocket.close", "code": 1008})
             else:
-                await self._refuse(scope, receive, send)
+                await self._refuse(refusal, scope, receive, send)
             return
-        scope[_AUTHENTICATED] = True
+        scope[_CALLER] = caller
         await self.app(scope, receive, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        error = Unauthorized()
+    async def _refuse(
+        self, error: GridweaveError, scope: Scope, receive: Receive, send: Send
+    ) -> None:
         handlers = self.owner.exception_handlers
         handler = next((handlers[k] for k in type(error).__mro__ if k in handlers), None)
         if handler is None:
-            response: Any = JSONResponse({"error": {"code": error.code}}, status_code=401)
+            response: Any = JSONResponse(
+                {"error": {"code": error.code}}, status_code=error.status_code
+            )
         else:
             response = handler(Request(scope, receive), error)
             if inspect.isawaitable(response):
@@ -142,21 +189,37 @@ class InternalTokenMiddleware:
 
 
 async def require_internal_caller(request: Request) -> Caller:
-    """FastAPI dependency: the trusted caller of a request the token middleware let through.
+    """FastAPI dependency: the caller of a request the credential middleware let through.
 
     401 if the request did not pass :class:`InternalTokenMiddleware` (an app without
     :func:`install_internal_auth` refuses everyone). ``async`` although it never awaits:
     FastAPI runs a sync dependency in its threadpool.
     """
-    if not request.scope.get(_AUTHENTICATED):
+    caller: Caller | None = request.scope.get(_CALLER)
+    if caller is None:
         raise Unauthorized()
-    return Caller(
-        user_id=request.headers.get(USER_HEADER) or None,
-        role=(request.headers.get(ROLE_HEADER) or "").strip().lower() or None,
-    )
+    return caller
 
 
 def require_role(caller: Caller, *roles: str) -> None:
     """Raise :class:`Forbidden` unless the (already authenticated) caller has one of ``roles``."""
-    if caller.role not in roles:
-        raise Forbidden(f"requires role {' or '.join(roles)} in {ROLE_HEADER}")
+    if not caller.acts_as(*roles):
+        raise Forbidden(
+            f"requires the role {' or '.join(roles)}; this caller acts as {caller.role}"
+        )
+
+
+def allow_roles(*roles: str) -> Callable[[Request], Awaitable[Caller]]:
+    """FastAPI dependency: the caller, if it acts as one of ``roles`` (else 403)."""
+
+    async def caller_in_roles(request: Request) -> Caller:
+        caller = await require_internal_caller(request)
+        require_role(caller, *roles)
+        return caller
+
+    return caller_in_roles
+
+
+def callable_by(*roles: str) -> list[Any]:
+    """A route's or router's ``dependencies=``: only callers acting as one of ``roles``."""
+    return [Depends(allow_roles(*roles))]

@@ -3,8 +3,8 @@ endpoints there.
 
 Serve's proxy has no auth of its own, and every process on the head node (a job's too)
 can reach it. So every request to an endpoint's replica must carry ``X-Gridweave-Serve-Key``,
-a key derived from ``GRIDWEAVE_INTERNAL_TOKEN`` (which the platform and the gateway hold
-already, so no new secret is handed around); a replica answers anything else 401. The
+a key derived from ``GRIDWEAVE_SERVE_KEY`` (a secret only the platform and the gateway
+hold); a replica answers anything else 401. The
 replica itself is given only the key's SHA-256 (its configuration travels through Ray,
 which a job's process can read), and it removes the header before the user's code sees the
 request. See docs/architecture.md, security notes.
@@ -22,9 +22,9 @@ SERVE_KEY_HEADER = "x-gridweave-serve-key"
 _PURPOSE = b"gridweave serve proxy key v1"
 
 
-def serve_key(internal_token: str) -> str:
-    """The cluster's Serve key, derived from the internal token (HMAC-SHA256, hex)."""
-    return hmac.new(internal_token.encode(), _PURPOSE, hashlib.sha256).hexdigest()
+def serve_key(secret: str) -> str:
+    """The cluster's Serve key, derived from ``GRIDWEAVE_SERVE_KEY`` (HMAC-SHA256, hex)."""
+    return hmac.new(secret.encode(), _PURPOSE, hashlib.sha256).hexdigest()
 
 
 def serve_key_digest(key: str) -> str:

@@ -13,7 +13,9 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["CreditCallerSettings", "ServiceSettings", "default_state_dir"]
+from gridweave_runtime.serve_key import serve_key
+
+__all__ = ["CreditCallerSettings", "ServeKeySettings", "ServiceSettings", "default_state_dir"]
 
 
 def default_state_dir() -> Path:
@@ -112,12 +114,22 @@ class ServiceSettings(BaseSettings):
             "never grows with the input."
         ),
     )
-    internal_token: SecretStr | None = Field(
+    service_token: SecretStr | None = Field(
         default=None,
-        validation_alias=AliasChoices("GRIDWEAVE_INTERNAL_TOKEN"),
+        validation_alias=AliasChoices("GRIDWEAVE_SERVICE_TOKEN"),
         description=(
-            "GRIDWEAVE_INTERNAL_TOKEN: the shared secret every internal call carries. "
-            "Required: a service refuses to start without it."
+            "GRIDWEAVE_SERVICE_TOKEN: this service's own credential, sent on every internal "
+            "call it makes; its roles are bound to it in GRIDWEAVE_CREDENTIALS. Required: a "
+            "service refuses to start without it."
+        ),
+    )
+    credentials: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("GRIDWEAVE_CREDENTIALS"),
+        description=(
+            "GRIDWEAVE_CREDENTIALS: the deployment's credentials (each service token's "
+            "SHA-256, its service and the roles it may act as), as JSON or a file's path. "
+            "Required: a service accepts no internal call without it."
         ),
     )
     state_dir: Path = Field(
@@ -128,6 +140,12 @@ class ServiceSettings(BaseSettings):
             "(the embedded PostgreSQL lives in <state_dir>/postgres)."
         ),
     )
+
+    def own_token(self) -> str:
+        """This service's token (``GRIDWEAVE_SERVICE_TOKEN``); ValueError when it is unset."""
+        if self.service_token is None or not self.service_token.get_secret_value():
+            raise ValueError("GRIDWEAVE_SERVICE_TOKEN must be set")
+        return self.service_token.get_secret_value()
 
 
 class CreditCallerSettings(ServiceSettings):
@@ -150,3 +168,24 @@ class CreditCallerSettings(ServiceSettings):
             "errors always; timeouts, dropped connections and 5xx for replayable calls)."
         ),
     )
+
+
+class ServeKeySettings(ServiceSettings):
+    """The settings of a service that calls endpoints' replicas on Ray Serve (the platform's
+    proxy, the gateway's probe): the secret their key derives from."""
+
+    serve_key_secret: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("GRIDWEAVE_SERVE_KEY"),
+        description=(
+            "GRIDWEAVE_SERVE_KEY: the secret the platform and the gateway derive the key of "
+            "Ray Serve's proxy from (every replica demands that key). Required by both."
+        ),
+    )
+
+    def serve_key(self) -> str:
+        """The cluster's Serve key; ValueError when ``GRIDWEAVE_SERVE_KEY`` is unset."""
+        secret = self.serve_key_secret
+        if secret is None or not secret.get_secret_value():
+            raise ValueError("GRIDWEAVE_SERVE_KEY must be set")
+        return serve_key(secret.get_secret_value())

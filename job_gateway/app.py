@@ -35,8 +35,7 @@ async def connect_crd(settings: GatewaySettings) -> AsyncCrdClient | AsyncProxie
     """The CRD client the settings name: kuberay-service's /v1/crd, or the cluster itself."""
     if settings.crd_transport == "direct":
         return await aio.connect(kubeconfig=settings.kubeconfig, namespace=settings.namespace)
-    assert settings.internal_token is not None  # the app refuses to start without it
-    return AsyncProxiedClient(settings.kuberay_url, settings.internal_token.get_secret_value())
+    return AsyncProxiedClient(settings.kuberay_url, settings.own_token())
 
 
 def inventory_from_settings(settings: GatewaySettings) -> InventorySource:
@@ -44,8 +43,7 @@ def inventory_from_settings(settings: GatewaySettings) -> InventorySource:
     chosen = InventorySettings()
     registry = None
     if chosen.inventory_source in ("registry", "local+registry"):
-        assert settings.internal_token is not None
-        token = settings.internal_token.get_secret_value()
+        token = settings.own_token()
         registry = NodeRegistryClient(settings.kuberay_url, token)
     return open_inventory_source(chosen, registry=registry)
 
@@ -56,10 +54,9 @@ def metering_from_settings(settings: GatewaySettings) -> AsyncMeteringClient:
     The call times out in half a report's time, on its own: the report's bound (the CRD
     mark included) then never has to cancel a request midway.
     """
-    assert settings.internal_token is not None
     return AsyncMeteringClient(
         settings.metering_service_url,
-        settings.internal_token.get_secret_value(),
+        settings.own_token(),
         timeout=settings.usage_report_timeout_seconds / 2,
         retry=RetryPolicy(attempts=1),
     )

@@ -22,7 +22,6 @@ from gridweave_controller.informer import AsyncInformer
 from gridweave_controller.models import Endpoint, Job
 from gridweave_controller.operations import AsyncClientBase
 from gridweave_controller.phases import JobPhase
-from gridweave_runtime.serve_key import serve_key
 from gridweave_runtime.storage import ObjectStore
 from job_gateway.collector import collector_paused
 from job_gateway.endpoints import EndpointReconciler, EndpointSettings
@@ -118,7 +117,7 @@ class Gateway:
                 self.endpoint_settings,
                 storage=settings.storage_config(),
                 inventory=lambda: self.scheduler.inventory,
-                serve_key=serve_key(_internal_token(settings)),
+                serve_key=settings.serve_key(),
                 sandbox=self.execution.sandbox.config(),
                 pull_tokens=pull_tokens,
             )
@@ -284,8 +283,8 @@ class Gateway:
 
 
 def _pull_tokens(settings: GatewaySettings) -> PullTokens | None:
-    """How the nodes pull jobs' own images (None without an internal token to ask with)."""
-    token = settings.internal_token
+    """How the nodes pull jobs' own images (None without a service token to ask with)."""
+    token = settings.service_token
     if token is None or not token.get_secret_value():
         return None
     return PullTokens(
@@ -293,11 +292,3 @@ def _pull_tokens(settings: GatewaySettings) -> PullTokens | None:
         registry=settings.registry_address,
         plain_http=not settings.registry_tls,
     )
-
-
-def _internal_token(settings: GatewaySettings) -> str:
-    """The internal token the Serve key derives from (the app refuses to start without)."""
-    token = settings.internal_token
-    if token is None or not token.get_secret_value():
-        raise ValueError("endpoints on Ray Serve need GRIDWEAVE_INTERNAL_TOKEN")
-    return token.get_secret_value()

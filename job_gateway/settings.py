@@ -22,6 +22,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
+from gridweave_runtime.settings import ServeKeySettings
 from gridweave_runtime.storage import ObjectStorageSettings
 from job_gateway.scheduler import DEFAULT_AGING_S, Policy
 
@@ -30,7 +31,7 @@ __all__ = ["CrdTransport", "GatewaySettings"]
 CrdTransport = Literal["proxied", "direct"]
 
 
-class GatewaySettings(ObjectStorageSettings):
+class GatewaySettings(ObjectStorageSettings, ServeKeySettings):
     """Settings of job_gateway (prefix ``GATEWAY_``)."""
 
     model_config = SettingsConfigDict(env_prefix="GATEWAY_")

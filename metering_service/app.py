@@ -48,8 +48,7 @@ def create_app(
         database=DATABASE_NAME,
         migrations_dir=MIGRATIONS_DIR,
     )
-    assert settings.internal_token is not None  # create_service_app refused to start without
-    token = settings.internal_token.get_secret_value()
+    token = settings.own_token()
     url, timeout = settings.credit_service_url, settings.credit_timeout_seconds
     retry = RetryPolicy(attempts=settings.credit_attempts)
     connections = settings.credit_connections

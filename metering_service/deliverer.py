@@ -131,15 +131,17 @@ def create_deliverer(
     """A deliverer on metering's database (migrated by the API, not here) and chain_service.
 
     Raises:
-        ConfigurationError: ``CHAIN_SERVICE_URL`` or ``GRIDWEAVE_INTERNAL_TOKEN`` is unset.
+        ConfigurationError: ``CHAIN_SERVICE_URL`` or ``GRIDWEAVE_SERVICE_TOKEN`` is unset.
     """
     if settings.chain_service_url is None:
         raise ConfigurationError("metering deliverer: CHAIN_SERVICE_URL must be set")
-    if settings.internal_token is None or not settings.internal_token.get_secret_value():
-        raise ConfigurationError("metering deliverer: GRIDWEAVE_INTERNAL_TOKEN must be set")
+    try:
+        token = settings.own_token()
+    except ValueError as exc:
+        raise ConfigurationError(f"metering deliverer: {exc}") from None
     chain = ChainClient(
         settings.chain_service_url,
-        settings.internal_token.get_secret_value(),
+        token,
         role=CHAIN_ROLE,
         timeout=settings.receipt_timeout_seconds,
         retry=RetryPolicy(attempts=1),  # the outbox retries, with its backoff

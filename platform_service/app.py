@@ -25,7 +25,7 @@ from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.nodes import AsyncNodeRegistryClient
 from gridweave_runtime.app import create_service_app
 from gridweave_runtime.clients import install_client
-from gridweave_runtime.serve_key import SERVE_KEY_HEADER, serve_key
+from gridweave_runtime.serve_key import SERVE_KEY_HEADER
 from gridweave_runtime.storage import ObjectStore, open_object_store
 from platform_service.auth import ApiKeyMiddleware
 from platform_service.openapi import apply_operation_ids, document_for
@@ -98,7 +98,7 @@ def create_app(
     ``store`` replaces the object store the settings name.
     """
     settings = settings or PlatformSettings()
-    hmac_key = api_key_secret(settings) if settings.internal_token else b""
+    hmac_key = api_key_secret(settings) if settings.service_token else b""
 
     accepted_keys = AcceptedKeys(settings.api_key_cache_seconds)
 
@@ -129,8 +129,7 @@ def create_app(
     app.state.accepted_keys = accepted_keys
     app.state.registry_signer = load_token_signer(settings)
     app.state.registry_maintenance = MaintenanceWindow(settings.registry_token_seconds)
-    assert settings.internal_token is not None  # create_service_app refused to start without
-    token = settings.internal_token.get_secret_value()
+    token = settings.own_token()
     timeout = settings.downstream_timeout_seconds
     credit = AsyncCreditClient(
         settings.credit_service_url,
@@ -201,7 +200,7 @@ def create_app(
         timeout=httpx.Timeout(10.0, read=settings.endpoint_read_timeout_seconds),
         limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
         trust_env=False,
-        headers={SERVE_KEY_HEADER: serve_key(token)},  # every replica demands it
+        headers={SERVE_KEY_HEADER: settings.serve_key()},  # every replica demands it
     )
     install_client(app, "endpoint_proxy", EndpointProxy(app.state.endpoints, upstream))
     if billing is not None:

@@ -18,6 +18,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
 from gridweave_runtime.app import create_service_app
+from gridweave_runtime.service_roster import credentials_document
 from gridweave_runtime.settings import ServiceSettings
 
 __all__ = ["apply_operation_ids", "document_for", "offline_document"]
@@ -60,7 +61,10 @@ def offline_document(routers: Sequence[APIRouter] | None = None) -> dict[str, An
 
         routers = ROUTERS
     apply_operation_ids(routers)
-    settings = ServiceSettings(internal_token="openapi-only")
+    token = "openapi-only"
+    settings = ServiceSettings(
+        service_token=token, credentials=credentials_document({"platform": token})
+    )
     app = create_service_app(service="platform_service", settings=settings, routers=routers)
     return document_for(app)
 

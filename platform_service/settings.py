@@ -16,7 +16,7 @@ from pydantic_settings import SettingsConfigDict
 
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, PriceTable
 from gridweave_clients.platform.registry import DEFAULT_REGISTRY_SERVICE
-from gridweave_runtime.settings import CreditCallerSettings
+from gridweave_runtime.settings import CreditCallerSettings, ServeKeySettings
 from gridweave_runtime.storage import ObjectStorageSettings
 
 __all__ = ["DATABASE_NAME", "PlatformSettings"]
@@ -24,7 +24,7 @@ __all__ = ["DATABASE_NAME", "PlatformSettings"]
 DATABASE_NAME = "platform"
 
 
-class PlatformSettings(CreditCallerSettings, ObjectStorageSettings):
+class PlatformSettings(CreditCallerSettings, ObjectStorageSettings, ServeKeySettings):
     """Settings of platform_service (prefix ``PLATFORM_``)."""
 
     model_config = SettingsConfigDict(env_prefix="PLATFORM_")

@@ -14,12 +14,13 @@ from anyio import to_thread
 from fastapi import APIRouter, FastAPI, Request
 
 from gridweave_runtime.app import create_service_app
+from gridweave_runtime.auth import callable_by
 from registry_service.settings import RegistrySettings
 from registry_service.supervisor import RegistrySupervisor
 
 __all__ = ["create_app"]
 
-router = APIRouter(tags=["registry"])
+router = APIRouter(tags=["registry"], dependencies=callable_by("admin"))
 
 
 @router.post("/v1/collections")

@@ -23,7 +23,6 @@ def registry_config(
     settings: RegistrySettings, *, jwks_file: Path, http_secret: str, read_only: bool
 ) -> dict[str, Any]:
     """The registry's configuration: filesystem storage, deletes, token auth, notifications."""
-    assert settings.internal_token is not None  # the supervisor does not start without
     platform = settings.platform_url.rstrip("/")
     config: dict[str, Any] = {
         "version": 0.1,
@@ -54,9 +53,7 @@ def registry_config(
                 {
                     "name": "gridweave-platform",
                     "url": f"{platform}/v1/registry/events",
-                    "headers": {
-                        "Authorization": [f"Bearer {settings.internal_token.get_secret_value()}"]
-                    },
+                    "headers": {"Authorization": [f"Bearer {settings.own_token()}"]},
                     "timeout": "5s",
                     "threshold": 10,
                     "backoff": "1s",

@@ -108,8 +108,7 @@ class RegistrySupervisor:
         binary: Path,
         metrics: CollectorRegistry | None = None,
     ) -> None:
-        if settings.internal_token is None or not settings.internal_token.get_secret_value():
-            raise ValueError("registry_service: GRIDWEAVE_INTERNAL_TOKEN must be set")
+        settings.own_token()  # ValueError: unset
         self.settings = settings
         self.binary = binary
         self.work_dir = settings.state_dir / "registry"
@@ -128,7 +127,7 @@ class RegistrySupervisor:
         self._http_secret = secrets.token_urlsafe(32)
         self._platform = httpx.Client(
             base_url=settings.platform_url.rstrip("/"),
-            headers={"Authorization": f"Bearer {settings.internal_token.get_secret_value()}"},
+            headers={"Authorization": f"Bearer {settings.own_token()}"},
             timeout=30.0,
         )
 

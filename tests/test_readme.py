@@ -43,7 +43,7 @@ def test_every_variable_the_all_in_one_sets_is_in_the_table(tmp_path: Path) -> N
         settings, service_kubeconfig=tmp_path / "k", gateway_kubeconfig=tmp_path / "g"
     )
     urls = {name: f"postgresql+psycopg://gw_{name}@/{name}" for name in service_databases(waves)}
-    wiring = Wiring(urls, {"GRIDWEAVE_INTERNAL_TOKEN": "t"})
+    wiring = Wiring(urls, {"GRIDWEAVE_CREDENTIALS": "{}"}, {"platform": "t"}, serve_key="s")
     for wave in waves:
         for spec in wave:
             for name in spec.environment(wiring, "127.0.0.1"):

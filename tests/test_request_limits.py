@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from tests.support.credentials import service_auth_env
 from tests.support.credit_server import INTERNAL_TOKEN
 from tests.support.hostile_clients import attacking, probe_health, slow_head
 from tests.support.postgres import PostgresTestServer
@@ -64,7 +65,7 @@ def services(
     folder = tmp_path_factory.mktemp("hostile")
     databases = {name: postgres.create_database(f"gwhostile{name}") for name in ("c", "m", "f")}
     shared = {
-        "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
+        **service_auth_env(INTERNAL_TOKEN),
         "GRIDWEAVE_STATE_DIR": str(folder),
     }
     kubeconfig = folder / "kubeconfig"

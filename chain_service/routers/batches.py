@@ -11,7 +11,7 @@ from chain_service.routers.common import SessionDep, SettingsDep, SigningKeyDep
 from chain_service.services import batches
 from gridweave_clients.chain.models import BatchResponse, SealResponse
 from gridweave_clients.fields import DatabaseId
-from gridweave_runtime.auth import require_internal_caller
+from gridweave_runtime.auth import callable_by, require_internal_caller
 
 __all__ = ["router"]
 
@@ -20,7 +20,7 @@ router = APIRouter(
 )
 
 
-@router.post("")
+@router.post("", dependencies=callable_by("admin"))
 def seal_batch(
     request: Request, session: SessionDep, settings: SettingsDep, key: SigningKeyDep
 ) -> SealResponse:

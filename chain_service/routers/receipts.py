@@ -18,7 +18,7 @@ from gridweave_clients.chain.models import (
     SubjectReceiptsResponse,
 )
 from gridweave_clients.fields import DatabaseId, PrintableId
-from gridweave_runtime.auth import require_internal_caller
+from gridweave_runtime.auth import callable_by, require_internal_caller
 from gridweave_runtime.responses import mark_replayed
 
 __all__ = ["router"]
@@ -26,7 +26,7 @@ __all__ = ["router"]
 router = APIRouter(prefix="/v1", tags=["receipts"], dependencies=[Depends(require_internal_caller)])
 
 
-@router.post("/receipts", status_code=201)
+@router.post("/receipts", status_code=201, dependencies=callable_by("metering"))
 def record_receipt(
     body: RecordReceiptRequest, session: SessionDep, response: Response
 ) -> ReceiptResponse:
@@ -38,7 +38,7 @@ def record_receipt(
     return result
 
 
-@router.post("/receipts/batch")
+@router.post("/receipts/batch", dependencies=callable_by("metering"))
 def record_receipts(body: RecordReceiptsRequest, session: SessionDep) -> RecordReceiptsResponse:
     """Append several settlements' receipts in one transaction, in order (replays answered)."""
     return receipts.record_receipts(session, body)

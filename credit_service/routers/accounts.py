@@ -17,7 +17,7 @@ from gridweave_clients.credit.models import (
     UserId,
 )
 from gridweave_clients.fields import DatabaseId
-from gridweave_runtime.auth import require_internal_caller, require_role
+from gridweave_runtime.auth import callable_by, require_internal_caller, require_role
 from gridweave_runtime.responses import mark_replayed
 
 __all__ = ["MINT_ROLES", "router"]
@@ -30,7 +30,7 @@ router = APIRouter(
 UserIdPath = Annotated[UserId, Path()]
 
 
-@router.put("/{user_id}")
+@router.put("/{user_id}", dependencies=callable_by("admin"))
 def open_account(user_id: UserIdPath, session: SessionDep) -> AccountResponse:
     """Open the account of a user (idempotent)."""
     return accounts.open_account(session, user_id=user_id)
@@ -75,7 +75,7 @@ def mint(
     return result
 
 
-@router.post("/{user_id}/deduct")
+@router.post("/{user_id}/deduct", dependencies=callable_by("admin"))
 def deduct(
     user_id: UserIdPath,
     body: DeductRequest,

@@ -18,7 +18,7 @@ from gridweave_clients.credit.models import (
     SettleRequest,
 )
 from gridweave_clients.fields import DatabaseId
-from gridweave_runtime.auth import require_internal_caller
+from gridweave_runtime.auth import callable_by, require_internal_caller
 from gridweave_runtime.responses import json_answer, mark_replayed
 
 __all__ = ["router"]
@@ -27,7 +27,7 @@ router = APIRouter(tags=["holds"], dependencies=[Depends(require_internal_caller
 HoldIdPath = Annotated[DatabaseId, Path()]
 
 
-@router.post("/v1/holds")
+@router.post("/v1/holds", dependencies=callable_by("platform"))
 def place_hold(
     body: PlaceHoldRequest, namespace: NamespaceDep, session: SessionDep, response: Response
 ) -> HoldResponse:
@@ -63,7 +63,7 @@ def get_hold(hold_id: HoldIdPath, session: SessionDep) -> HoldResponse:
     return holds.get_hold(session, hold_id=hold_id)
 
 
-@router.post("/v1/holds/{hold_id}/capture")
+@router.post("/v1/holds/{hold_id}/capture", dependencies=callable_by("metering"))
 def capture_hold(
     hold_id: HoldIdPath,
     body: CaptureHoldRequest,
@@ -83,7 +83,7 @@ def capture_hold(
     return result
 
 
-@router.post("/v1/holds/{hold_id}/release")
+@router.post("/v1/holds/{hold_id}/release", dependencies=callable_by("platform", "metering"))
 def release_hold(
     hold_id: HoldIdPath,
     body: ReleaseHoldRequest,
@@ -102,7 +102,9 @@ def release_hold(
 # Async and sessionless: one database call on the event loop's own connections. The answer
 # is the JSON the database stored under the settlement's key, sent as is: validating and
 # serializing it again in Python cost more than the settlement's SQL.
-@router.post("/v1/settlements", response_model=HoldResponse)
+@router.post(
+    "/v1/settlements", response_model=HoldResponse, dependencies=callable_by("metering", "platform")
+)
 async def settle(body: SettleRequest, connections: AsyncConnectionsDep) -> Response:
     """Settle ``user_id``'s hold placed with ``reference``: exactly once, safe to replay."""
     answer, replayed = await holds.settle_reference(

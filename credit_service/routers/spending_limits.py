@@ -13,7 +13,7 @@ from gridweave_clients.credit.models import (
     SpendingLimitsResponse,
     UserId,
 )
-from gridweave_runtime.auth import require_internal_caller, require_role
+from gridweave_runtime.auth import callable_by, require_internal_caller, require_role
 
 __all__ = ["ADMIN_CAP_ROLES", "router"]
 
@@ -32,7 +32,7 @@ def get_spending_limits(user_id: UserIdPath, session: SessionDep) -> SpendingLim
     return spending_limits.get_spending_limits(session, user_id=user_id)
 
 
-@router.put("/{user_id}/spending-limits")
+@router.put("/{user_id}/spending-limits", dependencies=callable_by("platform"))
 def set_spending_limits(
     user_id: UserIdPath, body: SpendingLimitsRequest, session: SessionDep
 ) -> SpendingLimitsResponse:

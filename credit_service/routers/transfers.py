@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, Response
 from credit_service.routers.common import NamespaceDep, SessionDep
 from credit_service.services import movements
 from gridweave_clients.credit.models import TransferRequest, TransferResponse
-from gridweave_runtime.auth import require_internal_caller
+from gridweave_runtime.auth import callable_by, require_internal_caller
 from gridweave_runtime.responses import mark_replayed
 
 __all__ = ["router"]
@@ -17,7 +17,7 @@ router = APIRouter(
 )
 
 
-@router.post("")
+@router.post("", dependencies=callable_by("admin"))
 def transfer(
     body: TransferRequest, namespace: NamespaceDep, session: SessionDep, response: Response
 ) -> TransferResponse:

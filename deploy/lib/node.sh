@@ -34,7 +34,7 @@ install_file() {
 	local path=$1 mode=$2
 	if [ "$DRY_RUN" = 1 ]; then
 		printf 'would write %s (mode %s):\n' "$path" "$mode"
-		sed -E 's/^(PrivateKey|token|[A-Z0-9_]*(TOKEN|PASSWORD|SECRET)[A-Z0-9_]*)( *[=:]).*/\1\3 <redacted>/; s/^/    /'
+		sed -E 's/^(PrivateKey|token|[A-Z0-9_]*(TOKEN|PASSWORD|SECRET|SERVE_KEY)[A-Z0-9_]*)( *[=:]).*/\1\3 <redacted>/; s/^/    /'
 		return
 	fi
 	mkdir -p "$(dirname "$path")"

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from faucet_service.settings import FaucetSettings
 from gridweave_clients.credit import CreditClient
 from gridweave_clients.faucet.models import CLIENT_ADDRESS_HEADER
-from gridweave_runtime.auth import Caller, require_internal_caller
+from gridweave_runtime.auth import Caller, callable_by, require_internal_caller
 from gridweave_runtime.clients import state_dependency
 from gridweave_runtime.database import session_dependency
 from gridweave_runtime.errors import InvalidRequest
@@ -72,4 +72,4 @@ ClientAddressDep = Annotated[str, Depends(_client_address)]
 
 def internal_router(prefix: str, tag: str) -> APIRouter:
     """The router of one resource: every route requires the internal token."""
-    return APIRouter(prefix=prefix, tags=[tag], dependencies=[Depends(require_internal_caller)])
+    return APIRouter(prefix=prefix, tags=[tag], dependencies=callable_by("platform"))

@@ -9,7 +9,7 @@ jobs ask ``num_gpus=0`` since the gateway, not Ray, chooses the GPUs).
 
 Every Ray worker (a job's process, an endpoint's replica) inherits the environment of
 ``ray start``, so the head is started without the gateway's secrets
-(:func:`ray_environment`): a job must not read ``GRIDWEAVE_INTERNAL_TOKEN`` (every internal
+(:func:`ray_environment`): a job must not read ``GRIDWEAVE_SERVICE_TOKEN`` (every internal
 route, and the Serve key derived from it) from its own ``os.environ``.
 
 The local head always runs Ray's token authentication with a token of its own
@@ -55,12 +55,21 @@ __all__ = [
 _log = logging.getLogger(__name__)
 _START_TIMEOUT_S = 120.0
 #: Parts of a variable's name that mark a secret the Ray workers must not inherit.
-_SECRET_MARKS = ("TOKEN", "SECRET", "PASSWORD", "DATABASE_URL", "PRIVATE_KEY")
+_SECRET_MARKS = (
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "DATABASE_URL",
+    "PRIVATE_KEY",
+    "SERVE_KEY",
+    "CREDENTIALS",
+)
 
 
 def ray_environment(environment: Mapping[str, str]) -> dict[str, str]:
-    """``environment`` less the secrets (names with ``TOKEN``, ``SECRET``, ``PASSWORD``,
-    ``DATABASE_URL`` or ``PRIVATE_KEY``): what the head, and so every worker, starts with.
+    """``environment`` less the secrets and the services' credentials (names with ``TOKEN``,
+    ``SECRET``, ``PASSWORD``, ``DATABASE_URL``, ``PRIVATE_KEY``, ``SERVE_KEY`` or
+    ``CREDENTIALS``): what the head, and so every worker, starts with.
     Ray's own ``RAY_*`` variables stay (``RAY_AUTH_TOKEN``: every Ray process needs it)."""
     return {
         name: value

@@ -19,13 +19,16 @@ from gridweave_clients.gateway.endpoints import (
     WakeEndpointRequest,
 )
 from gridweave_controller.phases import EndpointPhase, EndpointStopReason
+from gridweave_runtime.auth import callable_by
 from gridweave_runtime.clients import state_dependency
 from job_gateway.gateway import Gateway
 from job_gateway.services import endpoint_logs, endpoints
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/endpoints", tags=["endpoints"])
+router = APIRouter(
+    prefix="/v1/endpoints", tags=["endpoints"], dependencies=callable_by("platform", "admin")
+)
 CurrentGateway = Annotated[Gateway, Depends(state_dependency("gateway", Gateway))]
 
 

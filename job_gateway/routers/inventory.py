@@ -8,13 +8,16 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 
 from gridweave_clients.gateway.models import InventoryResponse
+from gridweave_runtime.auth import callable_by
 from gridweave_runtime.clients import state_dependency
 from job_gateway.gateway import Gateway
 from job_gateway.services.inventory import inventory_response
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/inventory", tags=["inventory"])
+router = APIRouter(
+    prefix="/v1/inventory", tags=["inventory"], dependencies=callable_by("platform", "admin")
+)
 CurrentGateway = Annotated[Gateway, Depends(state_dependency("gateway", Gateway))]
 
 

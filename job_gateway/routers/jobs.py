@@ -17,6 +17,7 @@ from gridweave_clients.gateway.models import (
     SubmitJobRequest,
 )
 from gridweave_controller.phases import JobPhase
+from gridweave_runtime.auth import callable_by
 from gridweave_runtime.clients import state_dependency
 from gridweave_runtime.errors import InvalidRequest
 from job_gateway.gateway import Gateway
@@ -24,7 +25,7 @@ from job_gateway.services import jobs
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=callable_by("platform", "admin"))
 CurrentGateway = Annotated[Gateway, Depends(state_dependency("gateway", Gateway))]
 WaitQuery = Annotated[
     float,

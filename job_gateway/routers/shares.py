@@ -8,12 +8,15 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 
 from gridweave_clients.gateway.quotas import SharesRequest, SharesResponse
+from gridweave_runtime.auth import callable_by
 from gridweave_runtime.clients import state_dependency
 from job_gateway.gateway import Gateway
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/shares", tags=["shares"])
+router = APIRouter(
+    prefix="/v1/shares", tags=["shares"], dependencies=callable_by("platform", "admin")
+)
 CurrentGateway = Annotated[Gateway, Depends(state_dependency("gateway", Gateway))]
 
 

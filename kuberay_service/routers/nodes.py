@@ -16,6 +16,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Request, Response
 
 from gridweave_clients.nodes import NodeListResponse, NodeResponse
+from gridweave_runtime.auth import callable_by
 from kuberay_service.routers.common import (
     AdminDep,
     NodeTokenDep,
@@ -82,7 +83,7 @@ def leave_node(token: NodeTokenDep, session: SessionDep, request: Request) -> Re
     return Response(status_code=204)
 
 
-@router.get("")
+@router.get("", dependencies=callable_by("gateway", "admin"))
 def list_nodes(session: SessionDep, settings: SettingsDep) -> NodeListResponse:
     """Every node: GPUs, liveness (Ready/NotReady), mesh address, joined-at."""
     return nodes.list_nodes(session, settings=settings)

@@ -37,10 +37,11 @@ from gridweave_controller.store import (
     AsyncWireList,
     AsyncWireWatch,
 )
+from gridweave_runtime.auth import callable_by
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/crd", tags=["watch"])
+router = APIRouter(prefix="/v1/crd", tags=["watch"], dependencies=callable_by("gateway", "admin"))
 
 #: A transport failure behind the proxy ends the stream as a bad gateway (retried).
 _TRANSPORT_FAILURE_CODE = 502

@@ -12,7 +12,7 @@ from gridweave_clients.metering.models import (
     UsagePageResponse,
     UsageRecordResponse,
 )
-from gridweave_runtime.auth import require_internal_caller
+from gridweave_runtime.auth import callable_by, require_internal_caller
 from gridweave_runtime.responses import mark_replayed
 from metering_service.routers.common import (
     AsyncConnectionsDep,
@@ -31,7 +31,7 @@ router = APIRouter(
 UsageIdPath = Annotated[DatabaseId, Path()]
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, dependencies=callable_by("gateway", "platform"))
 async def record_usage(
     body: RecordUsageRequest,
     session: SessionDep,
@@ -88,7 +88,7 @@ def get_usage(usage_id: UsageIdPath, session: SessionDep) -> UsageRecordResponse
     return usage.get_usage_record(session, usage_id=usage_id)
 
 
-@router.post("/{usage_id}/settle")
+@router.post("/{usage_id}/settle", dependencies=callable_by("admin"))
 def settle_usage(
     usage_id: UsageIdPath, session: SessionDep, credit: CreditDep
 ) -> UsageRecordResponse:

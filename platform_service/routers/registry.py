@@ -7,9 +7,9 @@
 - ``GET|POST|DELETE /v1/registry/shares``: repositories shared with other users (pull);
 - ``GET|PUT /v1/admin/users/{user_id}/registry-quota``: a user's quota (admins);
 - ``POST /v1/registry/events``, ``PUT /v1/registry/usage``, ``PUT /v1/registry/maintenance``:
-  the registry's notifications, reconciliation and read-only window, with the internal token;
+  the registry's notifications, reconciliation and read-only window, with its credential;
 - ``POST /v1/registry/pull-tokens``: the gateway's pull of a job's image with its owner's
-  rights, with the internal token.
+  rights, with its credential (``gridweave_runtime.credentials``).
 
 The first two and the internal ones are in ``auth.PUBLIC_PATHS`` (no API key): each checks
 its own credential here.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hmac
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -40,6 +40,8 @@ from gridweave_clients.platform.registry import (
     SetRegistryQuotaRequest,
     ShareRepositoryRequest,
 )
+from gridweave_runtime.auth import Unauthorized, require_role
+from gridweave_runtime.auth import authenticate as authenticate_service
 from gridweave_runtime.errors import InvalidRequest, error_body
 from platform_service.errors import NotAuthenticated, RegistryRefusal
 from platform_service.routers.common import (
@@ -70,19 +72,26 @@ async def _maintenance(request: Request) -> registry.MaintenanceWindow:
     return window
 
 
-async def _internal_caller(request: Request) -> None:
-    settings: PlatformSettings = request.app.state.settings
-    assert settings.internal_token is not None  # the app does not start without it
-    scheme, _, presented = (request.headers.get("authorization") or "").partition(" ")
-    expected = settings.internal_token.get_secret_value().encode()
-    if scheme.lower() != "bearer" or not hmac.compare_digest(presented.strip().encode(), expected):
-        raise NotAuthenticated("this route takes the internal token")
+def _service_caller(*roles: str) -> Callable[[Request], Awaitable[None]]:
+    """A dependency: 401 without a service credential, 403 unless it acts as one of ``roles``."""
+
+    async def check(request: Request) -> None:
+        try:
+            caller = authenticate_service(request.headers, request.app.state.credentials)
+        except Unauthorized:
+            raise NotAuthenticated("this route takes a service credential") from None
+        require_role(caller, *roles)
+
+    return check
 
 
 UserIdPath = Annotated[str, Path(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._-]+$")]
 SignerDep = Annotated[TokenSigner, Depends(_signer)]
 MaintenanceDep = Annotated[registry.MaintenanceWindow, Depends(_maintenance)]
-InternalDep = Annotated[None, Depends(_internal_caller)]
+#: The registry's own calls: its notifications, usage and read-only window.
+RegistryServiceDep = Annotated[None, Depends(_service_caller("registry"))]
+#: The gateway's pulls of a job's image with its owner's rights.
+GatewayServiceDep = Annotated[None, Depends(_service_caller("gateway"))]
 
 
 def _default_quota(settings: PlatformSettings) -> int:
@@ -258,35 +267,35 @@ def set_registry_quota(
 
 @router.post("/v1/registry/pull-tokens")
 def post_pull_token(
-    body: PullTokenRequest, request: Request, _internal: InternalDep, session: SessionDep
+    body: PullTokenRequest, request: Request, _gateway: GatewayServiceDep, session: SessionDep
 ) -> PullTokenResponse:
-    """A token for a node to pull a job's image as the job's owner may (internal token; 403
-    ``image_refused`` when the owner may not, 404 when there is no such user)."""
+    """A token for a node to pull a job's image as the job's owner may (the gateway's
+    credential; 403 ``image_refused`` when the owner may not, 404 when there is no such user)."""
     images: ImageRegistry = request.app.state.jobs.images
     return issue_pull_token(images, session, user_id=body.user_id, repository=body.repository)
 
 
 @router.post("/v1/registry/events")
 def post_registry_events(
-    body: RegistryEventsRequest, _internal: InternalDep, session: SessionDep
+    body: RegistryEventsRequest, _registry: RegistryServiceDep, session: SessionDep
 ) -> dict[str, int]:
-    """The registry's notifications: pushed blobs counted per namespace (internal token)."""
+    """The registry's notifications: pushed blobs counted per namespace (its credential)."""
     return {"counted": registry.record_registry_events(session, body.events)}
 
 
 @router.put("/v1/registry/usage/report")
 def put_registry_usage(
-    body: RegistryUsageReport, _internal: InternalDep, session: SessionDep
+    body: RegistryUsageReport, _registry: RegistryServiceDep, session: SessionDep
 ) -> dict[str, int]:
-    """Replace the counted usage with the registry's storage (internal token)."""
+    """Replace the counted usage with the registry's storage (the registry's credential)."""
     return {"blobs": registry.replace_registry_usage(session, body)}
 
 
 @router.put("/v1/registry/maintenance")
 def put_registry_maintenance(
-    body: RegistryMaintenanceRequest, _internal: InternalDep, maintenance: MaintenanceDep
+    body: RegistryMaintenanceRequest, _registry: RegistryServiceDep, maintenance: MaintenanceDep
 ) -> dict[str, bool | int]:
-    """The registry enters or leaves read-only for a collection (internal token).
+    """The registry enters or leaves read-only for a collection (the registry's credential).
 
     From now on no token lets a client write; ``writes_expire_in``: the seconds until the
     last one granted before has expired, which the registry waits before it goes read-only,

@@ -69,8 +69,7 @@ def api_key_secret(settings: PlatformSettings) -> bytes:
     """The HMAC key: PLATFORM_API_KEY_SECRET, else one derived from the internal token."""
     if settings.api_key_secret is not None and settings.api_key_secret.get_secret_value():
         return settings.api_key_secret.get_secret_value().encode()
-    assert settings.internal_token is not None  # the app refuses to start without it
-    token = settings.internal_token.get_secret_value().encode()
+    token = settings.own_token().encode()
     return hmac.new(token, b"gridweave platform api keys", hashlib.sha256).digest()
 
 

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 import gridweave as gw
-from gridweave_allinone.secrets import internal_token
+from gridweave_allinone.secrets import service_tokens
 from gridweave_clients.chain.models import ReceiptProofResponse
 from gridweave_clients.credit import CreditClient
 from gridweave_clients.credit.models import BooksResponse
@@ -86,8 +86,8 @@ def _books_balanced(platform: AllInOneProcess, *, timeout_s: float = 60) -> Book
     """credit_service's books once no hold is open (nothing runs: every job's hold is
     settled); every account agrees with its ledger and its open holds at every read."""
     deadline = time.monotonic() + timeout_s
-    token = internal_token(platform.state_dir)
-    with CreditClient(platform.url("credit"), token) as credit:
+    token = service_tokens(platform.state_dir)["operator"]  # the books are an admin's
+    with CreditClient(platform.url("credit"), token, role="admin") as credit:
         while True:
             books = credit.check_books()
             assert books.out_of_balance == [], books

@@ -21,7 +21,7 @@ from gridweave_allinone.kube import start_kube
 from gridweave_allinone.platform import AllInOne, AlreadyRunning, _lock_state_dir
 from gridweave_allinone.ports import PortsInUse, needed_ports, taken_ports
 from gridweave_allinone.prometheus import PrometheusUnavailable
-from gridweave_allinone.secrets import dashboard_proxy_secret, internal_token
+from gridweave_allinone.secrets import dashboard_proxy_secret, serve_key_secret, service_tokens
 from gridweave_allinone.services import (
     SCRAPED_SERVICES,
     ServiceSpec,
@@ -32,6 +32,7 @@ from gridweave_allinone.services import (
 from gridweave_allinone.settings import DEFAULT_PORTS, AllInOneSettings
 from gridweave_allinone.supervisor import StartFailed, Supervisor
 from gridweave_runtime.kubeapi import BIN_ENV, KubeAPIError
+from gridweave_runtime.service_roster import SERVICE_ROLES
 from tests.support.allinone import free_port_offset, leftover_processes
 from tests.support.prometheus import prometheus_binary
 from tests.support.unavailable import fail_or_skip
@@ -56,16 +57,35 @@ def _wiring(waves: list[list[ServiceSpec]], common: dict[str, str] | None = None
             for name in service_databases(waves)
         },
         common or {},
+        tokens={name: f"token-of-{name}" for name in SERVICE_ROLES},
+        serve_key="serve-key-secret",
     )
 
 
-def test_the_internal_token_is_made_once_and_readable_by_its_owner_only(tmp_path: Path) -> None:
-    token = internal_token(tmp_path)
-    assert len(token) >= 40
-    assert internal_token(tmp_path) == token
-    path = tmp_path / "secrets" / "internal-token"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+def test_each_service_token_is_made_once_and_readable_by_its_owner_only(tmp_path: Path) -> None:
+    tokens = service_tokens(tmp_path)
+    assert set(tokens) == set(SERVICE_ROLES)
+    assert len(set(tokens.values())) == len(tokens)  # no two services share one
+    assert all(len(token) >= 40 for token in tokens.values())
+    assert service_tokens(tmp_path) == tokens
+    for name in tokens:
+        path = tmp_path / "secrets" / f"{name}-token"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "secrets").stat().st_mode) == 0o700
+    assert serve_key_secret(tmp_path) not in tokens.values()
+
+
+def test_the_shared_token_of_an_older_state_directory_becomes_the_platforms(
+    tmp_path: Path,
+) -> None:
+    # the platform's API keys are hashed with a key derived from its token: they keep working
+    secrets = tmp_path / "secrets"
+    secrets.mkdir(mode=0o700)
+    (secrets / "internal-token").write_text("the-old-shared-token\n")
+    tokens = service_tokens(tmp_path)
+    assert tokens["platform"] == "the-old-shared-token"
+    assert "the-old-shared-token" not in {v for k, v in tokens.items() if k != "platform"}
+    assert not (secrets / "internal-token").exists()
 
 
 def test_a_second_all_in_one_on_the_same_directory_is_refused(tmp_path: Path) -> None:
@@ -126,7 +146,7 @@ def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Pat
     registry_health = specs["registry"].health_url("127.0.0.1")
     assert registry_health is not None
     assert registry_health.endswith(f":{DEFAULT_PORTS['registry_health'] + 1000}/healthz")
-    wiring = _wiring(waves, {"GRIDWEAVE_INTERNAL_TOKEN": "t"})
+    wiring = _wiring(waves, {"GRIDWEAVE_CREDENTIALS": "{}"})
     gateway = specs["gateway"].environment(wiring, "127.0.0.1")
     assert gateway["GATEWAY_SERVE_PORT"] == str(DEFAULT_PORTS["serve"] + 1000) == "9900"
     platform = specs["platform"].environment(wiring, "127.0.0.1")
@@ -155,7 +175,19 @@ def test_each_service_gets_its_port_database_and_the_shared_wiring(tmp_path: Pat
         others = {v for v in environment if v.endswith("DATABASE_URL")} - {f"{prefix}DATABASE_URL"}
         assert others == set(), name
     assert platform["GATEWAY_URL"] == f"http://127.0.0.1:{DEFAULT_PORTS['gateway'] + 1000}"
-    assert platform["GRIDWEAVE_INTERNAL_TOKEN"] == "t"
+    # each service its own token; only the platform and the gateway the Serve key's secret;
+    # the dashboard and Prometheus no credential at all
+    assert platform["GRIDWEAVE_SERVICE_TOKEN"] == "token-of-platform"
+    assert platform["GRIDWEAVE_CREDENTIALS"] == "{}"
+    tokens = {
+        name: spec.environment(wiring, "127.0.0.1").get("GRIDWEAVE_SERVICE_TOKEN")
+        for name, spec in specs.items()
+    }
+    assert tokens["metering-deliverer"] == tokens["metering"] == "token-of-metering"
+    assert tokens["gateway"] == "token-of-gateway"
+    assert tokens["web"] is None
+    keyed = {n for n, s in specs.items() if "GRIDWEAVE_SERVE_KEY" in s.environment(wiring, "h")}
+    assert keyed == {"platform", "gateway"}
     gateway = specs["gateway"].environment(wiring, "127.0.0.1")
     assert "GATEWAY_DATABASE_URL" not in gateway
     assert gateway["GATEWAY_RAY_PORT"] == str(DEFAULT_PORTS["ray"] + 1000)

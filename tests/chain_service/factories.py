@@ -19,6 +19,7 @@ from gridweave_clients.chain.models import (
     ChainPageResponse,
     ReceiptProofResponse,
 )
+from tests.support.credentials import service_auth
 from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN
 from tests.support.http_server import running_service
 
@@ -59,7 +60,7 @@ def chain_settings(database_url: str, state_dir: Path, **overrides: Any) -> Chai
     """Settings for a chain_service on ``database_url`` (the sealer slow unless overridden)."""
     values: dict[str, Any] = {
         "database_url": database_url,
-        "internal_token": INTERNAL_TOKEN,
+        **service_auth(INTERNAL_TOKEN),
         "state_dir": state_dir,
         "batch_interval_seconds": 3600.0,
         **overrides,

@@ -20,6 +20,7 @@ from chain_service.signing import SigningKey
 from gridweave_clients.chain.encoding import anchor_tx
 from gridweave_clients.chain.models import BatchResponse
 from tests.chain_service.factories import receipt_body, wait_anchored
+from tests.support.credentials import service_auth_env
 from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN
 from tests.support.http_server import free_port
 
@@ -95,7 +96,7 @@ def test_kills_and_restarts_leave_each_batch_anchored_once_in_order(
             "CHAIN_ENABLED": "true",
             "CHAIN_COMETBFT_RPC_URL": node.rpc_url,
             "CHAIN_BATCH_INTERVAL_SECONDS": "3600",
-            "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
+            **service_auth_env(INTERNAL_TOKEN),
             "GRIDWEAVE_STATE_DIR": str(tmp_path),
         },
         tmp_path / "chain.log",

@@ -9,6 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.support.credentials import service_auth_env
 from tests.support.credit_server import INTERNAL_TOKEN
 from tests.support.service_process import service_process, thread_niceness
 
@@ -16,7 +17,7 @@ from tests.support.service_process import service_process, thread_niceness
 def _chain_env(database_url: str, state: Path, **extra: str) -> dict[str, str]:
     return {
         "CHAIN_DATABASE_URL": database_url,
-        "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
+        **service_auth_env(INTERNAL_TOKEN),
         "GRIDWEAVE_STATE_DIR": str(state),
         **extra,
     }

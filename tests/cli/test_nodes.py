@@ -11,6 +11,7 @@ import pytest
 from tests.cli.helpers import Invoke, as_user
 from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
 from tests.platform_service.factories import PlatformServer, submit_body
+from tests.support.credentials import service_auth
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 from tests.support.kubeapi import KubeAPI
 from tests.support.waiting import wait_until
@@ -39,7 +40,7 @@ def gateway(
         kubeapi,
         tmp_path_factory.mktemp("gateway"),
         inventory_yaml=CAPACITY_YAML,
-        internal_token=INTERNAL_TOKEN,
+        **service_auth(INTERNAL_TOKEN),
         metering_service_url=str(metering.base_url),
         pass_interval_seconds=0.2,
     ) as server:

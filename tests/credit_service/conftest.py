@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 
 from credit_service.app import create_app
 from credit_service.settings import CreditSettings
+from tests.support.credentials import service_auth
 
 TOKEN = "test-internal-token-7f3a"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -31,7 +32,7 @@ def credit_settings(postgres_database: str, tmp_path: Any) -> CreditSettings:
     """Settings pointing credit_service at this test's own empty database."""
     return CreditSettings(
         database_url=postgres_database,
-        internal_token=TOKEN,
+        **service_auth(TOKEN),
         state_dir=tmp_path,
         database_pool_size=30,
         database_max_overflow=30,

@@ -100,14 +100,16 @@ class TestIdempotencyNamespaces:
         assert other.status_code == 409
         assert other.json()["error"]["code"] == "idempotency_conflict"
 
-    async def test_a_role_that_is_no_service_name_is_422(self, client: httpx.AsyncClient) -> None:
-        response = await client.post(
-            "/v1/accounts/alice/deduct",
-            json={"amount": 1, "idempotency_key": "k"},
-            headers={**AUTH, "X-Gridweave-Role": "r" * 65},
-        )
-        assert response.status_code == 422
-        assert response.json()["error"]["fields"][0]["field"] == "X-Gridweave-Role"
+    async def test_a_role_that_is_no_credentials_is_403(self, client: httpx.AsyncClient) -> None:
+        # roles are bound to the credentials (their document names only well-formed ones)
+        for role in ("r" * 65, "billing"):
+            response = await client.post(
+                "/v1/accounts/alice/deduct",
+                json={"amount": 1, "idempotency_key": "k"},
+                headers={**AUTH, "X-Gridweave-Role": role},
+            )
+            assert response.status_code == 403
+            assert response.json()["error"]["code"] == "forbidden"
 
 
 class TestMaximumBalance:

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from credit_service.app import ROUTERS, create_app
 from credit_service.settings import CreditSettings
 from tests.credit_service.conftest import ADMIN, TOKEN
+from tests.support.credentials import service_auth
 from tests.support.fuzzing import (
     app_disposed,
     assert_gridweave_answer,
@@ -37,7 +38,7 @@ def credit_app(
     """The real credit_service, its database migrated from empty, shared by the module."""
     settings = CreditSettings(
         database_url=postgres_module_database,
-        internal_token=TOKEN,
+        **service_auth(TOKEN),
         state_dir=Path(tmp_path_factory.mktemp("credit-fuzz")),
     )
     with app_disposed(create_app(settings)) as app:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gridweave_runtime.service_roster import SERVICE_ROLES, credentials_document
 from tests.support.unavailable import fail_or_skip
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,7 +20,9 @@ COMPOSE = REPO / "docker" / "deploy" / "docker-compose.yml"
 HTTPS = REPO / "docker" / "deploy" / "https.yml"
 ENV_EXAMPLE = REPO / "deploy" / ".env.example"
 SECRETS = {
-    "GRIDWEAVE_INTERNAL_TOKEN": "t0ken",
+    **{f"GRIDWEAVE_TOKEN_{name.upper()}": f"{name}-t0ken" for name in SERVICE_ROLES},
+    "GRIDWEAVE_CREDENTIALS": credentials_document({"platform": "platform-t0ken"}),
+    "GRIDWEAVE_SERVE_KEY": "serve-secret",
     "POSTGRES_PASSWORD": "pg-secret",
     "S3_SECRET_KEY": "s3-secret",
     "KUBERAY_WIREGUARD_ENDPOINT": "203.0.113.10:51820",
@@ -95,6 +98,19 @@ class TestCompose:
             "registry",
         }
         assert services["platform"]["environment"]["S3_ENDPOINT"] == "http://minio:9000"
+        # each service its own token, none the operator's; the Serve key's secret only where
+        # replicas are called
+        tokens = {
+            name: service.get("environment", {}).get("GRIDWEAVE_SERVICE_TOKEN")
+            for name, service in services.items()
+        }
+        assert tokens["metering-deliverer"] == tokens["metering"] == "metering-t0ken"
+        assert tokens["credit"] == "credit-t0ken" and tokens["gateway"] == "gateway-t0ken"
+        assert "operator-t0ken" not in tokens.values()
+        keyed = {
+            n for n, s in services.items() if "GRIDWEAVE_SERVE_KEY" in s.get("environment", {})
+        }
+        assert keyed == {"platform", "gateway"}
         published = {
             name: sorted(int(port["published"]) for port in service.get("ports", []))
             for name, service in services.items()

@@ -11,6 +11,7 @@ import httpx
 
 from faucet_service.app import create_app
 from faucet_service.settings import FaucetSettings
+from tests.support.credentials import service_auth
 from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN
 from tests.support.http_server import running_service
 
@@ -40,7 +41,7 @@ def faucet_settings(database_url: str, credit_url: str, **overrides: Any) -> Fau
     """Settings for a faucet_service on ``database_url`` calling ``credit_url``."""
     values: dict[str, Any] = {
         "database_url": database_url,
-        "internal_token": INTERNAL_TOKEN,
+        **service_auth(INTERNAL_TOKEN),
         "credit_service_url": credit_url,
         "credit_attempts": 2,
         "onboarding_grant": GRANT,

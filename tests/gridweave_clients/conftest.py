@@ -29,6 +29,7 @@ from tests.platform_service.admin_stack import (  # noqa: F401  (the admins' sta
     registry_gateway,
 )
 from tests.platform_service.conftest import node_registry, platform_database  # noqa: F401
+from tests.support.credentials import service_auth
 from tests.support.http_server import serve_in_thread
 
 TOKEN = "probe-token-7f3a"
@@ -116,7 +117,7 @@ def _router(probe: Probe) -> APIRouter:
 
 
 def _probe_app(probe: Probe, state_dir: Path) -> FastAPI:
-    settings = ServiceSettings(internal_token=TOKEN, state_dir=state_dir)
+    settings = ServiceSettings(**service_auth(TOKEN), state_dir=state_dir)
     return create_service_app(service="probe", settings=settings, routers=[_router(probe)])
 
 

@@ -119,4 +119,4 @@ class TestAsyncProxiedClient:
     def test_the_token_is_required(self) -> None:
         with pytest.raises(Invalid) as caught:
             AsyncProxiedClient("http://127.0.0.1:1", "")
-        assert caught.value.field == "GRIDWEAVE_INTERNAL_TOKEN"
+        assert caught.value.field == "GRIDWEAVE_SERVICE_TOKEN"

@@ -1,4 +1,4 @@
-"""Internal-token auth on a bare app: no database involved."""
+"""Service-credential auth on a bare app: no database involved."""
 
 from __future__ import annotations
 
@@ -17,11 +17,18 @@ from gridweave_runtime import (
     require_internal_caller,
     require_role,
 )
-from gridweave_runtime.auth import PUBLIC_PATHS
+from gridweave_runtime.auth import PUBLIC_PATHS, allow_roles
+from gridweave_runtime.credentials import Credentials, load_credentials
+from gridweave_runtime.service_roster import credentials_document
 
 pytestmark = pytest.mark.anyio
 CallerDep = Annotated[Caller, Depends(require_internal_caller)]
+#: The platform's credential (its own role, and admin's for signed-in admins) and metering's.
 TOKEN = "s3cret-token-for-tests"
+METERING_TOKEN = "metering-token-for-tests"
+CREDENTIALS: Credentials = load_credentials(
+    credentials_document({"platform": TOKEN, "metering": METERING_TOKEN})
+)
 
 
 @pytest.fixture
@@ -33,7 +40,7 @@ def anyio_backend() -> str:
 def make_app(calls: list[Caller]) -> FastAPI:
     """A bare app with one protected route that records who called it."""
     app = FastAPI()
-    install_internal_auth(app, TOKEN)
+    install_internal_auth(app, CREDENTIALS)
     install_error_handlers(app)
     router = APIRouter()
 
@@ -47,7 +54,14 @@ def make_app(calls: list[Caller]) -> FastAPI:
         require_role(caller, "admin")
         return {"ok": True}
 
+    metering_only = APIRouter(dependencies=[Depends(allow_roles("metering"))])
+
+    @metering_only.post("/v1/capture")
+    def capture() -> dict[str, bool]:
+        return {"ok": True}
+
     app.include_router(router)
+    app.include_router(metering_only)
     return app
 
 
@@ -92,7 +106,35 @@ class TestRequireInternalCaller:
         identity = {"X-Gridweave-User": "alice", "X-Gridweave-Role": "Admin"}
         response = await call(make_app(calls), "/v1/thing", {**headers, **identity})
         assert response.status_code == 200
-        assert calls == [Caller(user_id="alice", role="admin")]
+        assert calls == [
+            Caller(user_id="alice", role="admin", service="platform", roles=("admin",))
+        ]
+
+    async def test_a_role_the_credential_does_not_have_is_403_and_nothing_runs(self) -> None:
+        calls: list[Caller] = []
+        for role in ("admin", "platform", "faucet"):
+            headers = {"Authorization": f"Bearer {METERING_TOKEN}", "X-Gridweave-Role": role}
+            refused = await call(make_app(calls), "/v1/thing", headers)
+            assert refused.status_code == 403, role
+            assert refused.json()["error"]["code"] == "forbidden"
+        assert calls == []
+
+    async def test_without_a_declared_role_a_call_acts_as_its_credentials_own(self) -> None:
+        calls: list[Caller] = []
+        auth = {"Authorization": f"Bearer {METERING_TOKEN}"}
+        assert (await call(make_app(calls), "/v1/thing", auth)).status_code == 200
+        assert calls == [Caller(None, "metering", service="metering", roles=("metering",))]
+
+    async def test_a_router_of_one_role_refuses_every_other_credential(self) -> None:
+        app = make_app([])
+        metering = {"Authorization": f"Bearer {METERING_TOKEN}"}
+        assert (await call(app, "/v1/capture", metering)).status_code == 200
+        for role in ("platform", "admin", None):
+            platform = {"Authorization": f"Bearer {TOKEN}"}
+            if role is not None:
+                platform["X-Gridweave-Role"] = role
+            refused = await call(app, "/v1/capture", platform)
+            assert refused.status_code == 403, role
 
     async def test_a_role_check_is_403(self) -> None:
         auth = {"Authorization": f"Bearer {TOKEN}"}
@@ -101,6 +143,8 @@ class TestRequireInternalCaller:
         assert refused.status_code == 403
         allowed = await call(app, "/v1/admin-thing", {**auth, "X-Gridweave-Role": "admin"})
         assert allowed.status_code == 200
+        metering = {"Authorization": f"Bearer {METERING_TOKEN}"}
+        assert (await call(app, "/v1/admin-thing", metering)).status_code == 403
 
     async def test_an_app_without_a_token_refuses_everyone(self) -> None:
         app = FastAPI()
@@ -113,18 +157,18 @@ class TestRequireInternalCaller:
         response = await call(app, "/v1/thing", {"Authorization": "Bearer "})
         assert response.status_code == 401
 
-    def test_an_empty_token_cannot_be_installed(self) -> None:
-        with pytest.raises(ValueError, match="must not be empty"):
-            install_internal_auth(FastAPI(), "")
+    def test_no_credential_at_all_cannot_be_installed(self) -> None:
+        with pytest.raises(ValueError, match="at least one credential"):
+            install_internal_auth(FastAPI(), Credentials({}))
 
 
 class TestDenyByDefault:
     def _app(self, public_paths: frozenset[str] | None = None) -> FastAPI:
         app = FastAPI()
         if public_paths is None:
-            install_internal_auth(app, TOKEN)
+            install_internal_auth(app, CREDENTIALS)
         else:
-            install_internal_auth(app, TOKEN, public_paths=public_paths)
+            install_internal_auth(app, CREDENTIALS, public_paths=public_paths)
         install_error_handlers(app)
 
         @app.post("/healthz")

@@ -13,6 +13,7 @@ from gridweave_clients.credit import CreditClient
 from gridweave_runtime.app import create_service_app
 from gridweave_runtime.clients import install_client, state_dependency
 from gridweave_runtime.settings import ServiceSettings
+from tests.support.credentials import service_auth
 from tests.support.http_server import serve_in_thread
 
 TOKEN = "clients-token-1d2c"
@@ -36,7 +37,7 @@ def test_installed_clients_are_served_to_routes_and_closed_at_shutdown(tmp_path:
     ) -> None:
         raise AssertionError("a mistyped client must not reach the route")
 
-    settings = ServiceSettings(internal_token=TOKEN, state_dir=tmp_path)
+    settings = ServiceSettings(**service_auth(TOKEN), state_dir=tmp_path)
     app = create_service_app(service="caller", settings=settings, routers=[router])
     install_client(app, "credit", blocking)
     install_client(app, "other", awaited)

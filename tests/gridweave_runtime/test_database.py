@@ -35,19 +35,29 @@ class TestSettings:
     ) -> None:
         monkeypatch.setenv("CREDITS_DATABASE_URL", "postgresql+psycopg://u:p@db/credits")
         monkeypatch.setenv("CREDITS_PORT", "9400")
-        monkeypatch.setenv("GRIDWEAVE_INTERNAL_TOKEN", "t0k")
+        monkeypatch.setenv("GRIDWEAVE_SERVICE_TOKEN", "t0k")
         monkeypatch.setenv("GRIDWEAVE_STATE_DIR", str(tmp_path))
         settings = CreditSettings()
         assert settings.database_url == "postgresql+psycopg://u:p@db/credits"
         assert settings.port == 9400
-        assert settings.internal_token is not None
-        assert settings.internal_token.get_secret_value() == "t0k"
+        assert settings.own_token() == "t0k"
         assert "t0k" not in repr(settings)
         assert settings.state_dir == tmp_path
 
     def test_a_service_will_not_start_without_a_token(self, tmp_path: Path) -> None:
-        settings = CreditSettings(state_dir=tmp_path, internal_token=None)
-        with pytest.raises(ConfigurationError, match="GRIDWEAVE_INTERNAL_TOKEN"):
+        settings = CreditSettings(state_dir=tmp_path, service_token=None, credentials="{}")
+        with pytest.raises(ConfigurationError, match="GRIDWEAVE_SERVICE_TOKEN"):
+            create_service_app(service="credit_service", settings=settings, routers=[])
+
+    def test_a_service_will_not_start_without_the_credentials(self, tmp_path: Path) -> None:
+        settings = CreditSettings(state_dir=tmp_path, service_token="t0k", credentials=None)
+        with pytest.raises(ConfigurationError, match="GRIDWEAVE_CREDENTIALS"):
+            create_service_app(service="credit_service", settings=settings, routers=[])
+
+    def test_credentials_that_name_a_field_wrong_are_refused_by_it(self, tmp_path: Path) -> None:
+        document = '{"credentials": [{"name": "metering", "sha256": "ab", "roles": ["m"]}]}'
+        settings = CreditSettings(state_dir=tmp_path, service_token="t0k", credentials=document)
+        with pytest.raises(ConfigurationError, match=r"credentials\.0\.sha256"):
             create_service_app(service="credit_service", settings=settings, routers=[])
 
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from gridweave_clients.fields import MAX_UNKNOWN_FIELDS, RequestBody
 from gridweave_runtime.app import create_service_app
 from gridweave_runtime.settings import ServiceSettings
+from tests.support.credentials import service_auth
 from tests.support.http_server import serve_in_thread
 
 TOKEN = "test-internal-token-limits"
@@ -66,7 +67,7 @@ class Served:
 def served() -> Iterator[Served]:
     """A service with small limits (for quick tests), served like ``serve()`` does."""
     settings = ServiceSettings(
-        internal_token=TOKEN,
+        **service_auth(TOKEN),
         max_header_bytes=4_096,
         max_header_count=20,
         header_timeout_seconds=0.5,

@@ -25,6 +25,7 @@ from job_gateway.endpoints import EndpointSettings
 from job_gateway.execution import ExecutionSettings
 from job_gateway.inventory import InventorySource, StaticFileSource
 from job_gateway.settings import GatewaySettings
+from tests.support.credentials import service_auth
 from tests.support.http_server import serve_in_thread
 from tests.support.kubeapi import KubeAPI, namespace_for_test
 
@@ -107,7 +108,7 @@ def running_gateway(
     inventory_file.write_text(inventory_yaml)
     storage_dir = workdir / "objects"
     values: dict[str, Any] = {
-        "internal_token": TOKEN,
+        **service_auth(TOKEN),
         "crd_transport": "direct",
         "kubeconfig": kubeapi.kubeconfig,
         "namespace": namespace,

@@ -26,6 +26,7 @@ from tests.job_gateway.gateway_factories import (
     running_gateway,
     submit_body,
 )
+from tests.support.credentials import service_auth
 from tests.support.http_server import running_service
 from tests.support.kubeapi import KubeAPI
 from tests.support.kuberay_fixtures import TOKEN as KUBERAY_TOKEN
@@ -347,7 +348,7 @@ class TestProxiedTransport:
         inventory = tmp_path / "inventory.yaml"
         inventory.write_text(INVENTORY_YAML)
         settings = GatewaySettings(
-            internal_token=KUBERAY_TOKEN, kuberay_url=kuberay.url, state_dir=tmp_path
+            **service_auth(KUBERAY_TOKEN), kuberay_url=kuberay.url, state_dir=tmp_path
         )
         assert settings.crd_transport == "proxied"
         app = create_app(

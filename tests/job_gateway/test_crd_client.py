@@ -156,7 +156,7 @@ class TestRetries:
         self, kuberay: KubeRayServer, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         monkeypatch.setenv("KUBERAY_URL", kuberay.url)
-        monkeypatch.setenv("GRIDWEAVE_INTERNAL_TOKEN", TOKEN)
+        monkeypatch.setenv("GRIDWEAVE_SERVICE_TOKEN", TOKEN)
         client = crd_client.ProxiedClient()
         connects: list[str] = []
         original = client.connect

@@ -30,6 +30,7 @@ from gridweave_runtime.storage import LocalObjectStore, StorageConfig
 from job_gateway.execution import ExecutionSettings, actor_name, connect_ray, ensure_local_head
 from job_gateway.execution.actors import adopt_attempt, launch_attempt
 from tests.job_gateway.execution_factories import attempt_spec
+from tests.support.credentials import service_auth_env
 
 state, port, role = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 settings = ExecutionSettings(ray_port=port, ray_num_cpus=1, ray_object_store_mb=80)
@@ -125,7 +126,9 @@ class TestRayEnvironment:
         gateway = {
             "PATH": "/usr/bin",
             "PYTHONPATH": "/srv/gridweave",
-            "GRIDWEAVE_INTERNAL_TOKEN": "every internal route",
+            "GRIDWEAVE_SERVICE_TOKEN": "the gateway's own credential",
+            "GRIDWEAVE_CREDENTIALS": '{"credentials": []}',
+            "GRIDWEAVE_SERVE_KEY": "the replicas' key",
             "GATEWAY_DATABASE_URL": "postgresql://gw:pw@db/gw",
             "PLATFORM_DASHBOARD_PROXY_SECRET": "s",
             "HF_TOKEN": "t",

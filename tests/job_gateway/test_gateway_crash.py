@@ -37,6 +37,7 @@ from tests.job_gateway import execution_functions as fn
 from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld, new_job_id
 from tests.job_gateway.gateway_factories import blocking_crd, submit_body
 from tests.job_gateway.metering_factories import Metering, usage_mark
+from tests.support.credentials import service_auth_env
 from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN
 from tests.support.kubeapi import KubeAPI, namespace_for_test
 from tests.support.service_process import service_process
@@ -123,7 +124,7 @@ def gateway_process(
     inventory = state / "inventory.yaml"
     inventory.write_text(INVENTORY_YAML)
     env = {
-        "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
+        **service_auth_env(INTERNAL_TOKEN),
         "GRIDWEAVE_STATE_DIR": str(state),
         "GATEWAY_STORAGE_DIR": str(state.parent / "objects"),
         "GATEWAY_CRD_TRANSPORT": "direct",

@@ -20,6 +20,7 @@ from job_gateway.metrics import GatewayMetrics
 from job_gateway.settings import GatewaySettings
 from tests.job_gateway.gateway_factories import INVENTORY_YAML, new_job_id, running_gateway
 from tests.job_gateway.metrics_reading import metric_value
+from tests.support.credentials import service_auth
 from tests.support.kubeapi import KubeAPI
 from tests.support.memory_store import AsyncMemoryStore, MemoryStore
 
@@ -115,7 +116,7 @@ class TestHealth:
         async def scenario() -> list[bool]:
             crd = AsyncCrdClient(AsyncMemoryStore(MemoryStore()), "gridweave")
             gateway = Gateway(
-                GatewaySettings(internal_token="t", state_dir=tmp_path),
+                GatewaySettings(**service_auth("t"), state_dir=tmp_path),
                 crd=crd,
                 inventory_source=StaticFileSource(inventory),
                 store=LocalObjectStore(tmp_path / "objects"),

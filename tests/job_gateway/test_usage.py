@@ -34,6 +34,7 @@ from tests.job_gateway.metering_factories import (
     wait_reported,
 )
 from tests.job_gateway.metrics_reading import metric_value
+from tests.support.credentials import service_auth, service_auth_env
 from tests.support.credit_server import INTERNAL_TOKEN
 from tests.support.held_answers import held_answers
 from tests.support.http_server import free_port, serve_in_thread
@@ -51,7 +52,7 @@ FAST_RETRIES: dict[str, Any] = {
     "usage_report_timeout_seconds": 1.0,
 }
 #: one internal token for the deployment: the gateway calls metering with it
-SHARED_TOKEN: dict[str, Any] = {"internal_token": INTERNAL_TOKEN}
+SHARED_TOKEN: dict[str, Any] = {**service_auth(INTERNAL_TOKEN)}
 
 
 def finished_job(
@@ -195,7 +196,7 @@ def gateway_process(
     inventory = workdir / "inventory.yaml"
     inventory.write_text(INVENTORY_YAML)
     env = {
-        "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
+        **service_auth_env(INTERNAL_TOKEN),
         "GRIDWEAVE_STATE_DIR": str(workdir),
         "GATEWAY_CRD_TRANSPORT": "direct",
         "GATEWAY_KUBECONFIG": str(kubeapi.kubeconfig),

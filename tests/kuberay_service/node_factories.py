@@ -19,6 +19,7 @@ from kuberay_service.app import create_app
 from kuberay_service.mesh import CommandRunner
 from kuberay_service.reconciler import Reconciler
 from kuberay_service.settings import KubeRaySettings
+from tests.support.credentials import service_auth
 from tests.support.http_server import serve_in_thread
 from tests.support.kuberay_fixtures import TOKEN
 from tests.support.memory_store import AsyncMemoryStore, MemoryStore
@@ -32,7 +33,7 @@ K3S_TOKEN = "k3s-join-token-for-tests"
 def registry_settings(database_url: str, **overrides: Any) -> KubeRaySettings:
     """kuberay-service with the node registry on ``database_url`` and a configured mesh."""
     values: dict[str, Any] = {
-        "internal_token": TOKEN,
+        **service_auth(TOKEN),
         "database_url": database_url,
         "mesh_cidr": "10.88.0.0/16",
         "wireguard_endpoint": "203.0.113.10:51820",

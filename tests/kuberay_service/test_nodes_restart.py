@@ -17,6 +17,7 @@ from tests.kuberay_service.node_factories import (
     node_headers,
     validate_body,
 )
+from tests.support.credentials import service_auth_env
 from tests.support.kubeapi import KubeAPI
 from tests.support.kuberay_fixtures import TOKEN
 from tests.support.service_process import running_service_process
@@ -28,7 +29,7 @@ def test_a_node_outlives_a_restart(
     kubeapi: KubeAPI, kube_namespace: str, database: str, tmp_path: Path
 ) -> None:
     env = {
-        "GRIDWEAVE_INTERNAL_TOKEN": TOKEN,
+        **service_auth_env(TOKEN),
         "GRIDWEAVE_STATE_DIR": str(tmp_path / "state"),
         "KUBERAY_KUBECONFIG": str(kubeapi.kubeconfig),
         "KUBERAY_NAMESPACE": kube_namespace,

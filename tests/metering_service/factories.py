@@ -16,6 +16,7 @@ import httpx
 
 from metering_service.app import create_app
 from metering_service.settings import MeteringSettings
+from tests.support.credentials import service_auth, service_auth_env
 from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN
 from tests.support.http_server import running_service
 from tests.support.service_process import stop_process
@@ -45,7 +46,7 @@ def metering_settings(database_url: str, credit_url: str, **overrides: Any) -> M
     """Settings for a metering_service on ``database_url`` calling ``credit_url``."""
     values: dict[str, Any] = {
         "database_url": database_url,
-        "internal_token": INTERNAL_TOKEN,
+        **service_auth(INTERNAL_TOKEN),
         "credit_service_url": credit_url,
         "credit_attempts": 2,
         "credit_timeout_seconds": 10.0,
@@ -71,7 +72,7 @@ def start_deliverer(
         **os.environ,
         "METERING_DATABASE_URL": database_url,
         "CHAIN_SERVICE_URL": chain_url,
-        "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
+        **service_auth_env(INTERNAL_TOKEN),
         "GRIDWEAVE_STATE_DIR": str(log.parent),
         **{f"METERING_RECEIPT_{name.upper()}": str(v) for name, v in receipt_settings.items()},
     }

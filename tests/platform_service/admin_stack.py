@@ -22,6 +22,7 @@ from tests.platform_service.factories import (
     platform_settings,
     running_platform,
 )
+from tests.support.credentials import service_auth
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 from tests.support.kubeapi import KubeAPI
 
@@ -57,7 +58,7 @@ def registry_gateway(
     with running_gateway(
         kubeapi,
         tmp_path_factory.mktemp("registry-gateway"),
-        internal_token=INTERNAL_TOKEN,
+        **service_auth(INTERNAL_TOKEN),
         metering_service_url=NOWHERE,
         inventory_source=source,
         inventory_refresh_seconds=0.2,
@@ -99,7 +100,7 @@ def file_platform(
         kubeapi,
         tmp_path_factory.mktemp("file-gateway"),
         inventory_yaml=_FILE_INVENTORY,
-        internal_token=INTERNAL_TOKEN,
+        **service_auth(INTERNAL_TOKEN),
         metering_service_url=NOWHERE,
     ) as file_gateway:
         settings = platform_settings(

@@ -35,6 +35,7 @@ from tests.platform_service.factories import (
     platform_settings,
     running_platform,
 )
+from tests.support.credentials import service_auth
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 from tests.support.kubeapi import KubeAPI
 from tests.support.postgres import PostgresTestServer
@@ -57,7 +58,7 @@ def gateway(
     with running_gateway(
         kubeapi,
         workdir,
-        internal_token=INTERNAL_TOKEN,
+        **service_auth(INTERNAL_TOKEN),
         metering_service_url=str(metering.base_url),
     ) as server:
         yield server
@@ -68,7 +69,7 @@ def node_registry(postgres: PostgresTestServer) -> Iterator[Registry]:
     """The real kuberay-service with its node registry (join keys, nodes) on PostgreSQL."""
     with (
         postgres.database("gwkuberay") as url,
-        serve_registry(url, internal_token=INTERNAL_TOKEN) as served,
+        serve_registry(url, **service_auth(INTERNAL_TOKEN)) as served,
     ):
         yield served
 

@@ -23,6 +23,7 @@ from platform_service.app import create_app
 from platform_service.services.bootstrap import create_admin_key
 from platform_service.services.keys import api_key_secret
 from platform_service.settings import PlatformSettings
+from tests.support.credentials import service_auth
 from tests.support.credit_server import INTERNAL_TOKEN
 from tests.support.http_server import serve_in_thread
 
@@ -36,7 +37,7 @@ def platform_settings(database_url: str, state_dir: Path, **overrides: Any) -> P
     """Settings for a platform on ``database_url``; services unreachable unless given."""
     values: dict[str, Any] = {
         "database_url": database_url,
-        "internal_token": INTERNAL_TOKEN,
+        **service_auth(INTERNAL_TOKEN),
         "state_dir": state_dir,
         "credit_service_url": NOWHERE,
         "gateway_url": NOWHERE,

@@ -20,6 +20,7 @@ from tests.platform_service.factories import (
     platform_settings,
     running_platform,
 )
+from tests.support.credentials import service_auth
 from tests.support.credit_server import INTERNAL_TOKEN
 from tests.support.http_server import free_port
 from tests.support.kubeapi import KubeAPI
@@ -59,7 +60,7 @@ def charted(
         kubeapi,
         workdir / "gateway",
         inventory_yaml=SIMULATED_INVENTORY,
-        internal_token=INTERNAL_TOKEN,
+        **service_auth(INTERNAL_TOKEN),
         metering_service_url=NOWHERE,
     ) as gateway:
         targets = {

@@ -16,6 +16,7 @@ from tests.platform_service.factories import (
     PlatformServer,
     bearer,
 )
+from tests.support.credentials import service_auth_env
 from tests.support.credit_server import INTERNAL_TOKEN
 from tests.support.service_process import running_service_process
 
@@ -155,7 +156,7 @@ def test_the_command_line_creates_an_admin_then_serves(
     env = {
         "PATH": "/usr/bin:/bin",
         "PLATFORM_DATABASE_URL": platform_database,
-        "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
+        **service_auth_env(INTERNAL_TOKEN),
         "GRIDWEAVE_STATE_DIR": str(tmp_path),
         "HOME": str(tmp_path),
         "CREDIT_SERVICE_URL": NOWHERE,

@@ -20,6 +20,7 @@ from typing import Any
 
 from registry_service.settings import RegistrySettings
 from registry_service.supervisor import RegistrySupervisor
+from tests.support.credentials import service_auth
 from tests.support.credit_server import INTERNAL_TOKEN
 from tests.support.http_server import free_port
 
@@ -64,7 +65,7 @@ def localhost_url(url: str) -> str:
 def registry_settings(platform_url: str, state_dir: Path, **overrides: Any) -> RegistrySettings:
     """Settings of a registry on a free port, its tokens from the platform at ``platform_url``."""
     values: dict[str, Any] = {
-        "internal_token": INTERNAL_TOKEN,
+        **service_auth(INTERNAL_TOKEN),
         "state_dir": state_dir,
         "host": "127.0.0.1",
         "port": free_port(),

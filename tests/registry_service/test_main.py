@@ -14,6 +14,7 @@ import pytest
 
 from tests.platform_service.factories import PlatformServer
 from tests.registry_service.factories import REPO_ROOT, localhost_url, registry_binary
+from tests.support.credentials import service_auth_env
 from tests.support.credit_server import INTERNAL_TOKEN
 from tests.support.http_server import free_port
 
@@ -26,7 +27,7 @@ def test_it_serves_until_sigterm_and_stops_the_registry(
     port, health_port = free_port(), free_port()
     env = {
         **os.environ,
-        "GRIDWEAVE_INTERNAL_TOKEN": INTERNAL_TOKEN,
+        **service_auth_env(INTERNAL_TOKEN),
         "GRIDWEAVE_STATE_DIR": str(tmp_path),
         "REGISTRY_PORT": str(port),
         "REGISTRY_HEALTH_PORT": str(health_port),

@@ -18,6 +18,7 @@ from tests.job_gateway.execution_factories import INVENTORY_YAML, RayWorld
 from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
 from tests.platform_service import endpoint_factories
 from tests.platform_service.factories import PlatformServer, User
+from tests.support.credentials import service_auth
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 from tests.support.http_server import free_port
 from tests.support.kubeapi import KubeAPI
@@ -48,7 +49,7 @@ def serving_gateway(
             tmp_path_factory.mktemp(name),
             inventory_yaml=INVENTORY_YAML,
             execution=ExecutionSettings(executor_poll_seconds=0.05),
-            internal_token=INTERNAL_TOKEN,
+            **service_auth(INTERNAL_TOKEN),
             metering_service_url=str(metering.base_url),
         ) as server:
             yield server
@@ -73,7 +74,7 @@ def executing_gateway(
             executor_poll_seconds=0.05,
             sandbox=sandbox or SandboxSettings(rootfs=sandbox_config().rootfs),
         ),
-        internal_token=INTERNAL_TOKEN,
+        **service_auth(INTERNAL_TOKEN),
         metering_service_url=str(metering.base_url),
     ) as server:
         yield server

@@ -18,6 +18,7 @@ import pytest
 
 from credit_service.app import create_app
 from credit_service.settings import CreditSettings
+from tests.support.credentials import service_auth
 from tests.support.http_server import serve_in_thread
 from tests.support.postgres import PostgresTestServer
 
@@ -101,7 +102,7 @@ def running_credit_service(postgres: PostgresTestServer, state_dir: Path) -> Ite
     database_url = postgres.create_database("gwcredit")
     app = create_app(
         CreditSettings(
-            database_url=database_url, internal_token=INTERNAL_TOKEN, state_dir=state_dir
+            database_url=database_url, **service_auth(INTERNAL_TOKEN), state_dir=state_dir
         )
     )
     try:

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, settings
 
 from gridweave_runtime.app import create_service_app
 from gridweave_runtime.settings import ServiceSettings
+from tests.support.credentials import service_auth
 
 __all__ = ["app_disposed", "assert_gridweave_answer", "fuzz_settings", "openapi_document"]
 
@@ -21,7 +22,7 @@ def openapi_document(service: str, routers: Sequence[APIRouter]) -> dict[str, An
     Available when the test module is collected (schemathesis parametrizes by it); the
     requests then go to the real app, built by a fixture on a real database.
     """
-    settings = ServiceSettings(internal_token="openapi-only")
+    settings = ServiceSettings(**service_auth("openapi-only"))
     return create_service_app(service=service, settings=settings, routers=routers).openapi()
 
 

@@ -24,6 +24,7 @@ import httpx
 import uvicorn
 from starlette.types import ASGIApp
 
+from tests.support.credentials import service_auth_env
 from tests.support.http_server import free_port
 from tests.support.kubeapi import REPO_ROOT
 
@@ -86,7 +87,7 @@ class KubeRayProcess(_Killable):
             "KUBERAY_NAMESPACE": namespace,
             "KUBERAY_PORT": str(self.port),
             "KUBERAY_HOST": "127.0.0.1",
-            "GRIDWEAVE_INTERNAL_TOKEN": token,
+            **service_auth_env(token),
             "KUBERAY_NODES_ENABLED": "false",  # /v1/crd only: no database
         }
         self.proc: subprocess.Popen[bytes] | None = None

@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from gridweave_controller.aio import AsyncCrdClient
 from kuberay_service.app import create_app
 from kuberay_service.settings import KubeRaySettings
+from tests.support.credentials import service_auth
 from tests.support.http_server import serve_in_thread
 from tests.support.memory_store import AsyncMemoryStore, MemoryStore
 
@@ -32,7 +33,7 @@ def kuberay_app(store: MemoryStore, namespace: str = "gridweave") -> FastAPI:
 
     ``/v1/crd`` only: the node registry (and its database) is off; its tests open it.
     """
-    settings = KubeRaySettings.model_validate({"internal_token": TOKEN, "nodes_enabled": False})
+    settings = KubeRaySettings.model_validate({**service_auth(TOKEN), "nodes_enabled": False})
     return create_app(settings, crd_client=AsyncCrdClient(AsyncMemoryStore(store), namespace))
 
 
@@ -40,7 +41,7 @@ def kuberay_cluster_app(kubeconfig: Path, namespace: str) -> FastAPI:
     """A kuberay-service app that connects to the cluster of ``kubeconfig`` when it starts."""
     settings = KubeRaySettings.model_validate(
         {
-            "internal_token": TOKEN,
+            **service_auth(TOKEN),
             "kubeconfig": kubeconfig,
             "namespace": namespace,
             "nodes_enabled": False,

@@ -79,9 +79,9 @@ class TestWhatTheJobSees:
     def test_no_secret_of_the_host_reaches_its_environment(
         self, sandbox: SandboxConfig, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setenv("GRIDWEAVE_INTERNAL_TOKEN", "the-internal-token")
+        monkeypatch.setenv("GRIDWEAVE_SERVICE_TOKEN", "the-internal-token")
         environ = run_function(sandbox, probes.own_view).value["environ"]
-        assert "GRIDWEAVE_INTERNAL_TOKEN" not in environ
+        assert "GRIDWEAVE_SERVICE_TOKEN" not in environ
         assert not [value for value in environ.values() if "the-internal-token" in value]
         others = run_function(sandbox, probes.other_environments).value
         assert not [text for text in others if "the-internal-token" in text]
