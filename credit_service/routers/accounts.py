@@ -75,7 +75,7 @@ def mint(
     return result
 
 
-@router.post("/{user_id}/deduct", dependencies=callable_by("admin"))
+@router.post("/{user_id}/deduct", dependencies=callable_by("metering", "admin"))
 def deduct(
     user_id: UserIdPath,
     body: DeductRequest,

@@ -49,7 +49,7 @@ class TestMint:
         )
         assert response.status_code == 200
 
-    @pytest.mark.parametrize("role", [None, "platform", "metering", "ADMINX"])
+    @pytest.mark.parametrize("role", ["gateway", "platform", "metering", "ADMINX"])
     async def test_other_roles_are_forbidden(
         self, client: httpx.AsyncClient, role: str | None
     ) -> None:

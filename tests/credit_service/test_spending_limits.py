@@ -181,7 +181,9 @@ class TestWhoSetsWhat:
     async def test_an_admins_cap_needs_the_admin_role(self, client: httpx.AsyncClient) -> None:
         await mint(client, "alice", 10_000, "m")
         response = await client.put(
-            "/v1/accounts/alice/admin-spending-limits", json={"monthly_cap": 1}, headers=AUTH
+            "/v1/accounts/alice/admin-spending-limits",
+            json={"monthly_cap": 1},
+            headers={**AUTH, "X-Gridweave-Role": "platform"},
         )
         assert response.status_code == 403
         limits = (await client.get("/v1/accounts/alice/spending-limits", headers=AUTH)).json()

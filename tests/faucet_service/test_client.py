@@ -23,7 +23,7 @@ def test_sign_up_verify_and_refill_through_the_client(
     email, user_id = new_email(), unique("user")
     url = str(faucet.base_url)
     with (
-        FaucetClient(url, INTERNAL_TOKEN) as client,
+        FaucetClient(url, INTERNAL_TOKEN, role="platform") as client,
         FaucetClient(url, INTERNAL_TOKEN, role="admin") as operator,
     ):
         sent = client.sign_up(email.upper(), user_id, client_address=_address())

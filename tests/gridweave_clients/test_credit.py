@@ -31,7 +31,7 @@ def _user() -> str:
 
 
 def _admin(credit: CreditServer) -> CreditClient:
-    return CreditClient(credit.url, INTERNAL_TOKEN, role="admin", retry=RETRY)
+    return CreditClient(credit.url, INTERNAL_TOKEN, retry=RETRY)  # acts as any role
 
 
 class TestBlockingCreditClient:

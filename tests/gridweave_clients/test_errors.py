@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from gridweave_clients import (
+    ROLE_HEADER,
     USER_HEADER,
     Answer,
     Call,
@@ -93,8 +94,8 @@ class TestGridweaveErrorBodies:
         assert (raised.value.status_code, raised.value.code) == (401, "unauthorized")
 
     def test_a_role_refusal_is_forbidden(self, driver: str, probe: Probe) -> None:
-        with pytest.raises(Forbidden, match="requires role admin"):
-            request(driver, probe.url, "GET", "/v1/admin-only")
+        with pytest.raises(Forbidden, match="requires the role admin"):
+            request(driver, probe.url, "GET", "/v1/admin-only", headers={ROLE_HEADER: "platform"})
 
     def test_an_internal_error_is_unavailable_with_its_status(
         self, driver: str, probe: Probe

@@ -33,8 +33,10 @@ class CreditServer:
 
     url: str
 
-    def _call(self, method: str, path: str, json: dict[str, Any] | None = None) -> Any:
-        headers = {**AUTH_HEADERS, "X-Gridweave-Role": "admin"}
+    def _call(
+        self, method: str, path: str, json: dict[str, Any] | None = None, *, role: str = "admin"
+    ) -> Any:
+        headers = {**AUTH_HEADERS, "X-Gridweave-Role": role}
         response = httpx.request(method, f"{self.url}{path}", json=json, headers=headers)
         response.raise_for_status()
         return response.json()
@@ -58,6 +60,7 @@ class CreditServer:
                 "idempotency_key": f"test-hold:{reference}",
                 "reference": reference,
             },
+            role="platform",  # the platform places every hold
         )
         return int(body["hold_id"])
 
