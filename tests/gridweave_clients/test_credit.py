@@ -160,7 +160,7 @@ class TestAsyncCreditClient:
         user = _user()
 
         async def run() -> tuple[int, int, str]:
-            async with AsyncCreditClient(credit.url, INTERNAL_TOKEN, role="faucet") as client:
+            async with AsyncCreditClient(credit.url, INTERNAL_TOKEN) as client:  # any role
                 await client.mint(user, amount=700, idempotency_key=f"m:{user}")
                 hold = await client.place_hold(
                     user, amount=300, idempotency_key=f"h:{user}", reference=f"job-{user}"
