@@ -3,7 +3,7 @@
 ``CREDITS_HOST``, ``CREDITS_PORT`` (8400), ``CREDITS_DATABASE_URL`` (unset: the embedded
 PostgreSQL, database ``credits``), ``CREDITS_DATABASE_POOL_SIZE``,
 ``CREDITS_DATABASE_MAX_OVERFLOW``, ``CREDITS_RUN_MIGRATIONS``, plus the deployment-wide
-``GRIDWEAVE_INTERNAL_TOKEN`` and ``GRIDWEAVE_STATE_DIR``.
+``GRIDWEAVE_SERVICE_TOKEN`` (with ``GRIDWEAVE_CREDENTIALS``) and ``GRIDWEAVE_STATE_DIR``.
 """
 
 from __future__ import annotations

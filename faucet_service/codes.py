@@ -19,7 +19,7 @@ def new_code() -> str:
 
 
 def code_secret(settings: FaucetSettings) -> bytes:
-    """The HMAC key: FAUCET_CODE_SECRET, else one derived from the internal token."""
+    """The HMAC key: FAUCET_CODE_SECRET, else one derived from the faucet's own token."""
     if settings.code_secret is not None and settings.code_secret.get_secret_value():
         return settings.code_secret.get_secret_value().encode()
     token = settings.own_token().encode()

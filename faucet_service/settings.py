@@ -2,9 +2,9 @@
 
 Besides the shared ones (``FAUCET_HOST``, ``FAUCET_PORT`` (8500), ``FAUCET_DATABASE_URL``
 (unset: the embedded PostgreSQL, database ``faucet``), ``FAUCET_DATABASE_POOL_SIZE``,
-``FAUCET_DATABASE_MAX_OVERFLOW``, ``FAUCET_RUN_MIGRATIONS``, ``GRIDWEAVE_INTERNAL_TOKEN``,
-``GRIDWEAVE_STATE_DIR``) and ``CREDIT_SERVICE_URL``, each field below is read from
-``FAUCET_<NAME>``. Amounts are integer micro-credits (1 credit = 1,000,000).
+``FAUCET_DATABASE_MAX_OVERFLOW``, ``FAUCET_RUN_MIGRATIONS``, ``GRIDWEAVE_SERVICE_TOKEN``,
+``GRIDWEAVE_CREDENTIALS``, ``GRIDWEAVE_STATE_DIR``) and ``CREDIT_SERVICE_URL``, each field
+below is read from ``FAUCET_<NAME>``. Amounts are integer micro-credits (1 credit = 1,000,000).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ class FaucetSettings(CreditCallerSettings):
     code_secret: SecretStr | None = Field(
         default=None,
         description=(
-            "HMAC-SHA256 key the verification codes are hashed with. Unset: derived from "
-            "GRIDWEAVE_INTERNAL_TOKEN. Changing it invalidates the codes already sent."
+            "HMAC-SHA256 key the verification codes are hashed with. Unset: derived from the "
+            "faucet's GRIDWEAVE_SERVICE_TOKEN. Changing it invalidates the codes already sent."
         ),
     )
     code_ttl_seconds: int = Field(

@@ -29,7 +29,7 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: Identity headers: believed by a service only with the internal token (gridweave_runtime).
+#: Identity headers: believed by a service only with its service token (gridweave_runtime).
 USER_HEADER = "X-Gridweave-User"
 ROLE_HEADER = "X-Gridweave-Role"
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
@@ -59,7 +59,7 @@ class DriverBase:
         headers: Mapping[str, str] | None = None,
     ) -> None:
         if not token:
-            raise ValueError(f"the internal token is required to call {self.service}")
+            raise ValueError(f"a service token is required to call {self.service}")
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()
         self.decoder = decoder or ErrorDecoder(self.service)

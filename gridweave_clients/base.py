@@ -1,6 +1,6 @@
 """The internal HTTP client base every service client is built on: blocking and asyncio.
 
-One client holds a service's base URL, the internal token (``Authorization: Bearer``), the
+One client holds a service's base URL, a service token (``Authorization: Bearer``), the
 caller's identity headers, timeouts and a keep-alive connection pool. Both drivers send
 what the sans-IO core (``_core.py``) builds and let it decide about retries and errors, so
 they share one retry policy and one error decoding:

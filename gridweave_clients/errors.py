@@ -125,7 +125,7 @@ class InvalidRequest(ServiceRefused):
 
 
 class Unauthorized(ServiceRefused):
-    """401: no internal token, or a wrong one."""
+    """401: no service token, or an unknown one."""
 
 
 class PaymentRequired(ServiceRefused):

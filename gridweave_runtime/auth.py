@@ -62,7 +62,7 @@ PUBLIC_PATHS = frozenset({"/healthz", "/metrics"})
 
 
 class Unauthorized(GridweaveError):
-    """No internal token, or a wrong one."""
+    """No service token, or an unknown one."""
 
     code = "unauthorized"
     status_code = 401

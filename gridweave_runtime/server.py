@@ -174,7 +174,7 @@ def server_config(app: Any, settings: ServiceSettings, **overrides: Any) -> uvic
 
     ``X-Forwarded-For`` is not believed (``proxy_headers=False``): a caller's address is the
     connection's, and the platform names an end user's address in a header of its own,
-    trusted only with the internal token.
+    trusted only with its service token.
     """
     limits = HeadLimits(
         max_bytes=settings.max_header_bytes,

@@ -4,7 +4,7 @@ The job gateway has no cluster access; kuberay-service re-exports the typed oper
 ``/v1/crd``. Swap the import and the calls, return types and exceptions stay the same::
 
     from job_gateway import crd_client as crd
-    crd.init_k8s_client()          # KUBERAY_URL + GRIDWEAVE_INTERNAL_TOKEN
+    crd.init_k8s_client()          # KUBERAY_URL + GRIDWEAVE_SERVICE_TOKEN
     job = crd.get_job("job-1")
 
 The module functions are the operations of one :class:`ProxiedClient`; each call becomes
@@ -48,7 +48,7 @@ _PROXY = ProxiedClient()
 def init_k8s_client(
     *, kubeconfig: str | os.PathLike[str] | None = None, namespace: str | None = None
 ) -> ProxiedClient:
-    """Connect to kuberay-service at ``KUBERAY_URL`` with ``GRIDWEAVE_INTERNAL_TOKEN``.
+    """Connect to kuberay-service at ``KUBERAY_URL`` with ``GRIDWEAVE_SERVICE_TOKEN``.
 
     kuberay-service owns the cluster connection and the namespace, so ``kubeconfig`` and
     ``namespace`` (kept for a drop-in signature) must be left unset here.

@@ -11,7 +11,8 @@ kuberay-service at ``KUBERAY_URL``, or ``direct`` to the cluster of ``GATEWAY_KU
 ``GATEWAY_USAGE_RETRY_MAX_SECONDS``, the job images' ``GATEWAY_PLATFORM_URL``,
 ``GATEWAY_REGISTRY_ADDRESS`` and ``GATEWAY_REGISTRY_TLS``, plus the inventory's
 ``GATEWAY_INVENTORY_*`` (:class:`job_gateway.inventory.InventorySettings`) and the
-deployment-wide ``GRIDWEAVE_INTERNAL_TOKEN`` and ``GRIDWEAVE_STATE_DIR``.
+deployment-wide ``GRIDWEAVE_SERVICE_TOKEN``, ``GRIDWEAVE_CREDENTIALS``, ``GRIDWEAVE_SERVE_KEY``
+and ``GRIDWEAVE_STATE_DIR``.
 """
 
 from __future__ import annotations

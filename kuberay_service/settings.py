@@ -2,7 +2,8 @@
 
 ``KUBERAY_HOST``, ``KUBERAY_PORT`` (8800), ``KUBERAY_NAMESPACE`` (``gridweave``),
 ``KUBERAY_KUBECONFIG`` (unset: in-cluster config, else ``KUBECONFIG`` / ``~/.kube/config``),
-plus the deployment-wide ``GRIDWEAVE_INTERNAL_TOKEN`` every ``/v1/crd`` call must carry.
+plus its ``GRIDWEAVE_SERVICE_TOKEN`` and the ``GRIDWEAVE_CREDENTIALS`` every call is checked
+against (``/v1/crd``: the gateway's, or an admin's).
 
 The node registry (``/v1/nodes``, on unless ``KUBERAY_NODES_ENABLED=false``) keeps its state
 in PostgreSQL (``KUBERAY_DATABASE_URL``; unset: the embedded server, database ``kuberay``)

@@ -7,7 +7,8 @@ PostgreSQL, database ``metering``), ``METERING_DATABASE_POOL_SIZE``,
 ``METERING_CREDIT_CONNECTIONS``, the receipt
 deliverer's ``METERING_RECEIPT_*`` (``python -m metering_service.deliverer`` reads these
 same settings), plus the deployment-wide ``CREDIT_SERVICE_URL``,
-``CHAIN_SERVICE_URL``, ``GRIDWEAVE_INTERNAL_TOKEN`` and ``GRIDWEAVE_STATE_DIR``.
+``CHAIN_SERVICE_URL``, ``GRIDWEAVE_SERVICE_TOKEN``, ``GRIDWEAVE_CREDENTIALS`` and
+``GRIDWEAVE_STATE_DIR``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """platform_service (port 8100), the one public API: the wiring.
 
 Routes in ``routers/``, rules in ``services/``. Every route needs an API key but the public
-ones (``auth.PUBLIC_PATHS``); the internal services are called with the internal token and
+ones (``auth.PUBLIC_PATHS``); the internal services are called with its service token and
 the user's id. Job submissions may be large (the pickled function and arguments): their
 body limit is ``PLATFORM_MAX_SUBMISSION_BYTES``, every other route keeps the runtime's.
 """

@@ -9,7 +9,7 @@ with the cookie (any method but GET, HEAD, OPTIONS) also needs the session's CSR
 on a worker thread (one indexed lookup), unless the key was accepted a moment ago
 (``services.accepted_keys``); the user it names is put in the request's scope, where
 :func:`require_user` finds it. Internal services are never called with the key: the
-platform calls them with the internal token and the user's id (``services.downstream``).
+platform calls them with its service token and the user's id (``services.downstream``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Besides the shared ones (``PLATFORM_HOST``, ``PLATFORM_PORT`` (8100),
 ``PLATFORM_DATABASE_URL`` (unset: the embedded PostgreSQL, database ``platform``), the
-request limits, ``GRIDWEAVE_INTERNAL_TOKEN``, ``GRIDWEAVE_STATE_DIR``), the object store's
+request limits, ``GRIDWEAVE_SERVICE_TOKEN``, ``GRIDWEAVE_CREDENTIALS``, ``GRIDWEAVE_SERVE_KEY``,
+``GRIDWEAVE_STATE_DIR``), the object store's
 (``PLATFORM_STORAGE_DIR``, ``S3_*``) and the deployment-wide service URLs and price table,
 each field below is read from ``PLATFORM_<NAME>``.
 """
@@ -33,8 +34,8 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings, ServeKeySett
     api_key_secret: SecretStr | None = Field(
         default=None,
         description=(
-            "HMAC-SHA256 key the API keys' secrets are hashed with. Unset: derived from "
-            "GRIDWEAVE_INTERNAL_TOKEN. Changing it invalidates every API key issued."
+            "HMAC-SHA256 key the API keys' secrets are hashed with. Unset: derived from the "
+            "platform's GRIDWEAVE_SERVICE_TOKEN. Changing it invalidates every API key issued."
         ),
     )
     api_key_cache_seconds: float = Field(

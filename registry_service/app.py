@@ -1,7 +1,7 @@
 """The supervisor's HTTP server (port 30501): ``/healthz``, ``/metrics``, collections.
 
 ``/healthz`` answers 200 while the registry answers its API (or a collection restarts it);
-``/metrics`` carries the collections' figures; ``POST /v1/collections`` (internal token)
+``/metrics`` carries the collections' figures; ``POST /v1/collections`` (a service credential)
 collects garbage now and answers what was reclaimed.
 """
 

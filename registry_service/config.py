@@ -76,7 +76,7 @@ def registry_config(
 
 
 def write_config(path: Path, config: dict[str, Any]) -> None:
-    """Write ``config`` to ``path`` (mode 0600: it carries the internal token), replaced whole."""
+    """Write ``config`` to ``path`` (mode 0600: it carries the registry's token), replaced whole."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     partial = path.with_name(f".{path.name}.partial")
     descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

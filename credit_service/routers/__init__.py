@@ -1,1 +1,1 @@
-"""HTTP routes of credit_service; every one requires the internal token."""
+"""HTTP routes of credit_service; every one requires a service credential."""

@@ -71,5 +71,5 @@ ClientAddressDep = Annotated[str, Depends(_client_address)]
 
 
 def internal_router(prefix: str, tag: str) -> APIRouter:
-    """The router of one resource: every route requires the internal token."""
+    """The router of one resource: every route requires the platform's credential."""
     return APIRouter(prefix=prefix, tags=[tag], dependencies=callable_by("platform"))

@@ -29,7 +29,7 @@ __all__ = [
     "normalize_email",
 ]
 
-#: The end user's IP address, set by platform_service (trusted with the internal token):
+#: The end user's IP address, set by platform_service (trusted with its service token):
 #: the faucet's per-address rate limits count by it.
 CLIENT_ADDRESS_HEADER = "X-Gridweave-Client-Address"
 

@@ -327,7 +327,7 @@ def set_registry_quota(
 @validate_call
 def issue_pull_token(user_id: UserId, repository: Repository) -> Operation[PullTokenResponse]:
     """A registry token for a node to pull a job's image with its owner's rights (the
-    gateway, with the internal token)."""
+    gateway, with its service token)."""
     body = PullTokenRequest(user_id=user_id, repository=repository)
     return model_operation(
         "POST", "/v1/registry/pull-tokens", PullTokenResponse, body=body, idempotent=True

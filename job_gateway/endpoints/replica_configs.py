@@ -76,8 +76,8 @@ class ReplicaConfigs:
             return None
         if self.pull_tokens is None:
             raise ImageRefusedToOwner(
-                "this gateway pulls no images: it has no internal token to ask the platform "
-                "for the owner's pull token (GRIDWEAVE_INTERNAL_TOKEN)"
+                "this gateway pulls no images: it has no service token to ask the platform "
+                "for the owner's pull token (GRIDWEAVE_SERVICE_TOKEN)"
             )
         return await self.pull_tokens.pull_for(endpoint.spec.user_id, image)
 

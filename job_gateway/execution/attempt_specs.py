@@ -50,8 +50,8 @@ class AttemptSpecs:
             if self.pull_tokens is None:
                 raise AttemptRefused(
                     IMAGE_PULL_FAILED,
-                    "this gateway pulls no images: it has no internal token to ask the "
-                    "platform for the owner's pull token (GRIDWEAVE_INTERNAL_TOKEN)",
+                    "this gateway pulls no images: it has no service token to ask the "
+                    "platform for the owner's pull token (GRIDWEAVE_SERVICE_TOKEN)",
                 )
             try:
                 image = await self.pull_tokens.pull_for(job.spec.user_id, job.spec.image)

@@ -2,7 +2,7 @@
 
 A job's ``spec.image`` is pinned to a digest when it is submitted; the node pulls it with a
 registry token the platform signs for the job's owner (``POST /v1/registry/pull-tokens``,
-the internal token), by the same rules as the owner's own pulls. A share withdrawn since
+a service token), by the same rules as the owner's own pulls. A share withdrawn since
 the submission therefore stops the job (reason ``ImageRefused``) instead of letting the
 node pull on. Tokens are kept per owner and repository until shortly before they expire,
 so a warm call asks the platform nothing.

@@ -30,7 +30,7 @@ async def _settings(request: Request) -> KubeRaySettings:
 
 
 async def _admin(caller: Annotated[Caller, Depends(require_internal_caller)]) -> Caller:
-    """The internal token and ``X-Gridweave-Role: admin`` (403 for another role)."""
+    """A credential acting as ``admin`` (403 for another role)."""
     require_role(caller, "admin")
     return caller
 

@@ -1,7 +1,7 @@
 """``/v1/nodes/join-keys``: admins create, list and revoke join keys.
 
-Admin: the internal token and ``X-Gridweave-Role: admin`` (``gridweave_runtime.auth``); the
-creator is ``X-Gridweave-User``.
+Admin: a credential acting as ``admin`` (``gridweave_runtime.auth``); the creator is
+``X-Gridweave-User``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """``/v1/nodes``: nodes join (validate, register), stay alive (heartbeat) and leave.
 
-- ``POST /v1/nodes/validate``: public (no internal token), the join key in the body; rate
+- ``POST /v1/nodes/validate``: public (no service token), the join key in the body; rate
   limited per client address.
 - ``POST /v1/nodes/register``, ``/heartbeat``, ``/leave``: the node's own token from
-  validate (``Authorization: Bearer``), no internal token.
-- ``GET /v1/nodes``: the internal token (the gateway's inventory reads it).
+  validate (``Authorization: Bearer``), no service token.
+- ``GET /v1/nodes``: a service token (the gateway's inventory and admins read it).
 - ``DELETE /v1/nodes/{name}``: an admin removes a node.
 - ``PUT /v1/nodes/{name}/cordon``: an admin cordons (no new work) or uncordons a node.
 """
@@ -37,7 +37,7 @@ from kuberay_service.services import nodes
 __all__ = ["NODE_PUBLIC_PATHS", "router"]
 
 PREFIX = "/v1/nodes"
-#: Served without the internal token: each checks the join key or the node token itself.
+#: Served without a service token: each checks the join key or the node token itself.
 NODE_PUBLIC_PATHS = frozenset(
     f"{PREFIX}/{name}" for name in ("validate", "register", "heartbeat", "leave")
 )

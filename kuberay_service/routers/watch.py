@@ -12,7 +12,7 @@ route. ``GET /v1/crd/list/jobs`` answers the raw list with the ``metadata.resour
 a watch continues from. Objects are relayed raw: from the cluster, the stream's bytes go
 out as they came (cut at line ends) and a list's body as it came, never parsed or encoded
 again here. Every path needs
-the internal token (the app's middleware).
+a service token (the app's middleware).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Calls to the internal services: the user's identity on each, their errors as ours.
 
-The platform calls every service with the internal token and names the end user in
+The platform calls every service with its service token and names the end user in
 ``X-Gridweave-User`` (services believe it only with the token). A service's refusal that
 the user must see (a bad field, a wrong code, a finished job) is passed on with its own
 status, code and details; one that only a deployment fault explains (401, 403 to the

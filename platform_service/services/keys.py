@@ -9,7 +9,7 @@ Why a keyed fast hash and not bcrypt or Argon2: those are slow on purpose so a s
 table cannot be brute-forced back to *guessable* passwords. A 256-bit random secret cannot
 be guessed at any hash speed, so slowness would buy nothing, while it would cost every
 request 50-250 ms of CPU (a key is checked on every call). The HMAC key
-(``PLATFORM_API_KEY_SECRET``, or one derived from the internal token) lives outside the
+(``PLATFORM_API_KEY_SECRET``, or one derived from the platform's service token) lives outside the
 database, so the table alone cannot even confirm a candidate key. Comparison is
 constant-time.
 """
@@ -66,7 +66,7 @@ class AuthenticatedUser:
 
 
 def api_key_secret(settings: PlatformSettings) -> bytes:
-    """The HMAC key: PLATFORM_API_KEY_SECRET, else one derived from the internal token."""
+    """The HMAC key: PLATFORM_API_KEY_SECRET, else one derived from the platform's token."""
     if settings.api_key_secret is not None and settings.api_key_secret.get_secret_value():
         return settings.api_key_secret.get_secret_value().encode()
     token = settings.own_token().encode()

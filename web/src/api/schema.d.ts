@@ -874,7 +874,7 @@ export interface paths {
         put?: never;
         /**
          * Post Registry Events
-         * @description The registry's notifications: pushed blobs counted per namespace (internal token).
+         * @description The registry's notifications: pushed blobs counted per namespace (its credential).
          */
         post: operations["post_registry_events"];
         delete?: never;
@@ -913,7 +913,7 @@ export interface paths {
         get?: never;
         /**
          * Put Registry Maintenance
-         * @description The registry enters or leaves read-only for a collection (internal token).
+         * @description The registry enters or leaves read-only for a collection (the registry's credential).
          *
          *     From now on no token lets a client write; ``writes_expire_in``: the seconds until the
          *     last one granted before has expired, which the registry waits before it goes read-only,
@@ -938,8 +938,8 @@ export interface paths {
         put?: never;
         /**
          * Post Pull Token
-         * @description A token for a node to pull a job's image as the job's owner may (internal token; 403
-         *     ``image_refused`` when the owner may not, 404 when there is no such user).
+         * @description A token for a node to pull a job's image as the job's owner may (the gateway's
+         *     credential; 403 ``image_refused`` when the owner may not, 404 when there is no such user).
          */
         post: operations["post_pull_token"];
         delete?: never;
@@ -1027,7 +1027,7 @@ export interface paths {
         get?: never;
         /**
          * Put Registry Usage
-         * @description Replace the counted usage with the registry's storage (internal token).
+         * @description Replace the counted usage with the registry's storage (the registry's credential).
          */
         put: operations["put_registry_usage"];
         post?: never;
