@@ -10,11 +10,35 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["kept_secret", "secrets_dir"]
+__all__ = ["kept_secret", "secrets_dir", "without_secrets"]
 
 _SECRET_BYTES = 32
+#: Parts of a variable's name that mark a secret, or a service's credentials, which a child
+#: process that is not a service (a Ray worker, the registry's binary) must not inherit.
+_SECRET_MARKS = (
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "DATABASE_URL",
+    "PRIVATE_KEY",
+    "SERVE_KEY",
+    "CREDENTIALS",
+)
+
+
+def without_secrets(environment: Mapping[str, str], *, keep: str | None = None) -> dict[str, str]:
+    """``environment`` less every variable whose name has ``TOKEN``, ``SECRET``, ``PASSWORD``,
+    ``DATABASE_URL``, ``PRIVATE_KEY``, ``SERVE_KEY`` or ``CREDENTIALS`` in it, but those whose
+    name starts with ``keep``."""
+    return {
+        name: value
+        for name, value in environment.items()
+        if (keep is not None and name.upper().startswith(keep))
+        or not any(mark in name.upper() for mark in _SECRET_MARKS)
+    }
 
 
 def secrets_dir(state_dir: Path) -> Path:

@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from gridweave_runtime.secrets import without_secrets
 from registry_service.config import registry_config, write_config
 from registry_service.settings import RegistrySettings
 from registry_service.storage import blob_bytes, usage_report
@@ -263,6 +264,7 @@ class RegistrySupervisor:
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(
                 [str(self.binary), "serve", str(self.config_path)],
+                env=without_secrets(os.environ),  # the registry's token is in its config only
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -36,6 +36,7 @@ from pathlib import Path
 import ray
 
 from gridweave_runtime.local_ray import head_processes, ray_temp_dir, stop_local_head
+from gridweave_runtime.secrets import without_secrets
 from job_gateway.execution.actors import NAMESPACE, NODE_LABEL
 from job_gateway.execution.settings import ExecutionSettings
 from job_gateway.inventory import Inventory, InventorySettings
@@ -54,16 +55,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 _START_TIMEOUT_S = 120.0
-#: Parts of a variable's name that mark a secret the Ray workers must not inherit.
-_SECRET_MARKS = (
-    "TOKEN",
-    "SECRET",
-    "PASSWORD",
-    "DATABASE_URL",
-    "PRIVATE_KEY",
-    "SERVE_KEY",
-    "CREDENTIALS",
-)
 
 
 def ray_environment(environment: Mapping[str, str]) -> dict[str, str]:
@@ -71,12 +62,7 @@ def ray_environment(environment: Mapping[str, str]) -> dict[str, str]:
     ``SECRET``, ``PASSWORD``, ``DATABASE_URL``, ``PRIVATE_KEY``, ``SERVE_KEY`` or
     ``CREDENTIALS``): what the head, and so every worker, starts with.
     Ray's own ``RAY_*`` variables stay (``RAY_AUTH_TOKEN``: every Ray process needs it)."""
-    return {
-        name: value
-        for name, value in environment.items()
-        if name.upper().startswith("RAY_")
-        or not any(mark in name.upper() for mark in _SECRET_MARKS)
-    }
+    return without_secrets(environment, keep="RAY_")
 
 
 @dataclass(frozen=True, slots=True)

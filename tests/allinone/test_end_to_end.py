@@ -1,10 +1,11 @@
 """The whole platform as a new user meets it: ``gridweave up`` in a temporary directory.
 
 Real processes on real ports (the Kubernetes API, PostgreSQL, every service, a local Ray):
-sign up with the code the console shows, run functions through the SDK, read results, logs
-and usage, check that the balance moved by exactly what was billed and that a cancelled job
-bills only the seconds it ran; then Ctrl-C (nothing left running), start again over the
-same directory, and find the same jobs, key and balance.
+each service's credential refused on the others' routes; sign up with the code the console
+shows, run functions through the SDK, read results, logs and usage, check that the balance
+moved by exactly what was billed and that a cancelled job bills only the seconds it ran;
+then Ctrl-C (nothing left running), start again over the same directory, and find the same
+jobs, key and balance.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ from gridweave_clients.credit.models import BooksResponse
 from gridweave_clients.errors import NotFound
 from gridweave_clients.platform import PlatformClient
 from tests.allinone import functions
+from tests.allinone.credential_checks import (
+    check_every_token_is_its_owners,
+    check_routes_refuse_other_credentials,
+)
 from tests.support.allinone import (
     AllInOneProcess,
     functions_by_value,
@@ -165,6 +170,9 @@ def test_a_new_user_on_the_all_in_one(workdir: Path) -> None:
     with AllInOneProcess(workdir) as platform, ExitStack() as closing:
         assert "admin API key (shown once): gw_live_" in platform.output
         assert platform.config_file.exists(), "the first admin's key is saved for the CLI"
+        # each service its own credential, and its roles bound to it
+        check_routes_refuse_other_credentials(platform)
+        check_every_token_is_its_owners(platform.state_dir)
         assert _readme_example(workdir, platform) == "49\n[0, 1, 4, 9, 16, 25, 36, 49, 64, 81]\n"
         registry = httpx.get(f"{platform.url('registry')}/v2/", timeout=10)
         assert registry.status_code == 401  # token auth, the realm on the platform
