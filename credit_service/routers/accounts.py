@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
-from credit_service.routers.common import CallerDep, NamespaceDep, SessionDep
+from credit_service.routers.common import NamespaceDep, SessionDep
 from credit_service.services import accounts, movements
 from gridweave_clients.credit.models import (
     AccountResponse,
@@ -17,7 +17,7 @@ from gridweave_clients.credit.models import (
     UserId,
 )
 from gridweave_clients.fields import DatabaseId
-from gridweave_runtime.auth import callable_by, require_internal_caller, require_role
+from gridweave_runtime.auth import callable_by, require_internal_caller
 from gridweave_runtime.responses import mark_replayed
 
 __all__ = ["MINT_ROLES", "router"]
@@ -53,17 +53,16 @@ def list_ledger(
     return accounts.list_account_entries(session, user_id=user_id, limit=limit, before_id=before_id)
 
 
-@router.post("/{user_id}/mint")
+@router.post("/{user_id}/mint", dependencies=callable_by(*MINT_ROLES))
 def mint(
     user_id: UserIdPath,
     body: MintRequest,
-    caller: CallerDep,
     namespace: NamespaceDep,
     session: SessionDep,
     response: Response,
 ) -> MovementResponse:
-    """Create credits on a user's account (X-Gridweave-Role admin or faucet)."""
-    require_role(caller, *MINT_ROLES)
+    """Create credits on a user's account (an admin or the faucet; refused before its input
+    is read)."""
     result, replayed = movements.mint_credits(
         session,
         caller=namespace,

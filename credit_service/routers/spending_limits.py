@@ -6,14 +6,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path
 
-from credit_service.routers.common import CallerDep, SessionDep
+from credit_service.routers.common import SessionDep
 from credit_service.services import spending_limits
 from gridweave_clients.credit.models import (
     SpendingLimitsRequest,
     SpendingLimitsResponse,
     UserId,
 )
-from gridweave_runtime.auth import callable_by, require_internal_caller, require_role
+from gridweave_runtime.auth import callable_by, require_internal_caller
 
 __all__ = ["ADMIN_CAP_ROLES", "router"]
 
@@ -42,12 +42,11 @@ def set_spending_limits(
     )
 
 
-@router.put("/{user_id}/admin-spending-limits")
+@router.put("/{user_id}/admin-spending-limits", dependencies=callable_by(*ADMIN_CAP_ROLES))
 def set_admin_spending_limits(
-    user_id: UserIdPath, body: SpendingLimitsRequest, caller: CallerDep, session: SessionDep
+    user_id: UserIdPath, body: SpendingLimitsRequest, session: SessionDep
 ) -> SpendingLimitsResponse:
-    """Replace an admin's caps on the user (X-Gridweave-Role admin; null clears one)."""
-    require_role(caller, *ADMIN_CAP_ROLES)
+    """Replace an admin's caps on the user (admins only; null clears one)."""
     return spending_limits.set_admin_spending_limits(
         session, user_id=user_id, monthly_cap=body.monthly_cap, per_job_cap=body.per_job_cap
     )

@@ -88,7 +88,7 @@ def check_routes_refuse_other_credentials(platform: AllInOneProcess) -> None:
             )
             if answer.status_code != 403:
                 wrong.append(f"metering as admin on {route.path}: {answer.status_code}")
-    assert wrong == []
+    assert wrong == [], "\n".join(wrong)
 
 
 def _environment(pid: str) -> dict[str, str]:
