@@ -17,7 +17,8 @@ credential on every HTTP request but the public paths (``/healthz``, ``/metrics`
 service names), so a route can never be left open by forgetting a dependency. No token, or an
 unknown one: 401 (rendered by the app's own error handler) before any route code runs. Routes
 that need the caller's identity take :func:`require_internal_caller`; routes only some roles
-may call take :func:`allow_roles` (a router's dependency, so no route of it is forgotten).
+may call declare :func:`callable_by` (on a router, so no route of it is forgotten), and are
+refused before their input is read.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class Unauthorized(GridweaveError):
 
     code = "unauthorized"
     status_code = 401
-    message = "a valid service credential is required"
+    message = "a valid service token is required"
 
 
 class Forbidden(GridweaveError):

@@ -73,5 +73,5 @@ class TestInventoryFromTheRealRegistry:
 
     def test_a_wrong_token_makes_it_unavailable(self, registry: Registry) -> None:
         with NodeRegistryClient(registry.url, "wrong", retry=RetryPolicy(attempts=1)) as client:
-            with pytest.raises(InventoryUnavailable, match="internal service token"):
+            with pytest.raises(InventoryUnavailable, match="a valid service token"):
                 NodeRegistrySource(client).read_inventory()
