@@ -79,12 +79,12 @@ class TestWhatTheJobSees:
     def test_no_secret_of_the_host_reaches_its_environment(
         self, sandbox: SandboxConfig, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setenv("GRIDWEAVE_SERVICE_TOKEN", "the-internal-token")
+        monkeypatch.setenv("GRIDWEAVE_SERVICE_TOKEN", "the-platform-token")
         environ = run_function(sandbox, probes.own_view).value["environ"]
         assert "GRIDWEAVE_SERVICE_TOKEN" not in environ
-        assert not [value for value in environ.values() if "the-internal-token" in value]
+        assert not [value for value in environ.values() if "the-platform-token" in value]
         others = run_function(sandbox, probes.other_environments).value
-        assert not [text for text in others if "the-internal-token" in text]
+        assert not [text for text in others if "the-platform-token" in text]
 
 
 class TestTheHostsFiles:
@@ -92,8 +92,8 @@ class TestTheHostsFiles:
         state = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="gw-state-"))
         try:
             state.chmod(0o755)
-            token = state / "internal-token"
-            token.write_text("the-internal-token")
+            token = state / "platform-token"
+            token.write_text("the-platform-token")
             token.chmod(0o644)  # even readable by anyone on the host
             seen = run_function(
                 sandbox,
