@@ -26,6 +26,8 @@ from tests.support.memory_store import AsyncMemoryStore, MemoryStore
 
 INTERNAL = {"Authorization": f"Bearer {TOKEN}"}
 ADMIN = {**INTERNAL, "X-Gridweave-Role": "admin", "X-Gridweave-User": "ops@example.com"}
+#: A credential acting as the gateway (the test's token may act as any role: it names one).
+GATEWAY = {**INTERNAL, "X-Gridweave-Role": "gateway"}
 MASTER_KEY = base64.b64encode(b"m" * 32).decode()
 K3S_TOKEN = "k3s-join-token-for-tests"
 

@@ -67,8 +67,12 @@ class TestCreate:
 class TestAdminsOnly:
     @pytest.mark.parametrize(
         ("headers", "code"),
-        [({}, 401), (INTERNAL, 403), ({**INTERNAL, "X-Gridweave-Role": "platform"}, 403)],
-        ids=["no-token", "no-role", "other-role"],
+        [
+            ({}, 401),
+            ({**INTERNAL, "X-Gridweave-Role": "gateway"}, 403),
+            ({**INTERNAL, "X-Gridweave-Role": "platform"}, 403),
+        ],
+        ids=["no-token", "the-gateway", "the-platform"],
     )
     def test_create_list_revoke_need_the_admin(
         self, registry: Registry, headers: dict[str, str], code: int

@@ -11,6 +11,7 @@ from gridweave_clients.nodes import NodeListResponse, NodeRegistryClient
 from job_gateway.inventory import inventory_from_nodes
 from tests.kuberay_service.node_factories import (
     ADMIN,
+    GATEWAY,
     INTERNAL,
     create_key,
     join_node,
@@ -67,7 +68,7 @@ class TestRefusals:
     def test_only_admins_cordon(self, database: str) -> None:
         name = _joined_node(database)
         with serve_registry(database) as registry:
-            for headers, status in ((INTERNAL, 403), ({}, 401)):
+            for headers, status in ((GATEWAY, 403), ({}, 401)):
                 with registry.client(headers) as http:
                     answer = http.put(f"/v1/nodes/{name}/cordon", json={"cordoned": True})
                 assert answer.status_code == status, answer.text

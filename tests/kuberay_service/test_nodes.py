@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 
 from tests.kuberay_service.node_factories import (
     ADMIN,
+    GATEWAY,
     INTERNAL,
     K3S_TOKEN,
     MASTER_KEY,
@@ -297,7 +298,7 @@ class TestLifecycle:
 
     def test_an_admin_removes_a_node(self, registry: Registry) -> None:
         name, joined = join_node(registry)
-        with registry.client(INTERNAL) as http:
+        with registry.client(GATEWAY) as http:
             assert http.delete(f"/v1/nodes/{name}").status_code == 403
         with registry.client(ADMIN) as http:
             assert http.delete(f"/v1/nodes/{name}").status_code == 204
