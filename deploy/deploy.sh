@@ -82,7 +82,7 @@ for name in "${credential_names[@]}"; do
 	credential_args+=("$name=$(setting "GRIDWEAVE_TOKEN_${name^^}")")
 done
 set_setting GRIDWEAVE_CREDENTIALS \
-	"$(python3 "$repo/gridweave_runtime/service_roster.py" "${credential_args[@]}")"
+	"$(python3 -I "$repo/gridweave_runtime/service_roster.py" "${credential_args[@]}")"
 master_ip=$(setting KUBERAY_MASTER_VPN_IP)
 mesh=$(setting KUBERAY_MESH_CIDR)
 set_setting KUBERAY_WIREGUARD_ENDPOINT "$PUBLIC_ADDRESS:51820"

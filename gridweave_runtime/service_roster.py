@@ -2,7 +2,8 @@
 deployment's credentials document is made.
 
 Standard library only, so ``deploy.sh`` runs it on a bare host
-(``python3 gridweave_runtime/service_roster.py NAME=TOKEN...`` prints the document); the
+(``python3 -I gridweave_runtime/service_roster.py NAME=TOKEN...`` prints the document;
+``-I``: this directory's ``secrets.py`` must not stand in for the standard library's); the
 services read the document with ``gridweave_runtime.credentials``.
 """
 
