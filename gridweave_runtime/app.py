@@ -81,6 +81,7 @@ def create_service_app(
     resources: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None,
     body_limits: Mapping[str, int] | None = None,
     public_paths: Collection[str] = (),
+    prefix_roles: Mapping[str, tuple[str, ...]] | None = None,
     auth: Callable[[FastAPI], None] | None = None,
     health_check: Callable[[FastAPI], bool] | None = None,
 ) -> FastAPI:
@@ -93,7 +94,9 @@ def create_service_app(
     Request bodies are bounded by ``settings.max_body_bytes``, or per path prefix by
     ``body_limits`` where a route legitimately takes more (``gridweave_runtime.limits``).
     ``public_paths`` are served without a credential besides ``/healthz`` and
-    ``/metrics`` (exact paths; such a route checks its own credential).
+    ``/metrics`` (exact paths; such a route checks its own credential). ``prefix_roles``:
+    the roles that may call under a path prefix, checked with the credential (a hot path's
+    alternative to ``callable_by``).
     ``auth`` replaces the credential check with the app's own (platform_service's API
     keys); it installs a middleware, which runs where the token check would.
     ``health_check`` (given the app; run in a thread) must also say True for ``/healthz``
@@ -145,7 +148,12 @@ def create_service_app(
     if auth is not None:
         auth(app)
     else:
-        install_internal_auth(app, credentials, public_paths=PUBLIC_PATHS | {*public_paths})
+        install_internal_auth(
+            app,
+            credentials,
+            public_paths=PUBLIC_PATHS | {*public_paths},
+            prefix_roles=prefix_roles,
+        )
     install_body_guard(app, limits=limits)
     install_error_handlers(app, max_fields=settings.max_error_fields)
 

@@ -24,7 +24,7 @@ refused before their input is read.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,12 +95,21 @@ class Caller:
 
 
 def install_internal_auth(
-    app: FastAPI, credentials: Credentials, *, public_paths: Collection[str] = PUBLIC_PATHS
+    app: FastAPI,
+    credentials: Credentials,
+    *,
+    public_paths: Collection[str] = PUBLIC_PATHS,
+    prefix_roles: Mapping[str, tuple[str, ...]] | None = None,
 ) -> None:
     """Require one of ``credentials`` on every HTTP request to ``app`` but those to
-    ``public_paths``."""
+    ``public_paths``; under a path prefix of ``prefix_roles``, one acting as one of its roles
+    (checked here, not by a dependency: for a hot path, where solving one costs)."""
     app.add_middleware(
-        InternalTokenMiddleware, owner=app, credentials=credentials, public_paths=public_paths
+        InternalTokenMiddleware,
+        owner=app,
+        credentials=credentials,
+        public_paths=public_paths,
+        prefix_roles=prefix_roles or {},
     )
 
 
@@ -152,11 +161,13 @@ class InternalTokenMiddleware:
         owner: FastAPI,
         credentials: Credentials,
         public_paths: Collection[str],
+        prefix_roles: Mapping[str, tuple[str, ...]],
     ) -> None:
         self.app = app
         self.owner = owner
         self.credentials = credentials
         self.public_paths = frozenset(public_paths)
+        self.prefix_roles = tuple(prefix_roles.items())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or scope["path"] in self.public_paths:
@@ -164,6 +175,9 @@ class InternalTokenMiddleware:
             return
         try:
             caller = authenticate(Headers(scope=scope), self.credentials)
+            for prefix, roles in self.prefix_roles:
+                if scope["path"].startswith(prefix):
+                    require_role(caller, *roles)
         except (Unauthorized, Forbidden) as refusal:
             if scope["type"] == "websocket":  # closed before it is accepted (HTTP 403)
                 await send({"type": "websocket.close", "code": 1008})

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from gridweave_controller import aio
 from gridweave_controller.aio import AsyncCrdClient
+from gridweave_controller.operations import CRD_PREFIX
 from gridweave_runtime.app import create_service_app
 from gridweave_runtime.database import Database
 from kuberay_service.errors import install_status_error_handlers
@@ -71,6 +72,8 @@ def create_app(
         database=DATABASE_NAME if registry else None,
         migrations_dir=MIGRATIONS_DIR if registry else None,
         public_paths=nodes.NODE_PUBLIC_PATHS if registry else (),
+        # the gateway's every CRD call: checked with its credential, no dependency to solve
+        prefix_roles={CRD_PREFIX: crd.CRD_ROLES},
     )
     install_status_error_handlers(app)
     app.state.crd_client = crd_client

@@ -35,14 +35,16 @@ from gridweave_controller.operations import (
     Operation,
 )
 from gridweave_controller.store import GROUP, VERSION
-from gridweave_runtime.auth import callable_by
 from kuberay_service.errors import invalid_status, status_of
 from kuberay_service.recent_objects import RecentObjects
 from kuberay_service.schemas.crd import BatchCall, BatchRequest, request_model
 
-__all__ = ["router"]
+__all__ = ["CRD_ROLES", "router"]
 
-router = APIRouter(prefix=CRD_PREFIX, tags=["crd"], dependencies=callable_by("gateway", "admin"))
+router = APIRouter(prefix=CRD_PREFIX, tags=["crd"])
+#: Who may call anything under ``/v1/crd`` (the watches too): the gateway, which makes every
+#: CRD call, and admins. The app checks it with the credential (``prefix_roles``).
+CRD_ROLES = ("gateway", "admin")
 #: The longest query value accepted (a label selector); longer ones are a 422.
 MAX_QUERY_LENGTH = 4096
 _KEYWORD = inspect.Parameter.KEYWORD_ONLY

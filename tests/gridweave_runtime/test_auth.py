@@ -187,6 +187,24 @@ class TestDenyByDefault:
         allowed = await call(app, "/v1/open-by-mistake", {"Authorization": f"Bearer {TOKEN}"})
         assert allowed.status_code == 200
 
+    async def test_a_prefix_of_some_roles_refuses_the_others_before_any_route(self) -> None:
+        app = FastAPI()
+        install_internal_auth(app, CREDENTIALS, prefix_roles={"/v1/crd": ("metering",)})
+        install_error_handlers(app)
+
+        @app.post("/v1/crd/jobs")
+        @app.post("/v1/other")
+        def plain() -> dict[str, bool]:
+            return {"ok": True}
+
+        platform = {"Authorization": f"Bearer {TOKEN}"}
+        metering = {"Authorization": f"Bearer {METERING_TOKEN}"}
+        refused = await call(app, "/v1/crd/jobs", platform)
+        assert (refused.status_code, refused.json()["error"]["code"]) == (403, "forbidden")
+        assert (await call(app, "/v1/crd/no-such-route", platform)).status_code == 403
+        assert (await call(app, "/v1/crd/jobs", metering)).status_code == 200
+        assert (await call(app, "/v1/other", platform)).status_code == 200
+
     async def test_unknown_paths_disclose_nothing_without_the_token(self) -> None:
         assert (await call(self._app(), "/v1/no-such-thing", {})).status_code == 401
 
