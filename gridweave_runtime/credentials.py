@@ -6,8 +6,9 @@ Every service is given two settings:
 - ``GRIDWEAVE_SERVICE_TOKEN``: its own secret, sent on every internal call it makes;
 - ``GRIDWEAVE_CREDENTIALS``: the deployment's credentials document, which every service
   checks incoming calls against. It holds no secret: only each token's SHA-256, the name of
-  the service it was made for, and the roles that token may act as (the first is the one it
-  acts as when a call declares none). It is given inline (JSON) or as the path of a file.
+  the service it was made for, and the roles that token may act as (the first is its own,
+  what a call that names none is recorded as). It is given inline (JSON) or as the path of a
+  file.
 
 So a compromised service can act only as itself: the metering service's token cannot grant
 credits, the gateway's cannot capture a hold. Who may act as whom, and why, is written in
@@ -34,7 +35,7 @@ _Role = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")]
 
 @dataclass(frozen=True, slots=True)
 class Credential:
-    """One service's credential: its name and the roles it may act as (the first by default)."""
+    """One service's credential: its name and the roles it may act as (the first its own)."""
 
     name: str
     roles: tuple[str, ...]
