@@ -24,7 +24,7 @@ refused before their input is read.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +45,6 @@ __all__ = [
     "Forbidden",
     "InternalTokenMiddleware",
     "Unauthorized",
-    "allow_roles",
     "authenticate",
     "callable_by",
     "install_internal_auth",
@@ -224,17 +223,11 @@ def require_role(caller: Caller, *roles: str) -> None:
         )
 
 
-def allow_roles(*roles: str) -> Callable[[Request], Awaitable[Caller]]:
-    """FastAPI dependency: the caller, if it acts as one of ``roles`` (else 403)."""
-
-    async def caller_in_roles(request: Request) -> Caller:
-        caller = await require_internal_caller(request)
-        require_role(caller, *roles)
-        return caller
-
-    return caller_in_roles
-
-
 def callable_by(*roles: str) -> list[Any]:
-    """A route's or router's ``dependencies=``: only callers acting as one of ``roles``."""
-    return [Depends(allow_roles(*roles))]
+    """A route's or router's ``dependencies=``: only callers acting as one of ``roles``
+    (403 for the others, before the route's input is read)."""
+
+    async def caller_in_roles(request: Request) -> None:
+        require_role(await require_internal_caller(request), *roles)
+
+    return [Depends(caller_in_roles)]

@@ -17,7 +17,7 @@ from gridweave_runtime import (
     require_internal_caller,
     require_role,
 )
-from gridweave_runtime.auth import PUBLIC_PATHS, allow_roles
+from gridweave_runtime.auth import PUBLIC_PATHS, callable_by
 from gridweave_runtime.credentials import Credentials, load_credentials
 from gridweave_runtime.service_roster import credentials_document
 
@@ -54,7 +54,7 @@ def make_app(calls: list[Caller]) -> FastAPI:
         require_role(caller, "admin")
         return {"ok": True}
 
-    metering_only = APIRouter(dependencies=[Depends(allow_roles("metering"))])
+    metering_only = APIRouter(dependencies=callable_by("metering"))
 
     @metering_only.post("/v1/capture")
     def capture() -> dict[str, bool]:
