@@ -50,22 +50,17 @@ class AllInOneServices:
 async def place_holds(
     services: AllInOneServices, users: Sequence[str], count: int, *, amount: int, prefix: str
 ) -> list[tuple[str, str]]:
-    """``count`` credit holds of ``amount`` spread over ``users`` (as the platform places a
-    job's), 32 at a time, each with a job reference of its own (``<prefix><random>``);
-    each hold's (user, reference)."""
+    """``count`` credit holds of ``amount`` spread over ``users``, placed as the platform
+    places a job's (authorized by metering, the owner of every hold), 32 at a time, each
+    with a job reference of its own (``<prefix><random>``); each hold's (user, reference)."""
     holds = [
         (users[index % len(users)], f"{prefix}{uuid.uuid4().hex[:16]}") for index in range(count)
     ]
     gate = asyncio.Semaphore(32)
-    async with services.async_client("credit", "platform") as http:
+    async with services.async_client("metering", "platform") as http:
 
         async def place(user: str, reference: str) -> None:
-            body = {
-                "user_id": user,
-                "amount": amount,
-                "idempotency_key": f"bench-hold:{reference}",
-                "reference": reference,
-            }
+            body = {"user_id": user, "amount": amount, "reference": reference}
             async with gate:
                 (await http.post("/v1/holds", json=body)).raise_for_status()
 

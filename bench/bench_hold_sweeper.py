@@ -1,12 +1,12 @@
-"""The job hold sweeper closing orphaned holds, on the real services over HTTP.
+"""Metering's hold sweeper closing orphaned holds, on the real services over HTTP.
 
 An orphaned hold is one whose job the gateway never created (a refused submission whose
-release failed; a lost answer): :class:`~platform_service.services.job_hold_sweeper.JobHoldSweeper`
+release failed; a lost answer): :class:`~metering_service.services.hold_sweeper.HoldSweeper`
 releases it once its job stayed unknown past the grace. The benchmark starts ``gridweave
-up`` in a temporary directory (every service its own process; the platform's own sweeper
+up`` in a temporary directory (every service its own process; metering's own sweeper
 off), places ``--holds`` holds of ``--users`` funded users whose jobs do not exist, and
-times one pass of a sweeper of its own (the platform's code, on credit_service and the
-gateway with the internal token) with no grace, which must release every one of them. In
+times one pass of a sweeper of its own (metering's code, on credit_service and the
+gateway with metering's token) with no grace, which must release every one of them. In
 the same run, the same over ``--baseline-holds`` holds with one hold at a time
 (``max_parallel=1``: the sweeper before its passes went parallel), for the ratio. After
 each pass: no hold open, every balance whole, and credit_service's books in balance
@@ -32,7 +32,7 @@ from bench.report import machine_line, write_section
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.credit import operations as credit_ops
 from gridweave_clients.gateway import AsyncGatewayClient
-from platform_service.services.job_hold_sweeper import MAX_PARALLEL, JobHoldSweeper
+from metering_service.services.hold_sweeper import MAX_PARALLEL, HoldSweeper
 from tests.support.allinone import AllInOneProcess
 
 FUNDS = 10**12
@@ -57,12 +57,12 @@ async def _sweep_orphans(
 ) -> Pass:
     """Place the orphans, time one pass with no grace, check the money after it."""
     await place_holds(services, users, holds, amount=HOLD, prefix="job-orphan-")
-    token = services.token("platform")
+    token = services.token("metering")
     async with (
-        AsyncCreditClient(services.urls["credit"], token, role="platform") as credit_client,
-        AsyncGatewayClient(services.urls["gateway"], token, role="platform") as gateway_client,
+        AsyncCreditClient(services.urls["credit"], token, role="metering") as credit_client,
+        AsyncGatewayClient(services.urls["gateway"], token, role="metering") as gateway_client,
     ):
-        sweeper = JobHoldSweeper(
+        sweeper = HoldSweeper(
             credit_client, gateway_client, grace_seconds=0.0, max_parallel=parallel
         )
         clock = time.perf_counter()
@@ -85,9 +85,9 @@ def measure(holds: int, baseline_holds: int, users: int) -> tuple[Pass, Pass]:
     workdir = Path(tempfile.mkdtemp(prefix="gw-bench-sweeper-"))
     workdir.chmod(0o755)
     try:
-        # the platform's own sweeper off: this benchmark's passes are the only ones
-        with AllInOneProcess(workdir, environment={"PLATFORM_JOB_HOLD_SWEEP_SECONDS": "0"}) as up:
-            services = AllInOneServices.of(up, "credit", "gateway")
+        # metering's own sweeper off: this benchmark's passes are the only ones
+        with AllInOneProcess(workdir, environment={"METERING_HOLD_SWEEP_SECONDS": "0"}) as up:
+            services = AllInOneServices.of(up, "credit", "metering", "gateway")
             names = [f"usr-sweep-{uuid.uuid4().hex[:8]}-{index:04d}" for index in range(users)]
             with services.client("credit", "admin") as admin:
                 for name in names:
@@ -107,7 +107,7 @@ def report(baseline: Pass, ours: Pass, users: int) -> str:
             "",
             f"{machine_line()}. `gridweave up` in a temporary directory (every service its own "
             f"process); the holds of {users} users whose jobs were never created, released "
-            "by one pass of the platform's sweeper with no grace (a gateway read and a "
+            "by one pass of metering's hold sweeper with no grace (a gateway read and a "
             "release each, over HTTP).",
             "",
             "| pass | holds | time | holds/s |",

@@ -28,7 +28,7 @@ from job_gateway.settings import GatewaySettings
 __all__ = ["ROUTERS", "create_app"]
 
 #: Every route of the service.
-ROUTERS = (jobs.router, endpoints.router, inventory.router, shares.router)
+ROUTERS = (jobs.router, jobs.reads, endpoints.router, inventory.router, shares.router)
 
 
 async def connect_crd(settings: GatewaySettings) -> AsyncCrdClient | AsyncProxiedClient:

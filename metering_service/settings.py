@@ -51,6 +51,36 @@ class MeteringSettings(CreditCallerSettings):
             "8 are in flight."
         ),
     )
+    gateway_url: str = Field(
+        default="http://127.0.0.1:8200",
+        validation_alias=AliasChoices("GATEWAY_URL"),
+        description=(
+            "GATEWAY_URL: base URL of job_gateway, where the hold sweeper reads the job of "
+            "each open job hold."
+        ),
+    )
+    gateway_timeout_seconds: float = Field(
+        default=10.0, gt=0, le=300, description="Timeout of one call to job_gateway, seconds."
+    )
+    hold_sweep_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        le=86_400,
+        description=(
+            "How often the holds no settlement will close are looked for, seconds: a job's "
+            "that ended before it held a GPU, one of a job the gateway never created (a "
+            "failed release is tried again each time); 0: never."
+        ),
+    )
+    hold_grace_seconds: float = Field(
+        default=600.0,
+        ge=0,
+        le=86_400,
+        description=(
+            "How long a job hold's job may stay unknown to the gateway before its hold is "
+            "released (a submission holds before it creates its job), seconds."
+        ),
+    )
     chain_service_url: str | None = Field(
         default=None,
         validation_alias=AliasChoices("CHAIN_SERVICE_URL"),

@@ -27,6 +27,7 @@ from gridweave_runtime.app import create_service_app
 from gridweave_runtime.clients import install_client
 from gridweave_runtime.serve_key import SERVE_KEY_HEADER
 from gridweave_runtime.storage import ObjectStore, open_object_store
+from gridweave_runtime.tasks import install_task
 from platform_service.auth import ApiKeyMiddleware
 from platform_service.openapi import apply_operation_ids, document_for
 from platform_service.routers import (
@@ -47,12 +48,11 @@ from platform_service.routers import (
     users,
 )
 from platform_service.services.accepted_keys import AcceptedKeys
-from platform_service.services.billing_task import install_billing, install_task, over_gateway_api
+from platform_service.services.billing_task import install_billing, over_gateway_api
 from platform_service.services.endpoint_billing import EndpointBilling
 from platform_service.services.endpoint_proxy import EndpointProxy
 from platform_service.services.endpoints import EndpointServices
 from platform_service.services.images import ImageRegistry
-from platform_service.services.job_hold_sweeper import JobHoldSweeper
 from platform_service.services.jobs import JobServices
 from platform_service.services.keys import api_key_secret
 from platform_service.services.outcomes import LogStreamSlots
@@ -156,6 +156,7 @@ def create_app(
     install_client(app, "registry_http", registry_http)
     app.state.jobs = JobServices(
         credit=credit,
+        metering=metering,
         gateway=gateway,
         store=store or open_object_store(settings.storage_config()),
         prices=settings.price_table,
@@ -210,10 +211,6 @@ def create_app(
             list_endpoints,
             interval_seconds=settings.endpoint_billing_interval_seconds,
         )
-    if settings.job_hold_sweep_seconds > 0:
-        sweeper = JobHoldSweeper(credit, gateway, grace_seconds=settings.job_hold_grace_seconds)
-        interval = settings.job_hold_sweep_seconds
-        install_task(app, "job-hold-sweep", lambda: sweeper.run(interval_seconds=interval))
     app.state.shares_sync = SharesSync(app.state.database, gateway)
     if settings.shares_sync_seconds > 0:
         shares = app.state.shares_sync

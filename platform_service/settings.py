@@ -174,25 +174,6 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings, ServeKeySett
             "settled, seconds; 0: this platform bills no endpoint."
         ),
     )
-    job_hold_sweep_seconds: float = Field(
-        default=60.0,
-        ge=0,
-        le=86_400,
-        description=(
-            "How often the holds no settlement will close are looked for, seconds: a job's "
-            "that ended before it held a GPU, one of a job the gateway never created (a "
-            "failed release is tried again each time); 0: never."
-        ),
-    )
-    job_hold_grace_seconds: float = Field(
-        default=600.0,
-        ge=0,
-        le=86_400,
-        description=(
-            "How long a job hold's job may stay unknown to the gateway before its hold is "
-            "released (a submission holds before it creates its job), seconds."
-        ),
-    )
     shares_sync_seconds: float = Field(
         default=30.0,
         ge=0,

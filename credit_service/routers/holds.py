@@ -27,7 +27,7 @@ router = APIRouter(tags=["holds"], dependencies=[Depends(require_internal_caller
 HoldIdPath = Annotated[DatabaseId, Path()]
 
 
-@router.post("/v1/holds", dependencies=callable_by("platform"))
+@router.post("/v1/holds", dependencies=callable_by("metering"))
 def place_hold(
     body: PlaceHoldRequest, namespace: NamespaceDep, session: SessionDep, response: Response
 ) -> HoldResponse:
@@ -83,7 +83,7 @@ def capture_hold(
     return result
 
 
-@router.post("/v1/holds/{hold_id}/release", dependencies=callable_by("platform", "metering"))
+@router.post("/v1/holds/{hold_id}/release", dependencies=callable_by("metering"))
 def release_hold(
     hold_id: HoldIdPath,
     body: ReleaseHoldRequest,
@@ -102,9 +102,7 @@ def release_hold(
 # Async and sessionless: one database call on the event loop's own connections. The answer
 # is the JSON the database stored under the settlement's key, sent as is: validating and
 # serializing it again in Python cost more than the settlement's SQL.
-@router.post(
-    "/v1/settlements", response_model=HoldResponse, dependencies=callable_by("metering", "platform")
-)
+@router.post("/v1/settlements", response_model=HoldResponse, dependencies=callable_by("metering"))
 async def settle(body: SettleRequest, connections: AsyncConnectionsDep) -> Response:
     """Settle ``user_id``'s hold placed with ``reference``: exactly once, safe to replay."""
     answer, replayed = await holds.settle_reference(

@@ -53,6 +53,7 @@ __all__ = [
     "mint",
     "open_account",
     "place_hold",
+    "read_placed_hold",
     "release_hold",
     "set_admin_spending_limits",
     "set_spending_limits",
@@ -150,10 +151,10 @@ def place_hold(
         user_id=user_id, amount=amount, idempotency_key=idempotency_key, reference=reference
     )
     operation = model_operation("POST", "/v1/holds", PlacedHold, body=body, idempotent=True)
-    return replace(operation, read=_placed_hold)
+    return replace(operation, read=read_placed_hold)
 
 
-def _placed_hold(answer: Answer) -> PlacedHold:
+def read_placed_hold(answer: Answer) -> PlacedHold:
     """The hold, marked ``replayed`` when credit_service says the answer is a replay."""
     hold = PlacedHold.model_validate_json(answer.content)
     return hold.model_copy(update={"replayed": answer.headers.get(REPLAYED_HEADER) == "true"})

@@ -9,10 +9,12 @@ __all__ = ["AsyncMeteringClient", "MeteringClient"]
 
 
 class MeteringClient(InternalClient):
-    """metering_service (port 8300): usage records, billed seconds, settlement of holds."""
+    """metering_service (port 8300): credit holds, usage records, billed seconds, settlement."""
 
     service = "metering_service"
 
+    authorize_hold = blocking(ops.authorize_hold)
+    release_hold = blocking(ops.release_hold)
     record_usage = blocking(ops.record_usage)
     list_usage = blocking(ops.list_usage)
     get_usage = blocking(ops.get_usage)
@@ -24,6 +26,8 @@ class AsyncMeteringClient(AsyncInternalClient):
 
     service = "metering_service"
 
+    authorize_hold = awaiting(ops.authorize_hold)
+    release_hold = awaiting(ops.release_hold)
     record_usage = awaiting(ops.record_usage)
     list_usage = awaiting(ops.list_usage)
     get_usage = awaiting(ops.get_usage)

@@ -7,11 +7,14 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
+from gridweave_clients.credit.models import Amount, Reference
 from gridweave_clients.fields import PrintableId, RequestBody, UserId, UtcDatetime
 from gridweave_controller.vendors import GpuVendor
 
 __all__ = [
     "MAX_GPU_COUNT",
+    "AuthorizeHoldRequest",
+    "ReleaseHoldRequest",
     "MAX_WALL_SECONDS",
     "NodeName",
     "RecordUsageRequest",
@@ -151,3 +154,20 @@ class UsagePageResponse(BaseModel):
     totals: UsageTotalsResponse
     records: list[UsageRecordResponse]
     next_before_id: int | None
+
+
+class AuthorizeHoldRequest(RequestBody):
+    """Set ``amount`` aside on ``user_id``'s account for what ``reference`` names (a job id,
+    an endpoint's billing period): one hold per reference, so a repeat replays the first."""
+
+    user_id: UserId
+    reference: Reference
+    amount: Amount
+
+
+class ReleaseHoldRequest(RequestBody):
+    """Give back the whole hold of ``reference`` (on ``user_id``'s account), once: it is
+    settled for 0, so a reference already settled keeps its settlement."""
+
+    user_id: UserId
+    reference: Reference

@@ -1,24 +1,38 @@
 """metering_service's routes as typed operations (sans-IO), each declared once.
 
 Recording usage is replayable: metering keeps one record per credit hold, so the same
-record sent again returns the first (and finishes its settlement).
+record sent again returns the first (and finishes its settlement). Metering owns every
+credit hold: the platform asks it to authorize one (``authorize_hold``) and to give one back
+(``release_hold``); both are replayable by the hold's reference.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from pydantic import Field, validate_call
 
 from gridweave_clients._core import Operation, model_operation
+from gridweave_clients.credit.models import Amount, HoldResponse, PlacedHold, Reference
+from gridweave_clients.credit.operations import read_placed_hold
 from gridweave_clients.fields import DatabaseId, PrintableId, UserId, UtcDatetime
 from gridweave_clients.metering.models import (
+    AuthorizeHoldRequest,
     RecordUsageRequest,
+    ReleaseHoldRequest,
     UsagePageResponse,
     UsageRecordResponse,
 )
 
-__all__ = ["get_usage", "list_usage", "record_usage", "settle_usage"]
+__all__ = [
+    "authorize_hold",
+    "get_usage",
+    "list_usage",
+    "record_usage",
+    "release_hold",
+    "settle_usage",
+]
 
 UsageId = Annotated[DatabaseId, Field(strict=True)]
 PageLimit = Annotated[int, Field(strict=True, ge=1, le=1000)]
@@ -70,3 +84,23 @@ def settle_usage(usage_id: UsageId) -> Operation[UsageRecordResponse]:
     return model_operation(
         "POST", f"/v1/usage/{usage_id}/settle", UsageRecordResponse, idempotent=True
     )
+
+
+@validate_call
+def authorize_hold(
+    user_id: UserId, *, reference: Reference, amount: Amount
+) -> Operation[PlacedHold]:
+    """Hold ``amount`` of ``user_id``'s credits for ``reference``; PaymentRequired with the
+    figures (or the spending cap it would pass) when it cannot be held. Replayable: the same
+    reference answers its first hold (``replayed``); another amount is a Conflict."""
+    body = AuthorizeHoldRequest(user_id=user_id, reference=reference, amount=amount)
+    operation = model_operation("POST", "/v1/holds", PlacedHold, body=body, idempotent=True)
+    return replace(operation, read=read_placed_hold)
+
+
+@validate_call
+def release_hold(user_id: UserId, *, reference: Reference) -> Operation[HoldResponse]:
+    """Give back the whole hold of ``reference``, once (NotFound: none was placed; Conflict:
+    it was settled for more before)."""
+    body = ReleaseHoldRequest(user_id=user_id, reference=reference)
+    return model_operation("POST", "/v1/releases", HoldResponse, body=body, idempotent=True)

@@ -1,4 +1,8 @@
-"""``/v1/jobs``: submit, read, list, cancel, and where a job's outcome is."""
+"""``/v1/jobs``: submit, read, list, cancel, and where a job's outcome is.
+
+Every route is the platform's and admins'; reading one job (``reads``) is metering's too:
+its hold sweeper asks whether a hold's job ended without a GPU.
+"""
 
 from __future__ import annotations
 
@@ -23,9 +27,12 @@ from gridweave_runtime.errors import InvalidRequest
 from job_gateway.gateway import Gateway
 from job_gateway.services import jobs
 
-__all__ = ["router"]
+__all__ = ["reads", "router"]
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], dependencies=callable_by("platform", "admin"))
+reads = APIRouter(
+    prefix="/v1/jobs", tags=["jobs"], dependencies=callable_by("platform", "admin", "metering")
+)
 CurrentGateway = Annotated[Gateway, Depends(state_dependency("gateway", Gateway))]
 WaitQuery = Annotated[
     float,
@@ -97,7 +104,7 @@ async def list_jobs(
     )
 
 
-@router.get("/{job_id}")
+@reads.get("/{job_id}")
 async def get_job(job_id: JobId, gateway: CurrentGateway, wait: WaitQuery = 0) -> JobResponse:
     """One job; with ``wait``, answered as soon as it finishes (or when the wait runs out)."""
     job = await jobs.wait_for_job(

@@ -6,7 +6,8 @@ The platform runs it (``billing_task.install_billing``: a pass on start, then ev
 through the gateway's endpoint API; several platforms may run it at once (every write is
 keyed). A run (Running from ``started_at``) is cut into *periods* of ``period_seconds``;
 period ``j`` has its own credit hold, referenced by its *period key*
-(``ep:{endpoint id}:{start in microseconds}:{j}``), and is settled by one usage record
+(``ep:{endpoint id}:{start in microseconds}:{j}``; placed and released by metering, the
+owner of every hold), and is settled by one usage record
 under that reference: metering keeps one record per reference and credit_service settles
 a reference once, so money for a period moves once whatever is sent again. Rules per pass:
 
@@ -32,7 +33,7 @@ a reference once, so money for a period moves once whatever is sent again. Rules
 A hold covers ``period_seconds`` x ``max_replicas`` x ``gpu_count`` at that price
 (``holds.endpoint_hold_amount``, the deploy check's rule). Nothing is kept but in memory:
 a restarted billing finds a run's first unrecorded period at metering (newest first) and
-the holds it placed at credit_service. A deploy that replaces an ended endpoint of the
+the open holds at credit_service. A deploy that replaces an ended endpoint of the
 same name settles its last run first (:meth:`EndpointBilling.settle_replaced`).
 """
 
@@ -315,22 +316,18 @@ class EndpointBilling:
         if index in run.held:
             return True
         reference = period_key(endpoint.id, run.started_at, index)
-        operation = credit_ops.place_hold(
-            endpoint.billing_owner,
-            amount=self._hold_amount(endpoint),
-            idempotency_key=f"endpoint-hold:{reference}",
-            reference=reference,
+        operation = metering_ops.authorize_hold(
+            endpoint.billing_owner, reference=reference, amount=self._hold_amount(endpoint)
         )
         try:
-            await self.credit.run(operation)
+            await self.metering.run(operation)
         except (PaymentRequired, NotFound) as exc:
             await self._out_of_credits(endpoint, run, exc)
             return False
         except Conflict as exc:
             if exc.code not in ("idempotency_conflict", "reference_in_use"):
                 raise
-            # placed before for another amount (the endpoint's spec changed), or by another
-            # platform's loop under its own key: it stands
+            # placed before for another amount (the endpoint's spec changed): it stands
         run.held.add(index)
         return True
 
@@ -403,9 +400,8 @@ class EndpointBilling:
     async def _release(self, reference: str, owner: str) -> None:
         """Give back the whole hold of a period never run (once: a settlement of its
         reference moves money once). The one way billing closes a hold without a record."""
-        operation = credit_ops.settle(reference=reference, user_id=owner, amount=0)
         try:
-            await self.credit.run(operation)
+            await self.metering.run(metering_ops.release_hold(owner, reference=reference))
         except (NotFound, Conflict):
             pass  # never placed, or settled before
 

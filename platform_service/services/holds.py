@@ -7,6 +7,9 @@ The price is metering's (``gridweave_clients.metering.pricing``, the same table 
 same variable), so the hold always covers what metering bills for a job that runs to its
 timeout. For ``vendor: any`` the dearest vendor's price is held: the job may land on it.
 The hold's reference is the job id, which settles it exactly once (metering's settlement).
+
+Metering owns every hold: the platform asks it to authorize one and to give one back, and
+only reads holds at credit_service (whose hold routes take metering's credential alone).
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from __future__ import annotations
 import logging
 
 from gridweave_clients.credit import AsyncCreditClient
-from gridweave_clients.credit import operations as ops
+from gridweave_clients.credit import operations as credit_ops
 from gridweave_clients.credit.models import PlacedHold
 from gridweave_clients.errors import Conflict, NotFound, PaymentRequired
+from gridweave_clients.metering import AsyncMeteringClient
+from gridweave_clients.metering import operations as metering_ops
 from gridweave_clients.metering.pricing import (
     PriceTable,
     UnknownVendor,
@@ -35,7 +40,6 @@ __all__ = [
     "hold_amount",
     "hold_is_open",
     "place_job_hold",
-    "release_job_hold",
     "release_unstarted_job_hold",
 ]
 
@@ -88,22 +92,21 @@ def endpoint_hold_amount(
 
 
 async def place_job_hold(
-    credit: AsyncCreditClient, *, user_id: str, job_id: str, amount: int
+    metering: AsyncMeteringClient, *, user_id: str, job_id: str, amount: int
 ) -> PlacedHold:
-    """Hold ``amount`` for ``job_id``; 402 naming balance, held, available and needed, or
-    (``spending_limit``) the cap it would pass, its limit, the month's spending and the hold."""
-    operation = ops.place_hold(
-        user_id, amount=amount, idempotency_key=f"job-hold:{job_id}", reference=job_id
-    )
-    with downstream_errors("credit_service", passed=()):
+    """Have metering hold ``amount`` for ``job_id``; 402 naming balance, held, available and
+    needed, or (``spending_limit``) the cap it would pass, its limit, the month's spending
+    and the hold."""
+    operation = metering_ops.authorize_hold(user_id, reference=job_id, amount=amount)
+    with downstream_errors("metering_service", passed=()):
         try:
-            return await credit.run(as_user(operation, user_id))
+            return await metering.run(as_user(operation, user_id))
         except PaymentRequired as exc:
             if exc.code == "spending_limit":
                 raise spending_limit_reached(exc, what="this job") from exc
             raise _insufficient(exc, amount) from exc
         except Conflict as exc:
-            if exc.code == "idempotency_conflict":  # the key held another amount before
+            if exc.code == "idempotency_conflict":  # the job held another amount before
                 raise HoldKeyReused(job_id) from exc
             raise
         except NotFound:  # no account yet: nothing to hold from
@@ -117,7 +120,7 @@ async def place_job_hold(
 
 
 class HoldKeyReused(Exception):
-    """The job's hold key was used before for another amount (a retry that changed fields)."""
+    """The job's hold was placed before for another amount (a retry that changed fields)."""
 
     def __init__(self, job_id: str) -> None:
         super().__init__(job_id)
@@ -137,33 +140,27 @@ def _insufficient(exc: PaymentRequired, amount: int) -> InsufficientCredits:
 async def hold_is_open(credit: AsyncCreditClient, *, user_id: str, hold_id: int) -> bool:
     """Whether the hold is open now (a replayed placement answers how it was then)."""
     with downstream_errors("credit_service", passed=()):
-        hold = await credit.run(as_user(ops.get_hold(hold_id), user_id))
+        hold = await credit.run(as_user(credit_ops.get_hold(hold_id), user_id))
     return hold.status == "open"
 
 
-async def release_job_hold(credit: AsyncCreditClient, *, user_id: str, hold_id: int) -> None:
-    """Give a refused job's hold back (replay-safe: its key is the hold's)."""
-    with downstream_errors("credit_service", passed=()):
-        await credit.run(
-            as_user(ops.release_hold(hold_id, idempotency_key=f"job-release:{hold_id}"), user_id)
-        )
-
-
 async def release_unstarted_job_hold(
-    credit: AsyncCreditClient, *, user_id: str, job_id: str
+    metering: AsyncMeteringClient, *, user_id: str, job_id: str
 ) -> bool:
-    """Give back the whole hold of a job that ended before it held a GPU.
+    """Have metering give back the whole hold of a job that never held a GPU (a submission
+    the gateway refused, a job cancelled or failed before it was allocated).
 
     Such a job is never reported to metering (no node, no GPU, no second to bill), so no
-    settlement would ever close its hold. Settling its reference with 0 releases all of it,
-    exactly once (a repeat replays the first answer). A failure is logged, not raised: the
-    job is cancelled whatever happens to its hold, and cancelling it again (or the job hold
-    sweeper's next pass) retries. Whether it was released.
+    settlement would ever close its hold. Metering settles its reference with 0, which
+    releases all of it exactly once (a repeat replays the first answer). A failure is
+    logged, not raised: the job is refused or cancelled whatever happens to its hold, and
+    cancelling it again (or the job hold sweeper's next pass) retries. Whether it was
+    released.
     """
-    operation = ops.settle(reference=job_id, user_id=user_id, amount=0)
+    operation = metering_ops.release_hold(user_id, reference=job_id)
     try:
-        with downstream_errors("credit_service", passed=()):
-            await credit.run(as_user(operation, user_id))
+        with downstream_errors("metering_service", passed=()):
+            await metering.run(as_user(operation, user_id))
     except PlatformError:
         _log.warning(
             "job %s: the hold of the unstarted job was not released", job_id, exc_info=True

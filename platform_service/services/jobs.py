@@ -42,6 +42,7 @@ from gridweave_clients.gateway import AsyncGatewayClient
 from gridweave_clients.gateway import models as gw
 from gridweave_clients.gateway import operations as gw_ops
 from gridweave_clients.gateway.quotas import UserQuotaModel
+from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering.pricing import PriceTable
 from gridweave_clients.platform.models import JobListResponse, JobResponse, SubmitJobRequest
 from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase
@@ -51,7 +52,6 @@ from platform_service.errors import (
     DownstreamUnavailable,
     IdempotencyConflict,
     NotFound,
-    PlatformError,
 )
 from platform_service.services.downstream import as_user, downstream_errors, platform_error
 from platform_service.services.holds import (
@@ -59,7 +59,6 @@ from platform_service.services.holds import (
     hold_amount,
     hold_is_open,
     place_job_hold,
-    release_job_hold,
     release_unstarted_job_hold,
 )
 from platform_service.services.images import ImageRegistry, resolve_image
@@ -81,12 +80,14 @@ _log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class JobServices:
-    """What the job routes call: the credit and gateway clients, the store, the prices.
+    """What the job routes call: metering (holds), credit (reads), the gateway, the store,
+    the prices.
 
     ``id_secret`` keys the HMAC that turns a user's idempotency key into a job id.
     """
 
     credit: AsyncCreditClient
+    metering: AsyncMeteringClient
     gateway: AsyncGatewayClient
     store: ObjectStore
     prices: PriceTable
@@ -165,12 +166,11 @@ def _delete_inputs(store: ObjectStore, job_id: str) -> None:
         store.delete(key)
 
 
-async def _undo(services: JobServices, *, user_id: str, job_id: str, hold_id: int) -> None:
-    """Give the hold back and delete the inputs of a job the gateway never created."""
-    try:
-        await release_job_hold(services.credit, user_id=user_id, hold_id=hold_id)
-    except PlatformError:  # the refusal the user must see comes first; this one is logged
-        _log.error("job %s: its hold %s could not be released", job_id, hold_id, exc_info=True)
+async def _undo(services: JobServices, *, user_id: str, job_id: str) -> None:
+    """Give the hold back and delete the inputs of a job the gateway never created (a
+    release that fails is logged: the refusal the user must see comes first, and the job
+    hold sweeper releases it later)."""
+    await release_unstarted_job_hold(services.metering, user_id=user_id, job_id=job_id)
     try:
         await to_thread.run_sync(_delete_inputs, services.store, job_id)
     except ObjectStoreError:
@@ -245,7 +245,9 @@ async def submit_job(
     )
     job_id = new_job_id(services.id_secret, user_id=user_id, idempotency_key=idempotency_key)
     try:
-        hold = await place_job_hold(services.credit, user_id=user_id, job_id=job_id, amount=amount)
+        hold = await place_job_hold(
+            services.metering, user_id=user_id, job_id=job_id, amount=amount
+        )
     except HoldKeyReused:
         # a retry asking for another hold: the earlier job names the fields that differ
         earlier = await _replay(
@@ -273,7 +275,7 @@ async def submit_job(
             _store_inputs, services.store, job_id, request
         )
     except ObjectStoreError as exc:
-        await _undo(services, user_id=user_id, job_id=job_id, hold_id=hold.hold_id)
+        await _undo(services, user_id=user_id, job_id=job_id)
         raise DownstreamUnavailable(
             "object storage is unavailable: try again", service="storage"
         ) from exc
@@ -306,12 +308,10 @@ async def submit_job(
             )
             if earlier is not None:
                 return earlier
-        await _undo(services, user_id=user_id, job_id=job_id, hold_id=hold.hold_id)
+        await _undo(services, user_id=user_id, job_id=job_id)
         raise platform_error("job_gateway", exc) from exc
     except ServiceUnavailable as exc:
-        job = await _find_after_lost_answer(
-            services, user_id=user_id, job_id=job_id, hold_id=hold.hold_id, cause=exc
-        )
+        job = await _find_after_lost_answer(services, user_id=user_id, job_id=job_id, cause=exc)
     return Submitted(job_response(job, hold=amount), replayed=False)
 
 
@@ -322,17 +322,17 @@ def _never_sent(exc: ServiceError) -> bool:
 
 
 async def _find_after_lost_answer(
-    services: JobServices, *, user_id: str, job_id: str, hold_id: int, cause: ServiceError
+    services: JobServices, *, user_id: str, job_id: str, cause: ServiceError
 ) -> gw.JobResponse:
     if _never_sent(cause):
-        await _undo(services, user_id=user_id, job_id=job_id, hold_id=hold_id)
+        await _undo(services, user_id=user_id, job_id=job_id)
         raise DownstreamUnavailable(
             "job_gateway is unavailable: nothing was submitted, try again", service="job_gateway"
         ) from cause
     try:
         return await services.gateway.run(as_user(gw_ops.get_job(job_id), user_id))
     except ServiceNotFound:
-        await _undo(services, user_id=user_id, job_id=job_id, hold_id=hold_id)
+        await _undo(services, user_id=user_id, job_id=job_id)
         raise DownstreamUnavailable(
             "job_gateway is unavailable: nothing was submitted, try again", service="job_gateway"
         ) from cause
@@ -380,5 +380,5 @@ async def cancel_job(services: JobServices, *, user_id: str, job_id: str) -> Job
         job = await services.gateway.run(as_user(gw_ops.cancel_job(job_id), user_id))
     if job.phase is JobPhase.CANCELLED and job.node is None:
         # never allocated, so never billed: the gateway reports no usage for it
-        await release_unstarted_job_hold(services.credit, user_id=user_id, job_id=job_id)
+        await release_unstarted_job_hold(services.metering, user_id=user_id, job_id=job_id)
     return job_response(job)

@@ -162,7 +162,7 @@ async def submit_map(
 
     async def hold(job_id: str) -> None:
         async with limit:
-            await place_job_hold(services.credit, user_id=user_id, job_id=job_id, amount=amount)
+            await place_job_hold(services.metering, user_id=user_id, job_id=job_id, amount=amount)
         placed.append(job_id)
 
     async def submit(worker: int) -> None:
@@ -254,7 +254,7 @@ async def _undo(services: JobServices, *, user_id: str, map_id: str, jobs: list[
             await cancel_job(services, user_id=user_id, job_id=job_id)
         except PlatformError:  # never created: its hold alone goes back
             _log.info("map %s: worker %s was not created; releasing its hold", map_id, job_id)
-            await release_unstarted_job_hold(services.credit, user_id=user_id, job_id=job_id)
+            await release_unstarted_job_hold(services.metering, user_id=user_id, job_id=job_id)
 
 
 async def _stored(store: ObjectStore, map_id: str, request: SubmitMapRequest) -> str:

@@ -31,12 +31,14 @@ _ADMINS = frozenset({"operator", "platform"})  # the platform acts as admin for 
 #: Bodies are empty: an allowed caller gets the route's 422, never a movement.
 ROUTES = (
     Guarded("credit", "POST", "/v1/accounts/probe/mint", frozenset({"faucet"}) | _ADMINS, {}),
-    Guarded("credit", "POST", "/v1/holds", frozenset({"platform"}), {}),
+    Guarded("credit", "POST", "/v1/holds", frozenset({"metering"}), {}),
     Guarded("credit", "POST", "/v1/holds/1/capture", frozenset({"metering"}), {}),
-    Guarded("credit", "POST", "/v1/holds/1/release", frozenset({"metering", "platform"}), {}),
-    Guarded("credit", "POST", "/v1/settlements", frozenset({"metering", "platform"}), {}),
+    Guarded("credit", "POST", "/v1/holds/1/release", frozenset({"metering"}), {}),
+    Guarded("credit", "POST", "/v1/settlements", frozenset({"metering"}), {}),
     Guarded("credit", "PUT", "/v1/accounts/probe/admin-spending-limits", _ADMINS, {"x": 1}),
     Guarded("credit", "GET", "/v1/books", _ADMINS),
+    Guarded("metering", "POST", "/v1/holds", frozenset({"platform"}), {}),
+    Guarded("metering", "POST", "/v1/releases", frozenset({"platform"}), {}),
     Guarded("metering", "POST", "/v1/usage", frozenset({"gateway", "platform"}), {}),
     Guarded("chain", "POST", "/v1/receipts/batch", frozenset({"metering"}), {}),
     Guarded("faucet", "POST", "/v1/signups", frozenset({"platform"}), {}),

@@ -46,8 +46,6 @@ def platform_settings(database_url: str, state_dir: Path, **overrides: Any) -> P
         "chain_service_url": NOWHERE,
         "credit_attempts": 1,
         "downstream_timeout_seconds": 20.0,
-        # the sweeper's passes run where a test calls them (test_job_hold_sweeper)
-        "job_hold_sweep_seconds": 0,
         # the route tests' /models/..., and the models tests build under the temp folder
         "model_roots": ["/models", tempfile.gettempdir()],
         **overrides,

@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 def images(
     platform_database: str,
     credit: CreditServer,
+    metering: httpx.Client,
     gateway: GatewayServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[JobImages]:
@@ -40,6 +41,7 @@ def images(
         platform_database,
         workdir / "platform",
         credit_service_url=credit.url,
+        metering_service_url=str(metering.base_url),
         gateway_url=gateway.url,
         storage_dir=gateway.storage_dir,
         registry_url=f"http://127.0.0.1:{free_port()}",

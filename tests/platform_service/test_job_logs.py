@@ -56,6 +56,7 @@ def store(gateway: GatewayServer) -> CountingStore:
 def platform(
     platform_database: str,
     credit: CreditServer,
+    metering: httpx.Client,
     gateway: GatewayServer,
     store: CountingStore,
     tmp_path_factory: pytest.TempPathFactory,
@@ -65,6 +66,7 @@ def platform(
         platform_database,
         tmp_path_factory.mktemp("platform"),
         credit_service_url=credit.url,
+        metering_service_url=str(metering.base_url),
         gateway_url=gateway.url,
         storage_dir=gateway.storage_dir,
         max_log_streams_per_user=STREAMS,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from tests.platform_service.factories import (
@@ -19,11 +20,18 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture(scope="module")
 def platform(
-    platform_database: str, credit: CreditServer, tmp_path_factory: pytest.TempPathFactory
+    platform_database: str,
+    credit: CreditServer,
+    metering: httpx.Client,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[PlatformServer]:
-    """The platform with credit_service up and nothing listening at the gateway's address."""
+    """The platform with credit_service and metering up and nothing listening at the
+    gateway's address."""
     settings = platform_settings(
-        platform_database, tmp_path_factory.mktemp("platform"), credit_service_url=credit.url
+        platform_database,
+        tmp_path_factory.mktemp("platform"),
+        credit_service_url=credit.url,
+        metering_service_url=str(metering.base_url),
     )
     with running_platform(settings) as server:
         yield server
@@ -43,7 +51,9 @@ def test_an_unreachable_gateway_gives_the_hold_back(
     assert not jobs.exists() or not any(jobs.iterdir())
 
 
-def test_reads_name_the_service_that_is_down(platform: PlatformServer) -> None:
+def test_reads_name_the_service_that_is_down(lone_platform: PlatformServer) -> None:
+    """The platform alone: nothing listens at any service's address."""
+    platform = lone_platform
     user = platform.new_user()
     for path, service in [
         ("/v1/jobs", "job_gateway"),

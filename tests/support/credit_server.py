@@ -60,7 +60,7 @@ class CreditServer:
                 "idempotency_key": f"test-hold:{reference}",
                 "reference": reference,
             },
-            role="platform",  # the platform places every hold
+            role="metering",  # metering places every hold (for the platform)
         )
         return int(body["hold_id"])
 

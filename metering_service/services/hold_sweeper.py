@@ -1,24 +1,23 @@
-"""The holds of jobs that will never be settled, closed: a task of the platform's loop.
+"""The holds no settlement will close, closed by their owner: a task of metering's loop.
 
-A job's hold (reference: the job id; a map's workers are jobs) is closed by metering's
-settlement of the usage the gateway reports, once the job held a GPU. Two kinds of hold
-would stay open for ever otherwise:
+Metering owns every credit hold, and settles a job's (reference: the job id; a map's
+workers are jobs) from the usage the gateway reports once the job held a GPU. Two kinds of
+job hold would stay open for ever otherwise:
 
 - a job that ended before it held a GPU by another hand than the platform's cancel (the
   gateway failing it while Pending: an image refused, a node lost before allocation): the
   gateway reports no usage for it (no node, no second), so nothing settles it;
 - a job the gateway never created (a refused submission whose release failed while
-  credit_service was unreachable; a lost answer): the platform's own release was only
-  logged.
+  metering was unreachable; a lost answer): the platform's release was only logged.
 
-Each pass lists the open job holds and reads each hold's job from the gateway: a job in a
-terminal phase without a node gets its whole hold back (settling its reference with 0,
-exactly once: :func:`~platform_service.services.holds.release_unstarted_job_hold`); a job
-the gateway does not know is released once it was still unknown ``grace_seconds`` after a
-pass first saw its hold (a submission in flight holds before it creates its job). A job that
-ran is metering's to settle and is left alone. A failed release stays open and the next pass
-tries it again. The passes keep no state a restart needs: a restarted platform waits out
-the grace again. A pass handles up to ``max_parallel`` holds at once.
+Each pass lists the open job holds at credit_service and reads each hold's job from the
+gateway: a job in a terminal phase without a node gets its whole hold back (its reference
+settled for 0, exactly once: :func:`metering_service.services.holds.release`); a job the
+gateway does not know is released once it was still unknown ``grace_seconds`` after a pass
+first saw its hold (a submission in flight holds before it creates its job). A job that ran
+is left to its usage report. A failed release stays open and the next pass tries it again.
+The passes keep no state a restart needs: a restarted metering waits out the grace again.
+A pass handles up to ``max_parallel`` holds at once.
 """
 
 from __future__ import annotations
@@ -31,26 +30,25 @@ from collections.abc import Callable
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.credit import operations as credit_ops
 from gridweave_clients.credit.models import OpenHoldResponse
-from gridweave_clients.errors import NotFound as ServiceNotFound
+from gridweave_clients.errors import NotFound, ServiceError
 from gridweave_clients.gateway import AsyncGatewayClient
-from gridweave_clients.gateway import operations as gw_ops
+from gridweave_clients.gateway import operations as gateway_ops
 from gridweave_controller.phases import JOB_TERMINAL_PHASES
-from platform_service.errors import PlatformError
-from platform_service.services.downstream import as_user, downstream_errors
-from platform_service.services.holds import release_unstarted_job_hold
+from metering_service.errors import MeteringError
+from metering_service.services.holds import release
 
-__all__ = ["JOB_HOLD_PREFIX", "MAX_PARALLEL", "JobHoldSweeper"]
+__all__ = ["JOB_HOLD_PREFIX", "MAX_PARALLEL", "HoldSweeper"]
 
 _log = logging.getLogger(__name__)
 
-#: The reference prefix of every job's hold (a job id, :func:`jobs.new_job_id`).
+#: The reference prefix of every job's hold (a job id: ``job-`` and hex).
 JOB_HOLD_PREFIX = "job-"
 #: Holds a pass reads and closes at once (a gateway read, then a release, each).
 MAX_PARALLEL = 16
 
 
-class JobHoldSweeper:
-    """Closes the holds no settlement will close (see the module); one pass a call."""
+class HoldSweeper:
+    """Closes the job holds no settlement will close (see the module); one pass a call."""
 
     def __init__(
         self,
@@ -78,19 +76,6 @@ class JobHoldSweeper:
         self._unknown_since = unknown
         return [hold.reference for hold, released in zip(holds, closed, strict=True) if released]
 
-    async def _sweep_one(self, hold: OpenHoldResponse, unknown: dict[str, float]) -> bool:
-        """Close ``hold`` if its job ended without a GPU or stayed unknown past the grace."""
-        async with self._parallel:
-            try:
-                return await self._closes(hold, unknown) and await release_unstarted_job_hold(
-                    self.credit, user_id=hold.user_id, job_id=hold.reference
-                )
-            except PlatformError:  # the gateway unreachable: the next pass asks again
-                _log.warning("hold %s: its job could not be read", hold.hold_id, exc_info=True)
-                if hold.reference in self._unknown_since:
-                    unknown[hold.reference] = self._unknown_since[hold.reference]
-                return False
-
     async def run(self, *, interval_seconds: float) -> None:
         """A pass every ``interval_seconds`` until cancelled; a failed pass is logged."""
         while True:
@@ -98,18 +83,36 @@ class JobHoldSweeper:
                 released = await self.sweep()
                 if released:
                     _log.info("released the holds of %d ended jobs: %s", len(released), released)
-            except PlatformError:
-                _log.warning("the job hold sweep failed; retried next pass", exc_info=True)
+            except ServiceError:
+                _log.warning("the hold sweep failed; retried next pass", exc_info=True)
             await asyncio.sleep(interval_seconds)
+
+    async def _sweep_one(self, hold: OpenHoldResponse, unknown: dict[str, float]) -> bool:
+        """Close ``hold`` if its job ended without a GPU or stayed unknown past the grace."""
+        async with self._parallel:
+            try:
+                closes = await self._closes(hold, unknown)
+            except ServiceError:  # the gateway unreachable: the next pass asks again
+                _log.warning("hold %s: its job could not be read", hold.hold_id, exc_info=True)
+                if hold.reference in self._unknown_since:
+                    unknown[hold.reference] = self._unknown_since[hold.reference]
+                return False
+            if not closes:
+                return False
+            try:
+                await release(self.credit, user_id=hold.user_id, reference=hold.reference)
+            except MeteringError:  # credit_service away: the next pass releases it
+                _log.warning("hold %s was not released", hold.hold_id, exc_info=True)
+                return False
+            return True
 
     async def _closes(self, hold: OpenHoldResponse, unknown: dict[str, float]) -> bool:
         """Whether ``hold``'s job ended without a GPU or stayed unknown past the grace."""
         job_id = hold.reference
-        with downstream_errors("job_gateway", passed=()):
-            try:
-                job = await self.gateway.run(as_user(gw_ops.get_job(job_id), hold.user_id))
-            except ServiceNotFound:
-                job = None
+        try:
+            job = await self.gateway.run(gateway_ops.get_job(job_id))
+        except NotFound:
+            job = None
         if job is None or job.user_id != hold.user_id:
             since = self._unknown_since.get(job_id, self._clock())
             unknown[job_id] = since  # kept should its release fail: the grace is not new
@@ -119,12 +122,11 @@ class JobHoldSweeper:
     async def _open_holds(self) -> list[OpenHoldResponse]:
         holds: list[OpenHoldResponse] = []
         after: int | None = None
-        with downstream_errors("credit_service", passed=()):
-            while True:
-                page = await self.credit.run(
-                    credit_ops.list_open_holds(JOB_HOLD_PREFIX, limit=1000, after_id=after)
-                )
-                holds.extend(page.holds)
-                if page.next_after_id is None:
-                    return holds
-                after = page.next_after_id
+        while True:
+            page = await self.credit.run(
+                credit_ops.list_open_holds(JOB_HOLD_PREFIX, limit=1000, after_id=after)
+            )
+            holds.extend(page.holds)
+            if page.next_after_id is None:
+                return holds
+            after = page.next_after_id

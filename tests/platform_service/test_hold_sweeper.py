@@ -1,7 +1,8 @@
-"""The job hold sweeper on the real credit_service and gateway (real apiserver): the hold of
-a job the gateway failed while Pending comes back whole, to the micro-credit; one whose job
-the gateway never created comes back once the grace has passed; a Pending job's, and a job's
-that held a GPU (metering's to settle), stay."""
+"""Metering's hold sweeper on the real credit_service and gateway (real apiserver), jobs
+submitted through the real platform: the hold of a job the gateway failed while Pending
+comes back whole, to the micro-credit; one whose job the gateway never created comes back
+once the grace has passed; a Pending job's, and a job's that held a GPU (its usage report's
+to settle), stay. The sweeper reads and releases with metering's own role, as it runs."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.gateway import AsyncGatewayClient
-from platform_service.services.job_hold_sweeper import JobHoldSweeper
+from metering_service.services.hold_sweeper import HoldSweeper
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer, User, submit_body
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
@@ -51,11 +52,9 @@ class Sweeps:
 
     def __init__(self, credit: CreditServer, gateway: GatewayServer, clock: Clock) -> None:
         self._runner = asyncio.Runner()
-        self._credit = AsyncCreditClient(credit.url, INTERNAL_TOKEN, role="platform")
-        self._gateway = AsyncGatewayClient(gateway.url, INTERNAL_TOKEN, role="platform")
-        self.sweeper = JobHoldSweeper(
-            self._credit, self._gateway, grace_seconds=GRACE_S, clock=clock
-        )
+        self._credit = AsyncCreditClient(credit.url, INTERNAL_TOKEN, role="metering")
+        self._gateway = AsyncGatewayClient(gateway.url, INTERNAL_TOKEN, role="metering")
+        self.sweeper = HoldSweeper(self._credit, self._gateway, grace_seconds=GRACE_S, clock=clock)
 
     def __call__(self) -> list[str]:
         """One pass: the references it released."""
@@ -82,7 +81,7 @@ def submit(platform: PlatformServer, user: User) -> tuple[str, int]:
     return response.json()["job_id"], response.json()["hold_amount"]
 
 
-class TestJobHoldSweeper:
+class TestHoldSweeper:
     def test_a_job_failed_while_pending_gets_its_whole_hold_back(
         self,
         platform: PlatformServer,
