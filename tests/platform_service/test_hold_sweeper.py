@@ -1,23 +1,32 @@
 """Metering's hold sweeper on the real credit_service and gateway (real apiserver), jobs
 submitted through the real platform: the hold of a job the gateway failed while Pending
-comes back whole, to the micro-credit; one whose job the gateway never created comes back
-once the grace has passed; a Pending job's, and a job's that held a GPU (its usage report's
-to settle), stay. The sweeper reads and releases with metering's own role, as it runs."""
+comes back whole, to the micro-credit; so does, once the grace has passed, the hold of a
+submission the gateway refused whose release failed (metering's release route down at that
+moment); a Pending job's, and a job's that held a GPU (its usage report's to settle), stay.
+The sweeper reads and releases with metering's own role, as it runs."""
 
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import Iterator
 
+import httpx
 import pytest
+from starlette.types import Receive, Scope, Send
 
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.gateway import AsyncGatewayClient
 from metering_service.services.hold_sweeper import HoldSweeper
 from tests.job_gateway.gateway_factories import GatewayServer
-from tests.platform_service.factories import PlatformServer, User, submit_body
+from tests.platform_service.factories import (
+    PlatformServer,
+    User,
+    platform_settings,
+    running_platform,
+    submit_body,
+)
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
+from tests.support.http_server import serve_in_thread
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 
@@ -116,22 +125,85 @@ class TestHoldSweeper:
         assert job_id not in sweep()
         assert credit.account(alice.user_id)["held"] == held
 
-    def test_a_hold_whose_job_was_never_created_goes_back_after_the_grace(
+    def test_a_refused_submission_whose_release_failed_goes_back_after_the_grace(
         self,
-        gateway: GatewayServer,
+        releases_down: PlatformServer,
         credit: CreditServer,
         alice: User,
         clock: Clock,
         sweep: Sweeps,
     ) -> None:
-        """A refused submission whose release failed (credit_service was unreachable)."""
-        reference = f"job-{secrets.token_hex(10)}"
-        credit.place_hold(alice.user_id, 12_345, reference)
-        assert reference not in sweep()  # maybe in flight
+        """The gateway refuses the job (no GPU that large) and the platform's release fails:
+        the user gets the refusal, the hold stays open until the sweeper's grace has passed."""
+        body = submit_body(vendor="nvidia", vram_mb=200_000)
+        refused = releases_down.http.post("/v1/jobs", json=body, headers=alice.headers)
+        assert refused.status_code == 422, refused.text
+        held = credit.account(alice.user_id)["held"]
+        assert held > 0  # the release did not reach credit_service
+        assert sweep() == []  # maybe in flight
         clock.now += GRACE_S - 1
-        assert reference not in sweep()
-        assert credit.account(alice.user_id)["held"] == 12_345
+        assert sweep() == []
+        assert credit.account(alice.user_id)["held"] == held
         clock.now += 1
-        assert reference in sweep()
+        assert len(sweep()) == 1
         account = credit.account(alice.user_id)
         assert (account["balance"], account["held"]) == (FUNDS, 0)
+        assert credit.ledger_amounts(alice.user_id) == [FUNDS]  # nothing charged
+        assert sweep() == []  # closed: once
+
+
+class ReleasesDown:
+    """metering_service behind a proxy whose ``POST /v1/releases`` answers 503: the platform's
+    release of a refused submission fails while every other call goes through."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if scope["path"] == "/v1/releases":
+            status, headers, content = 503, [], b'{"error":{"code":"down","message":"down"}}'
+        else:
+            sent = [(k.decode(), v.decode()) for k, v in scope["headers"] if k != b"host"]
+            async with httpx.AsyncClient(timeout=60) as client:
+                answer = await client.request(
+                    scope["method"], self.target + scope["path"], content=body, headers=sent
+                )
+            status, content = answer.status_code, answer.content
+            headers = [
+                (k.encode(), v.encode())
+                for k, v in answer.headers.items()
+                if k.lower() not in ("content-length", "transfer-encoding", "connection")
+            ]
+        headers.append((b"content-length", str(len(content)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": content})
+
+
+@pytest.fixture(scope="module")
+def releases_down(
+    platform_database: str,
+    credit: CreditServer,
+    metering: httpx.Client,
+    gateway: GatewayServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[PlatformServer]:
+    """A platform of its own whose calls to metering pass :class:`ReleasesDown`."""
+    with serve_in_thread(ReleasesDown(str(metering.base_url).rstrip("/"))) as proxy_url:
+        settings = platform_settings(
+            platform_database,
+            tmp_path_factory.mktemp("releases-down"),
+            credit_service_url=credit.url,
+            metering_service_url=proxy_url,
+            gateway_url=gateway.url,
+            storage_dir=gateway.storage_dir,
+        )
+        with running_platform(settings) as server:
+            yield server
