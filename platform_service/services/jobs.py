@@ -168,7 +168,7 @@ def _delete_inputs(store: ObjectStore, job_id: str) -> None:
 
 async def _undo(services: JobServices, *, user_id: str, job_id: str) -> None:
     """Give the hold back and delete the inputs of a job the gateway never created (a
-    release that fails is logged: the refusal the user must see comes first, and the job
+    release that fails is logged: the refusal the user must see comes first, and metering's
     hold sweeper releases it later)."""
     await release_unstarted_job_hold(services.metering, user_id=user_id, job_id=job_id)
     try:
