@@ -193,29 +193,58 @@ def pending(
     )
 
 
+#: The UsageReported condition's reasons: a usage record settled the hold, or the job never
+#: held a GPU and its hold was released with nothing billed.
+REPORTED, HOLD_RELEASED = "Reported", "HoldReleased"
+
+
 def usage_reported(name: str, status: Mapping[str, Any], *, usage_id: int) -> StatusChange | None:
     """Mark a terminal job's usage as recorded by metering (record ``usage_id``).
 
     Not a phase move: the phase stays, so a terminal job still refuses every move. Only a
     terminal job has usage to report (Conflict otherwise); the same mark again writes
-    nothing, a mark naming another record is a Conflict (one job, one usage record).
+    nothing, a mark naming another record (or a released hold) is a Conflict (one job, one
+    usage record).
     """
+    return _usage_mark(name, status, reason=REPORTED, message=str(usage_id))
+
+
+def hold_released(name: str, status: Mapping[str, Any]) -> StatusChange | None:
+    """Mark a terminal job that never held a GPU as settled with nothing billed: its hold
+    was released. The same condition as :func:`usage_reported` (one mark per job), reason
+    ``HoldReleased``; a job that held a GPU is a Conflict (its usage is billed instead)."""
+    if status.get("node"):
+        raise Conflict(f"{KIND} {name!r} held a GPU: its usage is billed, not released")
+    return _usage_mark(name, status, reason=HOLD_RELEASED, message="")
+
+
+def _usage_mark(
+    name: str, status: Mapping[str, Any], *, reason: str, message: str
+) -> StatusChange | None:
     phase = current_phase(status)
     if phase not in JOB_TERMINAL_PHASES:
         raise Conflict(
             f"{KIND} {name!r} is {phase.value}: its usage is reported once it has finished"
         )
-    message = str(usage_id)
     marked = next(
         (c for c in status.get("conditions") or [] if c.get("type") == JOB_USAGE_REPORTED), None
     )
     if marked is not None and marked.get("status") == _TRUE.value:
-        if marked.get("message") != message:
+        if (marked.get("reason"), marked.get("message") or "") != (reason, message):
             raise Conflict(
-                f"{KIND} {name!r} was reported as usage record {marked.get('message')}, "
-                f"not {usage_id}"
+                f"{KIND} {name!r} was {_described(marked)}, not {_described_as(reason, message)}"
             )
         return None
     return StatusChange(
-        fields={}, conditions=(ConditionUpdate(JOB_USAGE_REPORTED, _TRUE, "Reported", message),)
+        fields={}, conditions=(ConditionUpdate(JOB_USAGE_REPORTED, _TRUE, reason, message),)
     )
+
+
+def _described(marked: Mapping[str, Any]) -> str:
+    return _described_as(str(marked.get("reason")), str(marked.get("message") or ""))
+
+
+def _described_as(reason: str, message: str) -> str:
+    if reason == HOLD_RELEASED:
+        return "settled with its hold released"
+    return f"reported as usage record {message}"

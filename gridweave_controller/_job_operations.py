@@ -325,6 +325,22 @@ class JobOperations:
             )
         )
 
+    @operation(post("/jobs/{job_id}/hold-released"))
+    def set_job_hold_released(
+        self: FlowContext, job_id: str, *, known: Job | None = None
+    ) -> Flow[Job]:
+        """Mark a terminal job that never held a GPU as settled with nothing billed: its hold
+        was released (condition UsageReported, reason HoldReleased; ``known``: as for
+        :meth:`set_job_allocated`)."""
+        return (
+            yield from _write(
+                self,
+                job_id,
+                lambda status, _spec, _now: _job_moves.hold_released(job_id, status),
+                known,
+            )
+        )
+
     @operation(None)  # composed on the client: it polls get_job
     def wait_for_job(
         self: FlowContext, job_id: str, phases: Iterable[JobPhase | str], timeout: float = 60.0

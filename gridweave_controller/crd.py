@@ -42,6 +42,7 @@ __all__ = [
     "set_job_cancelled",
     "set_job_completed",
     "set_job_failed",
+    "set_job_hold_released",
     "set_job_pending",
     "set_job_running",
     "set_job_timed_out",
@@ -95,6 +96,7 @@ set_job_cancelled = _ACTIVE.set_job_cancelled
 set_job_timed_out = _ACTIVE.set_job_timed_out
 set_job_pending = _ACTIVE.set_job_pending
 set_job_usage_reported = _ACTIVE.set_job_usage_reported
+set_job_hold_released = _ACTIVE.set_job_hold_released
 wait_for_job = _ACTIVE.wait_for_job
 create_endpoint = _ACTIVE.create_endpoint
 get_endpoint = _ACTIVE.get_endpoint

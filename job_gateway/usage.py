@@ -1,21 +1,20 @@
-"""Usage to metering: every finished job that held GPUs is reported, exactly once in effect.
+"""Usage to metering: every finished job is reported, exactly once in effect.
 
 The protocol (docs/architecture.md, "Usage to metering"):
 
 1. The job informer hands every job to :meth:`UsageReporter.follow`; a job is *due* when
-   it is in a terminal phase, holds a node and GPU indices, and carries no
-   ``UsageReported`` condition. The first list on boot therefore hands over every report
-   a crash left unsent; nothing else is remembered.
-2. A due job is recorded with metering (``POST /v1/usage``, one record per credit hold,
-   the hold reference being the job id), then marked on the CRD with
-   ``set_job_usage_reported(job_id, usage_id)``.
-3. A crash between 1 and 2 sends the same record again after the restart: metering
-   answers it as a replay of the first (same record, same id), so it holds one record and
-   the hold is settled once; the mark then lands. A repeated mark writes nothing.
-
-A job that never held GPUs (cancelled or failed while Pending) is not due: there is no
-node, no GPU and no second to bill, and metering's record needs them. Skipping it needs no
-mark, because the rule above is a function of the job alone.
+   it is in a terminal phase and carries no ``UsageReported`` condition. The first list on
+   boot therefore hands over every report a crash left unsent; nothing else is remembered.
+2. A due job that held GPUs (a node and GPU indices) is recorded with metering
+   (``POST /v1/usage``, one record per credit hold, the hold reference being the job id),
+   then marked on the CRD with ``set_job_usage_reported(job_id, usage_id)``. One that never
+   held a GPU (cancelled or failed while Pending: no node, no GPU, no second to bill) has
+   its hold released by metering (``POST /v1/releases``: its reference settled for 0),
+   then is marked with ``set_job_hold_released(job_id)``; a job that had no hold (created
+   without the platform) is marked all the same.
+3. A crash between 1 and 2 sends the same report again after the restart: metering
+   answers it as a replay of the first (same record, same id; the same release), so the
+   hold is settled once; the mark then lands. A repeated mark writes nothing.
 
 Reports run ``concurrency`` at a time in tasks of the gateway's loop; a failed attempt
 (metering down, hanging past ``timeout``, refusing, the CRD write failing) is tried again
@@ -33,6 +32,8 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from gridweave_clients.errors import Conflict as MeteringConflict
+from gridweave_clients.errors import NotFound as MeteringNotFound
 from gridweave_clients.errors import ServiceError, ServiceRefused
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering.models import RecordUsageRequest
@@ -75,16 +76,16 @@ class ReportPolicy:
 
 
 def is_due(job: Job) -> bool:
-    """A finished job that held GPUs and whose usage is not marked as reported.
+    """A finished job whose usage (or, if it never held a GPU, released hold) is not marked.
 
     Read from the raw status: a boot's first list hands over every job ever finished, and
     parsing each one's status model would cost more than the rest of the check.
     """
     status = job.raw.get("status") or {}
-    if status.get("phase") not in _TERMINAL or not status.get("node"):
+    if status.get("phase") not in _TERMINAL:
         return False
-    if not status.get("gpuIndices"):
-        return False
+    if status.get("node") and not status.get("gpuIndices"):
+        return False  # never written so: a node comes with its GPUs
     for condition in status.get("conditions") or ():
         if condition.get("type") == JOB_USAGE_REPORTED:
             return bool(condition.get("status") != _TRUE)
@@ -222,9 +223,12 @@ class UsageReporter:
                 self._update_waiting()
 
     async def _report(self, job: Job) -> None:
-        """Record the usage with metering, then mark it on the job."""
+        """Record the usage with metering (or release the hold of a job that never held a
+        GPU), then mark it on the job."""
         node = job.status.node
-        assert node is not None
+        if node is None:
+            await self._release(job)
+            return
         request = usage_request(job, self._lookup_gpu(node, job.status.gpu_indices[0]))
         record = await self.metering.record_usage(request)
         try:
@@ -235,6 +239,20 @@ class UsageReporter:
             # marked with another record (metering keeps one per hold: only if it lost the
             # first), or no longer finished (deleted and created again): keep what is there
             _log.error("job %s not marked with usage record %d: %s", job.name, record.id, conflict)
+
+    async def _release(self, job: Job) -> None:
+        """Have metering release the hold of a job that never held a GPU, then mark it."""
+        try:
+            await self.metering.release_hold(job.billing_owner, reference=job.name)
+        except MeteringNotFound:
+            _log.info("job %s ended without a GPU and without a credit hold", job.name)
+        except MeteringConflict as conflict:
+            # its reference was settled for more before: that settlement stands
+            _log.error("job %s: its hold was not released: %s", job.name, conflict)
+        try:
+            await self.crd.set_job_hold_released(job.name, known=job)
+        except NotFound:
+            _log.info("job %s was deleted; its hold was released", job.name)
 
     def _retry(self, name: str, error: Exception) -> None:
         failures = self._failures.get(name, 0) + 1

@@ -1,4 +1,8 @@
-"""``/v1/holds`` and ``/v1/releases``: the platform's door to credit holds (metering owns them)."""
+"""``/v1/holds`` and ``/v1/releases``: the door to credit holds (metering owns them).
+
+The platform authorizes (``/v1/holds``); the platform (a refused submission, a cancel) and
+the gateway (a job that ended without holding a GPU: nothing to bill) release.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,10 @@ from metering_service.services import holds
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["holds"], dependencies=callable_by("platform"))
+router = APIRouter(tags=["holds"])
 
 
-@router.post("/v1/holds")
+@router.post("/v1/holds", dependencies=callable_by("platform"))
 async def authorize_hold(
     body: AuthorizeHoldRequest, credit: AsyncCreditDep, response: Response
 ) -> HoldResponse:
@@ -29,7 +33,7 @@ async def authorize_hold(
     return HoldResponse.model_validate(placed.model_dump(exclude={"replayed"}))
 
 
-@router.post("/v1/releases")
+@router.post("/v1/releases", dependencies=callable_by("platform", "gateway"))
 async def release_hold(body: ReleaseHoldRequest, credit: AsyncCreditDep) -> HoldResponse:
     """Give back the whole hold of a reference nothing will settle (settled for 0, once)."""
     return await holds.release(credit, user_id=body.user_id, reference=body.reference)

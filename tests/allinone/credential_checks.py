@@ -38,7 +38,7 @@ ROUTES = (
     Guarded("credit", "PUT", "/v1/accounts/probe/admin-spending-limits", _ADMINS, {"x": 1}),
     Guarded("credit", "GET", "/v1/books", _ADMINS),
     Guarded("metering", "POST", "/v1/holds", frozenset({"platform"}), {}),
-    Guarded("metering", "POST", "/v1/releases", frozenset({"platform"}), {}),
+    Guarded("metering", "POST", "/v1/releases", frozenset({"platform", "gateway"}), {}),
     Guarded("metering", "POST", "/v1/usage", frozenset({"gateway", "platform"}), {}),
     Guarded("chain", "POST", "/v1/receipts/batch", frozenset({"metering"}), {}),
     Guarded("faucet", "POST", "/v1/signups", frozenset({"platform"}), {}),

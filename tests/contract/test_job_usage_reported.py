@@ -77,3 +77,47 @@ class TestSetJobUsageReported:
             transport.api.set_job_usage_reported(job.name, 0)
         assert caught.value.field == "usage_id"
         assert sum(requests.values()) == 0
+
+
+def cancelled_while_pending(transport: Transport) -> str:
+    """A job cancelled before it held a GPU; its name."""
+    job = make_job(transport)
+    transport.api.set_job_cancelled(job.name)
+    return str(job.name)
+
+
+class TestSetJobHoldReleased:
+    def test_marks_a_job_that_never_held_a_gpu(self, transport: Transport) -> None:
+        name = cancelled_while_pending(transport)
+        marked = transport.api.set_job_hold_released(name)
+        assert marked.phase is JobPhase.CANCELLED
+        condition = marked.status.condition("UsageReported")
+        assert condition is not None
+        assert (condition.status, condition.reason) == ("True", "HoldReleased")
+
+    def test_repeating_the_mark_writes_nothing(self, transport: Transport) -> None:
+        name = cancelled_while_pending(transport)
+        first = transport.api.set_job_hold_released(name)
+        with transport.count_requests() as requests:
+            same = transport.api.set_job_hold_released(name)
+        assert requests == {"GET": 1}
+        assert same.metadata.resource_version == first.metadata.resource_version
+
+    def test_a_job_that_held_a_gpu_is_a_conflict(self, transport: Transport) -> None:
+        name = completed(transport)
+        with pytest.raises(Conflict, match="held a GPU"):
+            transport.api.set_job_hold_released(name)
+        assert transport.client.get_job(name).status.condition("UsageReported") is None
+
+    def test_a_job_still_pending_is_a_conflict(self, transport: Transport) -> None:
+        job = make_job(transport)
+        with pytest.raises(Conflict, match="once it has finished"):
+            transport.api.set_job_hold_released(job.name)
+
+    def test_one_mark_per_job_a_released_hold_refuses_a_usage_record(
+        self, transport: Transport
+    ) -> None:
+        name = cancelled_while_pending(transport)
+        transport.api.set_job_hold_released(name)
+        with pytest.raises(Conflict, match="settled with its hold released"):
+            transport.api.set_job_usage_reported(name, 5)

@@ -114,6 +114,8 @@ def running_gateway(
         "namespace": namespace,
         "state_dir": workdir,
         "storage_dir": storage_dir,
+        # no metering unless a test names one: its usage reports wait (nothing listens)
+        "metering_service_url": "http://127.0.0.1:9",
         **settings,
     }
     app = create_app(

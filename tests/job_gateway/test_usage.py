@@ -68,26 +68,41 @@ def finished_job(
     return job_id
 
 
+def released_mark(job: Job) -> str | None:
+    """The reason of the job's UsageReported mark, if it has one."""
+    condition = job.status.condition("UsageReported")
+    return None if condition is None else condition.reason
+
+
 class TestReporting:
-    def test_a_finished_job_is_reported_once_and_a_pending_one_not_at_all(
+    def test_a_finished_job_is_reported_once_and_a_pending_ones_hold_released(
         self, kubeapi: KubeAPI, metering: Metering, tmp_path: Path
     ) -> None:
         user_id = funded_user(metering)
         with running_gateway(
             kubeapi, tmp_path, metering_service_url=metering.url, **SHARED_TOKEN
         ) as gw:
-            never_ran = new_job_id()
-            gw.crd.create_job(never_ran, user_id, "file:///f.pkl", vram_mb=GIB, vendor="amd")
-            gw.crd.set_job_cancelled(never_ran)  # cancelled while Pending: nothing to bill
+            never_ran, no_hold = new_job_id(), new_job_id()
+            metering.credit.place_hold(user_id, 777_777, never_ran)
+            for name in (never_ran, no_hold):
+                gw.crd.create_job(name, user_id, "file:///f.pkl", vram_mb=GIB, vendor="amd")
+                gw.crd.set_job_cancelled(name)  # cancelled while Pending: nothing to bill
             job_id = finished_job(gw.crd, metering, user_id)
             record_id = wait_reported(gw.crd, job_id)
+            released = (never_ran, no_hold)
+            wait_until(
+                lambda: all(released_mark(gw.crd.get_job(n)) == "HoldReleased" for n in released),
+                what="both marked released",
+            )
             job = gw.crd.get_job(job_id)
             assert job.phase is JobPhase.COMPLETED
             assert (
-                metric_value(gw.http, "gridweave_gateway_usage_reports_total", outcome="sent") == 1
+                metric_value(gw.http, "gridweave_gateway_usage_reports_total", outcome="sent") == 3
             )
             assert metric_value(gw.http, "gridweave_gateway_usage_reports_waiting") == 0
+        # the never-run job's hold came back whole: one charge on the ledger, the job's
         assert_billed_once(metering, user_id, job_id, record_id)
+        assert metering.credit.account(user_id)["held"] == 0
         (record,) = metering.records(user_id)
         assert record["node"] == job.status.node
         assert record["gpu_indices"] == list(job.status.gpu_indices)
@@ -95,7 +110,6 @@ class TestReporting:
         assert (record["wall_seconds"], record["billed_seconds"]) == (12.5, 13)
         assert record["hold_reference"] == job_id
         assert metering.gpu_model(job_id) == "NVIDIA A100 80GB"  # from the inventory
-        assert usage_mark(gw.crd.get_job(never_ran)) is None
 
     def test_metering_down_then_up_gets_the_report(
         self, kubeapi: KubeAPI, metering: Metering, tmp_path: Path
@@ -235,13 +249,18 @@ def usage_condition(status: str) -> dict[str, str]:
     }
 
 
+def released_condition() -> dict[str, str]:
+    return {**usage_condition("True"), "reason": "HoldReleased", "message": ""}
+
+
 class TestDueRule:
     @pytest.mark.parametrize(
         ("job", "due"),
         [
             (raw_job("Completed", node="n", gpuIndices=[0]), True),
             (raw_job("TimedOut", node="n", gpuIndices=[0, 1]), True),
-            (raw_job("Cancelled"), False),  # never held GPUs: nothing to bill
+            (raw_job("Cancelled"), True),  # never held GPUs: its hold is released
+            (raw_job("Failed", conditions=[released_condition()]), False),
             (raw_job("Running", node="n", gpuIndices=[0]), False),
             (
                 raw_job("Failed", node="n", gpuIndices=[0], conditions=[usage_condition("True")]),
@@ -253,7 +272,7 @@ class TestDueRule:
             ),
         ],
     )
-    def test_finished_jobs_that_held_gpus_and_are_unmarked(self, job: Job, due: bool) -> None:
+    def test_finished_jobs_that_are_unmarked(self, job: Job, due: bool) -> None:
         assert is_due(job) is due
 
     def test_no_vendor_without_the_gpu_in_the_inventory_waits(self) -> None:

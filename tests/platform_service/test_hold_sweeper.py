@@ -1,6 +1,7 @@
 """Metering's hold sweeper on the real credit_service and gateway (real apiserver), jobs
 submitted through the real platform: the hold of a job the gateway failed while Pending
-comes back whole, to the micro-credit; so does, once the grace has passed, the hold of a
+comes back whole, to the micro-credit, although the gateway's own report of it cannot reach
+metering (down for the gateway here); so does, once the grace has passed, the hold of a
 submission the gateway refused whose release failed (metering's release route down at that
 moment); a Pending job's, and a job's that held a GPU (its usage report's to settle), stay.
 The sweeper reads and releases with metering's own role, as it runs."""
@@ -17,16 +18,19 @@ from starlette.types import Receive, Scope, Send
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.gateway import AsyncGatewayClient
 from metering_service.services.hold_sweeper import HoldSweeper
-from tests.job_gateway.gateway_factories import GatewayServer
+from tests.job_gateway.gateway_factories import GatewayServer, running_gateway
 from tests.platform_service.factories import (
+    NOWHERE,
     PlatformServer,
     User,
     platform_settings,
     running_platform,
     submit_body,
 )
+from tests.support.credentials import service_auth
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 from tests.support.http_server import serve_in_thread
+from tests.support.kubeapi import KubeAPI
 
 pytestmark = [pytest.mark.kubeapi, pytest.mark.postgres]
 
@@ -42,6 +46,19 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+@pytest.fixture(scope="module")
+def gateway(kubeapi: KubeAPI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayServer]:
+    """The real gateway, its usage reports unable to reach metering: the holds of jobs it
+    ends are the sweeper's to close."""
+    with running_gateway(
+        kubeapi,
+        tmp_path_factory.mktemp("gateway"),
+        **service_auth(INTERNAL_TOKEN),
+        metering_service_url=NOWHERE,
+    ) as server:
+        yield server
 
 
 @pytest.fixture
