@@ -170,14 +170,20 @@ def pending(
 ) -> StatusChange | None:
     """Allocated or Running -> Pending (requeue): frees node and GPUs, ``attempts`` + 1; the
     lost attempt's running time (``wall_seconds``) is added to ``earlierSeconds``, so the
-    job is billed for it when it ends."""
+    job is billed for it when it ends, and its node and GPUs are kept (``earlierNode``,
+    ``earlierGpuIndices``) for a job that ends before it is placed again."""
     if not _moves(name, status, JobPhase.PENDING):
         return None
     lost = check_wall_seconds(wall_seconds) or 0.0
+    ran = status.get("node") if lost else None
     return StatusChange(
         fields={
             "phase": JobPhase.PENDING.value,
             "earlierSeconds": round(earlier_seconds(status) + lost, 3) or None,
+            "earlierNode": ran or status.get("earlierNode"),
+            "earlierGpuIndices": status.get("gpuIndices")
+            if ran
+            else status.get("earlierGpuIndices"),
             "attempts": int(status.get("attempts") or 0) + 1,
             "node": None,
             "gpuIndices": None,
@@ -213,7 +219,7 @@ def hold_released(name: str, status: Mapping[str, Any]) -> StatusChange | None:
     """Mark a terminal job that never held a GPU as settled with nothing billed: its hold
     was released. The same condition as :func:`usage_reported` (one mark per job), reason
     ``HoldReleased``; a job that held a GPU is a Conflict (its usage is billed instead)."""
-    if status.get("node"):
+    if status.get("node") or earlier_seconds(status):
         raise Conflict(f"{KIND} {name!r} held a GPU: its usage is billed, not released")
     return _usage_mark(name, status, reason=HOLD_RELEASED, message="")
 

@@ -128,6 +128,10 @@ class JobStatus(_WireModel):
     #: The running seconds of earlier attempts that were lost and requeued; billed with
     #: the last attempt's (``billed_seconds`` counts both).
     earlier_seconds: float = 0.0
+    #: Where the last lost attempt ran: its seconds are billed there when no later attempt
+    #: held a GPU (requeued, then cancelled or failed before it was placed again).
+    earlier_node: str | None = None
+    earlier_gpu_indices: tuple[int, ...] = ()
     attempts: int = 0
     reason: str | None = None
     message: str | None = None

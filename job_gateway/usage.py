@@ -5,10 +5,11 @@ The protocol (docs/architecture.md, "Usage to metering"):
 1. The job informer hands every job to :meth:`UsageReporter.follow`; a job is *due* when
    it is in a terminal phase and carries no ``UsageReported`` condition. The first list on
    boot therefore hands over every report a crash left unsent; nothing else is remembered.
-2. A due job that held GPUs (a node and GPU indices) is recorded with metering
-   (``POST /v1/usage``, one record per credit hold, the hold reference being the job id),
-   then marked on the CRD with ``set_job_usage_reported(job_id, usage_id)``. One that never
-   held a GPU (cancelled or failed while Pending: no node, no GPU, no second to bill) has
+2. A due job that held GPUs (a node and GPU indices, or a lost attempt's: ``billed_gpus``)
+   is recorded with metering (``POST /v1/usage``, one record per credit hold, the hold
+   reference being the job id), then marked on the CRD with
+   ``set_job_usage_reported(job_id, usage_id)``. One that never held a GPU (cancelled or
+   failed while Pending: no node, no GPU, no second to bill) has
    its hold released by metering (``POST /v1/releases``: its reference settled for 0),
    then is marked with ``set_job_hold_released(job_id)``; a job that had no hold (created
    without the platform) is marked all the same.
@@ -46,7 +47,14 @@ from gridweave_controller.vendors import GpuVendor
 from job_gateway.inventory import Gpu
 from job_gateway.metrics import GatewayMetrics
 
-__all__ = ["ReportPolicy", "UsageNotReportable", "UsageReporter", "is_due", "usage_request"]
+__all__ = [
+    "ReportPolicy",
+    "UsageNotReportable",
+    "UsageReporter",
+    "billed_gpus",
+    "is_due",
+    "usage_request",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -92,6 +100,21 @@ def is_due(job: Job) -> bool:
     return True
 
 
+def billed_gpus(job: Job) -> tuple[str, tuple[int, ...]]:
+    """The node and GPUs a finished job is billed on: its last attempt's, or, when it ended
+    before it was placed again after a lost attempt, that lost attempt's.
+
+    Raises:
+        ValueError: the job never held a GPU (nothing to bill: its hold is released).
+    """
+    status = job.status
+    if status.node is not None and status.gpu_indices:
+        return status.node, status.gpu_indices
+    if status.earlier_seconds and status.earlier_node and status.earlier_gpu_indices:
+        return status.earlier_node, status.earlier_gpu_indices
+    raise ValueError(f"job {job.name} never held a GPU")
+
+
 def usage_request(job: Job, gpu: Gpu | None) -> RecordUsageRequest:
     """The usage record of a finished job; ``gpu`` is its first GPU in the inventory.
 
@@ -105,7 +128,7 @@ def usage_request(job: Job, gpu: Gpu | None) -> RecordUsageRequest:
         pydantic.ValidationError: a figure metering could never take.
     """
     status = job.status
-    assert status.node is not None
+    node, gpu_indices = billed_gpus(job)
     vendor: GpuVendor
     if gpu is not None:
         vendor = gpu.vendor
@@ -113,7 +136,7 @@ def usage_request(job: Job, gpu: Gpu | None) -> RecordUsageRequest:
         vendor = job.spec.vendor
     else:
         raise UsageNotReportable(
-            f"job {job.name}: node {status.node} GPU {status.gpu_indices[0]} is not in the "
+            f"job {job.name}: node {node} GPU {gpu_indices[0]} is not in the "
             "inventory and the job asked for any vendor"
         )
     return RecordUsageRequest(
@@ -121,11 +144,11 @@ def usage_request(job: Job, gpu: Gpu | None) -> RecordUsageRequest:
         hold_reference=job.name,
         user_id=job.spec.user_id,
         owner_id=job.billing_owner,
-        node=status.node,
-        gpu_indices=list(status.gpu_indices),
+        node=node,
+        gpu_indices=list(gpu_indices),
         vram_mb=job.spec.vram_mb,
         vendor=vendor,
-        gpu_count=len(status.gpu_indices),
+        gpu_count=len(gpu_indices),
         # the last attempt's running time and the earlier, lost attempts' (every second
         # that ran is billed, whatever ended it)
         wall_seconds=(status.wall_seconds or 0.0) + status.earlier_seconds,
@@ -225,11 +248,12 @@ class UsageReporter:
     async def _report(self, job: Job) -> None:
         """Record the usage with metering (or release the hold of a job that never held a
         GPU), then mark it on the job."""
-        node = job.status.node
-        if node is None:
+        try:
+            node, gpu_indices = billed_gpus(job)
+        except ValueError:
             await self._release(job)
             return
-        request = usage_request(job, self._lookup_gpu(node, job.status.gpu_indices[0]))
+        request = usage_request(job, self._lookup_gpu(node, gpu_indices[0]))
         record = await self.metering.record_usage(request)
         try:
             await self.crd.set_job_usage_reported(job.name, record.id, known=job)

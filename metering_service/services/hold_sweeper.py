@@ -117,7 +117,9 @@ class HoldSweeper:
             since = self._unknown_since.get(job_id, self._clock())
             unknown[job_id] = since  # kept should its release fail: the grace is not new
             return self._clock() - since >= self.grace_seconds
-        return job.phase in JOB_TERMINAL_PHASES and job.node is None
+        # no node and nothing billed: it never held a GPU (a lost attempt's seconds are
+        # billed by the gateway's usage report, on the lost attempt's GPUs)
+        return job.phase in JOB_TERMINAL_PHASES and job.node is None and not job.billed_seconds
 
     async def _open_holds(self) -> list[OpenHoldResponse]:
         holds: list[OpenHoldResponse] = []

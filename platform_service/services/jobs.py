@@ -378,7 +378,7 @@ async def cancel_job(services: JobServices, *, user_id: str, job_id: str) -> Job
     await get_own_job(services, user_id=user_id, job_id=job_id)
     with downstream_errors("job_gateway"):
         job = await services.gateway.run(as_user(gw_ops.cancel_job(job_id), user_id))
-    if job.phase is JobPhase.CANCELLED and job.node is None:
-        # never allocated, so never billed: the gateway reports no usage for it
+    if job.phase is JobPhase.CANCELLED and job.node is None and not job.billed_seconds:
+        # never held a GPU, so nothing to bill (a requeued job's lost attempt is billed)
         await release_unstarted_job_hold(services.metering, user_id=user_id, job_id=job_id)
     return job_response(job)

@@ -114,6 +114,13 @@ class TestSetJobHoldReleased:
         with pytest.raises(Conflict, match="once it has finished"):
             transport.api.set_job_hold_released(job.name)
 
+    def test_a_job_whose_lost_attempt_ran_is_a_conflict(self, transport: Transport) -> None:
+        job = run_job(transport)
+        transport.api.set_job_pending(job.name, "WorkerLost", wall_seconds=3.0)
+        transport.api.set_job_cancelled(job.name)  # before it was placed again
+        with pytest.raises(Conflict, match="held a GPU"):
+            transport.api.set_job_hold_released(job.name)
+
     def test_one_mark_per_job_a_released_hold_refuses_a_usage_record(
         self, transport: Transport
     ) -> None:

@@ -332,10 +332,21 @@ class TestJobSetters:
         job = run_job(transport)
         lost = api.set_job_pending(job.name, "WorkerLost", "its worker died", wall_seconds=25.2)
         assert lost.status.earlier_seconds == 25.2 and lost.raw["status"]["earlierSeconds"] == 25.2
+        # where it ran stays (billed there should the job end before it is placed again)
+        assert (lost.status.earlier_node, lost.status.earlier_gpu_indices) == ("gpu-node-1", (0,))
+        assert lost.status.node is None and lost.status.gpu_indices == ()
         api.set_job_allocated(job.name, "gpu-node-2", [1])
         api.set_job_running(job.name)
         again = api.set_job_pending(job.name, "NodeLost", wall_seconds=4.3)
         assert again.status.earlier_seconds == 29.5
+        assert (again.status.earlier_node, again.status.earlier_gpu_indices) == ("gpu-node-2", (1,))
+        # a lost attempt that never ran keeps the one that did
+        api.set_job_allocated(job.name, "gpu-node-3", [2])
+        unstarted = api.set_job_pending(job.name, "WorkerNotStarted")
+        assert (unstarted.status.earlier_node, unstarted.status.earlier_gpu_indices) == (
+            "gpu-node-2",
+            (1,),
+        )
         api.set_job_allocated(job.name, "gpu-node-2", [1])
         api.set_job_running(job.name)
         done = api.set_job_completed(job.name, 10.1)

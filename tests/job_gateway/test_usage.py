@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from gridweave_controller import CrdClient, Job, JobPhase
-from job_gateway.usage import UsageNotReportable, is_due, usage_request
+from job_gateway.usage import UsageNotReportable, billed_gpus, is_due, usage_request
 from metering_service.app import create_app as create_metering_app
 from tests.job_gateway.gateway_factories import (
     INVENTORY_YAML,
@@ -279,6 +279,32 @@ class TestDueRule:
         job = raw_job("Completed", node="gone", gpuIndices=[3], wallSeconds=2.0)
         with pytest.raises(UsageNotReportable, match="gone GPU 3"):
             usage_request(job, None)
+
+    def test_a_job_ended_before_it_was_placed_again_is_billed_where_it_was_lost(self) -> None:
+        """Requeued after 25 s on node n, then cancelled while Pending: those seconds are
+        billed on the lost attempt's GPUs, not released."""
+        job = Job.from_raw(
+            {
+                "metadata": {"name": "job-requeued", "resourceVersion": "1"},
+                "spec": {"userId": "alice", "functionRef": "f", "vramMb": 1024, "vendor": "amd"},
+                "status": {
+                    "phase": "Cancelled",
+                    "earlierSeconds": 25.0,
+                    "earlierNode": "n",
+                    "earlierGpuIndices": [1],
+                    "attempts": 1,
+                },
+            }
+        )
+        assert is_due(job)
+        assert billed_gpus(job) == ("n", (1,))
+        request = usage_request(job, None)
+        assert (request.node, request.gpu_indices, request.wall_seconds) == ("n", [1], 25.0)
+        assert (request.gpu_count, request.hold_reference) == (1, job.name)
+
+    def test_a_job_that_never_held_a_gpu_has_nothing_to_bill(self) -> None:
+        with pytest.raises(ValueError, match="never held a GPU"):
+            billed_gpus(raw_job("Failed"))
 
     def test_the_lost_attempts_seconds_are_reported_with_the_last(self) -> None:
         job = Job.from_raw(
