@@ -27,6 +27,7 @@ from tests.platform_service.factories import (
     running_platform,
     submit_body,
 )
+from tests.support.asgi_proxy import forward, request_body, send_answer
 from tests.support.credentials import service_auth
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 from tests.support.http_server import serve_in_thread
@@ -179,29 +180,12 @@ class ReleasesDown:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await request_body(receive)
         if scope["path"] == "/v1/releases":
-            status, headers, content = 503, [], b'{"error":{"code":"down","message":"down"}}'
-        else:
-            sent = [(k.decode(), v.decode()) for k, v in scope["headers"] if k != b"host"]
-            async with httpx.AsyncClient(timeout=60) as client:
-                answer = await client.request(
-                    scope["method"], self.target + scope["path"], content=body, headers=sent
-                )
-            status, content = answer.status_code, answer.content
-            headers = [
-                (k.encode(), v.encode())
-                for k, v in answer.headers.items()
-                if k.lower() not in ("content-length", "transfer-encoding", "connection")
-            ]
-        headers.append((b"content-length", str(len(content)).encode()))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": content})
+            await send_answer(send, 503, b'{"error":{"code":"down","message":"down"}}')
+            return
+        answer = await forward(self.target, scope, body)
+        await send_answer(send, answer.status_code, answer.content, answer.headers)
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import httpx
 from starlette.types import Receive, Scope, Send
 
+from tests.support.asgi_proxy import forward, request_body, send_answer
 from tests.support.http_server import serve_in_thread
 
 __all__ = ["HeldAnswers", "held_answers"]
@@ -39,35 +39,12 @@ class HeldAnswers:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        headers = [(k.decode(), v.decode()) for k, v in scope["headers"] if k.lower() != b"host"]
-        url = f"{self.target}{scope['path']}"
-        if scope.get("query_string"):
-            url += "?" + scope["query_string"].decode()
-        async with httpx.AsyncClient(timeout=60) as client:
-            answer = await client.request(scope["method"], url, content=body, headers=headers)
+        answer = await forward(self.target, scope, await request_body(receive))
         with self._lock:
             self.forwarded += 1
         while not self._released.is_set():
             await asyncio.sleep(_POLL_S)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": answer.status_code,
-                "headers": [
-                    (k.encode(), v.encode())
-                    for k, v in answer.headers.items()
-                    if k.lower() not in ("content-length", "transfer-encoding", "connection")
-                ]
-                + [(b"content-length", str(len(answer.content)).encode())],
-            }
-        )
-        await send({"type": "http.response.body", "body": answer.content})
+        await send_answer(send, answer.status_code, answer.content, answer.headers)
 
 
 @contextmanager
