@@ -164,6 +164,10 @@ def report(rounds: list[Round], holds: int, parallel: int) -> str:
             f"| {credit[2]:,.0f} |",
             f"| metering / credit_service | {metering[0] / credit[0]:.2f}x | "
             f"{metering[1] / credit[1]:.2f}x | {metering[2] / credit[2]:.2f}x |",
+            "",
+            "The difference is the hop through metering (its HTTP server, the request "
+            "validated, the call to credit_service, the answer passed back): what one "
+            "owner of every hold costs a submission, once per job or map worker.",
         ]
     )
 
