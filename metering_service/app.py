@@ -1,9 +1,9 @@
 """metering_service (port 8300): the wiring; routes in ``routers/``, rules in ``services/``.
 
 Metering owns every credit hold: it places them for the platform (``/v1/holds``), settles
-them from the gateway's usage (``/v1/usage``), gives back the ones the platform names
-(``/v1/releases``) and, with its hold sweeper (``services.hold_sweeper``, a task of the
-API's loop), the ones nothing would settle.
+them from the gateway's usage (``/v1/usage``), gives back the ones the platform or the
+gateway names (``/v1/releases``) and, with its hold sweeper (``services.hold_sweeper``, a
+task of the API's loop), the ones nothing would settle.
 
 The API only queues each settlement's receipt (in the settling transaction); the receipt
 deliverer, ``python -m metering_service.deliverer``, sends them to chain_service from a

@@ -13,11 +13,11 @@ from gridweave_controller.vendors import GpuVendor
 
 __all__ = [
     "MAX_GPU_COUNT",
-    "AuthorizeHoldRequest",
-    "ReleaseHoldRequest",
     "MAX_WALL_SECONDS",
+    "AuthorizeHoldRequest",
     "NodeName",
     "RecordUsageRequest",
+    "ReleaseHoldRequest",
     "SettlementResponse",
     "SubjectId",
     "UsagePageResponse",

@@ -2,8 +2,9 @@
 
 Recording usage is replayable: metering keeps one record per credit hold, so the same
 record sent again returns the first (and finishes its settlement). Metering owns every
-credit hold: the platform asks it to authorize one (``authorize_hold``) and to give one back
-(``release_hold``); both are replayable by the hold's reference.
+credit hold: the platform asks it to authorize one (``authorize_hold``), the platform and
+the gateway to give one back (``release_hold``); both are replayable by the hold's
+reference.
 """
 
 from __future__ import annotations

@@ -1,23 +1,23 @@
 """The holds no settlement will close, closed by their owner: a task of metering's loop.
 
-Metering owns every credit hold, and settles a job's (reference: the job id; a map's
-workers are jobs) from the usage the gateway reports once the job held a GPU. Two kinds of
-job hold would stay open for ever otherwise:
+Metering owns every credit hold. A job's (reference: the job id; a map's workers are jobs)
+is closed by the gateway's report when the job ends: settled by its usage record, or, for
+a job that never held a GPU, released. Two kinds of job hold would stay open otherwise:
 
-- a job that ended before it held a GPU by another hand than the platform's cancel (the
-  gateway failing it while Pending: an image refused, a node lost before allocation): the
-  gateway reports no usage for it (no node, no second), so nothing settles it;
+- a job that ended without a GPU whose report never arrives (metering unreachable from the
+  gateway for long, the job deleted while the gateway was down);
 - a job the gateway never created (a refused submission whose release failed while
   metering was unreachable; a lost answer): the platform's release was only logged.
 
 Each pass lists the open job holds at credit_service and reads each hold's job from the
-gateway: a job in a terminal phase without a node gets its whole hold back (its reference
-settled for 0, exactly once: :func:`metering_service.services.holds.release`); a job the
-gateway does not know is released once it was still unknown ``grace_seconds`` after a pass
-first saw its hold (a submission in flight holds before it creates its job). A job that ran
-is left to its usage report. A failed release stays open and the next pass tries it again.
-The passes keep no state a restart needs: a restarted metering waits out the grace again.
-A pass handles up to ``max_parallel`` holds at once.
+gateway: a job in a terminal phase that never held a GPU (no node, nothing billed) gets
+its whole hold back (its reference settled for 0, exactly once:
+:func:`metering_service.services.holds.release`); a job the gateway does not know is
+released once it was still unknown ``grace_seconds`` after a pass first saw its hold (a
+submission in flight holds before it creates its job). A job that ran is left to its usage
+report. A failed release stays open and the next pass tries it again. The passes keep no
+state a restart needs: a restarted metering waits out the grace again. A pass handles up
+to ``max_parallel`` holds at once.
 """
 
 from __future__ import annotations
