@@ -17,7 +17,7 @@ from chain_service.node import (
     init_testnet,
     node_id,
 )
-from tests.support.http_server import free_port
+from tests.support.http_server import free_ports
 from tests.support.unavailable import entered_or_skip
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +59,7 @@ def single_node(home: Path, trusted_key: str, *, niceness: int = 0) -> Iterator[
     two processes at ``niceness`` (0: this process's own)."""
     binary = cometbft_binary()
     init_home(binary, home)
-    ports = NodePorts(rpc=free_port(), p2p=free_port(), abci=free_port())
+    ports = NodePorts(*free_ports(3))
     configure_home(home, ports)
     node = LocalNode(binary, home, ports, trusted_key, niceness)
     try:
@@ -76,7 +76,8 @@ def validator_network(
     """``size`` validators on loopback, each peered with all the others, all started."""
     binary = cometbft_binary()
     homes = init_testnet(binary, directory, size)
-    ports = [NodePorts(rpc=free_port(), p2p=free_port(), abci=free_port()) for _ in homes]
+    picked = free_ports(3 * len(homes))  # all different: a node's port is no other's
+    ports = [NodePorts(*picked[3 * index : 3 * index + 3]) for index in range(len(homes))]
     addresses = [
         f"{node_id(binary, home)}@127.0.0.1:{p.p2p}" for home, p in zip(homes, ports, strict=True)
     ]
