@@ -15,7 +15,8 @@ from gridweave_clients.gateway import operations as gw_ops
 from gridweave_clients.platform.maps import MapListResponse, MapResponse
 from platform_service.services.downstream import as_user, downstream_errors
 from platform_service.services.jobs import JobServices
-from platform_service.services.maps import map_response, read_manifest
+from platform_service.services.map_state import map_response
+from platform_service.services.maps import read_manifest
 
 __all__ = ["list_map_page"]
 

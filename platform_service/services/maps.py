@@ -8,11 +8,11 @@ the map (``spec.map``): one allocation, held and billed as a job (a hold of pric
 x GPUs per worker, settled once from the seconds it ran). The map's manifest
 (``maps/<id>/manifest.json``) is written last: a map is there once all of its workers are.
 
-Progress and results are read from what the workers' trusted side stored: each worker's
-progress (counts and each chunk record's SHA-256); a finished worker's final progress is
-its job's result, whose digest the job's status keeps, so a chunk's record is served with
-the digest that chain names. The platform never reads a value: it serves records as
-bytes, and the SDK checks them before it unpickles.
+Progress and results are read (``map_state``) from what the workers' trusted side stored:
+each worker's progress (counts and each chunk record's SHA-256); a finished worker's final
+progress is its job's result, whose digest the job's status keeps, so a chunk's record is
+served with the digest that chain names. The platform never reads a value: it serves
+records as bytes, and the SDK checks them before it unpickles.
 """
 
 from __future__ import annotations
@@ -27,17 +27,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from anyio import to_thread
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from gridweave_clients.errors import Conflict as ServiceConflict
-from gridweave_clients.errors import NotFound as ServiceNotFound
 from gridweave_clients.errors import ServiceRefused
 from gridweave_clients.gateway import models as gw
 from gridweave_clients.gateway import operations as gw_ops
 from gridweave_clients.gateway.quotas import UserQuotaModel
-from gridweave_clients.maps import MapShareModel, WorkerProgress, records_stream
-from gridweave_clients.platform.maps import MapResponse, MapWorkerResponse, SubmitMapRequest
-from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase
+from gridweave_clients.maps import MapShareModel, records_stream
+from gridweave_clients.platform.maps import MapResponse, SubmitMapRequest
 from gridweave_runtime.errors import InvalidRequest
 from gridweave_runtime.storage import ObjectNotFound, ObjectStore, ObjectStoreError
 from gridweave_runtime.storage.maps import chunk_count, map_objects
@@ -47,7 +45,7 @@ from platform_service.errors import (
     MapNotFound,
     PlatformError,
 )
-from platform_service.services.downstream import as_user, downstream_errors, platform_error
+from platform_service.services.downstream import as_user, platform_error
 from platform_service.services.holds import (
     hold_amount,
     place_job_hold,
@@ -56,6 +54,14 @@ from platform_service.services.holds import (
 from platform_service.services.images import resolve_image
 from platform_service.services.jobs import JobServices, cancel_job
 from platform_service.services.keys import AuthenticatedUser
+from platform_service.services.map_state import (
+    MapManifest,
+    map_response,
+    read_object,
+    worker_job,
+    worker_job_id,
+    worker_progress,
+)
 
 __all__ = [
     "SubmittedMap",
@@ -63,30 +69,13 @@ __all__ = [
     "get_map",
     "map_chunk",
     "map_records",
-    "map_response",
     "read_manifest",
     "submit_map",
-    "worker_job_id",
 ]
 
 _log = logging.getLogger(__name__)
 #: Holds placed, and workers submitted, at once.
 _AT_ONCE = 8
-
-
-class MapManifest(BaseModel):
-    """What the platform keeps of a map beside its objects: whose, its shape, its workers."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    map_id: str
-    user_id: str
-    items: int
-    chunk_items: int
-    workers: int
-    function_name: str | None = None
-    hold_amount: int = 0
-    created_at: datetime
 
 
 @dataclass(frozen=True)
@@ -112,11 +101,6 @@ async def _all(calls: Iterable[Awaitable[None]]) -> None:
     for outcome in outcomes:
         if isinstance(outcome, BaseException):
             raise outcome
-
-
-def worker_job_id(map_id: str, worker: int) -> str:
-    """The job of worker ``worker`` of the map."""
-    return f"{map_id}-w{worker}"
 
 
 async def submit_map(
@@ -336,8 +320,8 @@ async def map_chunk(
     if chunk >= chunks:
         raise InvalidRequest("chunk", f"the map has {chunks} chunks, numbered from 0")
     worker = chunk % manifest.workers
-    job = await _worker_job(services, user_id, worker_job_id(map_id, worker))
-    progress = await _progress(services.store, map_id, worker, job)
+    job = await worker_job(services, user_id, worker_job_id(map_id, worker))
+    progress = await worker_progress(services.store, map_id, worker, job)
     digest = progress.chunks.get(str(chunk))
     if digest is None:
         raise ChunkNotReady(map_id=map_id, chunk=chunk)
@@ -362,113 +346,21 @@ async def map_records(
     if start >= chunks:
         raise InvalidRequest("start", f"the map has {chunks} chunks, numbered from 0")
     job_ids = [worker_job_id(map_id, k) for k in range(manifest.workers)]
-    jobs = await asyncio.gather(*(_worker_job(services, user_id, job_id) for job_id in job_ids))
+    jobs = await asyncio.gather(*(worker_job(services, user_id, job_id) for job_id in job_ids))
     progress = await asyncio.gather(
-        *(_progress(services.store, map_id, k, job) for k, job in enumerate(jobs))
+        *(worker_progress(services.store, map_id, k, job) for k, job in enumerate(jobs))
     )
     digests = {int(chunk): digest for done in progress for chunk, digest in done.chunks.items()}
     found: list[tuple[int, str, bytes]] = []
     size = 0
     chunk = start
     while chunk < chunks and chunk in digests and (not found or size < max_bytes):
-        record = await _read(services.store, services.store.uri(map_objects(map_id).outputs(chunk)))
+        record = await read_object(
+            services.store, services.store.uri(map_objects(map_id).outputs(chunk))
+        )
         if record is None:
             break
         found.append((chunk, digests[chunk], record))
         size += len(record)
         chunk += 1
     return records_stream(found), (chunk if chunk < chunks else None)
-
-
-async def _worker_job(services: JobServices, user_id: str, job_id: str) -> gw.JobResponse | None:
-    with downstream_errors("job_gateway", passed=()):
-        try:
-            return await services.gateway.run(as_user(gw_ops.get_job(job_id), user_id))
-        except ServiceNotFound:
-            return None
-
-
-async def _progress(
-    store: ObjectStore, map_id: str, worker: int, job: gw.JobResponse | None
-) -> WorkerProgress:
-    """The worker's progress: a Completed worker's result, checked against the digest its
-    job's status keeps; else the progress it stored last (none yet: nothing done)."""
-    if job is not None and job.phase is JobPhase.COMPLETED and job.result_ref is not None:
-        data = await _read(store, job.result_ref)
-        if data is not None and hmac.compare_digest(
-            hashlib.sha256(data).hexdigest(), job.result_sha256 or ""
-        ):
-            try:
-                return WorkerProgress.model_validate_json(data)
-            except ValidationError:
-                _log.error("map %s: worker %d's result is not its progress", map_id, worker)
-        else:
-            _log.error("map %s: worker %d's result does not match its digest", map_id, worker)
-    data = await _read(store, store.uri(map_objects(map_id).progress(worker)))
-    try:
-        return WorkerProgress.model_validate_json(data) if data else WorkerProgress(worker=worker)
-    except ValidationError:
-        return WorkerProgress(worker=worker)
-
-
-async def _read(store: ObjectStore, uri: str) -> bytes | None:
-    try:
-        return await to_thread.run_sync(store.get, uri)
-    except ObjectNotFound:
-        return None
-    except ObjectStoreError as exc:
-        raise DownstreamUnavailable(
-            "the map's progress could not be read: try again", service="storage"
-        ) from exc
-
-
-async def map_response(services: JobServices, manifest: MapManifest) -> MapResponse:
-    """The map now: each worker's job and progress, and their sums."""
-    job_ids = [worker_job_id(manifest.map_id, k) for k in range(manifest.workers)]
-    jobs = await asyncio.gather(
-        *(_worker_job(services, manifest.user_id, job_id) for job_id in job_ids)
-    )
-    progress = await asyncio.gather(
-        *(_progress(services.store, manifest.map_id, k, job) for k, job in enumerate(jobs))
-    )
-    workers = [
-        MapWorkerResponse(
-            job_id=job_id,
-            phase=job.phase if job is not None else JobPhase.PENDING,
-            node=job.node if job is not None else None,
-            gpu_indices=job.gpu_indices if job is not None else [],
-            done=done.done,
-            failed=done.failed,
-            attempts=job.attempts if job is not None else 0,
-            reason=job.reason if job is not None else None,
-            message=job.message if job is not None else None,
-        )
-        for job_id, job, done in zip(job_ids, jobs, progress, strict=True)
-    ]
-    phases = {worker.phase for worker in workers}
-    finished = phases <= JOB_TERMINAL_PHASES
-    return MapResponse(
-        map_id=manifest.map_id,
-        function_name=manifest.function_name,
-        phase=_map_phase(phases, finished),
-        finished=finished,
-        items=manifest.items,
-        chunks=chunk_count(manifest.items, manifest.chunk_items),
-        chunk_items=manifest.chunk_items,
-        done=sum(worker.done for worker in workers),
-        failed=sum(worker.failed for worker in workers),
-        workers=workers,
-        created_at=manifest.created_at,
-        hold_amount=manifest.hold_amount,
-    )
-
-
-def _map_phase(phases: set[JobPhase], finished: bool) -> str:
-    if not finished:
-        started = phases & {JobPhase.RUNNING} or phases & JOB_TERMINAL_PHASES
-        return "Running" if started else "Pending"
-    if JobPhase.CANCELLED in phases:
-        return "Cancelled"
-    if phases & {JobPhase.FAILED, JobPhase.TIMED_OUT}:
-        return "Failed"
-    return "Completed"
