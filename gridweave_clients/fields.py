@@ -13,7 +13,9 @@ __all__ = [
     "LATEST_INSTANT",
     "MAX_BIGINT",
     "MAX_UNKNOWN_FIELDS",
+    "MAX_REPLICAS",
     "DatabaseId",
+    "EndpointId",
     "PrintableId",
     "RequestBody",
     "UserId",
@@ -24,6 +26,17 @@ UserId = Annotated[
     str,
     Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._@:+-]*$"),
 ]
+EndpointId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        description="A DNS-1123 label: the GridweaveEndpoint's name.",
+    ),
+]
+#: The most replicas one endpoint scales to.
+MAX_REPLICAS = 64
 # Printable ASCII without spaces: no NUL or other control character ever reaches PostgreSQL.
 PrintableId = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$")]
 

@@ -108,7 +108,8 @@ _PREVIOUS_FIELDS = {
 }
 #: The most runs ``earlierRuns`` keeps (the oldest goes first): billing settles each run
 #: as soon as it sees one list it, so only that many replacements unseen by any billing
-#: in a row lose the oldest run's stop (its holds are then released: see ``endpoint_runs``).
+#: in a row lose the oldest run's stop (its holds are then released: see
+#: ``job_gateway.endpoint_billing.runs``).
 EARLIER_RUNS_KEPT = 16
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from gridweave_runtime.errors import GridweaveError
 
 __all__ = [
+    "BillingUnavailable",
     "ClusterUnavailable",
     "EndpointAlreadyExists",
     "EndpointFailed",
@@ -106,6 +107,15 @@ class ClusterUnavailable(GatewayError):
     code = "cluster_unavailable"
     status_code = 503
     message = "the cluster's job records could not be reached; try again"
+
+
+class BillingUnavailable(GatewayError):
+    """metering_service could not be reached to settle what an ended endpoint ran before a
+    deploy replaces it; nothing was replaced."""
+
+    code = "billing_unavailable"
+    status_code = 503
+    message = "the endpoint's last run could not be settled with metering; try again"
 
 
 class QuotaExceeded(GatewayError):

@@ -24,6 +24,7 @@ from gridweave_controller.operations import AsyncClientBase
 from gridweave_controller.phases import JobPhase
 from gridweave_runtime.storage import ObjectStore
 from job_gateway.collector import collector_paused
+from job_gateway.endpoint_billing import InformedBilling
 from job_gateway.endpoints import EndpointReconciler, EndpointSettings
 from job_gateway.execution import ExecutionSettings, Executor, connect_gateway_ray
 from job_gateway.execution.image_pulls import PullTokens
@@ -59,7 +60,8 @@ class Gateway:
         metrics: GatewayMetrics | None = None,
         endpoint_settings: EndpointSettings | None = None,
     ) -> None:
-        """``metering`` None: no usage is reported (benchmarks); ``metrics`` None: a registry
+        """``metering`` None: no usage is reported and no endpoint billed (benchmarks);
+        ``metrics`` None: a registry
         of its own; ``endpoint_settings`` None: read from the environment (endpoints are
         served on Ray Serve when jobs are executed and ``GATEWAY_SERVE_ENDPOINTS`` allows)."""
         self.settings = settings
@@ -139,6 +141,11 @@ class Gateway:
             on_update=lambda _old, new: self._endpoint_changed(new),
             on_delete=self._endpoint_deleted,
         )
+        self.endpoint_billing: InformedBilling | None = None
+        if metering is not None and settings.endpoint_billing_interval_seconds > 0:
+            self.endpoint_billing = InformedBilling(
+                crd, metering, settings, informed=self.endpoints.list
+            )
         self.quotas = QuotaBook(self.jobs, self.endpoints)
         self.finish_waiters = FinishWaiters()
         if self.executor is not None:
@@ -175,6 +182,9 @@ class Gateway:
             self.executor.start()
         if self.usage is not None:
             self._tasks.append(asyncio.create_task(self.usage.run(), name="usage"))
+        if self.endpoint_billing is not None:
+            task = asyncio.create_task(self.endpoint_billing.run(), name="endpoint-billing")
+            self._tasks.append(task)
         if self.reconciler is not None:  # starts (or finds) Serve first, off the start path
             self._tasks.append(asyncio.create_task(self.reconciler.run(), name="endpoints"))
 
@@ -236,6 +246,8 @@ class Gateway:
         self.loop.follow_endpoint(endpoint)
         if self.reconciler is not None:
             self.reconciler.endpoint_changed(endpoint)
+        if self.endpoint_billing is not None:
+            self.endpoint_billing.endpoint_changed(endpoint)
 
     def _endpoint_deleted(self, endpoint: Endpoint) -> None:
         if self.allocations.remove(("endpoint", endpoint.name)):
@@ -243,6 +255,11 @@ class Gateway:
         self.loop.forget_endpoint(endpoint.name)
         if self.reconciler is not None:
             self.reconciler.endpoint_deleted(endpoint)
+
+    async def settle_replaced_endpoint(self, endpoint: Endpoint) -> None:
+        """Bill an ended endpoint's last run to its end before a deploy replaces it."""
+        if self.endpoint_billing is not None:
+            await self.endpoint_billing.settle_replaced(endpoint)
 
     async def endpoint_settled(
         self, endpoint_id: str, timeout: float, after: str | None = None

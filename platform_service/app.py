@@ -48,8 +48,6 @@ from platform_service.routers import (
     users,
 )
 from platform_service.services.accepted_keys import AcceptedKeys
-from platform_service.services.billing_task import install_billing, over_gateway_api
-from platform_service.services.endpoint_billing import EndpointBilling
 from platform_service.services.endpoint_proxy import EndpointProxy
 from platform_service.services.endpoints import EndpointServices
 from platform_service.services.images import ImageRegistry
@@ -171,18 +169,6 @@ def create_app(
         ),
     )
     app.state.log_streams = LogStreamSlots(settings.max_log_streams_per_user)
-    list_endpoints, stop_endpoint = over_gateway_api(gateway)
-    billing = (
-        EndpointBilling(
-            credit,
-            metering,
-            prices=settings.price_table,
-            stop=stop_endpoint,
-            period_seconds=settings.endpoint_billing_seconds,
-        )
-        if settings.endpoint_billing_interval_seconds > 0
-        else None
-    )
     app.state.endpoints = EndpointServices(
         credit=credit,
         gateway=gateway,
@@ -192,7 +178,6 @@ def create_app(
         billing_seconds=settings.endpoint_billing_seconds,
         wake_seconds=settings.endpoint_wake_seconds,
         model_roots=settings.resolved_model_roots(),
-        billing=billing,
         images=app.state.jobs.images,
         metering=metering,
         quota_of=partial(read_user_quota, app.state.database),
@@ -204,13 +189,6 @@ def create_app(
         headers={SERVE_KEY_HEADER: settings.serve_key()},  # every replica demands it
     )
     install_client(app, "endpoint_proxy", EndpointProxy(app.state.endpoints, upstream))
-    if billing is not None:
-        install_billing(
-            app,
-            billing,
-            list_endpoints,
-            interval_seconds=settings.endpoint_billing_interval_seconds,
-        )
     app.state.shares_sync = SharesSync(app.state.database, gateway)
     if settings.shares_sync_seconds > 0:
         shares = app.state.shares_sync

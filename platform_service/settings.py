@@ -161,17 +161,8 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings, ServeKeySett
         le=86_400,
         validation_alias=AliasChoices("ENDPOINT_BILLING_SECONDS"),
         description=(
-            "ENDPOINT_BILLING_SECONDS: an endpoint's billing period (the gateway's, the same "
-            "variable); a deployment needs the credits of two periods at its max replicas."
-        ),
-    )
-    endpoint_billing_interval_seconds: float = Field(
-        default=5.0,
-        ge=0,
-        le=3600,
-        description=(
-            "How often the endpoints' holds are renewed and their ended billing periods "
-            "settled, seconds; 0: this platform bills no endpoint."
+            "ENDPOINT_BILLING_SECONDS: an endpoint's billing period (the gateway bills by the "
+            "same variable); a deployment needs the credits of two periods at its max replicas."
         ),
     )
     shares_sync_seconds: float = Field(

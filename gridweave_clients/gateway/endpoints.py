@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, validate_call
 
 from gridweave_clients._core import Operation, model_operation
-from gridweave_clients.fields import RequestBody, UserId
+from gridweave_clients.fields import MAX_REPLICAS, EndpointId, RequestBody, UserId
 from gridweave_clients.gateway.models import (
     CpuMillis,
     GpuCount,
@@ -57,22 +57,11 @@ __all__ = [
     "wake_endpoint",
 ]
 
-#: The most replicas one endpoint scales to.
-MAX_REPLICAS = 64
 #: The longest a wake may long-poll for the endpoint to run, seconds.
 MAX_WAKE_SECONDS = 600
 #: The most lines of one replica's stream a logs read answers.
 MAX_LOG_LINES = 1000
 
-EndpointId = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=63,
-        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        description="A DNS-1123 label: the GridweaveEndpoint's name.",
-    ),
-]
 EndpointMode = Literal["vllm", "transformers", "custom"]
 Replicas = Annotated[int, Field(strict=True, ge=0, le=MAX_REPLICAS)]
 IdleSeconds = Annotated[

@@ -8,13 +8,21 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from gridweave_clients.credit.models import Amount, Reference
-from gridweave_clients.fields import PrintableId, RequestBody, UserId, UtcDatetime
-from gridweave_controller.vendors import GpuVendor
+from gridweave_clients.fields import (
+    MAX_REPLICAS,
+    EndpointId,
+    PrintableId,
+    RequestBody,
+    UserId,
+    UtcDatetime,
+)
+from gridweave_controller.vendors import GpuVendor, Vendor
 
 __all__ = [
     "MAX_GPU_COUNT",
     "MAX_WALL_SECONDS",
     "AuthorizeHoldRequest",
+    "EndpointPeriodHoldRequest",
     "NodeName",
     "RecordUsageRequest",
     "ReleaseHoldRequest",
@@ -163,6 +171,23 @@ class AuthorizeHoldRequest(RequestBody):
     user_id: UserId
     reference: Reference
     amount: Amount
+
+
+class EndpointPeriodHoldRequest(RequestBody):
+    """Hold one billing period of an endpoint's run, priced by metering: ``period_seconds``
+    x ``max_replicas`` x ``gpu_count`` at ``vendor``'s price for ``vram_mb`` (for ``any``:
+    the dearest). Its reference is the period key (``endpoint_periods.period_key``), so a
+    repeat replays the first hold."""
+
+    endpoint_id: EndpointId
+    owner_id: UserId = Field(description="Whose credits pay: the endpoint's billing owner.")
+    run_started_at: UtcDatetime = Field(description="When the run began (Running).")
+    period: int = Field(strict=True, ge=0, le=MAX_WALL_SECONDS)
+    period_seconds: int = Field(strict=True, ge=1, le=24 * 3600)
+    vendor: Vendor
+    vram_mb: int = Field(strict=True, ge=1, le=16 * 1024 * 1024)
+    gpu_count: int = Field(strict=True, ge=1, le=MAX_GPU_COUNT)
+    max_replicas: int = Field(strict=True, ge=1, le=MAX_REPLICAS)
 
 
 class ReleaseHoldRequest(RequestBody):

@@ -15,11 +15,18 @@ from typing import Annotated
 from pydantic import Field, validate_call
 
 from gridweave_clients._core import Operation, model_operation
-from gridweave_clients.credit.models import Amount, HoldResponse, PlacedHold, Reference
+from gridweave_clients.credit.models import (
+    Amount,
+    HoldResponse,
+    OpenHoldsPageResponse,
+    PlacedHold,
+    Reference,
+)
 from gridweave_clients.credit.operations import read_placed_hold
 from gridweave_clients.fields import DatabaseId, PrintableId, UserId, UtcDatetime
 from gridweave_clients.metering.models import (
     AuthorizeHoldRequest,
+    EndpointPeriodHoldRequest,
     RecordUsageRequest,
     ReleaseHoldRequest,
     UsagePageResponse,
@@ -29,6 +36,8 @@ from gridweave_clients.metering.models import (
 __all__ = [
     "authorize_hold",
     "get_usage",
+    "hold_endpoint_period",
+    "list_endpoint_holds",
     "list_usage",
     "record_usage",
     "release_hold",
@@ -105,3 +114,26 @@ def release_hold(user_id: UserId, *, reference: Reference) -> Operation[HoldResp
     it was settled for more before)."""
     body = ReleaseHoldRequest(user_id=user_id, reference=reference)
     return model_operation("POST", "/v1/releases", HoldResponse, body=body, idempotent=True)
+
+
+@validate_call
+def hold_endpoint_period(request: EndpointPeriodHoldRequest) -> Operation[PlacedHold]:
+    """Hold one billing period of an endpoint's run at metering's price; PaymentRequired
+    with the figures (or the spending cap it would pass) when the owner cannot pay.
+    Replayable: the period key answers its first hold (``replayed``)."""
+    operation = model_operation(
+        "POST", "/v1/endpoint-holds", PlacedHold, body=request, idempotent=True
+    )
+    return replace(operation, read=read_placed_hold)
+
+
+@validate_call
+def list_endpoint_holds(
+    *, limit: PageLimit = 1000, after_id: DatabaseId | None = None
+) -> Operation[OpenHoldsPageResponse]:
+    """The open endpoint holds (every owner's), oldest first (``after_id`` pages on): what
+    the endpoint billing finds of the runs it no longer follows."""
+    params = {"limit": str(limit)}
+    if after_id is not None:
+        params["after_id"] = str(after_id)
+    return model_operation("GET", "/v1/endpoint-holds", OpenHoldsPageResponse, params=params)

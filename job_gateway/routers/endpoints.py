@@ -42,6 +42,7 @@ async def create_endpoint(body: CreateEndpointRequest, gateway: CurrentGateway) 
         request=body,
         endpoint_settings=gateway.endpoint_settings,
         quotas=gateway.quotas,
+        settle_replaced=gateway.settle_replaced_endpoint,
     )
     return endpoints.endpoint_response(endpoint)
 
@@ -100,7 +101,7 @@ async def delete_endpoint(endpoint_id: EndpointId, gateway: CurrentGateway) -> E
 async def stop_endpoint(
     endpoint_id: EndpointId, body: StopEndpointRequest, gateway: CurrentGateway
 ) -> EndpointResponse:
-    """Stop the endpoint with ``reason`` (billing: ``OutOfCredits``); idempotent."""
+    """Stop the endpoint with ``reason``; idempotent."""
     endpoint = await endpoints.stop_endpoint(crd=gateway.crd, endpoint_id=endpoint_id, request=body)
     return endpoints.endpoint_response(endpoint)
 

@@ -58,6 +58,7 @@ from job_gateway.scheduling import SchedulingLoop
 from job_gateway.services.jobs import impossible_field
 
 __all__ = [
+    "SettleReplaced",
     "SettledWait",
     "create_endpoint",
     "endpoint_response",
@@ -67,6 +68,8 @@ __all__ = [
     "wake_endpoint",
 ]
 
+#: Bills an ended endpoint's last run to its end before a deploy replaces its object.
+SettleReplaced = Callable[[Endpoint], Awaitable[None]]
 #: Waits until an endpoint runs, has failed or is gone, at most the given seconds, in a copy
 #: later than the given resourceVersion.
 SettledWait = Callable[[str, float, str | None], Awaitable[None]]
@@ -154,14 +157,15 @@ async def create_endpoint(
     request: CreateEndpointRequest,
     endpoint_settings: EndpointSettings,
     quotas: QuotaBook | None = None,
+    settle_replaced: SettleReplaced | None = None,
 ) -> Endpoint:
     """Create the endpoint in Pending; 422 naming the field when it could never run here
     (mode vllm: see ``vllm_refusal``); 429 when it would take its user past
     ``request.quota``.
 
     An endpoint of the id that exists is a 409, unless ``replace_ended`` asks to replace it
-    and it is Failed or Stopped other than Idle: its object is then deleted and this one
-    created (the platform settled its billing first).
+    and it is Failed or Stopped other than Idle: ``settle_replaced`` bills its last run to
+    its end, then its object is deleted and this one created.
     """
     if request.mode == "vllm":
         refusal = vllm_refusal(endpoint_settings, scheduler.inventory)
@@ -214,10 +218,12 @@ async def create_endpoint(
         name=request.endpoint_id,
         holding=Holding(request.gpu_count, held * request.gpu_count),
     ):
-        return await _create_or_replace(crd, request)
+        return await _create_or_replace(crd, request, settle_replaced)
 
 
-async def _create_or_replace(crd: AsyncClientBase, request: CreateEndpointRequest) -> Endpoint:
+async def _create_or_replace(
+    crd: AsyncClientBase, request: CreateEndpointRequest, settle_replaced: SettleReplaced | None
+) -> Endpoint:
     with crd_errors(request.endpoint_id):
         try:
             return await _create(crd, request)
@@ -227,7 +233,10 @@ async def _create_or_replace(crd: AsyncClientBase, request: CreateEndpointReques
             existing = await crd.get_endpoint(request.endpoint_id)
             if not endpoint_is_replaceable(existing.phase, existing.status.reason):
                 raise
-            # ended and never woken again (only Idle is): nothing runs, nothing is held
+            # ended and never woken again (only Idle is): nothing runs; once its last run is
+            # billed, nothing is held
+            if settle_replaced is not None:
+                await settle_replaced(existing)
             with suppress(NotFound):
                 await crd.delete_endpoint(request.endpoint_id)
             return await _create(crd, request)

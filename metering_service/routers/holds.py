@@ -1,18 +1,28 @@
-"""``/v1/holds`` and ``/v1/releases``: the door to credit holds (metering owns them).
+"""``/v1/holds``, ``/v1/endpoint-holds`` and ``/v1/releases``: the door to credit holds
+(metering owns them).
 
-The platform authorizes (``/v1/holds``); the platform (a refused submission, a cancel) and
-the gateway (a job that ended without holding a GPU: nothing to bill) release.
+The platform authorizes a job's or a map's holds (``/v1/holds``); the gateway's endpoint
+billing asks for each billing period, priced here (``/v1/endpoint-holds``), and lists the
+open ones after a restart; the platform (a refused submission, a cancel) and the gateway
+(a job that ended without holding a GPU, a period placed ahead and never run) release.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from typing import Annotated
 
-from gridweave_clients.credit.models import HoldResponse
-from gridweave_clients.metering.models import AuthorizeHoldRequest, ReleaseHoldRequest
+from fastapi import APIRouter, Query, Response
+
+from gridweave_clients.credit.models import HoldResponse, OpenHoldsPageResponse
+from gridweave_clients.fields import DatabaseId
+from gridweave_clients.metering.models import (
+    AuthorizeHoldRequest,
+    EndpointPeriodHoldRequest,
+    ReleaseHoldRequest,
+)
 from gridweave_runtime.auth import callable_by
 from gridweave_runtime.responses import mark_replayed
-from metering_service.routers.common import AsyncCreditDep
+from metering_service.routers.common import AsyncCreditDep, SettingsDep
 from metering_service.services import holds
 
 __all__ = ["router"]
@@ -31,6 +41,30 @@ async def authorize_hold(
     )
     mark_replayed(response, placed.replayed)
     return HoldResponse.model_validate(placed.model_dump(exclude={"replayed"}))
+
+
+@router.post("/v1/endpoint-holds", dependencies=callable_by("gateway"))
+async def hold_endpoint_period(
+    body: EndpointPeriodHoldRequest,
+    credit: AsyncCreditDep,
+    settings: SettingsDep,
+    response: Response,
+) -> HoldResponse:
+    """Hold one billing period of an endpoint's run at metering's price; 402 with the
+    figures (or the spending cap it would pass) when the owner cannot pay."""
+    placed = await holds.authorize_period(credit, settings.price_table, body)
+    mark_replayed(response, placed.replayed)
+    return HoldResponse.model_validate(placed.model_dump(exclude={"replayed"}))
+
+
+@router.get("/v1/endpoint-holds", dependencies=callable_by("gateway"))
+async def list_endpoint_holds(
+    credit: AsyncCreditDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 1000,
+    after_id: Annotated[DatabaseId | None, Query()] = None,
+) -> OpenHoldsPageResponse:
+    """The open endpoint holds of every owner, oldest first (``after_id`` pages on)."""
+    return await holds.list_endpoint_holds(credit, limit=limit, after_id=after_id)
 
 
 @router.post("/v1/releases", dependencies=callable_by("platform", "gateway"))

@@ -31,7 +31,7 @@ router = APIRouter(
 UsageIdPath = Annotated[DatabaseId, Path()]
 
 
-@router.post("", status_code=201, dependencies=callable_by("gateway", "platform"))
+@router.post("", status_code=201, dependencies=callable_by("gateway"))
 async def record_usage(
     body: RecordUsageRequest,
     session: SessionDep,

@@ -8,8 +8,8 @@ answered exactly like a missing one (404).
 A deployment is refused with 402 (naming the amount needed) when the owner's available
 credits do not cover the first holds the billing places: two billing periods at
 ``max_replicas`` (``services/holds.endpoint_hold_amount``, the one rule of both); the
-endpoint's usage is then held and settled period by period
-(``services/endpoint_billing.py``).
+endpoint's usage is then held and settled period by period by the gateway's endpoint
+billing at metering (``job_gateway/endpoint_billing``).
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from platform_service.errors import DownstreamUnavailable, InsufficientCredits, 
 from platform_service.models import Role
 from platform_service.services import endpoint_figures as figures
 from platform_service.services.downstream import as_user, downstream_errors, platform_error
-from platform_service.services.endpoint_billing import EndpointBilling
 from platform_service.services.holds import (
     ENDPOINT_FIRST_HOLDS,
     endpoint_hold_amount,
@@ -82,9 +81,6 @@ class EndpointServices:
     wake_seconds: float
     #: Where a user's model may come from (directories or storage URIs); admins: anywhere.
     model_roots: tuple[str, ...] = ()
-    #: The endpoint billing (None: endpoints are not billed): a replaced endpoint's last run
-    #: is settled through it before its object goes.
-    billing: EndpointBilling | None = None
     #: Where an endpoint's image is checked and pinned (None: images are refused).
     images: ImageRegistry | None = None
     #: Where its billed seconds are read (None: the gateway's count of finished runs).
@@ -320,20 +316,16 @@ async def deploy_endpoint(
 
 async def _replaced_endpoint(services: EndpointServices, *, user_id: str, endpoint_id: str) -> bool:
     """Whether the deploy replaces an ended endpoint of its name (Failed, or Stopped other
-    than Idle: see ``endpoint_is_replaceable``); its last run is settled first, so its
-    billing ends with it and never mixes with the new endpoint's (same id, new runs). Any
-    other endpoint of the name stays, and the gateway answers 409."""
+    than Idle: see ``endpoint_is_replaceable``); the gateway settles its last run before
+    it replaces the object, so its billing ends with it and never mixes with the new
+    endpoint's (same id, new runs). Any other endpoint of the name stays, and the gateway
+    answers 409."""
     with downstream_errors("job_gateway", passed=()):
         try:
             existing = await services.gateway.run(as_user(gw.get_endpoint(endpoint_id), user_id))
         except ServiceNotFound:
             return False
-    if existing.user_id != user_id or not endpoint_is_replaceable(existing.phase, existing.reason):
-        return False
-    if services.billing is not None:
-        with downstream_errors("metering_service", passed=()):
-            await services.billing.settle_replaced(existing)
-    return True
+    return existing.user_id == user_id and endpoint_is_replaceable(existing.phase, existing.reason)
 
 
 async def get_own_endpoint(

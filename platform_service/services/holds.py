@@ -1,7 +1,6 @@
 """Credit holds: a job's (price x timeout x GPUs, placed before the job reaches the gateway)
-and the amount of an endpoint's billing-period holds (placed by ``endpoint_billing``, which
-ends each one settled by its period's usage record or released, even for a run it never
-saw end: its passes look up the open ones at credit_service).
+and the amount of an endpoint's billing-period holds (the deploy check's figure: metering
+places each period hold at the gateway endpoint billing's ask, by the same rule).
 
 The price is metering's (``gridweave_clients.metering.pricing``, the same table and the
 same variable), so the hold always covers what metering bills for a job that runs to its
@@ -15,19 +14,17 @@ only reads holds at credit_service (whose hold routes take metering's credential
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.credit import operations as credit_ops
 from gridweave_clients.credit.models import PlacedHold
 from gridweave_clients.errors import Conflict, NotFound, PaymentRequired
-from gridweave_clients.metering import AsyncMeteringClient
+from gridweave_clients.metering import AsyncMeteringClient, endpoint_periods
 from gridweave_clients.metering import operations as metering_ops
-from gridweave_clients.metering.pricing import (
-    PriceTable,
-    UnknownVendor,
-    VramBeyondPriceTable,
-    price_per_gpu_second,
-)
+from gridweave_clients.metering.endpoint_periods import ENDPOINT_FIRST_HOLDS, held_price
+from gridweave_clients.metering.pricing import PriceTable, UnknownVendor, VramBeyondPriceTable
 from gridweave_runtime.errors import InvalidRequest
 from platform_service.errors import InsufficientCredits, PlatformError
 from platform_service.services.downstream import as_user, downstream_errors
@@ -50,25 +47,10 @@ def hold_amount(
     table: PriceTable, *, vendor: str, vram_mb: int, gpu_count: int, timeout_seconds: int
 ) -> int:
     """Micro-credits to hold: the highest price the job may run at x timeout x GPUs (>= 1)."""
-    vendors = sorted(table.root) if vendor == "any" else [vendor]
-    prices: list[int] = []
-    refusal = ""
-    for name in vendors:
-        try:
-            prices.append(price_per_gpu_second(table, vendor=name, vram_mb=vram_mb))
-        except UnknownVendor as exc:
-            raise InvalidRequest("vendor", str(exc)) from exc
-        except VramBeyondPriceTable as exc:
-            refusal = str(exc)
-    if not prices:
-        raise InvalidRequest("vram_mb", refusal)
+    with _priced():
+        price = held_price(table, vendor=vendor, vram_mb=vram_mb)
     # a free price still holds 1: the settlement needs a hold to close
-    return max(1, max(prices) * timeout_seconds * gpu_count)
-
-
-#: The billing periods an endpoint holds at once: the one running and the next (renewed one
-#: period ahead). A deployment must be able to place this many holds to be accepted.
-ENDPOINT_FIRST_HOLDS = 2
+    return max(1, price * timeout_seconds * gpu_count)
 
 
 def endpoint_hold_amount(
@@ -81,14 +63,30 @@ def endpoint_hold_amount(
     period_seconds: int,
     periods: int = 1,
 ) -> int:
-    """Micro-credits of ``periods`` billing-period holds of an endpoint: each covers
-    ``period_seconds`` x ``max_replicas`` (at least 1) at the price :func:`hold_amount` holds
-    (the dearest vendor's for ``any``). The deploy check and every hold of the billing use
-    this one rule, so an accepted deployment can place its first holds."""
-    period = hold_amount(
-        table, vendor=vendor, vram_mb=vram_mb, gpu_count=gpu_count, timeout_seconds=period_seconds
-    )
-    return period * max(1, max_replicas) * periods
+    """Micro-credits of ``periods`` billing-period holds of an endpoint: the rule metering
+    prices each period hold by (``gridweave_clients.metering.endpoint_periods``), so an
+    accepted deployment can place its first holds; a field the table cannot price is a 422."""
+    with _priced():
+        return endpoint_periods.endpoint_hold_amount(
+            table,
+            vendor=vendor,
+            vram_mb=vram_mb,
+            gpu_count=gpu_count,
+            max_replicas=max_replicas,
+            period_seconds=period_seconds,
+            periods=periods,
+        )
+
+
+@contextmanager
+def _priced() -> Iterator[None]:
+    """The price table's refusals as the field they name."""
+    try:
+        yield
+    except UnknownVendor as exc:
+        raise InvalidRequest("vendor", str(exc)) from exc
+    except VramBeyondPriceTable as exc:
+        raise InvalidRequest("vram_mb", str(exc)) from exc
 
 
 async def place_job_hold(

@@ -24,12 +24,12 @@ import openai
 import pytest
 
 import gridweave as gw
-from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.gateway import AsyncGatewayClient
+from gridweave_clients.gateway import endpoints as gateway_ops
+from gridweave_clients.gateway.endpoints import StopEndpointRequest
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, price_per_gpu_second
-from platform_service.services.billing_task import over_gateway_api
-from platform_service.services.endpoint_billing import EndpointBilling
+from job_gateway.endpoint_billing import EndpointBilling
 from tests.job_gateway.execution_factories import RayWorld
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service import endpoint_factories
@@ -80,25 +80,26 @@ def user(platform: PlatformServer, credit: CreditServer) -> Iterator[User]:
 
 
 @contextmanager
-def billing_running(
-    gateway: GatewayServer, credit: CreditServer, metering: httpx.Client
-) -> Iterator[None]:
-    """A second billing loop besides the platform's own (every 0.2 s, in a thread of its own):
-    the two never charge a period twice."""
+def billing_running(gateway: GatewayServer, metering: httpx.Client) -> Iterator[None]:
+    """A second billing loop besides the gateway's own (every 0.2 s, in a thread of its own,
+    reading and stopping through the gateway's API): the two never charge a period twice."""
     stop = threading.Event()
 
     async def main() -> None:
         async with (
-            AsyncCreditClient(credit.url, INTERNAL_TOKEN, role="platform") as c,
-            AsyncMeteringClient(str(metering.base_url), INTERNAL_TOKEN, role="platform") as m,
+            AsyncMeteringClient(str(metering.base_url), INTERNAL_TOKEN, role="gateway") as m,
             AsyncGatewayClient(gateway.url, INTERNAL_TOKEN, role="platform") as g,
         ):
-            list_endpoints, stop_endpoint = over_gateway_api(g)
+
+            async def stop_endpoint(endpoint_id: str, reason: str, message: str) -> None:
+                request = StopEndpointRequest(reason=reason, message=message[:1024])
+                await g.run(gateway_ops.stop_endpoint(endpoint_id, request))
+
             billing = EndpointBilling(
-                c, m, prices=DEFAULT_PRICE_TABLE, stop=stop_endpoint, period_seconds=PERIOD
+                m, prices=DEFAULT_PRICE_TABLE, stop=stop_endpoint, period_seconds=PERIOD
             )
             while not stop.is_set():
-                for view in await list_endpoints():
+                for view in (await g.run(gateway_ops.list_endpoints())).endpoints:
                     billing.observe(view)
                 await billing.settle()
                 await asyncio.sleep(0.2)
@@ -222,7 +223,7 @@ class TestBilling:
         credit: CreditServer,
         metering: httpx.Client,
     ) -> None:
-        with billing_running(gateway, credit, metering):
+        with billing_running(gateway, metering):
             endpoint = gw.endpoint(vram="1GB", vendor="nvidia", idle=0)(Greeter).deploy("billed")
             running = endpoint.wait_until_running(timeout=300)
             assert running.node is not None
@@ -258,7 +259,7 @@ class TestBilling:
         gw.configure(url=platform.url, api_key=poor.key)
         cloudpickle.register_pickle_by_value(endpoint_factories)
         try:
-            with billing_running(gateway, credit, metering):
+            with billing_running(gateway, metering):
                 endpoint = gw.endpoint(vram="1GB", vendor="nvidia", idle=0)(Greeter).deploy("poor")
                 # the owner spends one period elsewhere before it runs: one period, not two
                 credit.place_hold(poor.user_id, PERIOD * NVIDIA_1G, f"elsewhere-{poor.user_id}")

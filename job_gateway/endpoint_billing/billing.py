@@ -1,15 +1,17 @@
 """Endpoint billing: every running second paid for, per replica and GPU share, exactly once;
-settling periods and moving money (what a run was: ``endpoint_runs``).
+the gateway reports each billing period of every run to metering, which holds, settles and
+releases (what a run was: ``runs``).
 
-The platform runs it (``billing_task.install_billing``: a pass on start, then every
-``PLATFORM_ENDPOINT_BILLING_INTERVAL_SECONDS``), reading the endpoints and stopping them
-through the gateway's endpoint API; several platforms may run it at once (every write is
+The gateway runs it (``Gateway``: fed by its endpoint informer, a pass on start, then every
+``GATEWAY_ENDPOINT_BILLING_INTERVAL_SECONDS``), stopping an endpoint its owner can no
+longer pay for with its own stop; several gateways may run it at once (every write is
 keyed). A run (Running from ``started_at``) is cut into *periods* of ``period_seconds``;
 period ``j`` has its own credit hold, referenced by its *period key*
-(``ep:{endpoint id}:{start in microseconds}:{j}``; placed and released by metering, the
-owner of every hold), and is settled by one usage record
-under that reference: metering keeps one record per reference and credit_service settles
-a reference once, so money for a period moves once whatever is sent again. Rules per pass:
+(``ep:{endpoint id}:{start in microseconds}:{j}``, ``endpoint_periods.period_key``),
+placed by metering at its own price when the gateway asks for that period
+(``/v1/endpoint-holds``), and settled by one usage record under that reference: metering
+keeps one record per reference and credit_service settles a reference once, so money for a
+period moves once whatever is sent again. Rules per pass:
 
 1. While Running in period ``c``: the holds of ``c`` and ``c + 1`` are in place. A hold the
    owner cannot pay (402) stops the endpoint with reason ``OutOfCredits``; one that would
@@ -23,18 +25,18 @@ a reference once, so money for a period moves once whatever is sent again. Rules
    placed ahead. It ends at ``stoppedAt``, else at the ``previousStoppedAt`` of the redeploy
    or node loss that replaced it (billed then on its ``previousNode``/``previousGpuIndices``
    with its ``previousReplicas``), or its entry in ``earlierRuns`` (a run replaced again
-   before billing saw it: the gateway keeps the last ``EARLIER_RUNS_KEPT``), else when
+   before billing saw it: the controller keeps the last ``EARLIER_RUNS_KEPT``), else when
    billing last saw it Running.
-4. An open endpoint hold (listed from credit_service before the endpoints) whose run no
-   view names and billing does not follow (replaced more often than ``earlierRuns`` keeps
-   while unseen, endpoint deleted) is
-   released: every period before it is recorded, and its run's stop is recorded nowhere.
+4. An open endpoint hold (listed from metering before the endpoints) whose run no view
+   names and billing does not follow (replaced more often than ``earlierRuns`` keeps while
+   unseen, endpoint deleted) is released: every period before it is recorded, and its
+   run's stop is recorded nowhere.
 
 A hold covers ``period_seconds`` x ``max_replicas`` x ``gpu_count`` at that price
-(``holds.endpoint_hold_amount``, the deploy check's rule). Nothing is kept but in memory:
-a restarted billing finds a run's first unrecorded period at metering (newest first) and
-the open holds at credit_service. A deploy that replaces an ended endpoint of the
-same name settles its last run first (:meth:`EndpointBilling.settle_replaced`).
+(``endpoint_periods.endpoint_hold_amount``, the deploy check's rule). Nothing is kept but
+in memory: a restarted billing finds a run's first unrecorded period at metering (newest
+first) and the open holds there. A deploy that replaces an ended endpoint of the same name
+settles its last run first (:meth:`EndpointBilling.settle_replaced`).
 """
 
 from __future__ import annotations
@@ -47,8 +49,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 from typing import cast
 
-from gridweave_clients.credit import AsyncCreditClient
-from gridweave_clients.credit import operations as credit_ops
 from gridweave_clients.credit.models import OpenHoldResponse
 from gridweave_clients.errors import (
     Conflict,
@@ -59,24 +59,21 @@ from gridweave_clients.errors import (
 from gridweave_clients.gateway.endpoints import EndpointResponse
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering import operations as metering_ops
-from gridweave_clients.metering.models import RecordUsageRequest
+from gridweave_clients.metering.endpoint_periods import period_key, started_from_micros
+from gridweave_clients.metering.models import EndpointPeriodHoldRequest, RecordUsageRequest
 from gridweave_clients.metering.pricing import PriceTable
 from gridweave_controller.phases import EndpointPhase, EndpointStopReason
-from gridweave_controller.vendors import GpuVendor
-from platform_service.services.endpoint_runs import (
-    PERIOD_KEY_PREFIX,
+from gridweave_controller.vendors import GpuVendor, Vendor
+from job_gateway.endpoint_billing.runs import (
     Meter,
     OrphanRun,
     Run,
     earlier_runs,
     orphaned_runs,
-    period_hold_amount,
-    period_key,
     previous_run,
     priced_vendor,
     record_gpu_indices,
     run_seconds,
-    started_from_micros,
 )
 
 __all__ = [
@@ -99,7 +96,6 @@ class EndpointBilling:
 
     def __init__(
         self,
-        credit: AsyncCreditClient,
         metering: AsyncMeteringClient,
         *,
         prices: PriceTable,
@@ -109,7 +105,6 @@ class EndpointBilling:
     ) -> None:
         if period_seconds < 1:
             raise ValueError("period_seconds must be at least 1")
-        self.credit = credit
         self.metering = metering
         self.prices = prices
         self.period_seconds = period_seconds
@@ -261,8 +256,8 @@ class EndpointBilling:
         holds: list[OpenHoldResponse] = []
         after: int | None = None
         while True:
-            page = await self.credit.run(
-                credit_ops.list_open_holds(PERIOD_KEY_PREFIX, limit=1000, after_id=after)
+            page = await self.metering.run(
+                metering_ops.list_endpoint_holds(limit=1000, after_id=after)
             )
             holds.extend(page.holds)
             if page.next_after_id is None:
@@ -308,19 +303,23 @@ class EndpointBilling:
     def _vendor(self, endpoint: EndpointResponse) -> str:
         return priced_vendor(self.prices, endpoint)
 
-    def _hold_amount(self, endpoint: EndpointResponse) -> int:
-        return period_hold_amount(self.prices, endpoint, self.period_seconds)
-
     async def _ensure_hold(self, endpoint: EndpointResponse, run: Run, index: int) -> bool:
         """The hold of period ``index`` (replay-safe); False: the owner is short (stopped)."""
         if index in run.held:
             return True
-        reference = period_key(endpoint.id, run.started_at, index)
-        operation = metering_ops.authorize_hold(
-            endpoint.billing_owner, reference=reference, amount=self._hold_amount(endpoint)
+        request = EndpointPeriodHoldRequest(
+            endpoint_id=endpoint.id,
+            owner_id=endpoint.billing_owner,
+            run_started_at=run.started_at,
+            period=index,
+            period_seconds=self.period_seconds,
+            vendor=cast(Vendor, self._vendor(endpoint)),
+            vram_mb=endpoint.vram_mb,
+            gpu_count=endpoint.gpu_count,
+            max_replicas=max(1, endpoint.max_replicas),
         )
         try:
-            await self.metering.run(operation)
+            await self.metering.run(metering_ops.hold_endpoint_period(request))
         except (PaymentRequired, NotFound) as exc:
             await self._out_of_credits(endpoint, run, exc)
             return False
@@ -336,22 +335,24 @@ class EndpointBilling:
     ) -> None:
         if run.out_of_credits:
             return
-        owner, amount = endpoint.billing_owner, self._hold_amount(endpoint)
+        owner = endpoint.billing_owner
+        details = exc.details if isinstance(exc, PaymentRequired) else {}
         reason = EndpointStopReason.OUT_OF_CREDITS
         if isinstance(exc, PaymentRequired) and exc.code == "spending_limit":
             reason = EndpointStopReason.SPENDING_LIMIT
-            cap = "monthly" if exc.details.get("cap") == "monthly" else "per-job"
+            cap = "monthly" if details.get("cap") == "monthly" else "per-job"
             message = (
-                f"the next billing period of the owner {owner} ({amount} micro-credits) would "
-                f"pass their {cap} spending cap of {exc.details.get('limit')} micro-credits "
-                f"({exc.details.get('spent')} spent this month)"
+                f"the next billing period of the owner {owner} ({details.get('asked')} "
+                f"micro-credits) would pass their {cap} spending cap of "
+                f"{details.get('limit')} micro-credits ({details.get('spent')} spent this month)"
             )
-        else:
-            available = exc.details.get("available") if isinstance(exc, PaymentRequired) else 0
+        elif "needed" in details:
             message = (
                 f"the owner {owner} cannot pay the next billing period "
-                f"({amount} micro-credits; {available or 0} available)"
+                f"({details['needed']} micro-credits; {details.get('available') or 0} available)"
             )
+        else:  # no account: nothing to pay from
+            message = f"the owner {owner} cannot pay the next billing period (no credits)"
         _log.info("endpoint %s stopped: %s", endpoint.id, message)
         await self._stop(endpoint.id, reason, message)
         run.out_of_credits = True

@@ -1,8 +1,8 @@
 """Reading an endpoint's runs for billing: which runs there are, how each ended, on which
-node, GPUs and replicas, what one period of it is priced at, and which open holds belong
-to no run billing still follows.
+node, GPUs and replicas, which vendor it is priced at, and which open holds belong to no
+run billing still follows.
 
-Pure (no I/O): ``endpoint_billing`` asks the services and moves the money. A run is known
+Pure (no I/O): ``billing`` reports to metering and stops endpoints. A run is known
 from the gateway's view of its endpoint: the current run (``startedAt``), and the run the
 last redeploy or node loss replaced (``previous*``: its start, stop, GPUs' maker, node, GPU
 indices and the replicas last probed in it), and the runs replaced before that
@@ -15,58 +15,32 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 from gridweave_clients.credit.models import OpenHoldResponse
 from gridweave_clients.gateway.endpoints import EndpointResponse
-from gridweave_clients.metering.pricing import PriceTable
+from gridweave_clients.metering.endpoint_periods import (
+    held_price,
+    parse_period_key,
+    run_micros,
+)
+from gridweave_clients.metering.pricing import PriceTable, UnknownVendor, VramBeyondPriceTable
 from gridweave_controller.billing import billed_seconds
 from gridweave_controller.phases import EndpointPhase
-from gridweave_runtime.errors import InvalidRequest
-from platform_service.services.holds import endpoint_hold_amount, hold_amount
 
 __all__ = [
-    "PERIOD_KEY_PREFIX",
     "Meter",
     "OrphanRun",
     "Run",
     "earlier_runs",
     "orphaned_runs",
-    "period_hold_amount",
-    "period_key",
     "previous_run",
     "priced_vendor",
     "record_gpu_indices",
     "run_seconds",
-    "started_from_micros",
 ]
 
-#: Every endpoint hold's reference starts with this (``credit_service`` lists them by it).
-PERIOD_KEY_PREFIX = "ep:"
 _SETTLED_KEPT = 32  # above the runs a view names (``EARLIER_RUNS_KEPT`` + 2)
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def period_key(endpoint_id: str, started_at: datetime, index: int) -> str:
-    """The reference of the hold (and the usage record) of one billing period of a run."""
-    return f"{PERIOD_KEY_PREFIX}{endpoint_id}:{_micros(started_at)}:{index}"
-
-
-def _micros(moment: datetime) -> int:
-    return round(moment.timestamp() * 1_000_000)
-
-
-def _parse_period_key(reference: str) -> tuple[str, int, int] | None:
-    """``(endpoint id, run start in microseconds, period)``; None: not a period key."""
-    if not reference.startswith(PERIOD_KEY_PREFIX):
-        return None
-    parts = reference[len(PERIOD_KEY_PREFIX) :].rsplit(":", 2)
-    if len(parts) != 3:
-        return None
-    endpoint_id, start, index = parts
-    if not endpoint_id or not start.isdigit() or not index.isdigit():
-        return None
-    return endpoint_id, int(start), int(index)
 
 
 @dataclass
@@ -99,7 +73,7 @@ class Run:
         period the stretch spans; the stretch before the run's start is not counted."""
         if self.counted_to_us is None:
             return
-        start, period = _micros(self.started_at), period_seconds * 1_000_000
+        start, period = run_micros(self.started_at), period_seconds * 1_000_000
         begin, end = max(self.counted_to_us, start), round(until * 1_000_000)
         while begin < end:
             index = (begin - start) // period
@@ -215,28 +189,10 @@ def priced_vendor(prices: PriceTable, endpoint: EndpointResponse) -> str:
     priced: list[tuple[int, str]] = []
     for vendor in sorted(prices.root):
         try:
-            price = hold_amount(
-                prices, vendor=vendor, vram_mb=endpoint.vram_mb, gpu_count=1, timeout_seconds=1
-            )
-        except InvalidRequest:
+            priced.append((held_price(prices, vendor=vendor, vram_mb=endpoint.vram_mb), vendor))
+        except (UnknownVendor, VramBeyondPriceTable):
             continue
-        priced.append((price, vendor))
     return max(priced)[1] if priced else "nvidia"
-
-
-def period_hold_amount(prices: PriceTable, endpoint: EndpointResponse, period_seconds: int) -> int:
-    """Micro-credits one period's hold takes (``holds.endpoint_hold_amount``)."""
-    try:
-        return endpoint_hold_amount(
-            prices,
-            vendor=priced_vendor(prices, endpoint),
-            vram_mb=endpoint.vram_mb,
-            gpu_count=endpoint.gpu_count,
-            max_replicas=endpoint.max_replicas,
-            period_seconds=period_seconds,
-        )
-    except InvalidRequest:  # a vendor or VRAM the table does not price: free, held 1
-        return 1
 
 
 def record_gpu_indices(endpoint: EndpointResponse) -> list[int]:
@@ -281,12 +237,12 @@ def orphaned_runs(
         for moment in (endpoint.started_at, endpoint.previous_started_at, *earlier):
             if moment is None or (meter is not None and meter.has_settled(moment)):
                 continue  # a run settled to its end here has no period left to hold
-            named.add((endpoint.id, _micros(moment)))
+            named.add((endpoint.id, run_micros(moment)))
     for endpoint_id, meter in followed.items():
-        named.update((endpoint_id, _micros(s)) for s, r in meter.runs.items() if not r.finished)
+        named.update((endpoint_id, run_micros(s)) for s, r in meter.runs.items() if not r.finished)
     runs: dict[tuple[str, int], dict[int, OpenHoldResponse]] = {}
     for hold in holds:
-        parsed = _parse_period_key(hold.reference)
+        parsed = parse_period_key(hold.reference)
         if parsed is None:
             continue
         endpoint_id, started, index = parsed
@@ -294,8 +250,3 @@ def orphaned_runs(
             continue
         runs.setdefault((endpoint_id, started), {})[index] = hold
     return [OrphanRun(e, s, periods) for (e, s), periods in sorted(runs.items())]
-
-
-def started_from_micros(micros: int) -> datetime:
-    """A run's start from the microseconds of its period keys."""
-    return _EPOCH + timedelta(microseconds=micros)

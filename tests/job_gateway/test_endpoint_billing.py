@@ -1,8 +1,9 @@
-"""Endpoint billing against the real credit_service and metering_service: holds that renew,
-periods settled exactly once (across a restart too), out of credits -> stopped.
+"""The gateway's endpoint billing against the real credit_service and metering_service:
+period holds that metering places and renews, periods settled exactly once (across a
+restart too), out of credits -> stopped.
 
-The endpoints are the gateway's views (what its API answers); time is the
-billing's clock, set by each test; money is read from credit_service's ledger.
+The endpoints are the gateway's views (what its informer delivers); time is the billing's
+clock, set by each test; money is read from credit_service's ledger.
 """
 
 from __future__ import annotations
@@ -17,17 +18,21 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.gateway.endpoints import EndpointResponse
 from gridweave_clients.metering import AsyncMeteringClient
+from gridweave_clients.metering.endpoint_periods import (
+    ENDPOINT_FIRST_HOLDS,
+    endpoint_hold_amount,
+    period_key,
+)
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, price_per_gpu_second
 from gridweave_controller import crd
 from gridweave_controller._kube_store import KubeStore
 from gridweave_controller.phases import EndpointPhase, EndpointStopReason
+from job_gateway.endpoint_billing import EndpointBilling
 from job_gateway.services.endpoints import endpoint_response
 from platform_service.services import endpoint_figures as figures
-from platform_service.services.endpoint_billing import EndpointBilling, period_key
-from platform_service.services.holds import ENDPOINT_FIRST_HOLDS, endpoint_hold_amount
+from tests.job_gateway.metering_factories import Metering
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer
 from tests.support.kubeapi import KubeAPI
 
@@ -103,14 +108,10 @@ class World:
 
         def run(scenario: Callable[[EndpointBilling], Awaitable[T]]) -> T:
             async def main() -> T:
-                async with (
-                    AsyncCreditClient(self.credit.url, INTERNAL_TOKEN, role="platform") as c,
-                    AsyncMeteringClient(
-                        str(self.metering.base_url), INTERNAL_TOKEN, role="platform"
-                    ) as m,
-                ):
+                async with AsyncMeteringClient(
+                    str(self.metering.base_url), INTERNAL_TOKEN, role="gateway"
+                ) as m:
                     billing = EndpointBilling(
-                        c,
                         m,
                         prices=DEFAULT_PRICE_TABLE,
                         stop=stop,
@@ -161,8 +162,8 @@ class World:
 
 
 @pytest.fixture
-def world(credit: CreditServer, metering: httpx.Client) -> World:
-    return World(credit, metering)
+def world(credit: CreditServer, metering: Metering) -> World:
+    return World(credit, metering.http)
 
 
 def funded(world: World, amount: int = 10_000_000) -> str:
@@ -530,7 +531,7 @@ class TestRunsNoLongerCurrent:
     """Every hold billing placed ends settled or released, whatever it missed."""
 
     def sweep(self, world: World, *views: EndpointResponse, at: float) -> None:
-        """One pass of a fresh billing (a restarted platform) listing ``views``."""
+        """One pass of a fresh billing (a restarted gateway) listing ``views``."""
         world.clock.at(at)
 
         async def listing() -> list[EndpointResponse]:
@@ -593,7 +594,7 @@ class TestReplacedRunRecorded:
                 "previous_replicas": 3,
             }
         )
-        world.settle(later, at=310)  # another platform settles the first run's last period
+        world.settle(later, at=310)  # another gateway settles the first run's last period
         first = {period_key(view.id, STARTED, i) for i in range(3)}
         mine = [r for r in world.records(owner) if r["hold_reference"] in first]
         assert sorted(r["wall_seconds"] for r in mine) == [40.0 * 3, 60.0 * 3]
@@ -687,7 +688,7 @@ class TestRunsReplacedUnseen:
 
 
 class TestReleaseRacesARecord:
-    """One platform releases the holds of a run no view names while another, which still
+    """One gateway releases the holds of a run no view names while another, which still
     follows that run, records its periods: each period's money moves once, by whichever
     came first, and a record that came second is refused as ``hold_closed``."""
 
@@ -707,14 +708,13 @@ class TestReleaseRacesARecord:
         async def scenario(releaser: EndpointBilling) -> None:
             world.clock.at(200)
             recorder = EndpointBilling(
-                releaser.credit,
                 releaser.metering,
                 prices=DEFAULT_PRICE_TABLE,
                 stop=stop,
                 period_seconds=PERIOD,
                 clock=world.clock,
             )
-            recorder.observe(ended)  # the other platform saw the stop at 90 s
+            recorder.observe(ended)  # the other gateway saw the stop at 90 s
             if release_first:
                 await releaser.billing_pass(nothing_listed)
                 await recorder.settle()
