@@ -80,7 +80,6 @@ __all__ = [
     "EndpointBilling",
     "ListEndpoints",
     "StopEndpoint",
-    "period_key",
 ]
 
 _log = logging.getLogger(__name__)
