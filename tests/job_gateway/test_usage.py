@@ -148,10 +148,16 @@ class TestRestart:
     ) -> None:
         user_id = funded_user(metering)
         # metering records every report, its answers never come back: each attempt times out
+        # (no endpoint billing: every call the proxy counts is the job's report)
         with (
             held_answers(metering.url) as (proxy_url, proxy),
             running_gateway(
-                kubeapi, tmp_path, metering_service_url=proxy_url, **FAST_RETRIES, **SHARED_TOKEN
+                kubeapi,
+                tmp_path,
+                metering_service_url=proxy_url,
+                endpoint_billing_interval_seconds=0,
+                **FAST_RETRIES,
+                **SHARED_TOKEN,
             ) as first,
         ):
             job_id = finished_job(first.crd, metering, user_id)
@@ -219,6 +225,8 @@ def gateway_process(
         "GATEWAY_INVENTORY_FILE": str(inventory),
         "GATEWAY_PASS_INTERVAL_SECONDS": "60",
         "GATEWAY_EXECUTE_JOBS": "false",  # placed, not run: the test moves the job itself
+        # no endpoint here: every call the proxy counts is a job's usage report
+        "GATEWAY_ENDPOINT_BILLING_INTERVAL_SECONDS": "0",
         "METERING_SERVICE_URL": metering_url,
     }
     with service_process("job_gateway", env, prefix="GATEWAY_", log=workdir / "gateway.log") as (
