@@ -61,9 +61,9 @@ class Gateway:
         endpoint_settings: EndpointSettings | None = None,
     ) -> None:
         """``metering`` None: no usage is reported and no endpoint billed (benchmarks);
-        ``metrics`` None: a registry
-        of its own; ``endpoint_settings`` None: read from the environment (endpoints are
-        served on Ray Serve when jobs are executed and ``GATEWAY_SERVE_ENDPOINTS`` allows)."""
+        ``metrics`` None: a registry of its own; ``endpoint_settings`` None: read from the
+        environment (endpoints are served on Ray Serve when jobs are executed and
+        ``GATEWAY_SERVE_ENDPOINTS`` allows)."""
         self.settings = settings
         self.crd = crd
         self.inventory_source = inventory_source
