@@ -21,6 +21,7 @@ __all__ = [
     "PriceTable",
     "PriceTier",
     "UnknownVendor",
+    "Unpriced",
     "VramBeyondPriceTable",
     "price_per_gpu_second",
 ]
@@ -62,12 +63,23 @@ class PriceTable(RootModel[dict[GpuVendor, tuple[PriceTier, ...]]]):
         return self
 
 
-class UnknownVendor(ValueError):
+class Unpriced(ValueError):
+    """The price table prices no GPU-second of what was asked; ``field``: the request field
+    it cannot price (a service answers 422 naming it)."""
+
+    field = ""
+
+
+class UnknownVendor(Unpriced):
     """The vendor has no entry in the price table."""
 
+    field = "vendor"
 
-class VramBeyondPriceTable(ValueError):
+
+class VramBeyondPriceTable(Unpriced):
     """The VRAM per GPU is above the vendor's largest bounded tier and no tier is unbounded."""
+
+    field = "vram_mb"
 
 
 def price_per_gpu_second(table: PriceTable, *, vendor: str, vram_mb: int) -> int:

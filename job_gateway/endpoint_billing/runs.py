@@ -24,7 +24,7 @@ from gridweave_clients.metering.endpoint_periods import (
     parse_period_key,
     run_micros,
 )
-from gridweave_clients.metering.pricing import PriceTable, UnknownVendor, VramBeyondPriceTable
+from gridweave_clients.metering.pricing import PriceTable, Unpriced
 from gridweave_controller.billing import billed_seconds
 from gridweave_controller.phases import EndpointPhase
 
@@ -190,7 +190,7 @@ def priced_vendor(prices: PriceTable, endpoint: EndpointResponse) -> str:
     for vendor in sorted(prices.root):
         try:
             priced.append((held_price(prices, vendor=vendor, vram_mb=endpoint.vram_mb), vendor))
-        except (UnknownVendor, VramBeyondPriceTable):
+        except Unpriced:
             continue
     return max(priced)[1] if priced else "nvidia"
 

@@ -31,7 +31,7 @@ from gridweave_clients.metering.endpoint_periods import (
     period_key,
 )
 from gridweave_clients.metering.models import EndpointPeriodHoldRequest
-from gridweave_clients.metering.pricing import PriceTable, UnknownVendor, VramBeyondPriceTable
+from gridweave_clients.metering.pricing import PriceTable, Unpriced
 from gridweave_runtime.errors import InvalidRequest
 from metering_service.errors import CreditMisconfigured, CreditRefused, CreditUnavailable
 
@@ -67,10 +67,8 @@ async def authorize_period(
             max_replicas=request.max_replicas,
             period_seconds=request.period_seconds,
         )
-    except UnknownVendor as exc:
-        raise InvalidRequest("vendor", str(exc)) from exc
-    except VramBeyondPriceTable as exc:
-        raise InvalidRequest("vram_mb", str(exc)) from exc
+    except Unpriced as exc:
+        raise InvalidRequest(exc.field, str(exc)) from exc
     reference = period_key(request.endpoint_id, request.run_started_at, request.period)
     return await authorize(credit, user_id=request.owner_id, reference=reference, amount=amount)
 

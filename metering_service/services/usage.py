@@ -21,8 +21,7 @@ from gridweave_clients.metering.models import (
 )
 from gridweave_clients.metering.pricing import (
     PriceTable,
-    UnknownVendor,
-    VramBeyondPriceTable,
+    Unpriced,
     price_per_gpu_second,
 )
 from gridweave_controller.billing import billed_seconds
@@ -119,10 +118,8 @@ def _new_record_values(request: RecordUsageRequest, table: PriceTable) -> dict[s
         raise InvalidRequest("gpu_indices", "must not repeat an index")
     try:
         price = price_per_gpu_second(table, vendor=request.vendor, vram_mb=request.vram_mb)
-    except UnknownVendor as exc:
-        raise InvalidRequest("vendor", str(exc)) from exc
-    except VramBeyondPriceTable as exc:
-        raise InvalidRequest("vram_mb", str(exc)) from exc
+    except Unpriced as exc:
+        raise InvalidRequest(exc.field, str(exc)) from exc
     finished_at = request.finished_at or datetime.now(UTC)
     if request.started_at is not None and finished_at < request.started_at:
         raise InvalidRequest("finished_at", "must not be before started_at")

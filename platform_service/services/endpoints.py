@@ -7,7 +7,7 @@ answered exactly like a missing one (404).
 
 A deployment is refused with 402 (naming the amount needed) when the owner's available
 credits do not cover the first holds the billing places: two billing periods at
-``max_replicas`` (``services/holds.endpoint_hold_amount``, the one rule of both); the
+``max_replicas`` (``endpoint_periods.endpoint_hold_amount``, the one rule of both); the
 endpoint's usage is then held and settled period by period by the gateway's endpoint
 billing at metering (``job_gateway/endpoint_billing``).
 """
@@ -31,6 +31,10 @@ from gridweave_clients.gateway import AsyncGatewayClient
 from gridweave_clients.gateway import endpoints as gw
 from gridweave_clients.gateway.quotas import UserQuotaModel
 from gridweave_clients.metering import AsyncMeteringClient
+from gridweave_clients.metering.endpoint_periods import (
+    ENDPOINT_FIRST_HOLDS,
+    endpoint_hold_amount,
+)
 from gridweave_clients.metering.pricing import PriceTable
 from gridweave_clients.platform.endpoints import (
     DeployEndpointRequest,
@@ -44,10 +48,7 @@ from platform_service.errors import DownstreamUnavailable, InsufficientCredits, 
 from platform_service.models import Role
 from platform_service.services import endpoint_figures as figures
 from platform_service.services.downstream import as_user, downstream_errors, platform_error
-from platform_service.services.holds import (
-    ENDPOINT_FIRST_HOLDS,
-    endpoint_hold_amount,
-)
+from platform_service.services.holds import priced
 from platform_service.services.images import ImageRegistry, resolve_image
 from platform_service.services.keys import AuthenticatedUser
 from platform_service.services.spending_limits import deploy_past_a_cap, get_spending_limits
@@ -154,15 +155,16 @@ async def _check_credits(
 ) -> None:
     """402 unless the user's available credits cover the first holds the billing places, and
     those holds pass no spending cap in force (``spending_limit``, as a job's would be)."""
-    needed = endpoint_hold_amount(
-        services.prices,
-        vendor=request.vendor,
-        vram_mb=request.vram_mb,
-        gpu_count=request.gpu_count,
-        max_replicas=request.max_replicas,
-        period_seconds=services.billing_seconds,
-        periods=ENDPOINT_FIRST_HOLDS,
-    )
+    with priced():  # the rule metering prices each period hold by
+        needed = endpoint_hold_amount(
+            services.prices,
+            vendor=request.vendor,
+            vram_mb=request.vram_mb,
+            gpu_count=request.gpu_count,
+            max_replicas=request.max_replicas,
+            period_seconds=services.billing_seconds,
+            periods=ENDPOINT_FIRST_HOLDS,
+        )
     with downstream_errors("credit_service", passed=()):
         try:
             account = await services.credit.run(as_user(credit_ops.get_account(user_id), user_id))

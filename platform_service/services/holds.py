@@ -1,6 +1,6 @@
-"""Credit holds: a job's (price x timeout x GPUs, placed before the job reaches the gateway)
-and the amount of an endpoint's billing-period holds (the deploy check's figure: metering
-places each period hold at the gateway endpoint billing's ask, by the same rule).
+"""Credit holds: a job's (price x timeout x GPUs, placed before the job reaches the gateway),
+and the price table's refusals as the field they name (``priced``; an endpoint's period
+holds are sized by ``gridweave_clients.metering.endpoint_periods``, metering's rule).
 
 The price is metering's (``gridweave_clients.metering.pricing``, the same table and the
 same variable), so the hold always covers what metering bills for a job that runs to its
@@ -21,22 +21,21 @@ from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.credit import operations as credit_ops
 from gridweave_clients.credit.models import PlacedHold
 from gridweave_clients.errors import Conflict, NotFound, PaymentRequired
-from gridweave_clients.metering import AsyncMeteringClient, endpoint_periods
+from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering import operations as metering_ops
-from gridweave_clients.metering.endpoint_periods import ENDPOINT_FIRST_HOLDS, held_price
-from gridweave_clients.metering.pricing import PriceTable, UnknownVendor, VramBeyondPriceTable
+from gridweave_clients.metering.endpoint_periods import held_price
+from gridweave_clients.metering.pricing import PriceTable, Unpriced
 from gridweave_runtime.errors import InvalidRequest
 from platform_service.errors import InsufficientCredits, PlatformError
 from platform_service.services.downstream import as_user, downstream_errors
 from platform_service.services.spending_limits import spending_limit_reached
 
 __all__ = [
-    "ENDPOINT_FIRST_HOLDS",
     "HoldKeyReused",
-    "endpoint_hold_amount",
     "hold_amount",
     "hold_is_open",
     "place_job_hold",
+    "priced",
     "release_unstarted_job_hold",
 ]
 
@@ -47,46 +46,19 @@ def hold_amount(
     table: PriceTable, *, vendor: str, vram_mb: int, gpu_count: int, timeout_seconds: int
 ) -> int:
     """Micro-credits to hold: the highest price the job may run at x timeout x GPUs (>= 1)."""
-    with _priced():
+    with priced():
         price = held_price(table, vendor=vendor, vram_mb=vram_mb)
     # a free price still holds 1: the settlement needs a hold to close
     return max(1, price * timeout_seconds * gpu_count)
 
 
-def endpoint_hold_amount(
-    table: PriceTable,
-    *,
-    vendor: str,
-    vram_mb: int,
-    gpu_count: int,
-    max_replicas: int,
-    period_seconds: int,
-    periods: int = 1,
-) -> int:
-    """Micro-credits of ``periods`` billing-period holds of an endpoint: the rule metering
-    prices each period hold by (``gridweave_clients.metering.endpoint_periods``), so an
-    accepted deployment can place its first holds; a field the table cannot price is a 422."""
-    with _priced():
-        return endpoint_periods.endpoint_hold_amount(
-            table,
-            vendor=vendor,
-            vram_mb=vram_mb,
-            gpu_count=gpu_count,
-            max_replicas=max_replicas,
-            period_seconds=period_seconds,
-            periods=periods,
-        )
-
-
 @contextmanager
-def _priced() -> Iterator[None]:
-    """The price table's refusals as the field they name."""
+def priced() -> Iterator[None]:
+    """The price table's refusals as a 422 naming the field they cannot price."""
     try:
         yield
-    except UnknownVendor as exc:
-        raise InvalidRequest("vendor", str(exc)) from exc
-    except VramBeyondPriceTable as exc:
-        raise InvalidRequest("vram_mb", str(exc)) from exc
+    except Unpriced as exc:
+        raise InvalidRequest(exc.field, str(exc)) from exc
 
 
 async def place_job_hold(

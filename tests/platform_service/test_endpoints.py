@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from gridweave_clients.gateway import endpoints as gw
+from gridweave_clients.metering.endpoint_periods import endpoint_hold_amount
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE
 from gridweave_clients.platform.endpoints import DeployEndpointRequest
 from gridweave_runtime.errors import InvalidRequest
@@ -30,7 +31,6 @@ from platform_service.services.endpoints import (
     endpoint_id_for,
     endpoint_name,
 )
-from platform_service.services.holds import endpoint_hold_amount
 from tests.job_gateway.gateway_factories import GatewayServer
 from tests.platform_service.factories import PlatformServer, User, pickled
 from tests.support.credit_server import INTERNAL_TOKEN, CreditServer

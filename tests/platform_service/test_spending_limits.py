@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
+from gridweave_clients.metering.endpoint_periods import endpoint_hold_amount
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE
-from platform_service.services.holds import endpoint_hold_amount
 from tests.platform_service.factories import PlatformServer, User, submit_body
 from tests.platform_service.test_endpoints import deploy_body
 from tests.support.credit_server import CreditServer
