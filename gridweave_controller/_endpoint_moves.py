@@ -57,10 +57,8 @@ def deploying(
     (of ``vendor``: the placed GPUs' maker, what billing prices an ``any`` endpoint at).
 
     A redeploy from Running first adds the finished run's seconds to ``billedSeconds``. The
-    run it replaces is kept as ``previousStartedAt``/``previousStoppedAt``/``previousVendor``
-    (its stop time: ``stoppedAt``, or now for a redeploy from Running), so billing settles
-    that run to its real end, at its own GPUs' price, even when it saw the endpoint next only
-    after the redeploy (or never saw that run: a billing restarted meanwhile).
+    run it replaces leaves the status (``startedAt``, ``stoppedAt`` cleared): the gateway
+    bills a run to its end before it writes the placement that replaces it.
     ``placedAt`` is now: a Serve application deployed before it belongs to an earlier
     placement (a restarted reconciler deletes it rather than adopt it).
     """
@@ -79,7 +77,6 @@ def deploying(
             "gpuIndices": indices,
             "vendor": vendor,
             "placedAt": format_precise_timestamp(now),
-            **_previous_run(phase, status, now),
             "url": None,
             "readyReplicas": 0,
             "runReplicas": None,
@@ -95,48 +92,6 @@ def deploying(
             ConditionUpdate(HEALTHY, _UNKNOWN, "Deploying", ""),
         ),
     )
-
-
-#: The ``previous*`` fields, by the key an ``earlierRuns`` entry gives each.
-_PREVIOUS_FIELDS = {
-    "startedAt": "previousStartedAt",
-    "stoppedAt": "previousStoppedAt",
-    "vendor": "previousVendor",
-    "node": "previousNode",
-    "gpuIndices": "previousGpuIndices",
-    "replicas": "previousReplicas",
-}
-#: The most runs ``earlierRuns`` keeps (the oldest goes first): billing settles each run
-#: as soon as it sees one list it, so only that many replacements unseen by any billing
-#: in a row lose the oldest run's stop (its holds are then released: see
-#: ``job_gateway.endpoint_billing.runs``).
-EARLIER_RUNS_KEPT = 16
-
-
-def _previous_run(phase: EndpointPhase, status: Mapping[str, Any], now: datetime) -> dict[str, Any]:
-    """The run a redeploy (or a node loss) replaces, as billing settles it: its bounds, its
-    GPUs' maker, node and indices, and the ready replicas last probed in it (``runReplicas``).
-    None if it never ran, or if it is kept already (a node loss recorded it): the last kept.
-    The run ``previous*`` named before moves to the end of ``earlierRuns``, so a run
-    replaced twice before billing saw the first replacement is still settled to its stop."""
-    started = status.get("startedAt")
-    if started is None or started == status.get("previousStartedAt"):
-        return {}
-    stopped = format_precise_timestamp(now) if phase is EndpointPhase.RUNNING else None
-    fields: dict[str, Any] = {
-        "previousStartedAt": started,
-        "previousStoppedAt": stopped or status.get("stoppedAt"),
-        "previousVendor": status.get("vendor"),
-        "previousNode": status.get("node"),
-        "previousGpuIndices": status.get("gpuIndices"),
-        "previousReplicas": status.get("runReplicas"),
-    }
-    if status.get("previousStartedAt") is not None and status.get("previousStoppedAt"):
-        kept = {key: status.get(field) for key, field in _PREVIOUS_FIELDS.items()}
-        entry = {key: value for key, value in kept.items() if value is not None}
-        earlier = [*(status.get("earlierRuns") or []), entry]
-        fields["earlierRuns"] = earlier[-EARLIER_RUNS_KEPT:]
-    return fields
 
 
 def running(
@@ -211,15 +166,13 @@ def pending(
     Node, GPUs and URL are cleared (the VRAM is no longer held). A run that was Running
     ends here: ``stoppedAt`` is now and its seconds go to ``billedSeconds``, while
     ``startedAt`` and ``vendor`` stay, so billing settles that run to this stop at its own
-    GPUs' price; the run is kept as ``previous*`` here, with the node and GPUs it ran on
-    (the next placement keeps it: the gap is never billed).
+    GPUs' price (before the next placement replaces it: the gap is never billed).
     """
     phase = current_phase(status)
     if not check_endpoint_move(name, phase, EndpointPhase.PENDING):
         return None
     ran = phase is EndpointPhase.RUNNING and status.get("startedAt") is not None
     unplaced = {
-        **(_previous_run(phase, status, now) if ran else {}),
         "node": None,
         "gpuIndices": None,
         "url": None,

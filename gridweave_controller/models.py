@@ -23,7 +23,6 @@ from gridweave_controller.vendors import GpuVendor, Vendor
 
 __all__ = [
     "Condition",
-    "EndedRun",
     "Endpoint",
     "EndpointMode",
     "EndpointPricing",
@@ -243,18 +242,6 @@ class EndpointSpec(_WireModel):
     pricing: EndpointPricing = Field(default_factory=EndpointPricing)
 
 
-class EndedRun(_WireModel):
-    """A run of an endpoint replaced before ``previous*`` named it (``earlierRuns``): its
-    bounds, GPUs' maker, node, GPU indices and replicas, as billing settles it."""
-
-    started_at: datetime
-    stopped_at: datetime
-    vendor: GpuVendor | None = None
-    node: str | None = None
-    gpu_indices: tuple[int, ...] | None = None
-    replicas: int | None = None
-
-
 class EndpointStatus(_WireModel):
     """``GridweaveEndpoint.status``; an object never written reads as Pending."""
 
@@ -271,16 +258,6 @@ class EndpointStatus(_WireModel):
     health: Health = "Unknown"
     started_at: datetime | None = None
     stopped_at: datetime | None = None
-    #: The run the last redeploy replaced: start, stop, GPUs' maker, node, GPU indices and
-    #: replicas (billing's to settle).
-    previous_started_at: datetime | None = None
-    previous_stopped_at: datetime | None = None
-    previous_vendor: GpuVendor | None = None
-    previous_node: str | None = None
-    previous_gpu_indices: tuple[int, ...] | None = None
-    previous_replicas: int | None = None
-    #: Older replaced runs, oldest first (at most ``EARLIER_RUNS_KEPT``): billing's to settle.
-    earlier_runs: tuple[EndedRun, ...] = ()
     #: The ready replicas last probed in the current (or last) run; kept when it ends.
     run_replicas: int | None = None
     billed_seconds: int = 0

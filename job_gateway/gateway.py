@@ -146,6 +146,7 @@ class Gateway:
             self.endpoint_billing = InformedBilling(
                 crd, metering, settings, informed=self.endpoints.list
             )
+            self.loop.settle_before_placing(self.endpoint_billing.settle_before_placing)
         self.quotas = QuotaBook(self.jobs, self.endpoints)
         self.finish_waiters = FinishWaiters()
         if self.executor is not None:

@@ -9,6 +9,9 @@ room), else ``WaitingForGpu`` with the VRAM it waits for, unless the endpoint ca
 reason of its own that says more (``NodeLost``: its node was lost and it is placed again). A woken
 endpoint stays Stopped until placed, so nothing is written on it: why it waits is kept in
 memory (:meth:`SchedulingLoop.why_waking`) and answered with its view by this gateway.
+Placing an endpoint that ran (woken, or after a node loss) replaces its run in the status:
+that run is settled first (:meth:`SchedulingLoop.settle_before_placing`), and an endpoint
+whose run cannot be settled now waits for a later pass.
 
 The loop keeps no state that matters across a restart: the waiting jobs and the allocation
 map are what the informer last delivered (a restart lists the CRDs again and rebuilds both).
@@ -28,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from gridweave_controller.errors import CrdError
@@ -77,6 +80,8 @@ class PassReport:
 
 
 PassListener = Callable[[PassReport], None]
+#: Settles the last run of an endpoint about to be placed again; False: not now.
+SettleRun = Callable[[Endpoint], Awaitable[bool]]
 
 
 class SchedulingLoop:
@@ -103,6 +108,9 @@ class SchedulingLoop:
         self._reservations: dict[AllocationKey, Reservation] = {}
         #: Endpoints waiting for a placement: Pending ones, and Stopped ones being woken.
         self._endpoints: dict[str, PlacementRequest] = {}
+        #: The informer's copy of each waiting endpoint (its last run, settled before placing).
+        self._endpoint_copies: dict[str, Endpoint] = {}
+        self._settle_run: SettleRun | None = None
         self._woken: set[str] = set()
         #: The reason last written on each waiting endpoint (written again only when it changes).
         self._told: dict[str, Unplaced] = {}
@@ -142,6 +150,7 @@ class SchedulingLoop:
         ):
             if phase is EndpointPhase.PENDING:
                 self._said[name] = endpoint.status.reason
+            self._endpoint_copies[name] = endpoint
             if name not in self._endpoints:
                 self._endpoints[name] = PlacementRequest.from_endpoint(endpoint)
                 self._wake.set()
@@ -149,10 +158,7 @@ class SchedulingLoop:
         if phase is EndpointPhase.FAILED:
             self._woken.discard(name)
         # a wake is answered by its placement's write (an older copy may still arrive)
-        self._endpoints.pop(name, None)
-        self._told.pop(name, None)
-        self._said.pop(name, None)
-        self._reservations.pop(("endpoint", name), None)
+        self._stop_waiting(name)
 
     def wake_endpoint(self, endpoint: Endpoint) -> None:
         """Place a Stopped endpoint again (any number of wakes: one placement)."""
@@ -162,7 +168,11 @@ class SchedulingLoop:
     def forget_endpoint(self, name: str) -> None:
         """A deleted endpoint."""
         self._woken.discard(name)
+        self._stop_waiting(name)
+
+    def _stop_waiting(self, name: str) -> None:
         self._endpoints.pop(name, None)
+        self._endpoint_copies.pop(name, None)
         self._told.pop(name, None)
         self._said.pop(name, None)
         self._reservations.pop(("endpoint", name), None)
@@ -186,6 +196,11 @@ class SchedulingLoop:
         """Call ``listener`` with each job this loop allocated, as the write answered it
         (before the informer brings it back: the executor launches it at once)."""
         self._allocated.append(listener)
+
+    def settle_before_placing(self, settle: SettleRun) -> None:
+        """Settle an endpoint's last run with ``settle`` before placing it again (billing):
+        an endpoint it answers False for is not placed in this pass."""
+        self._settle_run = settle
 
     def on_pass(self, listener: PassListener) -> None:
         """Call ``listener`` with every pass's report (metrics)."""
@@ -257,6 +272,9 @@ class SchedulingLoop:
             try:
                 name = placement.request.name
                 if placement.request.kind == "endpoint":
+                    if not await self._run_settled(name):
+                        self._release(placement)
+                        return False
                     vendor = placed_vendor(
                         self.scheduler.inventory, placement.node, placement.gpu_indices
                     )
@@ -289,6 +307,13 @@ class SchedulingLoop:
                 self._release(placement)
                 raise
         return True
+
+    async def _run_settled(self, name: str) -> bool:
+        """Whether the endpoint's last run (if it ran) is billed to its end."""
+        copy = self._endpoint_copies.get(name)
+        if self._settle_run is None or copy is None or copy.status.started_at is None:
+            return True
+        return await self._settle_run(copy)
 
     async def _tell(self, name: str, why: Unplaced) -> None:
         async with self._writes:

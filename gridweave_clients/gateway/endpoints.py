@@ -34,7 +34,6 @@ __all__ = [
     "MAX_REPLICAS",
     "MAX_WAKE_SECONDS",
     "CreateEndpointRequest",
-    "EndedRunResponse",
     "EndpointId",
     "EndpointListResponse",
     "EndpointLogsResponse",
@@ -157,18 +156,6 @@ class StopEndpointRequest(RequestBody):
     message: str = Field(default="", max_length=1024)
 
 
-class EndedRunResponse(BaseModel):
-    """A run replaced before the previous one: its bounds, GPUs' maker, node, GPU indices
-    and the ready replicas last probed in it."""
-
-    started_at: datetime
-    stopped_at: datetime
-    vendor: GpuVendor | None = None
-    node: str | None = None
-    gpu_indices: list[int] | None = None
-    replicas: int | None = None
-
-
 class EndpointResponse(BaseModel):
     """An endpoint: what was asked, where it is served, in which phase, how healthy."""
 
@@ -195,27 +182,9 @@ class EndpointResponse(BaseModel):
     created_at: datetime | None = None
     started_at: datetime | None = None
     stopped_at: datetime | None = None
-    previous_started_at: datetime | None = Field(
-        default=None, description="The start of the run the last redeploy replaced."
-    )
-    previous_stopped_at: datetime | None = Field(
-        default=None, description="The stop of the run the last redeploy replaced."
-    )
-    previous_vendor: GpuVendor | None = Field(
-        default=None, description="The placed vendor of the run the last redeploy replaced."
-    )
-    previous_node: str | None = Field(
-        default=None, description="The node of the run the last redeploy replaced."
-    )
-    previous_gpu_indices: list[int] | None = Field(
-        default=None, description="The GPU indices of the run the last redeploy replaced."
-    )
-    previous_replicas: int | None = Field(
-        default=None, description="The ready replicas last probed in the replaced run."
-    )
-    earlier_runs: list[EndedRunResponse] = Field(
-        default_factory=list,
-        description="Runs replaced before the previous one, oldest first (billing's to settle).",
+    run_replicas: int | None = Field(
+        default=None,
+        description="The ready replicas last probed in the current (or last) run; kept at its end.",
     )
     billed_seconds: int = 0
     vram_mb: int

@@ -22,21 +22,21 @@ period moves once whatever is sent again. Rules per pass:
    price of ``vendor`` (for ``any``: the placed GPUs' ``placed_vendor``, else the dearest)
    and ``vram_mb``.
 3. An ended run records its last, partial period (seconds rounded up) and releases the hold
-   placed ahead. It ends at ``stoppedAt``, else at the ``previousStoppedAt`` of the redeploy
-   or node loss that replaced it (billed then on its ``previousNode``/``previousGpuIndices``
-   with its ``previousReplicas``), or its entry in ``earlierRuns`` (a run replaced again
-   before billing saw it: the controller keeps the last ``EARLIER_RUNS_KEPT``), else when
-   billing last saw it Running.
-4. An open endpoint hold (listed from metering before the endpoints) whose run no view
-   names and billing does not follow (replaced more often than ``earlierRuns`` keeps while
-   unseen, endpoint deleted) is released: every period before it is recorded, and its
-   run's stop is recorded nowhere.
+   placed ahead. It ends at ``stoppedAt`` (a node loss: on the node and GPUs it ran on, as
+   billing saw it before), else when billing last saw it Running.
+4. A run is settled before anything replaces it in the endpoint's status: the scheduling
+   loop's placement of an endpoint that ran (woken, or placed again after a node loss) and
+   a deploy over an ended endpoint of the same name call :meth:`EndpointBilling.settle_replaced`
+   first, and write nothing while metering cannot be reached. So the status keeps no run
+   history for billing.
+5. An open endpoint hold (listed from metering before the endpoints) whose run no view
+   names and billing does not follow (its endpoint deleted) is released: every period
+   before it is recorded, and its run's stop is recorded nowhere.
 
 A hold covers ``period_seconds`` x ``max_replicas`` x ``gpu_count`` at that price
 (``endpoint_periods.endpoint_hold_amount``, the deploy check's rule). Nothing is kept but
 in memory: a restarted billing finds a run's first unrecorded period at metering (newest
-first) and the open holds there. A deploy that replaces an ended endpoint of the same name
-settles its last run first (:meth:`EndpointBilling.settle_replaced`).
+first) and the open holds there.
 """
 
 from __future__ import annotations
@@ -68,12 +68,11 @@ from job_gateway.endpoint_billing.runs import (
     Meter,
     OrphanRun,
     Run,
-    earlier_runs,
     orphaned_runs,
-    previous_run,
     priced_vendor,
     record_gpu_indices,
     run_seconds,
+    with_placement,
 )
 
 __all__ = [
@@ -117,29 +116,11 @@ class EndpointBilling:
         """The endpoint as it is now (an informer's add or update)."""
         meter = self._meters.setdefault(endpoint.id, Meter(endpoint))
         meter.endpoint = endpoint
-        for started_earlier, earlier, replicas in earlier_runs(endpoint):
-            # replaced twice (or more) while billing did not look: settled the same way
-            if started_earlier not in meter.settled:
-                old = meter.runs.setdefault(started_earlier, Run(started_earlier, earlier))
-                old.view = earlier
-                if replicas:
-                    old.replicas = min(replicas, max(1, endpoint.max_replicas))
-        previous, replaced = previous_run(endpoint), endpoint.previous_started_at
-        if previous is not None and replaced is not None and replaced not in meter.settled:
-            # a run replaced while billing did not look (down, or restarted) is settled to
-            # its recorded stop, on its own node and GPUs, with the replicas recorded for
-            # it; periods recorded before are found at metering
-            old = meter.runs.setdefault(replaced, Run(replaced, previous))
-            if endpoint.previous_node is not None:
-                old.view = previous  # as recorded (a node loss cleared the current node)
-            if endpoint.previous_replicas:
-                old.replicas = min(endpoint.previous_replicas, max(1, endpoint.max_replicas))
         started = endpoint.started_at
         if started is None or started in meter.settled:
             return
         run = meter.runs.setdefault(started, Run(started, endpoint))
-        if started != replaced:
-            run.view = endpoint
+        run.view = with_placement(endpoint, run.view)
         now = self._clock()
         if endpoint.phase is EndpointPhase.RUNNING:
             run.count_replicas(now, self.period_seconds)  # at the replicas seen before
@@ -149,8 +130,9 @@ class EndpointBilling:
             if endpoint.stopped_at is not None:
                 run.count_replicas(min(now, endpoint.stopped_at.timestamp()), self.period_seconds)
             run.counted_to_us = None
-        if endpoint.ready_replicas > 0:
-            run.replicas = min(endpoint.ready_replicas, max(1, endpoint.max_replicas))
+        replicas = endpoint.ready_replicas or endpoint.run_replicas or 0
+        if replicas > 0:  # ready now, else last probed in this run
+            run.replicas = min(replicas, max(1, endpoint.max_replicas))
 
     async def run(self, list_endpoints: ListEndpoints, *, interval_seconds: float = 5.0) -> None:
         """One :meth:`billing_pass` now (on start) and every ``interval_seconds``, until
@@ -208,8 +190,9 @@ class EndpointBilling:
                     meter.forget_run(started)
 
     async def settle_replaced(self, endpoint: EndpointResponse) -> None:
-        """Settle every run of an ended endpoint whose object a deploy of its name is about
-        to replace (the new object has the same id, and none of this one's times)."""
+        """Settle every run of an ended endpoint before something replaces its run in the
+        status: a placement of it (woken, or after a node loss), or a deploy of its name
+        (a new object: the same id, none of this one's times)."""
         self.observe(endpoint)
         meter = self._meters[endpoint.id]
         now = self._clock()
@@ -220,7 +203,7 @@ class EndpointBilling:
             meter.forget_run(started)
 
     async def _settle_orphan(self, orphan: OrphanRun) -> None:
-        """Close the open holds of a run no view names any more (replaced twice, deleted).
+        """Close the open holds of a run no view names any more (its endpoint deleted).
 
         Its stop is recorded nowhere: it is settled to the best recorded bound, the start
         of its first period still held (every period before it is recorded; a hold is
@@ -264,12 +247,11 @@ class EndpointBilling:
             after = page.next_after_id
 
     async def _settle_run(self, current_view: EndpointResponse, run: Run, now: float) -> None:
-        current = current_view.started_at == run.started_at
-        # the run billed as it was (a later run's spec, node or vendor never applies; a run
-        # a node loss ended, as recorded then)
-        kept = current_view.previous_started_at == run.started_at
-        endpoint = current_view if current and not kept else run.view
-        running = current and endpoint.phase is EndpointPhase.RUNNING
+        # the run billed as it was seen (a node loss's view: where it ran)
+        endpoint = run.view
+        running = (
+            current_view.started_at == run.started_at and endpoint.phase is EndpointPhase.RUNNING
+        )
         owner = endpoint.billing_owner
         start = run.started_at.timestamp()
         if running:
@@ -277,7 +259,7 @@ class EndpointBilling:
             closed = int(ran // self.period_seconds)  # periods fully ended
             total = None
         else:
-            total = run_seconds(current_view, run)
+            total = run_seconds(run)
             closed = math.ceil(total / self.period_seconds)
         if run.next_period is None:
             run.next_period = await self._first_unrecorded(endpoint, run, closed)

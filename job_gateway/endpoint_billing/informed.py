@@ -62,6 +62,15 @@ class InformedBilling:
             _log.warning("endpoint %s: its last run not settled: %s", endpoint.name, exc)
             raise BillingUnavailable(detail=str(exc)) from exc
 
+    async def settle_before_placing(self, endpoint: Endpoint) -> bool:
+        """Settle the last run of an endpoint about to be placed again; False (it waits for
+        a later pass) when metering cannot be reached."""
+        try:
+            await self.settle_replaced(endpoint)
+        except BillingUnavailable:
+            return False
+        return True
+
     async def _listed(self) -> list[EndpointResponse]:
         return [endpoint_response(endpoint) for endpoint in self._informed()]
 

@@ -3,12 +3,11 @@ node, GPUs and replicas, which vendor it is priced at, and which open holds belo
 run billing still follows.
 
 Pure (no I/O): ``billing`` reports to metering and stops endpoints. A run is known
-from the gateway's view of its endpoint: the current run (``startedAt``), and the run the
-last redeploy or node loss replaced (``previous*``: its start, stop, GPUs' maker, node, GPU
-indices and the replicas last probed in it), and the runs replaced before that
-(``earlierRuns``, the same figures; a bounded list). A run older still (more replacements
-than that list keeps while no billing looked) is known only by the holds placed for it:
-their references name the endpoint, the run's start and the period.
+from the gateway's views of its endpoint: the current (or last) run, ``startedAt`` to
+``stoppedAt``. The status keeps no run before it: the gateway settles a run before it
+writes the placement that replaces it. A run no view names (its endpoint deleted) is known
+only by the holds placed for it: their references name the endpoint, the run's start and
+the period.
 """
 
 from __future__ import annotations
@@ -26,21 +25,19 @@ from gridweave_clients.metering.endpoint_periods import (
 )
 from gridweave_clients.metering.pricing import PriceTable, Unpriced
 from gridweave_controller.billing import billed_seconds
-from gridweave_controller.phases import EndpointPhase
 
 __all__ = [
     "Meter",
     "OrphanRun",
     "Run",
-    "earlier_runs",
     "orphaned_runs",
-    "previous_run",
     "priced_vendor",
     "record_gpu_indices",
     "run_seconds",
+    "with_placement",
 ]
 
-_SETTLED_KEPT = 32  # above the runs a view names (``EARLIER_RUNS_KEPT`` + 2)
+_SETTLED_KEPT = 32  # a late copy of a settled run's view is ignored, not billed again
 
 
 @dataclass
@@ -115,68 +112,30 @@ class Meter:
             del self.settled[next(iter(self.settled))]
 
 
-def previous_run(endpoint: EndpointResponse) -> EndpointResponse | None:
-    """The run a redeploy or a node loss replaced, as it ended, on its own node and GPUs
-    (``previous*``); None: none recorded."""
-    if endpoint.previous_started_at is None or endpoint.previous_stopped_at is None:
-        return None
-    update: dict[str, object] = {
-        "phase": EndpointPhase.STOPPED,
-        "started_at": endpoint.previous_started_at,
-        "stopped_at": endpoint.previous_stopped_at,
-        "placed_vendor": endpoint.previous_vendor,
-        "ready_replicas": 0,
-    }
-    if endpoint.previous_node is not None:
-        update["node"] = endpoint.previous_node
-    if endpoint.previous_gpu_indices is not None:
-        update["gpu_indices"] = list(endpoint.previous_gpu_indices)
-    return endpoint.model_copy(update=update)
-
-
-def earlier_runs(
-    endpoint: EndpointResponse,
-) -> list[tuple[datetime, EndpointResponse, int | None]]:
-    """The runs replaced before the ``previous*`` one (``earlierRuns``), oldest first: each
-    run's start, the run as it ended, on its own node and GPUs, and the ready replicas last
-    probed in it."""
-    runs: list[tuple[datetime, EndpointResponse, int | None]] = []
-    for ended in endpoint.earlier_runs:
-        update: dict[str, object] = {
-            "phase": EndpointPhase.STOPPED,
-            "started_at": ended.started_at,
-            "stopped_at": ended.stopped_at,
-            "placed_vendor": ended.vendor,
-            "node": ended.node,
-            "gpu_indices": list(ended.gpu_indices or []),
-            "ready_replicas": 0,
-        }
-        runs.append((ended.started_at, endpoint.model_copy(update=update), ended.replicas))
-    return runs
-
-
-def run_seconds(current_view: EndpointResponse, run: Run) -> int:
+def run_seconds(run: Run) -> int:
     """Billed seconds of an ended run (the controller's rule: rounded up), to its recorded
-    stop: ``stoppedAt`` as seen in the run, else the ``previousStoppedAt`` of the redeploy
-    that replaced it, else (replaced twice unseen) when billing last saw it Running."""
+    stop (``stoppedAt`` as seen in the run), else to when billing last saw it Running."""
     stop: float | None = None
     if run.view.started_at == run.started_at and run.view.stopped_at is not None:
         stop = run.view.stopped_at.timestamp()
-    elif (
-        current_view.previous_started_at == run.started_at
-        and current_view.previous_stopped_at is not None
-    ):
-        stop = current_view.previous_stopped_at.timestamp()
-    elif (ended := _earlier_stop(current_view, run.started_at)) is not None:
-        stop = ended.timestamp()
     elif run.seen_running_at is not None:
         stop = run.seen_running_at
     ran = 0.0 if stop is None else stop - run.started_at.timestamp()
     return billed_seconds(max(0.0, ran))
 
 
-def _earlier_stop(endpoint: EndpointResponse, started: datetime) -> datetime | None:
-    return next((r.stopped_at for r in endpoint.earlier_runs if r.started_at == started), None)
+def with_placement(seen: EndpointResponse, before: EndpointResponse) -> EndpointResponse:
+    """``seen``, on the node and GPUs of ``before`` (the same run seen earlier) when a node
+    loss cleared them: the run is billed where it ran."""
+    if seen.node is not None or before.node is None:
+        return seen
+    return seen.model_copy(
+        update={
+            "node": before.node,
+            "gpu_indices": list(before.gpu_indices),
+            "placed_vendor": seen.placed_vendor or before.placed_vendor,
+        }
+    )
 
 
 def priced_vendor(prices: PriceTable, endpoint: EndpointResponse) -> str:
@@ -205,8 +164,8 @@ def record_gpu_indices(endpoint: EndpointResponse) -> list[int]:
 
 @dataclass(frozen=True)
 class OrphanRun:
-    """A run with open holds that no endpoint view names any more (replaced twice unseen,
-    or its endpoint deleted): its holds, by period."""
+    """A run with open holds that no endpoint view names any more (its endpoint deleted,
+    or replaced by another gateway's billing): its holds, by period."""
 
     endpoint_id: str
     started_micros: int
@@ -224,7 +183,7 @@ def orphaned_runs(
     """The runs of ``holds`` (listed before ``endpoints``) that are no longer current.
 
     A run is current while billing follows it unsettled, or its endpoint's view names it
-    (``startedAt`` or ``previousStartedAt``) and billing has not settled it to its end; any
+    (``startedAt``) and billing has not settled it to its end; any
     other run's holds are orphaned (for a run settled here: held beyond its recorded stop,
     by a clock ahead of the gateway's or another platform's late view). A run that started
     less than ``grace_seconds`` before ``listed_at`` is left for a later pass (a listing may
@@ -232,12 +191,10 @@ def orphaned_runs(
     """
     named: set[tuple[str, int]] = set()
     for endpoint in endpoints:
-        meter = followed.get(endpoint.id)
-        earlier = [run.started_at for run in endpoint.earlier_runs]
-        for moment in (endpoint.started_at, endpoint.previous_started_at, *earlier):
-            if moment is None or (meter is not None and meter.has_settled(moment)):
-                continue  # a run settled to its end here has no period left to hold
-            named.add((endpoint.id, run_micros(moment)))
+        meter, moment = followed.get(endpoint.id), endpoint.started_at
+        if moment is None or (meter is not None and meter.has_settled(moment)):
+            continue  # a run settled to its end here has no period left to hold
+        named.add((endpoint.id, run_micros(moment)))
     for endpoint_id, meter in followed.items():
         named.update((endpoint_id, run_micros(s)) for s, r in meter.runs.items() if not r.finished)
     runs: dict[tuple[str, int], dict[int, OpenHoldResponse]] = {}

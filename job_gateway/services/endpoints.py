@@ -15,7 +15,6 @@ from dataclasses import replace
 
 from gridweave_clients.gateway.endpoints import (
     CreateEndpointRequest,
-    EndedRunResponse,
     EndpointResponse,
     StopEndpointRequest,
 )
@@ -119,25 +118,7 @@ def endpoint_response(endpoint: Endpoint, waking: Unplaced | None = None) -> End
         created_at=endpoint.metadata.creation_timestamp,
         started_at=status.started_at,
         stopped_at=status.stopped_at,
-        previous_started_at=status.previous_started_at,
-        previous_stopped_at=status.previous_stopped_at,
-        previous_vendor=status.previous_vendor,
-        previous_node=status.previous_node,
-        previous_gpu_indices=(
-            None if status.previous_gpu_indices is None else list(status.previous_gpu_indices)
-        ),
-        previous_replicas=status.previous_replicas,
-        earlier_runs=[
-            EndedRunResponse(
-                started_at=run.started_at,
-                stopped_at=run.stopped_at,
-                vendor=run.vendor,
-                node=run.node,
-                gpu_indices=None if run.gpu_indices is None else list(run.gpu_indices),
-                replicas=run.replicas,
-            )
-            for run in status.earlier_runs
-        ],
+        run_replicas=status.run_replicas,
         billed_seconds=status.billed_seconds,
         vram_mb=spec.vram_mb,
         gpu_count=spec.gpu_count,

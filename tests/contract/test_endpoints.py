@@ -227,63 +227,35 @@ class TestEndpointSetters:
         stopped = transport.api.set_endpoint_stopped(name, "UserStopped")
         assert stopped.status.billed_seconds >= first_run + 1
 
-    def test_the_placed_gpus_vendor_is_recorded_and_a_redeploy_keeps_the_run_it_replaced(
+    def test_the_placed_gpus_vendor_is_recorded_and_a_redeploy_clears_the_run_it_replaced(
         self, transport: Transport
     ) -> None:
         api = transport.api
         endpoint = make_endpoint(transport, vendor="any")
         placed = api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [0], "amd")
         assert placed.status.vendor == "amd"
-        running = api.set_endpoint_running(endpoint.name, "http://gpu-node-1:9000")
+        api.set_endpoint_running(endpoint.name, "http://gpu-node-1:9000")
+        api.set_endpoint_health(endpoint.name, True, "ok", 2)
         stopped = api.set_endpoint_stopped(endpoint.name, "Idle", "no request")
+        # the ended run stays until a placement replaces it (billing settles it first)
+        assert stopped.status.started_at is not None and stopped.status.stopped_at is not None
+        assert stopped.status.run_replicas == 2
         woken = api.set_endpoint_deploying(endpoint.name, "gpu-node-2", [1], "nvidia")
         assert woken.status.vendor == "nvidia"
         assert woken.status.started_at is None and woken.status.stopped_at is None
-        assert woken.status.previous_started_at == running.status.started_at
-        assert woken.status.previous_stopped_at == stopped.status.stopped_at
-        assert woken.status.previous_vendor == "amd"
-        # the replaced run's own placement and replicas (no probe counted one: unknown)
-        assert woken.status.previous_node == "gpu-node-1"
-        assert woken.status.previous_gpu_indices == (0,)
-        assert woken.status.previous_replicas is None
-        again = api.set_endpoint_running(endpoint.name, "http://gpu-node-2:9000")
+        assert woken.status.run_replicas is None  # the new run counts its own
+        raw = woken.raw["status"]
+        assert not [key for key in raw if key.startswith(("previous", "earlier"))]
+        api.set_endpoint_running(endpoint.name, "http://gpu-node-2:9000")
         api.set_endpoint_health(endpoint.name, True, "ok", 3)
-        api.set_endpoint_health(endpoint.name, True, "ok", 0)  # a probe of none keeps 3
+        again = api.set_endpoint_health(endpoint.name, True, "ok", 0)
+        assert again.status.run_replicas == 3  # a probe of none keeps the run's replicas
         redeployed = api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [0])
         assert redeployed.status.vendor is None  # placed on GPUs of no known maker
-        assert redeployed.status.previous_started_at == again.status.started_at
-        assert redeployed.status.previous_stopped_at is not None
-        assert redeployed.status.previous_node == "gpu-node-2"
-        assert redeployed.status.previous_gpu_indices == (1,)
-        assert redeployed.status.previous_replicas == 3
-        assert redeployed.status.run_replicas is None  # the new run counts its own
+        assert redeployed.status.billed_seconds >= 1  # the replaced run's seconds
         with pytest.raises(Invalid) as refused:
             api.set_endpoint_deploying(make_endpoint(transport).name, "n1", [0], "any")
         assert refused.value.field == "vendor"
-
-    def test_a_run_replaced_twice_is_kept_in_earlier_runs(self, transport: Transport) -> None:
-        api = transport.api
-        endpoint = make_endpoint(transport)
-        api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [1], "amd")
-        first = api.set_endpoint_running(endpoint.name, "http://gpu-node-1:9000")
-        api.set_endpoint_health(endpoint.name, True, "ok", 2)
-        ended = api.set_endpoint_stopped(endpoint.name, "Idle", "no request")
-        api.set_endpoint_deploying(endpoint.name, "gpu-node-2", [0])
-        assert api.get_endpoint(endpoint.name).status.earlier_runs == ()
-        second = api.set_endpoint_running(endpoint.name, "http://gpu-node-2:9000")
-        again = api.set_endpoint_deploying(endpoint.name, "gpu-node-1", [0])
-        assert again.status.previous_started_at == second.status.started_at
-        [kept] = again.status.earlier_runs
-        assert (kept.started_at, kept.stopped_at) == (
-            first.status.started_at,
-            ended.status.stopped_at,
-        )
-        assert (kept.vendor, kept.node, kept.gpu_indices, kept.replicas) == (
-            "amd",
-            "gpu-node-1",
-            (1,),
-            2,
-        )
 
     def test_a_repeat_with_other_arguments_is_a_conflict(self, transport: Transport) -> None:
         endpoint = make_endpoint(transport)
@@ -363,16 +335,8 @@ class TestEndpointSetters:
         assert lost.status.billed_seconds >= 1
         again = api.set_endpoint_pending(endpoint.name, "NodeLost", "node gpu-node-1 is NotReady")
         assert again.metadata.resource_version == lost.metadata.resource_version
+        assert lost.status.run_replicas == 2  # the replicas it ran with, billing's to price
         placed = api.set_endpoint_deploying(endpoint.name, "gpu-node-2", [1], "nvidia")
-        assert placed.status.previous_started_at == running.status.started_at
-        assert placed.status.previous_stopped_at == lost.status.stopped_at
-        assert placed.status.previous_vendor == "amd"
-        # the lost run keeps the node, GPUs and replicas it ran with (recorded at the loss)
-        assert lost.status.previous_started_at == running.status.started_at
-        assert (lost.status.previous_node, lost.status.previous_gpu_indices) == ("gpu-node-1", (0,))
-        assert placed.status.previous_node == "gpu-node-1"
-        assert placed.status.previous_gpu_indices == (0,)
-        assert placed.status.previous_replicas == 2
         assert placed.status.started_at is None and placed.status.stopped_at is None
         assert placed.status.billed_seconds == lost.status.billed_seconds  # the gap is free
 

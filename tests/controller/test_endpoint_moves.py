@@ -1,4 +1,4 @@
-"""The status endpoint moves write (pure): replaced runs kept for billing, bounded."""
+"""The status endpoint moves write (pure): one run at a time, no billing history."""
 
 from __future__ import annotations
 
@@ -21,47 +21,31 @@ def _move(status: dict[str, Any], change: Any, now: datetime) -> dict[str, Any]:
     return apply_change(status, change, generation=1, now=now)
 
 
-class TestEarlierRuns:
-    def test_every_replaced_run_is_kept_until_the_bound_drops_the_oldest(self) -> None:
+class TestNoRunHistory:
+    def test_a_placement_after_many_runs_keeps_only_the_current_one(self) -> None:
         status: dict[str, Any] = {}
-        starts: list[datetime] = []
-        for run in range(moves.EARLIER_RUNS_KEPT + 3):
+        for run in range(5):
             at = T0 + timedelta(minutes=10 * run)
-            node = f"node-{run}"
             status = _move(
                 status,
-                moves.deploying("ep", status, node=node, gpu_indices=[0], vendor=None, now=at),
+                moves.deploying("ep", status, node=f"n{run}", gpu_indices=[0], vendor=None, now=at),
                 at,
             )
             status = _move(status, moves.running("ep", status, url="http://x", now=at), at)
-            starts.append(at)
             stop = at + timedelta(minutes=1)
             status = _move(
                 status, moves.stopped("ep", status, reason="Idle", message="", now=stop), stop
             )
-            if run == 1:  # a wake now replaces run 1: run 0 is kept beside previous* (run 1)
-                wake = stop + timedelta(seconds=1)
-                woken = moves.deploying(
-                    "ep", status, node="n", gpu_indices=[0], vendor=None, now=wake
-                )
-                kept = EndpointStatus.model_validate(_move(status, woken, wake))
-                assert kept.previous_started_at == starts[1]
-                assert [(r.started_at, r.stopped_at, r.node) for r in kept.earlier_runs] == [
-                    (starts[0], starts[0] + timedelta(minutes=1), "node-0")
-                ]
-        parsed = EndpointStatus.model_validate(status)
-        # the last run is current (stopped); previous* the one before; earlierRuns the
-        # EARLIER_RUNS_KEPT before that, oldest first
-        assert parsed.previous_started_at == starts[-2]
-        assert [r.started_at for r in parsed.earlier_runs] == starts[
-            -2 - moves.EARLIER_RUNS_KEPT : -2
-        ]
+            ended = EndpointStatus.model_validate(status)
+            assert (ended.started_at, ended.stopped_at) == (at, stop)
+        assert not [key for key in status if key.startswith(("previous", "earlier"))]
+        assert EndpointStatus.model_validate(status).billed_seconds == 5 * 60
 
-    def test_the_crd_admits_as_many_as_the_move_keeps(self) -> None:
+    def test_the_crd_keeps_no_replaced_run(self) -> None:
         crd = yaml.safe_load(CRD.read_text())
         schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-        earlier = schema["properties"]["status"]["properties"]["earlierRuns"]
-        assert earlier["maxItems"] == moves.EARLIER_RUNS_KEPT
+        fields = schema["properties"]["status"]["properties"]
+        assert not [key for key in fields if key.startswith(("previous", "earlier"))]
 
 
 class TestPlacedAt:

@@ -114,8 +114,10 @@ def running_gateway(
         "namespace": namespace,
         "state_dir": workdir,
         "storage_dir": storage_dir,
-        # no metering unless a test names one: its usage reports wait (nothing listens)
+        # no metering unless a test names one: its usage reports wait (nothing listens),
+        # and no endpoint is billed (a placement would wait for its last run's settlement)
         "metering_service_url": "http://127.0.0.1:9",
+        **({} if "metering_service_url" in settings else {"endpoint_billing_interval_seconds": 0}),
         **settings,
     }
     app = create_app(

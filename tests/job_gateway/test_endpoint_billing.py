@@ -407,24 +407,10 @@ class TestWhatTheOwnerReads:
         return asyncio.run(read())
 
 
-def woken(view: EndpointResponse, *, stopped_after: float, woken_after: float) -> Any:
-    """``view`` stopped idle after ``stopped_after`` s and running again from
-    ``woken_after`` s, as the gateway answers then (the first run kept as ``previous_*``)."""
-    assert view.started_at is not None
-    return view.model_copy(
-        update={
-            "started_at": view.started_at + timedelta(seconds=woken_after),
-            "previous_started_at": view.started_at,
-            "previous_stopped_at": view.started_at + timedelta(seconds=stopped_after),
-            "previous_vendor": view.placed_vendor,
-        }
-    )
-
-
 class TestRecordedStop:
     """A run billing never saw end is billed to its recorded stop, not to the pass."""
 
-    def test_a_run_replaced_by_a_wake_unseen_ends_at_its_recorded_stop(self, world: World) -> None:
+    def test_a_stop_seen_late_ends_at_its_recorded_stop(self, world: World) -> None:
         owner = funded(world)
         view = endpoint_view(owner)
 
@@ -432,27 +418,27 @@ class TestRecordedStop:
             world.clock.at(10)
             billing.observe(view)
             await billing.settle()
-            # billing saw nothing (the gateway unreachable) while the endpoint stopped idle
-            # at 70.2 s and was woken at 500 s
+            # billing saw nothing (metering unreachable) while the endpoint stopped idle at
+            # 70.2 s; it sees the stop at 600 s
             world.clock.at(600)
-            billing.observe(woken(view, stopped_after=70.2, woken_after=500))
+            billing.observe(stopped(view, 70.2, reason="Idle"))
             await billing.settle()
 
         world.billing()(scenario)
-        assert world.charged(owner) == (71 + PERIOD) * PRICE  # 71 s, then the new run's 60
-        assert world.held(owner) == 2 * PERIOD * PRICE  # the new run's two periods only
+        assert world.charged(owner) == 71 * PRICE
+        assert world.held(owner) == 0
 
-    def test_a_restarted_billing_settles_the_replaced_run_once(self, world: World) -> None:
+    def test_a_restarted_billing_settles_the_run_once_at_its_own_vendors_price(
+        self, world: World
+    ) -> None:
         owner = funded(world)
         view = endpoint_view(owner, vendor="any", placed_vendor="amd")
         world.settle(view, at=65)  # period 0 charged; 1 and 2 held
-        later = woken(view, stopped_after=100, woken_after=300).model_copy(
-            update={"placed_vendor": "nvidia"}
-        )
-        world.settle(later, at=310)  # a restarted billing: the first run from previous_*
+        later = stopped(view, 100, reason="Idle")
+        world.settle(later, at=310)  # a restarted billing
         world.settle(later, at=320)
-        assert world.charged(owner) == 100 * AMD_PRICE  # at its own vendor's price
-        assert world.held(owner) == 2 * PERIOD * PRICE  # the new run's, on NVIDIA
+        assert world.charged(owner) == 100 * AMD_PRICE
+        assert world.held(owner) == 0
 
 
 class TestFirstHolds:
@@ -513,20 +499,6 @@ class TestReplacedEndpoint:
         assert world.held(owner) == 2 * PERIOD * new_price
 
 
-def replaced_twice(view: EndpointResponse, *, second: float, third: float) -> Any:
-    """``view``'s endpoint woken at ``second`` s, that run redeployed at ``third`` s: the
-    first run is named by no field any more (``previous_*`` is the second run)."""
-    assert view.started_at is not None
-    return view.model_copy(
-        update={
-            "started_at": view.started_at + timedelta(seconds=third),
-            "previous_started_at": view.started_at + timedelta(seconds=second),
-            "previous_stopped_at": view.started_at + timedelta(seconds=third),
-            "previous_vendor": view.placed_vendor,
-        }
-    )
-
-
 class TestRunsNoLongerCurrent:
     """Every hold billing placed ends settled or released, whatever it missed."""
 
@@ -541,24 +513,6 @@ class TestRunsNoLongerCurrent:
             await billing.billing_pass(listing)
 
         world.billing()(scenario)
-
-    def test_a_run_replaced_twice_after_a_restart_has_its_holds_released_once(
-        self, world: World
-    ) -> None:
-        owner = funded(world)
-        view = endpoint_view(owner)
-        world.settle(view, at=65)  # period 0 charged; periods 1 and 2 held
-        later = replaced_twice(view, second=400, third=1000)
-        self.sweep(world, later, at=1010)  # restarted: the first run is named nowhere
-        first = [period_key(view.id, STARTED, i) for i in (1, 2)]
-        assert not [r for r in world.records(owner) if r["hold_reference"] in first]
-        # the second run (its recorded 600 s) and the third's two holds; the first run's
-        # periods 1 and 2 released, nothing more charged for them
-        assert world.charged(owner) == (PERIOD + 600) * PRICE
-        assert world.held(owner) == 2 * PERIOD * PRICE
-        self.sweep(world, later, at=1020)
-        assert world.charged(owner) == (PERIOD + 600) * PRICE
-        assert world.held(owner) == 2 * PERIOD * PRICE
 
     def test_a_deleted_endpoints_holds_are_released(self, world: World) -> None:
         owner = funded(world)
@@ -577,29 +531,46 @@ class TestRunsNoLongerCurrent:
         assert world.held(owner) == 2 * PERIOD * PRICE
 
 
-class TestReplacedRunRecorded:
-    """A replaced run settled by a restarted billing is recorded as it ran."""
+def lost_node(view: EndpointResponse, after_seconds: float) -> Any:
+    """``view`` Pending again after its node was lost: node and GPUs cleared, the run
+    ended at the loss (its replicas last probed kept as ``run_replicas``)."""
+    assert view.started_at is not None
+    return view.model_copy(
+        update={
+            "phase": EndpointPhase.PENDING,
+            "reason": "NodeLost",
+            "node": None,
+            "gpu_indices": [],
+            "ready_replicas": 0,
+            "run_replicas": view.ready_replicas,
+            "stopped_at": view.started_at + timedelta(seconds=after_seconds),
+        }
+    )
 
-    def test_on_its_own_node_gpus_and_replicas(self, world: World) -> None:
+
+class TestEndedRunRecorded:
+    """A run that ended is recorded as it ran."""
+
+    def test_a_run_a_node_loss_ended_on_the_node_it_lost(self, world: World) -> None:
+        owner = funded(world)
+        view = endpoint_view(owner, max_replicas=2, ready_replicas=2, gpu_indices=[1])
+        world.passes((50, view), (150, lost_node(view, 100)))
+        records = world.records(owner)
+        assert sorted(r["wall_seconds"] for r in records) == [40.0 * 2, 60.0 * 2]
+        assert {(r["node"], tuple(r["gpu_indices"])) for r in records} == {("node-a", (1,))}
+        assert world.charged(owner) == 100 * 2 * PRICE
+        assert world.held(owner) == 0
+
+    def test_a_restarted_billing_that_sees_only_the_loss_prices_the_runs_replicas(
+        self, world: World
+    ) -> None:
         owner = funded(world)
         view = endpoint_view(owner, max_replicas=3, ready_replicas=3, gpu_indices=[2])
         world.settle(view, at=65)  # period 0 charged at 3 replicas
-        later = woken(view, stopped_after=100, woken_after=300).model_copy(
-            update={
-                "node": "node-b",
-                "gpu_indices": [0],
-                "ready_replicas": 1,
-                "previous_node": "node-a",
-                "previous_gpu_indices": [2],
-                "previous_replicas": 3,
-            }
-        )
-        world.settle(later, at=310)  # another gateway settles the first run's last period
-        first = {period_key(view.id, STARTED, i) for i in range(3)}
-        mine = [r for r in world.records(owner) if r["hold_reference"] in first]
-        assert sorted(r["wall_seconds"] for r in mine) == [40.0 * 3, 60.0 * 3]
-        assert {(r["node"], tuple(r["gpu_indices"])) for r in mine} == {("node-a", (2,))}
+        world.settle(lost_node(view, 100), at=150)  # restarted: the loss is all it sees
+        assert sorted(r["wall_seconds"] for r in world.records(owner)) == [40.0 * 3, 60.0 * 3]
         assert world.charged(owner) == 100 * 3 * PRICE
+        assert world.held(owner) == 0
 
     def test_a_hold_beyond_the_recorded_stop_is_released(self, world: World) -> None:
         owner = funded(world)
@@ -623,37 +594,12 @@ class TestReplacedRunRecorded:
         assert world.charged(owner) == 2 * PERIOD * PRICE  # the first record of each stands
         assert world.held(owner) == 0
 
-    def test_a_run_a_node_loss_ended_on_the_node_it_lost(self, world: World) -> None:
-        owner = funded(world)
-        view = endpoint_view(owner, max_replicas=2, ready_replicas=2, gpu_indices=[1])
-        lost = view.model_copy(  # Pending again: node and GPUs cleared, the run kept
-            update={
-                "phase": EndpointPhase.PENDING,
-                "reason": "NodeLost",
-                "node": None,
-                "gpu_indices": [],
-                "ready_replicas": 0,
-                "stopped_at": STARTED + timedelta(seconds=100),
-                "previous_started_at": STARTED,
-                "previous_stopped_at": STARTED + timedelta(seconds=100),
-                "previous_node": "node-a",
-                "previous_gpu_indices": [1],
-                "previous_replicas": 2,
-            }
-        )
-        world.settle(lost, at=150)  # a restarted billing sees only the loss
-        records = world.records(owner)
-        assert sorted(r["wall_seconds"] for r in records) == [40.0 * 2, 60.0 * 2]
-        assert {(r["node"], tuple(r["gpu_indices"])) for r in records} == {("node-a", (1,))}
-        assert world.charged(owner) == 100 * 2 * PRICE
-        assert world.held(owner) == 0
 
+class TestRunsSettledBeforePlacement:
+    """The gateway settles each run before the placement that clears it from the status
+    (the real apiserver: the status keeps one run at a time)."""
 
-class TestRunsReplacedUnseen:
-    """Runs the gateway replaced while no billing looked are each settled to their
-    recorded stop: the gateway's own view (real apiserver) names every one."""
-
-    def test_three_runs_replaced_unseen_are_each_charged_their_seconds(
+    def test_three_runs_are_each_charged_their_seconds(
         self,
         world: World,
         kubeapi: KubeAPI,
@@ -666,23 +612,29 @@ class TestRunsReplacedUnseen:
         request.addfinalizer(api.store.close)
         name = f"ep-{uuid.uuid4().hex[:10]}"
         api.create_endpoint(name, owner, vram_mb=VRAM, model="m", vendor="nvidia")
-        for node in ("node-a", "node-b", "node-c"):  # three runs, each stopped idle
-            api.set_endpoint_deploying(name, node, [0], "nvidia")
-            api.set_endpoint_running(name, f"http://{node}:9000")
-            api.set_endpoint_health(name, True, "ok", 1)
-            time.sleep(0.01)
-            api.set_endpoint_stopped(name, EndpointStopReason.IDLE, "no request")
-        api.set_endpoint_deploying(name, "node-d", [0], "nvidia")
-        current = api.set_endpoint_running(name, "http://node-d:9000")
-        view = endpoint_response(current)
-        assert current.status.started_at is not None
-        since = current.status.started_at.timestamp() - STARTED.timestamp()
-        world.settle(view, at=since + 10)
+
+        async def scenario(billing: EndpointBilling) -> None:
+            for node in ("node-a", "node-b", "node-c", "node-d"):
+                ended = api.get_endpoint(name)
+                if ended.status.started_at is not None:  # what the scheduling loop does
+                    world.clock.now = time.time()
+                    await billing.settle_replaced(endpoint_response(ended))
+                api.set_endpoint_deploying(name, node, [0], "nvidia")
+                api.set_endpoint_running(name, f"http://{node}:9000")
+                billing.observe(endpoint_response(api.set_endpoint_health(name, True, "ok", 1)))
+                time.sleep(0.01)
+                if node != "node-d":
+                    api.set_endpoint_stopped(name, EndpointStopReason.IDLE, "no request")
+
+        world.billing()(scenario)
+        current = api.get_endpoint(name)
+        assert current.status.started_at is not None and current.status.stopped_at is None
         # every replaced run charged its seconds, exactly what the gateway counted, once
         assert current.status.billed_seconds >= 3
         assert world.charged(owner) == current.status.billed_seconds * PRICE
         assert {r["node"] for r in world.records(owner)} == {"node-a", "node-b", "node-c"}
-        world.settle(view, at=since + 11)  # a restarted billing: nothing more
+        since = current.status.started_at.timestamp() - STARTED.timestamp()
+        world.settle(endpoint_response(current), at=since + 10)  # a restarted billing
         assert world.charged(owner) == current.status.billed_seconds * PRICE
         assert world.held(owner) == 2 * PERIOD * PRICE  # the current run's two periods
 

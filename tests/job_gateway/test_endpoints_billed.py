@@ -8,6 +8,7 @@ Running), metering on PostgreSQL and credit_service over HTTP; billing periods o
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +43,9 @@ PERIOD_HOLD = endpoint_hold_amount(
 SHARED_TOKEN = {"service_token": INTERNAL_TOKEN}
 
 
-def billing_gateway(kubeapi: KubeAPI, tmp_path: Path, metering_url: str, *, interval: float) -> Any:
+def billing_gateway(
+    kubeapi: KubeAPI, tmp_path: Path, metering_url: str, *, interval: float, **settings: Any
+) -> Any:
     return running_gateway(
         kubeapi,
         tmp_path,
@@ -50,6 +53,7 @@ def billing_gateway(kubeapi: KubeAPI, tmp_path: Path, metering_url: str, *, inte
         endpoint_billing_seconds=PERIOD,
         endpoint_billing_interval_seconds=interval,
         **SHARED_TOKEN,
+        **settings,
     )
 
 
@@ -148,6 +152,72 @@ class TestReplacingAStoppedEndpoint:
             kept = gateway.crd.get_endpoint(endpoint.name)
             assert kept.phase is EndpointPhase.STOPPED
             assert kept.metadata.uid == endpoint.metadata.uid
+
+
+class TestPlacingAnEndpointThatRan:
+    """The scheduling loop settles an endpoint's last run before its placement clears it
+    from the status (no run history is kept there)."""
+
+    def test_a_woken_endpoints_last_run_is_settled_before_it_is_placed(
+        self, kubeapi: KubeAPI, metering: Metering, tmp_path: Path
+    ) -> None:
+        owner = funded_user(metering)
+        # one pass on start, then none for an hour: only the placement settles the run
+        with billing_gateway(kubeapi, tmp_path, metering.url, interval=3600) as gateway:
+            endpoint = running_endpoint(gateway, owner)
+            stopped = gateway.crd.set_endpoint_stopped(endpoint.name, "Idle", "no request")
+            assert metering.records(owner) == []
+            woken = gateway.http.post(f"/v1/endpoints/{endpoint.name}/wake")
+            assert woken.status_code == 200, woken.text
+            wait_until(
+                lambda: gateway.crd.get_endpoint(endpoint.name).phase is EndpointPhase.DEPLOYING,
+                what="placed again",
+            )
+            placed = gateway.crd.get_endpoint(endpoint.name)
+        assert placed.status.started_at is None  # the status keeps no earlier run
+        assert stopped.status.started_at is not None and stopped.status.stopped_at is not None
+        ran = math.ceil((stopped.status.stopped_at - stopped.status.started_at).total_seconds())
+        assert sum(r["billed_seconds"] for r in metering.records(owner)) == ran
+        assert metering.credit.account(owner)["held"] == 0
+        assert charged(metering, owner) == ran * PRICE
+
+    def test_a_run_lost_with_its_node_is_billed_where_it_ran_before_it_is_placed_again(
+        self, kubeapi: KubeAPI, metering: Metering, tmp_path: Path
+    ) -> None:
+        owner = funded_user(metering)
+        with billing_gateway(kubeapi, tmp_path, metering.url, interval=3600) as gateway:
+            endpoint = running_endpoint(gateway, owner)
+            ran_on = (endpoint.status.node, list(endpoint.status.gpu_indices))
+            # what the node-loss watch writes: the node and GPUs leave the status
+            lost = gateway.crd.set_endpoint_pending(endpoint.name, "NodeLost", "node gone")
+            assert lost.status.node is None and lost.status.stopped_at is not None
+            wait_until(
+                lambda: gateway.crd.get_endpoint(endpoint.name).phase is EndpointPhase.DEPLOYING,
+                what="placed again",
+            )
+        assert lost.status.started_at is not None and lost.status.stopped_at is not None
+        ran = math.ceil((lost.status.stopped_at - lost.status.started_at).total_seconds())
+        records = metering.records(owner)
+        assert sum(r["billed_seconds"] for r in records) == ran
+        assert {(r["node"], tuple(r["gpu_indices"])) for r in records} == {
+            (ran_on[0], tuple(ran_on[1]))
+        }
+        assert metering.credit.account(owner)["held"] == 0
+        assert charged(metering, owner) == ran * PRICE
+
+    def test_metering_unreachable_keeps_an_endpoint_that_ran_waiting(
+        self, kubeapi: KubeAPI, tmp_path: Path
+    ) -> None:
+        unreachable = "http://127.0.0.1:9"
+        with billing_gateway(
+            kubeapi, tmp_path, unreachable, interval=3600, pass_interval_seconds=0.5
+        ) as gateway:
+            endpoint = running_endpoint(gateway, "owner-x")
+            lost = gateway.crd.set_endpoint_pending(endpoint.name, "NodeLost", "node gone")
+            time.sleep(3)  # a pass every 0.5 s: none places it
+            kept = gateway.crd.get_endpoint(endpoint.name)
+            assert kept.phase is EndpointPhase.PENDING
+            assert kept.status.started_at == lost.status.started_at  # its run, still unbilled
 
 
 def replacing(endpoint: Endpoint, owner: str) -> dict[str, Any]:

@@ -145,14 +145,15 @@ class TestEndpointNodeLossInTheGateway:
         assert ready is not None and (ready.status, ready.reason) == ("False", "NodeLost")
         assert lost.status.node is None and lost.status.url is None
         assert lost.status.stopped_at is not None  # the run ends at the loss
+        assert lost.status.started_at == running.status.started_at
         time.sleep(GRACE_S + 3 * REFRESH_S)  # several passes: nothing fits, it waits
         assert crd.get_endpoint(name).phase is EndpointPhase.PENDING
         assert _held_mb(gateway) == {"gpu-y": 0}
 
-        # gpu-y takes work again: placed there, the lost run kept for billing
+        # gpu-y takes work again: placed there, a new run (the lost one's seconds billed)
         _rewrite(inventory_file, _inventory(**{"gpu-y": False}))
         again = _endpoint_in(gateway, name, EndpointPhase.DEPLOYING)
         assert again.status.node == "gpu-y"
-        assert again.status.previous_started_at == running.status.started_at
-        assert again.status.previous_stopped_at == lost.status.stopped_at
+        assert again.status.started_at is None and again.status.stopped_at is None
+        assert again.status.billed_seconds == lost.status.billed_seconds >= 1
         wait_until(lambda: _held_mb(gateway) == {"gpu-y": 20000}, what="gpu-y held")
