@@ -82,6 +82,19 @@ def charged(metering: Metering, owner: str) -> int:
     return -sum(a for a in metering.credit.ledger_amounts(owner) if a < 0)
 
 
+def settled_to_its_stop(metering: Metering, owner: str, ended: Endpoint) -> list[dict[str, Any]]:
+    """Check that ``ended``'s run was charged its seconds to its recorded stop, once, with
+    no hold left; its usage records."""
+    started, stopped = ended.status.started_at, ended.status.stopped_at
+    assert started is not None and stopped is not None
+    ran = math.ceil((stopped - started).total_seconds())
+    records = metering.records(owner)
+    assert sum(r["billed_seconds"] for r in records) == ran
+    assert metering.credit.account(owner)["held"] == 0
+    assert charged(metering, owner) == ran * PRICE
+    return records
+
+
 class TestTheGatewayBills:
     def test_a_running_endpoint_is_held_recorded_and_settled_to_its_stop(
         self, gateway: GatewayServer, metering: Metering
@@ -134,11 +147,7 @@ class TestReplacingAStoppedEndpoint:
             answer = gateway.http.post("/v1/endpoints", json=replacing(endpoint, owner))
             assert answer.status_code == 201, answer.text
             assert answer.json()["phase"] == "Pending"
-        assert stopped.status.started_at is not None and stopped.status.stopped_at is not None
-        ran = (stopped.status.stopped_at - stopped.status.started_at).total_seconds()
-        assert sum(r["billed_seconds"] for r in metering.records(owner)) == math.ceil(ran)
-        assert metering.credit.account(owner)["held"] == 0
-        assert charged(metering, owner) == math.ceil(ran) * PRICE
+        settled_to_its_stop(metering, owner, stopped)
 
     def test_metering_unreachable_refuses_the_replace_and_keeps_the_old(
         self, kubeapi: KubeAPI, tmp_path: Path
@@ -175,11 +184,7 @@ class TestPlacingAnEndpointThatRan:
             )
             placed = gateway.crd.get_endpoint(endpoint.name)
         assert placed.status.started_at is None  # the status keeps no earlier run
-        assert stopped.status.started_at is not None and stopped.status.stopped_at is not None
-        ran = math.ceil((stopped.status.stopped_at - stopped.status.started_at).total_seconds())
-        assert sum(r["billed_seconds"] for r in metering.records(owner)) == ran
-        assert metering.credit.account(owner)["held"] == 0
-        assert charged(metering, owner) == ran * PRICE
+        settled_to_its_stop(metering, owner, stopped)
 
     def test_a_run_lost_with_its_node_is_billed_where_it_ran_before_it_is_placed_again(
         self, kubeapi: KubeAPI, metering: Metering, tmp_path: Path
@@ -195,15 +200,10 @@ class TestPlacingAnEndpointThatRan:
                 lambda: gateway.crd.get_endpoint(endpoint.name).phase is EndpointPhase.DEPLOYING,
                 what="placed again",
             )
-        assert lost.status.started_at is not None and lost.status.stopped_at is not None
-        ran = math.ceil((lost.status.stopped_at - lost.status.started_at).total_seconds())
-        records = metering.records(owner)
-        assert sum(r["billed_seconds"] for r in records) == ran
+        records = settled_to_its_stop(metering, owner, lost)
         assert {(r["node"], tuple(r["gpu_indices"])) for r in records} == {
             (ran_on[0], tuple(ran_on[1]))
         }
-        assert metering.credit.account(owner)["held"] == 0
-        assert charged(metering, owner) == ran * PRICE
 
     def test_metering_unreachable_keeps_an_endpoint_that_ran_waiting(
         self, kubeapi: KubeAPI, tmp_path: Path
