@@ -111,6 +111,9 @@ def up() -> None:
         _console.print(f"[red]gridweave up: bad setting:[/red] {problems}")
         raise typer.Exit(ExitCode.USAGE) from None
     signal.signal(signal.SIGTERM, request_stop)
+    # Ctrl-C (SIGINT) stops it even where it started with SIGINT ignored (a non-interactive
+    # shell starts a background command so)
+    signal.signal(signal.SIGINT, request_stop)
     platform = AllInOne(settings, report=report, show_progress=True)
     try:
         with _console.status("starting Gridweave..."):

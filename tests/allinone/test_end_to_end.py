@@ -51,6 +51,11 @@ EMAIL = "newcomer@example.com"
 MAP_SIZE = 20
 SLEEP_BEFORE_CANCEL_S = 3.0
 TIMEOUT_S = 300
+#: Runs the command in its arguments with SIGINT ignored (an exec keeps the disposition).
+_EXEC_WITH_SIGINT_IGNORED = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -229,7 +234,12 @@ def test_a_new_user_on_the_all_in_one(workdir: Path) -> None:
     assert "nothing of Gridweave is left running" in platform.output
     assert leftover_processes(platform.state_dir) == []
 
-    with AllInOneProcess(workdir, port_offset=platform.port_offset) as again:
+    # started as a non-interactive shell starts a background command (SIGINT ignored):
+    # Ctrl-C stops it all the same
+    sigint_ignored = [sys.executable, "-c", _EXEC_WITH_SIGINT_IGNORED]
+    with AllInOneProcess(
+        workdir, port_offset=platform.port_offset, command_prefix=sigint_ignored
+    ) as again:
         assert "admin API key" not in again.output, "a key is shown on the first start only"
         with PlatformClient(again.url("platform"), api_key) as client:
             assert client.get_credits() == after
@@ -237,4 +247,5 @@ def test_a_new_user_on_the_all_in_one(workdir: Path) -> None:
             assert client.list_usage(limit=200).totals == usage.totals
             assert client.get_job_result(handle.job_id)  # the stored result is still there
         assert _books_balanced(again) == books
+    assert again.returncode == 0, again.output
     assert leftover_processes(again.state_dir) == []

@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType, TracebackType
 
@@ -176,7 +176,9 @@ class AllInOneProcess:
                 self._lines_changed.wait(timeout=0.5)
 
     def _stop(self) -> None:
-        """Ctrl-C, then wait for the end; SIGKILL of the group only if it hangs."""
+        """Ctrl-C, then wait for the end; only if it hangs, SIGKILL of everything it started
+        (its services, Ray and PostgreSQL run outside its process group: each is found by
+        the state directory it names, ``leftover_processes``)."""
         process = self._process
         try:
             if process is not None and process.poll() is None:
@@ -186,6 +188,9 @@ class AllInOneProcess:
                 except subprocess.TimeoutExpired:
                     os.killpg(process.pid, signal.SIGKILL)
                     process.wait(timeout=30)
+                    for line in leftover_processes(self.state_dir):
+                        with suppress(ProcessLookupError):
+                            os.kill(int(line.split(":", 1)[0]), signal.SIGKILL)
                     raise AssertionError(
                         f"gridweave up did not stop on Ctrl-C:\n{self.output}"
                     ) from None
