@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -13,7 +13,7 @@ from gridweave_allinone.secrets import service_tokens
 from gridweave_runtime.service_roster import credential_of_role
 from tests.support.allinone import AllInOneProcess
 
-__all__ = ["AllInOneServices", "place_holds"]
+__all__ = ["AllInOneServices", "at_most", "broken_connections", "place_holds"]
 
 #: Enough pooled connections for a benchmark's concurrent calls.
 _LIMITS = httpx.Limits(max_connections=64, max_keepalive_connections=64)
@@ -47,6 +47,38 @@ class AllInOneServices:
         )
 
 
+#: Connections that broke under a call (each call here is idempotent, so it is sent again:
+#: a settlement by its reference, a usage report by its job, a hold by its key).
+broken_connections: list[str] = []
+
+
+def _where(broken: httpx.TransportError) -> str:
+    try:
+        request = broken.request
+    except RuntimeError:
+        return "?"
+    return f"{request.method} {request.url.host}:{request.url.port}{request.url.path}"
+
+
+async def at_most(limit: int, calls: Sequence[Callable[[], Awaitable[None]]]) -> None:
+    """Run ``calls``, ``limit`` at a time; a call whose connection broke is sent again
+    (twice at most), each break noted in ``broken_connections``."""
+    gate = asyncio.Semaphore(limit)
+
+    async def one(call: Callable[[], Awaitable[None]]) -> None:
+        async with gate:
+            for tries_left in (2, 1, 0):
+                try:
+                    await call()
+                    return
+                except httpx.TransportError as broken:
+                    broken_connections.append(f"{broken!r} on {_where(broken)}")
+                    if not tries_left:
+                        raise
+
+    await asyncio.gather(*(one(call) for call in calls))
+
+
 async def place_holds(
     services: AllInOneServices, users: Sequence[str], count: int, *, amount: int, prefix: str
 ) -> list[tuple[str, str]]:
@@ -56,13 +88,14 @@ async def place_holds(
     holds = [
         (users[index % len(users)], f"{prefix}{uuid.uuid4().hex[:16]}") for index in range(count)
     ]
-    gate = asyncio.Semaphore(32)
     async with services.async_client("metering", "platform") as http:
 
-        async def place(user: str, reference: str) -> None:
-            body = {"user_id": user, "amount": amount, "reference": reference}
-            async with gate:
+        def place(user: str, reference: str) -> Callable[[], Awaitable[None]]:
+            async def call() -> None:
+                body = {"user_id": user, "amount": amount, "reference": reference}
                 (await http.post("/v1/holds", json=body)).raise_for_status()
 
-        await asyncio.gather(*(place(user, reference) for user, reference in holds))
+            return call
+
+        await at_most(32, [place(user, reference) for user, reference in holds])
     return holds

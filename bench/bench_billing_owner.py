@@ -32,9 +32,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from bench.allinone_services import AllInOneServices, place_holds
+from bench.allinone_services import AllInOneServices, at_most, broken_connections, place_holds
 from bench.process_cpu import cpu_seconds_by_command
 from bench.report import machine_line, write_section
 from tests.support.allinone import AllInOneProcess
@@ -61,36 +59,6 @@ class Round:
         return self.settlements / self.seconds
 
 
-#: Connections that broke under a call (each call here is idempotent, so it is sent again:
-#: a settlement by its reference, a usage report by its job, a hold by its key).
-broken_connections: list[str] = []
-
-
-def _where(broken: httpx.TransportError) -> str:
-    try:
-        request = broken.request
-    except RuntimeError:
-        return "?"
-    return f"{request.method} {request.url.host}:{request.url.port}{request.url.path}"
-
-
-async def _at_most(limit: int, calls: list[Callable[[], Awaitable[None]]]) -> None:
-    gate = asyncio.Semaphore(limit)
-
-    async def one(call: Callable[[], Awaitable[None]]) -> None:
-        async with gate:
-            for tries_left in (2, 1, 0):
-                try:
-                    await call()
-                    return
-                except httpx.TransportError as broken:
-                    broken_connections.append(f"{broken!r} on {_where(broken)}")
-                    if not tries_left:
-                        raise
-
-    await asyncio.gather(*(one(call) for call in calls))
-
-
 async def _funded_user(services: AllInOneServices) -> str:
     user = f"usr-billing-{uuid.uuid4().hex[:10]}"
     async with services.async_client("credit", "admin") as admin:
@@ -115,7 +83,7 @@ async def _settle_directly(
 
             return call
 
-        await _at_most(concurrency, [settle(reference) for reference in references])
+        await at_most(concurrency, [settle(reference) for reference in references])
     return sum(captured)
 
 
@@ -151,7 +119,7 @@ async def _report_usage(
             return call
 
         calls = [report(serial, reference) for serial, reference in enumerate(references)]
-        await _at_most(concurrency, calls)
+        await at_most(concurrency, calls)
     return sum(costs)
 
 
