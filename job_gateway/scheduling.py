@@ -108,15 +108,14 @@ class SchedulingLoop:
         self._reservations: dict[AllocationKey, Reservation] = {}
         #: Endpoints waiting for a placement: Pending ones, and Stopped ones being woken.
         self._endpoints: dict[str, PlacementRequest] = {}
-        #: The informer's copy of each waiting endpoint (its last run, settled before placing).
+        #: The informer's copy of each waiting endpoint: the reason it carries (one the loop
+        #: did not write, NodeLost, is kept over its "no room now") and its last run (settled
+        #: before placing).
         self._endpoint_copies: dict[str, Endpoint] = {}
         self._settle_run: SettleRun | None = None
         self._woken: set[str] = set()
         #: The reason last written on each waiting endpoint (written again only when it changes).
         self._told: dict[str, Unplaced] = {}
-        #: The reason each Pending endpoint carries (the informer's copy): one the loop did
-        #: not write (NodeLost) is kept over its "no room now".
-        self._said: dict[str, str | None] = {}
         #: Why each woken endpoint still waits, as of the last pass (nothing is written: it
         #: stays Stopped until placed; the API answers it with the endpoint's view).
         self._waking: dict[str, Unplaced] = {}
@@ -148,8 +147,6 @@ class SchedulingLoop:
         if phase is EndpointPhase.PENDING or (
             phase is EndpointPhase.STOPPED and name in self._woken
         ):
-            if phase is EndpointPhase.PENDING:
-                self._said[name] = endpoint.status.reason
             self._endpoint_copies[name] = endpoint
             if name not in self._endpoints:
                 self._endpoints[name] = PlacementRequest.from_endpoint(endpoint)
@@ -174,7 +171,6 @@ class SchedulingLoop:
         self._endpoints.pop(name, None)
         self._endpoint_copies.pop(name, None)
         self._told.pop(name, None)
-        self._said.pop(name, None)
         self._reservations.pop(("endpoint", name), None)
 
     def why_waking(self, name: str) -> Unplaced | None:
@@ -263,7 +259,8 @@ class SchedulingLoop:
         why = decision.unplaced.get(request.key)
         if why is not None or request.name in self._woken:
             return why or no_room_now(request)
-        if self._said.get(request.name) not in (None, WAITING_FOR_GPU, REAL_GPU_BUSY):
+        copy = self._endpoint_copies.get(request.name)
+        if copy is not None and copy.status.reason not in (None, WAITING_FOR_GPU, REAL_GPU_BUSY):
             return None
         return no_room_now(request)
 
