@@ -11,9 +11,11 @@ they share one retry policy and one error decoding:
 - a 4xx is never retried; it raises a :class:`~gridweave_clients.errors.ServiceRefused`
   subclass, and no usable answer raises :class:`~gridweave_clients.errors.ServiceUnavailable`.
 
-Requests go straight to httpx's pooled transport (``HTTPTransport``: pool, keep-alive,
-timeouts): the ``httpx.Client`` layer above it (cookies, redirects, auth flows, hooks) does
-nothing for an internal JSON API and costs about 0.17 ms of CPU per call.
+Requests go straight to a pooled transport (pool, keep-alive, timeouts): httpx's
+``HTTPTransport`` for the blocking client, aiohttp's pool for the asyncio one
+(``aiohttp_transport.py``: httpcore's asyncio pool costs four times its CPU under many
+calls at once). The ``httpx.Client`` layer above them (cookies, redirects, auth flows,
+hooks) does nothing for an internal JSON API and costs about 0.17 ms of CPU per call.
 
 A client for another service is built on it in three steps (``credit.py`` is one)::
 
@@ -191,9 +193,13 @@ class AsyncInternalClient(DriverBase):
             decoder=decoder,
             headers=headers,
         )
-        self._transport = transport or httpx.AsyncHTTPTransport(
-            socket_options=SOCKET_OPTIONS, limits=limits
-        )
+        if transport is None:
+            # imported here: aiohttp is a server extra, and only the services' asyncio clients
+            # need it (the SDK's and the CLI's clients block, and load faster without it)
+            from gridweave_clients.aiohttp_transport import AiohttpTransport
+
+            transport = AiohttpTransport(limits=limits)
+        self._transport = transport
 
     async def aclose(self) -> None:
         """Close the pooled connections; every later call raises the decoder's ``closed``."""
