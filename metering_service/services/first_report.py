@@ -46,18 +46,27 @@ _SETTLEMENT_COLUMNS = (
     "hold_id",
     "settled_at",
 )
-_NOTE_SETTLEMENT = sql.SQL("UPDATE {table} SET {columns} WHERE id = %(id)s").format(
-    table=sql.Identifier(UsageRecordModel.__tablename__),
-    columns=sql.SQL(", ").join(
-        sql.SQL("{} = {}").format(sql.Identifier(name), sql.Placeholder(name))
-        for name in _SETTLEMENT_COLUMNS
-    ),
-)
-_QUEUE_RECEIPT = sql.SQL(
-    "INSERT INTO {table} (usage_id) VALUES (%(id)s) ON CONFLICT ON CONSTRAINT {unique} DO NOTHING"
-).format(
-    table=sql.Identifier(ReceiptOutboxModel.__tablename__),
-    unique=sql.Identifier("uq_receipt_outbox_usage_id"),
+#: The settlement noted and, when it settled, the receipt queued: one statement, one round
+#: trip (the outbox row is never lost: it commits with the record). Rendered to text once:
+#: psycopg converts a composed query again on each execution, a text one from its cache.
+_NOTE_SETTLEMENT = (
+    sql.SQL(
+        "WITH noted AS (UPDATE {records} SET {columns} WHERE id = %(id)s "
+        "RETURNING id, settlement_state) "
+        "INSERT INTO {outbox} (usage_id) SELECT id FROM noted "
+        "WHERE settlement_state = %(receipt_state)s "
+        "ON CONFLICT ON CONSTRAINT {unique} DO NOTHING"
+    )
+    .format(
+        records=sql.Identifier(UsageRecordModel.__tablename__),
+        columns=sql.SQL(", ").join(
+            sql.SQL("{} = {}").format(sql.Identifier(name), sql.Placeholder(name))
+            for name in _SETTLEMENT_COLUMNS
+        ),
+        outbox=sql.Identifier(ReceiptOutboxModel.__tablename__),
+        unique=sql.Identifier("uq_receipt_outbox_usage_id"),
+    )
+    .as_string()
 )
 
 
@@ -67,16 +76,21 @@ class NotFirstReport(Exception):
 
 
 @cache
-def _insert_new(columns: tuple[str, ...]) -> sql.Composed:
-    """``INSERT`` of a record with ``columns`` unless its hold has one, ``RETURNING`` it."""
-    return sql.SQL(
-        "INSERT INTO {table} ({columns}) VALUES ({values}) "
-        "ON CONFLICT ON CONSTRAINT {unique} DO NOTHING RETURNING *"
-    ).format(
-        table=sql.Identifier(UsageRecordModel.__tablename__),
-        columns=sql.SQL(", ").join(map(sql.Identifier, columns)),
-        values=sql.SQL(", ").join(map(sql.Placeholder, columns)),
-        unique=sql.Identifier("uq_usage_records_hold_reference"),
+def _insert_new(columns: tuple[str, ...]) -> str:
+    """``INSERT`` of a record with ``columns`` unless its hold has one, ``RETURNING`` it
+    (text, as ``_NOTE_SETTLEMENT``)."""
+    return (
+        sql.SQL(
+            "INSERT INTO {table} ({columns}) VALUES ({values}) "
+            "ON CONFLICT ON CONSTRAINT {unique} DO NOTHING RETURNING *"
+        )
+        .format(
+            table=sql.Identifier(UsageRecordModel.__tablename__),
+            columns=sql.SQL(", ").join(map(sql.Identifier, columns)),
+            values=sql.SQL(", ").join(map(sql.Placeholder, columns)),
+            unique=sql.Identifier("uq_usage_records_hold_reference"),
+        )
+        .as_string()
     )
 
 
@@ -117,7 +131,6 @@ async def _record_and_settle(
     else:
         switch_settlement_state(record, SettlementState.SETTLED, hold=hold)
     settlement = {name: getattr(record, name) for name in _SETTLEMENT_COLUMNS}
-    await connection.execute(_NOTE_SETTLEMENT, {"id": record.id, **settlement})
-    if record.settlement_state == SettlementState.SETTLED:
-        await connection.execute(_QUEUE_RECEIPT, {"id": record.id})  # never lost: same commit
+    noted = {"id": record.id, "receipt_state": SettlementState.SETTLED, **settlement}
+    await connection.execute(_NOTE_SETTLEMENT, noted)
     return record

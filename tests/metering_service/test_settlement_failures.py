@@ -54,6 +54,7 @@ class TestInterruptedSettlement:
         with running_metering(settings) as cut_off:
             first = cut_off.post("/v1/usage", json=usage_body(job_id, user_id))
         hold_status_before_replay = credit.hold(hold_id)["status"]
+        receipts_before_replay = _receipts_queued(metering_database, first.json()["id"])
 
         replay = metering.post("/v1/usage", json=usage_body(job_id, user_id))
 
@@ -61,10 +62,12 @@ class TestInterruptedSettlement:
         assert first.json()["settlement"]["state"] == "pending"
         assert first.json()["settlement"]["error_code"] == "credit_unavailable"
         assert hold_status_before_replay == "open"
+        assert receipts_before_replay == 0  # a receipt is queued for a settlement only
         assert replay.status_code == 200
         assert replay.json()["settlement"]["state"] == "settled"
         assert replay.json()["settlement"]["attempts"] == 2
         assert credit.ledger_amounts(user_id) == [-1700, 10_000_000]
+        assert _receipts_queued(metering_database, first.json()["id"]) == 1
 
     def test_a_lost_answer_is_completed_by_a_replay_without_a_second_charge(
         self,
@@ -124,6 +127,17 @@ class TestInterruptedSettlement:
         assert answer.json()["settlement"]["state"] == "settled"
         assert credit.hold(hold_id)["status"] == "captured"
         assert credit.ledger_amounts(user_id) == [-1700, 10_000_000]
+
+
+def _receipts_queued(database_url: str, usage_id: int) -> int:
+    """How many receipts of usage record ``usage_id`` are in the outbox."""
+    url = make_url(database_url).set(drivername="postgresql").render_as_string(False)
+    with psycopg.connect(url, autocommit=True) as connection:
+        row = connection.execute(
+            "SELECT count(*) FROM receipt_outbox WHERE usage_id = %s", (usage_id,)
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def _drop_every_other_connection(database_url: str) -> None:
