@@ -77,8 +77,10 @@ class MeteringSettings(CreditCallerSettings):
         ge=0,
         le=86_400,
         description=(
-            "How long a job hold's job may stay unknown to the gateway before its hold is "
-            "released (a submission holds before it creates its job), seconds."
+            "How long a job hold stays open before the hold sweeper reads its job, seconds: "
+            "the job's own usage report closes it in that time, and a submission holds "
+            "before it creates its job. Past it, a hold whose job ended without a GPU, or "
+            "that the gateway does not know, is released."
         ),
     )
     chain_service_url: str | None = Field(

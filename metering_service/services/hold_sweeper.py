@@ -9,15 +9,19 @@ a job that never held a GPU, released. Two kinds of job hold would stay open oth
 - a job the gateway never created (a refused submission whose release failed while
   metering was unreachable; a lost answer): the platform's release was only logged.
 
-Each pass lists the open job holds at credit_service and reads each hold's job from the
-gateway: a job in a terminal phase that never held a GPU (no node, nothing billed) gets
-its whole hold back (its reference settled for 0, exactly once:
-:func:`metering_service.services.holds.release`); a job the gateway does not know is
-released once it was still unknown ``grace_seconds`` after a pass first saw its hold (a
-submission in flight holds before it creates its job). A job that ran is left to its usage
-report. A failed release stays open and the next pass tries it again. The passes keep no
-state a restart needs: a restarted metering waits out the grace again. A pass handles up
-to ``max_parallel`` holds at once.
+Each pass lists the open job holds at credit_service. A hold is left alone until it has
+been open ``grace_seconds`` since a pass first saw it: its job's own report closes it in
+that time, and a submission in flight holds before it creates its job. Then its job is read
+from the gateway: a job in a terminal phase that never held a GPU (no node, nothing billed)
+gets its whole hold back (its reference settled for 0, exactly once:
+:func:`metering_service.services.holds.release`), and so does a job the gateway does not
+know. A job that ran, or still may, is left to its usage report. A failed release stays
+open and the next pass tries it again. A pass handles up to ``max_parallel`` holds at once.
+
+Holds younger than the grace cost a pass nothing but their listing: the gateway is read
+only for the holds the grace has passed (before, every open hold's job was read on every
+pass, a gateway call each a minute for every job placed, however new). The passes keep no
+state a restart needs: a restarted metering waits out the grace again.
 """
 
 from __future__ import annotations
@@ -64,17 +68,21 @@ class HoldSweeper:
         self.grace_seconds = grace_seconds
         self._clock = clock
         self._parallel = asyncio.Semaphore(max_parallel)
-        #: job id -> when a pass first found its hold open and its job unknown
-        self._unknown_since: dict[str, float] = {}
+        #: hold reference -> when a pass first found it open
+        self._first_seen: dict[str, float] = {}
 
     async def sweep(self) -> list[str]:
         """One pass, up to ``max_parallel`` holds at a time; the references whose holds it
         released, in the order of the open holds."""
-        unknown: dict[str, float] = {}
         holds = await self._open_holds()
-        closed = await asyncio.gather(*(self._sweep_one(hold, unknown) for hold in holds))
-        self._unknown_since = unknown
-        return [hold.reference for hold, released in zip(holds, closed, strict=True) if released]
+        now = self._clock()
+        self._first_seen = {
+            hold.reference: self._first_seen.get(hold.reference, now) for hold in holds
+        }
+        grace = self.grace_seconds
+        due = [hold for hold in holds if now - self._first_seen[hold.reference] >= grace]
+        closed = await asyncio.gather(*(self._sweep_one(hold) for hold in due))
+        return [hold.reference for hold, released in zip(due, closed, strict=True) if released]
 
     async def run(self, *, interval_seconds: float) -> None:
         """A pass every ``interval_seconds`` until cancelled; a failed pass is logged."""
@@ -87,15 +95,13 @@ class HoldSweeper:
                 _log.warning("the hold sweep failed; retried next pass", exc_info=True)
             await asyncio.sleep(interval_seconds)
 
-    async def _sweep_one(self, hold: OpenHoldResponse, unknown: dict[str, float]) -> bool:
-        """Close ``hold`` if its job ended without a GPU or stayed unknown past the grace."""
+    async def _sweep_one(self, hold: OpenHoldResponse) -> bool:
+        """Close ``hold`` if its job ended without a GPU or is unknown."""
         async with self._parallel:
             try:
-                closes = await self._closes(hold, unknown)
+                closes = await self._closes(hold)
             except ServiceError:  # the gateway unreachable: the next pass asks again
                 _log.warning("hold %s: its job could not be read", hold.hold_id, exc_info=True)
-                if hold.reference in self._unknown_since:
-                    unknown[hold.reference] = self._unknown_since[hold.reference]
                 return False
             if not closes:
                 return False
@@ -106,17 +112,14 @@ class HoldSweeper:
                 return False
             return True
 
-    async def _closes(self, hold: OpenHoldResponse, unknown: dict[str, float]) -> bool:
-        """Whether ``hold``'s job ended without a GPU or stayed unknown past the grace."""
-        job_id = hold.reference
+    async def _closes(self, hold: OpenHoldResponse) -> bool:
+        """Whether ``hold``'s job ended without a GPU or is unknown (past the grace)."""
         try:
-            job = await self.gateway.run(gateway_ops.get_job(job_id))
+            job = await self.gateway.run(gateway_ops.get_job(hold.reference))
         except NotFound:
-            job = None
-        if job is None or job.user_id != hold.user_id:
-            since = self._unknown_since.get(job_id, self._clock())
-            unknown[job_id] = since  # kept should its release fail: the grace is not new
-            return self._clock() - since >= self.grace_seconds
+            return True
+        if job.user_id != hold.user_id:
+            return True  # not this hold's job: none of the gateway's is
         # no node and nothing billed: it never held a GPU (a lost attempt's seconds are
         # billed by the gateway's usage report, on the lost attempt's GPUs)
         return job.phase in JOB_TERMINAL_PHASES and job.node is None and not job.billed_seconds

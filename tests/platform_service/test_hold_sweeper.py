@@ -1,7 +1,8 @@
 """Metering's hold sweeper on the real credit_service and gateway (real apiserver), jobs
 submitted through the real platform: the hold of a job the gateway failed while Pending
 comes back whole, to the micro-credit, although the gateway's own report of it cannot reach
-metering (down for the gateway here); so does, once the grace has passed, the hold of a
+metering (down for the gateway here), once the grace has passed (until then the sweeper
+does not even read its job); so does, once the grace has passed, the hold of a
 submission the gateway refused whose release failed (metering's release route down at that
 moment); a Pending job's, and a job's that held a GPU (its usage report's to settle), stay.
 The sweeper reads and releases with metering's own role, as it runs."""
@@ -15,6 +16,7 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
+from gridweave_clients.aiohttp_transport import AiohttpTransport
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.gateway import AsyncGatewayClient
 from metering_service.services.hold_sweeper import HoldSweeper
@@ -74,13 +76,32 @@ def clock() -> Clock:
     return Clock()
 
 
+class CountingTransport(httpx.AsyncBaseTransport):
+    """The asyncio clients' transport, counting the calls it sends."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._transport = AiohttpTransport(limits=httpx.Limits())
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.calls += 1
+        return await self._transport.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+
+
 class Sweeps:
     """One sweeper on the real services, its passes run on one event loop of the test's."""
 
     def __init__(self, credit: CreditServer, gateway: GatewayServer, clock: Clock) -> None:
         self._runner = asyncio.Runner()
         self._credit = AsyncCreditClient(credit.url, INTERNAL_TOKEN, role="metering")
-        self._gateway = AsyncGatewayClient(gateway.url, INTERNAL_TOKEN, role="metering")
+        #: the sweeper's reads of the gateway
+        self.gateway_reads = CountingTransport()
+        self._gateway = AsyncGatewayClient(
+            gateway.url, INTERNAL_TOKEN, role="metering", transport=self.gateway_reads
+        )
         self.sweeper = HoldSweeper(self._credit, self._gateway, grace_seconds=GRACE_S, clock=clock)
 
     def __call__(self) -> list[str]:
@@ -109,19 +130,24 @@ def submit(platform: PlatformServer, user: User) -> tuple[str, int]:
 
 
 class TestHoldSweeper:
-    def test_a_job_failed_while_pending_gets_its_whole_hold_back(
+    def test_a_job_failed_while_pending_gets_its_whole_hold_back_after_the_grace(
         self,
         platform: PlatformServer,
         gateway: GatewayServer,
         credit: CreditServer,
         alice: User,
+        clock: Clock,
         sweep: Sweeps,
     ) -> None:
         job_id, held = submit(platform, alice)
         assert credit.account(alice.user_id)["held"] == held > 0
-        assert job_id not in sweep()  # Pending: it may run
-        assert credit.account(alice.user_id)["held"] == held
         gateway.crd.set_job_failed(job_id, "ImageRefused", "the image's share was withdrawn")
+        assert job_id not in sweep()  # its own report has the grace to close it ...
+        clock.now += GRACE_S - 1
+        assert job_id not in sweep()
+        assert sweep.gateway_reads.calls == 0  # ... and its job is not even read meanwhile
+        assert credit.account(alice.user_id)["held"] == held
+        clock.now += 1
         assert job_id in sweep()
         account = credit.account(alice.user_id)
         assert (account["balance"], account["held"]) == (FUNDS, 0)
@@ -129,18 +155,36 @@ class TestHoldSweeper:
         assert job_id not in sweep()  # closed: once
         assert credit.account(alice.user_id)["balance"] == FUNDS
 
+    def test_a_pending_job_keeps_its_hold(
+        self,
+        platform: PlatformServer,
+        credit: CreditServer,
+        alice: User,
+        clock: Clock,
+        sweep: Sweeps,
+    ) -> None:
+        job_id, held = submit(platform, alice)
+        assert job_id not in sweep()
+        clock.now += GRACE_S
+        assert job_id not in sweep()  # Pending, read past the grace: it may still run
+        assert sweep.gateway_reads.calls >= 1
+        assert credit.account(alice.user_id)["held"] == held
+
     def test_a_job_that_held_a_gpu_is_left_to_metering(
         self,
         platform: PlatformServer,
         gateway: GatewayServer,
         credit: CreditServer,
         alice: User,
+        clock: Clock,
         sweep: Sweeps,
     ) -> None:
         job_id, held = submit(platform, alice)
         gateway.crd.set_job_allocated(job_id, "gpu-b", [0])
         gateway.crd.set_job_running(job_id)
         assert job_id not in sweep()
+        clock.now += GRACE_S
+        assert job_id not in sweep()  # it holds a GPU: its usage report settles the hold
         assert credit.account(alice.user_id)["held"] == held
 
     def test_a_refused_submission_whose_release_failed_goes_back_after_the_grace(
