@@ -4,7 +4,7 @@ httpcore's pool, under many calls at once, spends more CPU than the call itself:
 request and every answer it walks its queue and every pooled connection, polling each
 idle socket to learn whether it expired. A service that calls another for each of its own
 requests (metering settling a usage report with credit_service) paid about 2.4 ms of CPU
-a call there, against about 0.6 ms on aiohttp's pool (``bench/bench_clients.py``).
+a call there, against about 0.6 ms on aiohttp's pool (``bench/bench_async_transport.py``).
 
 The calls stay httpx's: the clients build ``httpx.Request`` objects and read
 ``httpx.Response`` objects, and aiohttp only carries them. Its errors come back as the
