@@ -20,6 +20,7 @@ from tests.support.credentials import service_auth, service_auth_env
 from tests.support.credit_server import AUTH_HEADERS, INTERNAL_TOKEN
 from tests.support.http_server import running_service
 from tests.support.service_process import stop_process
+from tests.support.waiting import wait_until
 
 
 def unique(prefix: str) -> str:
@@ -64,6 +65,10 @@ def running_metering(
     return running_service(create_app(settings, **app_options), AUTH_HEADERS)
 
 
+#: The deliverer's log line once it listens for SIGTERM (``metering_service.deliverer``).
+_LISTENING = "metering: delivering receipts to"
+
+
 def start_deliverer(
     database_url: str, chain_url: str, *, log: Path, **receipt_settings: object
 ) -> subprocess.Popen[bytes]:
@@ -95,6 +100,12 @@ def running_deliverer(
     ends; then stopped with SIGTERM, which it must obey (exit 0). A deliverer that exited
     on its own (not killed by the test) fails the test with its log."""
     process = start_deliverer(database_url, chain_url, log=log, **receipt_settings)
+    # its SIGTERM is the test's to send only once it listens for it (it logs that line)
+    wait_until(
+        lambda: process.poll() is not None or _LISTENING in log.read_text(errors="replace"),
+        timeout=60,
+        what="the deliverer to listen for SIGTERM",
+    )
     try:
         yield process
     finally:
