@@ -48,7 +48,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         self._limits = limits
         self._session: aiohttp.ClientSession | None = None
 
-    def _session_of_loop(self) -> aiohttp.ClientSession:
+    def _opened_session(self) -> aiohttp.ClientSession:
         if self._session is None:
             limits = self._limits
             keep: dict[str, Any] = (
@@ -74,7 +74,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
         raw = request.headers.raw
-        session = self._session_of_loop()
+        session = self._opened_session()
         try:
             async with session.request(
                 request.method,
