@@ -15,6 +15,7 @@ pytest_plugins: list[str] = [
     "tests.support.kuberay_fixtures",
     "tests.support.credit_server",
     "tests.support.ray_fixtures",
+    "tests.support.parallel",
 ]
 
 

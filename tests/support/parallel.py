@@ -1,0 +1,57 @@
+"""Pytest plugin: which tests ``make pytest`` runs on pytest-xdist's workers.
+
+``make pytest`` runs the suite in two passes: the tests marked ``alone`` in one process, as
+they always ran, and the rest on ``TEST_WORKERS`` workers (``-m "not alone" -n N --dist
+loadfile``). Each worker is a pytest session of its own, with its own API server,
+PostgreSQL and Ray, so tests on different workers share nothing but the host.
+
+A module is marked ``alone`` when it changes what the host holds for everyone (iptables
+rules, network namespaces holding a whole test cluster, a private Docker daemon building
+images: their leak checks compare the host before and after, and the egress tests flush
+the sandbox's chains), or when it runs a whole platform or many Ray workers for minutes
+and its deadlines assume the machine to itself.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+__all__ = ["ALONE_MODULES"]
+
+ALONE_MODULES = (
+    "tests/allinone/",
+    "tests/cli/test_maps.py",
+    "tests/cluster/",
+    "tests/deploy/test_compose.py",
+    "tests/deploy/test_images.py",
+    "tests/job_gateway/endpoints/",
+    "tests/job_gateway/sandbox/test_egress.py",
+    "tests/job_gateway/sandbox/test_images.py",
+    "tests/job_gateway/sandbox/test_pip_envs.py",
+    "tests/job_gateway/test_gateway_crash.py",
+    "tests/kuberay_service/test_ray_worker_groups.py",
+    "tests/sdk/test_endpoints_served.py",
+    "tests/sdk/test_ray.py",
+    "tests/test_readme.py",
+    "tests/web/test_dashboard_browser.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "alone: runs with no other test at once (tests/support/parallel.py)"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the ``alone`` modules, and give each test a unique id: schemathesis names its
+    items by operation (``test[GET /v1/x]``), but on pytest 9.2 they all get the function's
+    node id, and xdist schedules by node id, so all but one operation of a module would not
+    run."""
+    for item in items:
+        if item.nodeid.startswith(ALONE_MODULES):
+            item.add_marker(pytest.mark.alone)
+        label = item.name.partition("[")[2]
+        if label and not item.nodeid.endswith("]"):
+            item._id = type(item.id).parse(f"{item.nodeid}[{label}")
