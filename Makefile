@@ -131,11 +131,12 @@ web: web-deps web-schema-check chromium  ## the dashboard: typecheck, component 
 
 # Two passes: the tests that need the machine to themselves in one process, then the rest
 # on pytest-xdist's workers, each with its own API server, PostgreSQL and Ray
-# (tests/support/parallel.py). TEST_WORKERS=0 runs the second pass in one process too.
+# (tests/support/parallel.py). Both passes run whatever the first's outcome, so one run shows
+# every failure. TEST_WORKERS=0 runs the second pass in one process too.
 TEST_WORKERS ?= 3
 pytest: install sandbox kubeapi cometbft registry prometheus vllm cluster-tools  ## the test suite (real apiserver and PostgreSQL included)
-	$(BIN)/pytest -m alone
-	$(BIN)/pytest -m "not alone" -n $(TEST_WORKERS) --dist loadfile
+	@alone=0; $(BIN)/pytest -m alone || alone=$$?; \
+	$(BIN)/pytest -m "not alone" -n $(TEST_WORKERS) --dist loadfile && exit $$alone
 
 # What the tests need built that installs nothing with the system's package manager: run at
 # once, so pip's downloads overlap the Go compilers (a cold `make test` saves the sum of the

@@ -37,12 +37,6 @@ ALONE_MODULES = (
 )
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "alone: runs with no other test at once (tests/support/parallel.py)"
-    )
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the ``alone`` modules, and give each test a unique id: schemathesis names its
