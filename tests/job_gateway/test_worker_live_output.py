@@ -28,6 +28,9 @@ from gridweave_runtime.storage import (
 )
 from job_gateway.execution.live_output import LIVE_OUTPUT_SECONDS
 from tests.job_gateway.execution_factories import attempt_spec
+from tests.support.waiting import wait_until
+
+GAP_S = 4.0  # between the function's lines: room for an upload on a loaded machine
 
 # no Ray here: the outcome's node id is then empty (as for a direct call), and no local Ray
 # instance is started by asking for it
@@ -46,9 +49,9 @@ def _talker() -> str:
 
     print("first line", flush=True)
     sys.stderr.write("a warning\n")
-    time.sleep(1.5)
+    time.sleep(GAP_S)
     print("second line", flush=True)
-    time.sleep(1.5)
+    time.sleep(GAP_S)
     print("last line")  # not flushed by the function: the end writes it
     return "done"
 
@@ -73,12 +76,19 @@ def test_output_is_in_the_store_while_the_attempt_runs(tmp_path: Path) -> None:
         text=True,
     )
     stdout = store.uri(objects.stdout)
-    seen, parts = b"", set()
-    deadline = time.monotonic() + 2.8  # the function ends 3 s after its first line
+    parts: set[str] = set()
+
+    def read() -> bytes:
+        parts.update(store.list_names(log_parts_uri(stdout)))
+        return read_log(store, stdout).data
+
+    # the interpreter's start is the machine's pace; from the first line on, the function's
+    wait_until(lambda: read() != b"", timeout=60, what="the first line")
+    deadline = time.monotonic() + 2 * GAP_S - 0.5  # the function ends 2 gaps after it
+    seen = read()
     while time.monotonic() < deadline and seen != b"first line\nsecond line\n":
-        seen = read_log(store, stdout).data
-        parts |= set(store.list_names(log_parts_uri(stdout)))
         time.sleep(0.05)
+        seen = read()
     running = process.poll() is None
     _, errors = process.communicate(timeout=60)
     assert process.returncode == 0, errors
