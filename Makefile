@@ -130,13 +130,14 @@ web: web-deps web-schema-check chromium  ## the dashboard: typecheck, component 
 	cd web && node_modules/.bin/vite build --logLevel warn
 
 # Two passes: the tests that need the machine to themselves in one process, then the rest
-# on pytest-xdist's workers, each with its own API server, PostgreSQL and Ray
-# (tests/support/parallel.py). Both passes run whatever the first's outcome, so one run shows
-# every failure. TEST_WORKERS=0 runs the second pass in one process too.
+# on pytest-xdist's workers, each with its own API server, PostgreSQL and Ray, a module whole
+# and the Ray modules together on one (tests/support/parallel.py). Both passes run whatever
+# the first's outcome, so one run shows every failure; each lists its slowest tests.
+# TEST_WORKERS=0 runs the second pass in one process too.
 TEST_WORKERS ?= 3
 pytest: install sandbox kubeapi cometbft registry prometheus vllm cluster-tools  ## the test suite (real apiserver and PostgreSQL included)
-	@alone=0; $(BIN)/pytest -m alone || alone=$$?; \
-	$(BIN)/pytest -m "not alone" -n $(TEST_WORKERS) --dist loadfile && exit $$alone
+	@alone=0; $(BIN)/pytest -m alone --durations=15 || alone=$$?; \
+	$(BIN)/pytest -m "not alone" -n $(TEST_WORKERS) --dist loadgroup --durations=15 && exit $$alone
 
 # What the tests need built that installs nothing with the system's package manager: run at
 # once, so pip's downloads overlap the Go compilers (a cold `make test` saves the sum of the

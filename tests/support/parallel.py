@@ -2,8 +2,12 @@
 
 ``make pytest`` runs the suite in two passes: the tests marked ``alone`` in one process, as
 they always ran, and the rest on ``TEST_WORKERS`` workers (``-m "not alone" -n N --dist
-loadfile``). Each worker is a pytest session of its own, with its own API server,
+loadgroup``). Each worker is a pytest session of its own, with its own API server,
 PostgreSQL and Ray, so tests on different workers share nothing but the host.
+
+A worker runs a module whole (its module fixtures start once), and every module on the
+session's three-node Ray (``ray_world``) runs on one worker: each Ray is a dozen processes
+that take their share of the CPU as long as they run, and each is slow to start.
 
 A module is marked ``alone`` when it changes what the host holds for everyone (iptables
 rules, network namespaces holding a whole test cluster, a private Docker daemon building
@@ -16,7 +20,9 @@ from __future__ import annotations
 
 import pytest
 
-__all__ = ["ALONE_MODULES"]
+__all__ = ["ALONE_MODULES", "RAY_GROUP"]
+
+RAY_GROUP = "ray-world"
 
 ALONE_MODULES = (
     "tests/allinone/",
@@ -38,14 +44,31 @@ ALONE_MODULES = (
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the ``alone`` modules, and give each test a unique id: schemathesis names its
     items by operation (``test[GET /v1/x]``), but on pytest 9.2 they all get the function's
     node id, and xdist schedules by node id, so all but one operation of a module would not
-    run."""
+    run. On an xdist worker of ``--dist loadgroup``, each id ends in its group."""
+    grouped = bool(getattr(config.option, "loadgroup", False))
     for item in items:
         if item.nodeid.startswith(ALONE_MODULES):
             item.add_marker(pytest.mark.alone)
+        node_id = item.nodeid
         label = item.name.partition("[")[2]
-        if label and not item.nodeid.endswith("]"):
-            item._id = type(item.id).parse(f"{item.nodeid}[{label}")
+        if label and not node_id.endswith("]"):
+            node_id = f"{node_id}[{label}"
+        if grouped:
+            node_id = f"{node_id}@{_group(item)}"
+        if node_id != item.nodeid:
+            item._id = type(item.id).parse(node_id)
+
+
+def _group(item: pytest.Item) -> str:
+    """The worker's share a test goes with: the Ray modules' group, else its module.
+
+    xdist's loadgroup reads the group after the id's last ``@`` (the suffix its own
+    ``xdist_group`` marks would add, were they applied to ids on pytest 9.2).
+    """
+    if "ray_world" in getattr(item, "fixturenames", ()):
+        return RAY_GROUP
+    return item.nodeid.partition("::")[0]
