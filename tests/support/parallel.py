@@ -5,8 +5,8 @@ they always ran, and the rest on ``TEST_WORKERS`` workers (``-m "not alone" -n N
 loadgroup``). Each worker is a pytest session of its own, with its own API server,
 PostgreSQL and Ray, so tests on different workers share nothing but the host.
 
-A worker runs a module whole (its module fixtures start once), and every module on the
-session's three-node Ray (``ray_world``) runs on one worker: each Ray is a dozen processes
+A worker runs a module whole (its module fixtures start once), and every module with a test
+on the session's three-node Ray (``ray_world``) runs on one worker: each Ray is a dozen processes
 that take their share of the CPU as long as they run, and each is slow to start.
 
 A module is marked ``alone`` when it changes what the host holds for everyone (iptables
@@ -50,6 +50,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     node id, and xdist schedules by node id, so all but one operation of a module would not
     run. On an xdist worker of ``--dist loadgroup``, each id ends in its group."""
     grouped = bool(getattr(config.option, "loadgroup", False))
+    on_ray = {_module(item) for item in items if "ray_world" in getattr(item, "fixturenames", ())}
     for item in items:
         if item.nodeid.startswith(ALONE_MODULES):
             item.add_marker(pytest.mark.alone)
@@ -58,17 +59,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if label and not node_id.endswith("]"):
             node_id = f"{node_id}[{label}"
         if grouped:
-            node_id = f"{node_id}@{_group(item)}"
+            # xdist's loadgroup reads the group after the id's last "@" (where its own
+            # xdist_group marks would put it, were they applied to ids on pytest 9.2)
+            module = _module(item)
+            node_id = f"{node_id}@{RAY_GROUP if module in on_ray else module}"
         if node_id != item.nodeid:
             item._id = type(item.id).parse(node_id)
 
 
-def _group(item: pytest.Item) -> str:
-    """The worker's share a test goes with: the Ray modules' group, else its module.
-
-    xdist's loadgroup reads the group after the id's last ``@`` (the suffix its own
-    ``xdist_group`` marks would add, were they applied to ids on pytest 9.2).
-    """
-    if "ray_world" in getattr(item, "fixturenames", ()):
-        return RAY_GROUP
+def _module(item: pytest.Item) -> str:
     return item.nodeid.partition("::")[0]
