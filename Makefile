@@ -8,7 +8,7 @@ PY_SOURCES := gridweave_controller gridweave_runtime gridweave_clients kuberay_s
 # Only the folders that exist: the layout grows issue by issue.
 CHECK_PATHS = $(wildcard $(PY_SOURCES))
 
-.PHONY: help builds install up sandbox cluster-tools cluster-demo kubeapi cometbft registry prometheus vllm lint typecheck layers shellcheck chromium web-deps web-schema web-schema-check web-build web pytest test bench clean
+.PHONY: help builds checks install up sandbox cluster-tools cluster-demo kubeapi cometbft registry prometheus vllm lint typecheck layers shellcheck chromium web-deps web-schema web-schema-check web-build web pytest test bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -146,7 +146,14 @@ BUILDS := install kubeapi cometbft registry prometheus vllm
 builds:  ## build the virtualenv and the pinned servers the tests need, all at once
 	@$(MAKE) --no-print-directory -j$(words $(BUILDS)) --output-sync=target $(BUILDS)
 
-test: builds lint typecheck layers shellcheck web pytest  ## everything CI runs
+# The checks that install nothing with apt, or only one thing (web's Chromium), two at a
+# time: mypy runs on one core, the dashboard's build and tests on the other. shellcheck
+# (which may install shellcheck with apt) runs before them, never beside another apt-get.
+CHECKS := lint typecheck layers web
+checks: install  ## lint, types, the import layers and the dashboard, two at a time
+	@$(MAKE) --no-print-directory -j2 --output-sync=target $(CHECKS)
+
+test: builds shellcheck checks pytest  ## everything CI runs
 
 bench: install sandbox kubeapi cometbft registry prometheus vllm cluster-tools  ## the benchmarks in bench/ (figures go to docs/benchmarks.md)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python -m bench.$$(basename $$b .py) || exit 1; done
