@@ -6,8 +6,8 @@ loadgroup``). Each worker is a pytest session of its own, with its own API serve
 PostgreSQL and Ray, so tests on different workers share nothing but the host.
 
 A worker runs a module whole (its module fixtures start once), and every module with a test
-on the session's three-node Ray (``ray_world``) runs on one worker: each Ray is a dozen processes
-that take their share of the CPU as long as they run, and each is slow to start.
+on the session's three-node Ray (``ray_world``) runs on one worker: each Ray is a dozen
+processes that take their share of the CPU as long as they run, and each is slow to start.
 
 A module is marked ``alone`` when it changes what the host holds for everyone (iptables
 rules, network namespaces holding a whole test cluster, a private Docker daemon building
@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import pytest
 
-__all__ = ["ALONE_MODULES", "RAY_GROUP"]
+__all__ = ["ALONE_MODULES"]
 
-RAY_GROUP = "ray-world"
+#: the group of every module with a test on the session's Ray
+_RAY_GROUP = "ray-world"
 
 ALONE_MODULES = (
     "tests/allinone/",
@@ -62,7 +63,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # xdist's loadgroup reads the group after the id's last "@" (where its own
             # xdist_group marks would put it, were they applied to ids on pytest 9.2)
             module = _module(item)
-            node_id = f"{node_id}@{RAY_GROUP if module in on_ray else module}"
+            node_id = f"{node_id}@{_RAY_GROUP if module in on_ray else module}"
         if node_id != item.nodeid:
             item._id = type(item.id).parse(node_id)
 
