@@ -5,6 +5,8 @@ import { defineConfig } from "@playwright/test";
 export default defineConfig({
   testDir: "e2e",
   timeout: 60_000,
+  // a page's answer within 15 s: the default 5 s is thin on a machine busy with the suite
+  expect: { timeout: 15_000 },
   workers: 1,
   fullyParallel: false,
   retries: 0,

@@ -146,18 +146,32 @@ class TestVllm:
             assert chunks[-1].choices[0].finish_reason is not None
             streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
             assert streamed == said.choices[0].message.content  # greedy by default
-            # the stream as the platform passes it: server-sent events, one per token
+            # the stream as the platform passes it: server-sent events, then the usage and
+            # [DONE]. vLLM merges tokens into one event when its reader lags, so the events
+            # are counted by their text and the usage, not one per token.
+            whole = client.completions.create(
+                model="tiny-vllm", prompt="Hello", max_tokens=4, extra_body={"ignore_eos": True}
+            )
             with httpx.stream(
                 "POST",
                 f"{endpoint.openai_base_url}/completions",
-                json={"prompt": "Hello", "max_tokens": 4, "stream": True, "ignore_eos": True},
+                json={
+                    "prompt": "Hello",
+                    "max_tokens": 4,
+                    "ignore_eos": True,
+                    "stream": True,
+                    "stream_options": {"include_usage": True},
+                },
                 headers={"Authorization": f"Bearer {user.key}"},
                 timeout=120,
             ) as answer:
                 assert answer.headers["content-type"].startswith("text/event-stream")
                 events = data_events(answer)
             assert events[-1] == "[DONE]"
-            assert len([json.loads(e) for e in events[:-1]]) >= 4
+            parts = [json.loads(event) for event in events[:-1]]
+            assert parts[-1]["usage"]["completion_tokens"] == 4
+            text = "".join(choice["text"] for part in parts for choice in part["choices"])
+            assert text == whole.choices[0].text  # greedy: the same four tokens
             missing = httpx.get(
                 f"{endpoint.url}/v1/nowhere", headers={"Authorization": f"Bearer {user.key}"}
             )
