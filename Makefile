@@ -88,7 +88,7 @@ typecheck: install  ## mypy strict
 layers: install  ## the import-linter contracts: the layers, no service importing another
 	$(BIN)/lint-imports --no-logo
 
-SHELL_SCRIPTS = $(wildcard deploy/*.sh deploy/lib/*.sh tests/support/cluster/standins/* tools/images/*.sh)
+SHELL_SCRIPTS = $(wildcard deploy/*.sh deploy/lib/*.sh tests/support/cluster/standins/* tools/images/*.sh tools/test-suite.sh)
 shellcheck:  ## shellcheck the deploy scripts (installs Debian's shellcheck when missing)
 	@command -v shellcheck >/dev/null || { \
 		[ "$$(id -u)" = 0 ] || { echo "*** install shellcheck (apt-get install shellcheck)"; exit 1; }; \
@@ -132,12 +132,13 @@ web: web-deps web-schema-check chromium  ## the dashboard: typecheck, component 
 # Two passes: the tests that need the machine to themselves in one process, then the rest
 # on pytest-xdist's workers, each with its own API server, PostgreSQL and Ray, a module whole
 # and the Ray modules together on one (tests/support/parallel.py). Both passes run whatever
-# the first's outcome, so one run shows every failure; each lists its slowest tests.
-# TEST_WORKERS=0 runs the second pass in one process too.
+# the first's outcome, so one run shows every failure; each lists its slowest tests. A
+# pass's failures, TEST_RERUNS or fewer, run once more by themselves (tools/test-suite.sh).
+# TEST_WORKERS=0 runs the second pass in one process too; TEST_RERUNS=0 runs nothing again.
 TEST_WORKERS ?= 3
+TEST_RERUNS ?= 3
 pytest: install sandbox kubeapi cometbft registry prometheus vllm cluster-tools  ## the test suite (real apiserver and PostgreSQL included)
-	@alone=0; $(BIN)/pytest -m alone --durations=15 || alone=$$?; \
-	$(BIN)/pytest -m "not alone" -n $(TEST_WORKERS) --dist loadgroup --durations=15 && exit $$alone
+	@tools/test-suite.sh $(BIN)/pytest $(TEST_WORKERS) $(TEST_RERUNS)
 
 # What the tests need built that installs nothing with the system's package manager: run at
 # once, so pip's downloads overlap the Go compilers (a cold `make test` saves the sum of the

@@ -16,6 +16,7 @@ pytest_plugins: list[str] = [
     "tests.support.credit_server",
     "tests.support.ray_fixtures",
     "tests.support.parallel",
+    "tests.support.reruns",
 ]
 
 

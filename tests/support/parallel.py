@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import pytest
 
-__all__ = ["ALONE_MODULES"]
+__all__ = ["ALONE_MODULES", "RAY_GROUP"]
 
 #: the group of every module with a test on the session's Ray
-_RAY_GROUP = "ray-world"
+RAY_GROUP = "ray-world"
 
 ALONE_MODULES = (
     "tests/allinone/",
@@ -63,7 +63,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # xdist's loadgroup reads the group after the id's last "@" (where its own
             # xdist_group marks would put it, were they applied to ids on pytest 9.2)
             module = _module(item)
-            node_id = f"{node_id}@{_RAY_GROUP if module in on_ray else module}"
+            node_id = f"{node_id}@{RAY_GROUP if module in on_ray else module}"
         if node_id != item.nodeid:
             item._id = type(item.id).parse(node_id)
 
