@@ -8,10 +8,10 @@ kuberay-service at ``KUBERAY_URL``, or ``direct`` to the cluster of ``GATEWAY_KU
 ``GATEWAY_AGING_SECONDS``, ``GATEWAY_PASS_INTERVAL_SECONDS``, the node-loss
 ``GATEWAY_NODE_LOST_GRACE_SECONDS``, the usage reports'
 ``GATEWAY_USAGE_REPORT_CONCURRENCY``, ``GATEWAY_USAGE_REPORT_TIMEOUT_SECONDS``,
-``GATEWAY_USAGE_RETRY_MAX_SECONDS``, the endpoint billing's ``ENDPOINT_BILLING_SECONDS``,
-``GATEWAY_ENDPOINT_BILLING_INTERVAL_SECONDS`` and ``METERING_PRICE_TABLE``, the job
-images' ``GATEWAY_PLATFORM_URL``, ``GATEWAY_REGISTRY_ADDRESS`` and ``GATEWAY_REGISTRY_TLS``,
-plus the inventory's
+``GATEWAY_USAGE_RETRY_MAX_SECONDS``, the endpoint billing's ``ENDPOINT_BILLING_SECONDS``
+and ``GATEWAY_ENDPOINT_BILLING_INTERVAL_SECONDS`` (its prices are metering's table, read
+from metering), the job images' ``GATEWAY_PLATFORM_URL``, ``GATEWAY_REGISTRY_ADDRESS``
+and ``GATEWAY_REGISTRY_TLS``, plus the inventory's
 ``GATEWAY_INVENTORY_*`` (:class:`job_gateway.inventory.InventorySettings`) and the
 deployment-wide ``GRIDWEAVE_SERVICE_TOKEN``, ``GRIDWEAVE_CREDENTIALS``, ``GRIDWEAVE_SERVE_KEY``
 and ``GRIDWEAVE_STATE_DIR``.
@@ -25,7 +25,6 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
-from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, PriceTable
 from gridweave_runtime.settings import ServeKeySettings
 from gridweave_runtime.storage import ObjectStorageSettings
 from job_gateway.scheduler import DEFAULT_AGING_S, Policy
@@ -149,14 +148,6 @@ class GatewaySettings(ObjectStorageSettings, ServeKeySettings):
         gt=0,
         le=86400,
         description="A failed usage report is tried again after a backoff doubling up to this.",
-    )
-    price_table: PriceTable = Field(
-        default=DEFAULT_PRICE_TABLE,
-        validation_alias=AliasChoices("METERING_PRICE_TABLE"),
-        description=(
-            "METERING_PRICE_TABLE: the price table metering bills by (the same variable): "
-            "which maker an endpoint on any vendor is billed as when its GPUs' is unknown."
-        ),
     )
     endpoint_billing_seconds: int = Field(
         default=60,

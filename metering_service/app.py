@@ -24,7 +24,7 @@ from gridweave_runtime.app import create_service_app
 from gridweave_runtime.async_connections import install_async_connections
 from gridweave_runtime.clients import install_client
 from gridweave_runtime.tasks import install_task
-from metering_service.routers import holds, usage
+from metering_service.routers import holds, prices, usage
 from metering_service.services.hold_sweeper import HoldSweeper
 from metering_service.settings import DATABASE_NAME, MeteringSettings
 
@@ -32,7 +32,7 @@ __all__ = ["ROLE", "MIGRATIONS_DIR", "ROUTERS", "create_app"]
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 #: Every route of the service: its OpenAPI document needs no database (the fuzz tests).
-ROUTERS = (holds.router, usage.router)
+ROUTERS = (holds.router, prices.router, usage.router)
 #: The role of every call metering makes (credit_service, job_gateway).
 ROLE = "metering"
 

@@ -36,7 +36,8 @@ class MeteringSettings(CreditCallerSettings):
             "METERING_PRICE_TABLE: JSON object vendor (nvidia, amd) -> list of tiers "
             '{"max_vram_mb": int | null, "micro_credits_per_gpu_second": int} in ascending '
             "max_vram_mb (null = no limit, last tier only). Replaces the default table whole; "
-            "see gridweave_clients/metering/pricing.py."
+            "see gridweave_clients/metering/pricing.py. The platform and the gateway read "
+            "it from metering (GET /v1/prices): set it here only."
         ),
     )
     credit_connections: int = Field(

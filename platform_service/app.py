@@ -22,6 +22,7 @@ from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.faucet import FaucetClient
 from gridweave_clients.gateway import AsyncGatewayClient
 from gridweave_clients.metering import AsyncMeteringClient
+from gridweave_clients.metering.price_source import MeteringPrices
 from gridweave_clients.nodes import AsyncNodeRegistryClient
 from gridweave_runtime.app import create_service_app
 from gridweave_runtime.clients import install_client
@@ -142,6 +143,7 @@ def create_app(
     install_client(app, "credit_client", credit)
     install_client(app, "gateway_client", gateway)
     install_client(app, "metering_client", metering)
+    prices = MeteringPrices(metering)  # the table metering bills by, read from it
     install_client(app, "faucet_client", faucet)
     chain = AsyncChainClient(settings.chain_service_url, token, role=ROLE, timeout=timeout)
     install_client(app, "chain_client", chain)
@@ -157,7 +159,7 @@ def create_app(
         metering=metering,
         gateway=gateway,
         store=store or open_object_store(settings.storage_config()),
-        prices=settings.price_table,
+        prices=prices,
         id_secret=hmac_key,
         images=ImageRegistry(
             url=settings.registry_url,
@@ -173,7 +175,7 @@ def create_app(
         credit=credit,
         gateway=gateway,
         store=app.state.jobs.store,
-        prices=settings.price_table,
+        prices=prices,
         id_secret=hmac_key,
         billing_seconds=settings.endpoint_billing_seconds,
         wake_seconds=settings.endpoint_wake_seconds,

@@ -15,7 +15,6 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, PriceTable
 from gridweave_clients.platform.registry import DEFAULT_REGISTRY_SERVICE
 from gridweave_runtime.settings import CreditCallerSettings, ServeKeySettings
 from gridweave_runtime.storage import ObjectStorageSettings
@@ -146,14 +145,6 @@ class PlatformSettings(CreditCallerSettings, ObjectStorageSettings, ServeKeySett
         gt=0,
         le=120,
         description="Timeout of one call to the gateway, metering, the faucet or chain_service.",
-    )
-    price_table: PriceTable = Field(
-        default=DEFAULT_PRICE_TABLE,
-        validation_alias=AliasChoices("METERING_PRICE_TABLE"),
-        description=(
-            "METERING_PRICE_TABLE: the price table metering bills by (the same variable, so "
-            "the hold and the bill agree); see gridweave_clients/metering/pricing.py."
-        ),
     )
     endpoint_billing_seconds: int = Field(
         default=60,

@@ -13,6 +13,7 @@ class MeteringClient(InternalClient):
 
     service = "metering_service"
 
+    get_prices = blocking(ops.get_prices)
     authorize_hold = blocking(ops.authorize_hold)
     release_hold = blocking(ops.release_hold)
     record_usage = blocking(ops.record_usage)
@@ -26,6 +27,7 @@ class AsyncMeteringClient(AsyncInternalClient):
 
     service = "metering_service"
 
+    get_prices = awaiting(ops.get_prices)
     authorize_hold = awaiting(ops.authorize_hold)
     release_hold = awaiting(ops.release_hold)
     record_usage = awaiting(ops.record_usage)

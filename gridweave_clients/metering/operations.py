@@ -32,9 +32,11 @@ from gridweave_clients.metering.models import (
     UsagePageResponse,
     UsageRecordResponse,
 )
+from gridweave_clients.metering.pricing import PriceTable
 
 __all__ = [
     "authorize_hold",
+    "get_prices",
     "get_usage",
     "hold_endpoint_period",
     "list_endpoint_holds",
@@ -94,6 +96,12 @@ def settle_usage(usage_id: UsageId) -> Operation[UsageRecordResponse]:
     return model_operation(
         "POST", f"/v1/usage/{usage_id}/settle", UsageRecordResponse, idempotent=True
     )
+
+
+def get_prices() -> Operation[PriceTable]:
+    """The price table metering bills by (micro-credits per GPU-second by vendor and VRAM
+    tier): the one the platform sizes holds by and shows prices from."""
+    return model_operation("GET", "/v1/prices", PriceTable)
 
 
 @validate_call

@@ -35,6 +35,7 @@ from gridweave_clients.gateway.models import (
 )
 from gridweave_clients.images import ImageName
 from gridweave_clients.metering.models import UsagePageResponse
+from gridweave_clients.metering.pricing import PriceTable
 from gridweave_clients.pip import PipRequirements
 from gridweave_clients.platform.models import (
     IDEMPOTENCY_HEADER,
@@ -75,6 +76,7 @@ __all__ = [
     "create_key",
     "create_user",
     "get_credits",
+    "get_prices",
     "get_job",
     "get_job_logs",
     "get_job_result",
@@ -268,6 +270,12 @@ def get_receipt(job_id: JobId) -> Operation[ReceiptProofResponse]:
 def get_credits() -> Operation[CreditsResponse]:
     """Balance, held and available micro-credits."""
     return model_operation("GET", "/v1/credits", CreditsResponse)
+
+
+def get_prices() -> Operation[PriceTable]:
+    """Micro-credits per GPU-second by vendor and VRAM tier: what a job or an endpoint
+    replica is billed at (metering's table)."""
+    return model_operation("GET", "/v1/prices", PriceTable)
 
 
 def request_refill() -> Operation[RefillResponse]:

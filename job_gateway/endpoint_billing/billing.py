@@ -61,7 +61,7 @@ from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering import operations as metering_ops
 from gridweave_clients.metering.endpoint_periods import period_key, started_from_micros
 from gridweave_clients.metering.models import EndpointPeriodHoldRequest, RecordUsageRequest
-from gridweave_clients.metering.pricing import PriceTable
+from gridweave_clients.metering.price_source import PriceSource
 from gridweave_controller.phases import EndpointPhase, EndpointStopReason
 from gridweave_controller.vendors import GpuVendor, Vendor
 from job_gateway.endpoint_billing.runs import (
@@ -96,7 +96,7 @@ class EndpointBilling:
         self,
         metering: AsyncMeteringClient,
         *,
-        prices: PriceTable,
+        prices: PriceSource,
         stop: StopEndpoint,
         period_seconds: int = 60,
         clock: Callable[[], float] = time.time,
@@ -281,8 +281,8 @@ class EndpointBilling:
 
     # -- money ----------------------------------------------------------------------------
 
-    def _vendor(self, endpoint: EndpointResponse) -> str:
-        return priced_vendor(self.prices, endpoint)
+    async def _vendor(self, endpoint: EndpointResponse) -> str:
+        return await priced_vendor(self.prices, endpoint)
 
     async def _ensure_hold(self, endpoint: EndpointResponse, run: Run, index: int) -> bool:
         """The hold of period ``index`` (replay-safe); False: the owner is short (stopped)."""
@@ -294,7 +294,7 @@ class EndpointBilling:
             run_started_at=run.started_at,
             period=index,
             period_seconds=self.period_seconds,
-            vendor=cast(Vendor, self._vendor(endpoint)),
+            vendor=cast(Vendor, await self._vendor(endpoint)),
             vram_mb=endpoint.vram_mb,
             gpu_count=endpoint.gpu_count,
             max_replicas=max(1, endpoint.max_replicas),
@@ -365,7 +365,7 @@ class EndpointBilling:
             node=endpoint.node or "unknown",
             gpu_indices=record_gpu_indices(endpoint),
             vram_mb=endpoint.vram_mb,
-            vendor=cast(GpuVendor, self._vendor(endpoint)),
+            vendor=cast(GpuVendor, await self._vendor(endpoint)),
             gpu_count=endpoint.gpu_count,
             wall_seconds=run.replica_seconds(index, seconds),
             started_at=datetime.fromtimestamp(period_start, tz=run.started_at.tzinfo),

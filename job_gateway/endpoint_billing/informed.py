@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from gridweave_clients.errors import ServiceError
 from gridweave_clients.gateway.endpoints import EndpointResponse, StopEndpointRequest
 from gridweave_clients.metering import AsyncMeteringClient
+from gridweave_clients.metering.price_source import MeteringPrices
 from gridweave_controller.models import Endpoint
 from gridweave_controller.operations import AsyncClientBase
 from job_gateway.endpoint_billing.billing import EndpointBilling
@@ -40,7 +41,7 @@ class InformedBilling:
         self._interval = settings.endpoint_billing_interval_seconds
         self.billing = EndpointBilling(
             metering,
-            prices=settings.price_table,
+            prices=MeteringPrices(metering),  # the table metering bills by, read from it
             stop=self._stop,
             period_seconds=settings.endpoint_billing_seconds,
         )

@@ -23,7 +23,8 @@ from gridweave_clients.metering.endpoint_periods import (
     parse_period_key,
     run_micros,
 )
-from gridweave_clients.metering.pricing import PriceTable, Unpriced
+from gridweave_clients.metering.price_source import PriceSource
+from gridweave_clients.metering.pricing import Unpriced
 from gridweave_controller.billing import billed_seconds
 
 __all__ = [
@@ -138,17 +139,22 @@ def with_placement(seen: EndpointResponse, before: EndpointResponse) -> Endpoint
     )
 
 
-def priced_vendor(prices: PriceTable, endpoint: EndpointResponse) -> str:
+async def priced_vendor(prices: PriceSource, endpoint: EndpointResponse) -> str:
     """The vendor a run is priced at: the one asked for, else the placed GPUs', else the
-    dearest the table prices at its VRAM."""
+    dearest metering's table prices at its VRAM (the table read only then).
+
+    Raises:
+        ServiceError: the table is needed and metering never answered.
+    """
     if endpoint.vendor != "any":
         return endpoint.vendor
     if endpoint.placed_vendor:
         return endpoint.placed_vendor
+    table = await prices.table()
     priced: list[tuple[int, str]] = []
-    for vendor in sorted(prices.root):
+    for vendor in sorted(table.root):
         try:
-            priced.append((held_price(prices, vendor=vendor, vram_mb=endpoint.vram_mb), vendor))
+            priced.append((held_price(table, vendor=vendor, vram_mb=endpoint.vram_mb), vendor))
         except Unpriced:
             continue
     return max(priced)[1] if priced else "nvidia"

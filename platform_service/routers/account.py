@@ -1,5 +1,5 @@
-"""``/v1/credits`` and ``/v1/usage``: the caller's money, its ledger, refills and what it
-paid for."""
+"""``/v1/credits``, ``/v1/usage`` and ``/v1/prices``: the caller's money, its ledger,
+refills, what it paid for and what a GPU-second costs."""
 
 from __future__ import annotations
 
@@ -12,15 +12,18 @@ from gridweave_clients.faucet.models import RefillResponse
 from gridweave_clients.fields import DatabaseId, UtcDatetime
 from gridweave_clients.gateway.models import JobId
 from gridweave_clients.metering.models import UsagePageResponse
+from gridweave_clients.metering.pricing import PriceTable
 from gridweave_clients.platform.models import CreditsResponse
 from platform_service.routers.common import (
     ClientAddressDep,
     CreditDep,
     FaucetDep,
+    JobServicesDep,
     MeteringDep,
     UserDep,
 )
 from platform_service.services import account
+from platform_service.services.holds import price_table
 
 __all__ = ["router"]
 
@@ -45,6 +48,14 @@ async def list_credit_ledger(
     return await account.list_credit_ledger(
         credit, user_id=user.user_id, limit=limit, before_id=before_id
     )
+
+
+@router.get("/v1/prices")
+async def get_prices(user: UserDep, jobs: JobServicesDep) -> PriceTable:
+    """Micro-credits per GPU-second by vendor and VRAM tier: a job or an endpoint replica is
+    billed at the first tier of its vendor whose ``max_vram_mb`` covers its VRAM per GPU
+    (metering's table; a job holds price x timeout x GPUs)."""
+    return await price_table(jobs.prices)
 
 
 @router.post("/v1/credits/refill", status_code=201)

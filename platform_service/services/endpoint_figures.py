@@ -29,7 +29,9 @@ __all__ = ["billed_seconds", "max_price_per_second", "price_per_second"]
 _log = logging.getLogger(__name__)
 
 
-def _price(prices: PriceTable, endpoint: gw.EndpointResponse, vendor: str) -> int | None:
+def _price(prices: PriceTable | None, endpoint: gw.EndpointResponse, vendor: str) -> int | None:
+    if prices is None:  # metering's table not read yet: unknown
+        return None
     try:
         return hold_amount(
             prices,
@@ -42,7 +44,7 @@ def _price(prices: PriceTable, endpoint: gw.EndpointResponse, vendor: str) -> in
         return None
 
 
-def price_per_second(prices: PriceTable, endpoint: gw.EndpointResponse) -> int | None:
+def price_per_second(prices: PriceTable | None, endpoint: gw.EndpointResponse) -> int | None:
     """Micro-credits per running second of one replica; None for an ``any`` endpoint not
     placed and not running (or one the table does not price)."""
     vendor = endpoint.placed_vendor or endpoint.vendor
@@ -51,7 +53,7 @@ def price_per_second(prices: PriceTable, endpoint: gw.EndpointResponse) -> int |
     return _price(prices, endpoint, vendor)  # any: the dearest, as billing charges it
 
 
-def max_price_per_second(prices: PriceTable, endpoint: gw.EndpointResponse) -> int | None:
+def max_price_per_second(prices: PriceTable | None, endpoint: gw.EndpointResponse) -> int | None:
     """The most a running second of one replica may cost: the dearest vendor's price for an
     ``any`` endpoint, else its vendor's."""
     return _price(prices, endpoint, endpoint.vendor)

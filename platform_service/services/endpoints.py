@@ -19,6 +19,7 @@ import hmac
 import logging
 from asyncio import gather
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 
 from anyio import to_thread
@@ -26,7 +27,7 @@ from anyio import to_thread
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.credit import operations as credit_ops
 from gridweave_clients.errors import NotFound as ServiceNotFound
-from gridweave_clients.errors import ServiceRefused
+from gridweave_clients.errors import ServiceError, ServiceRefused
 from gridweave_clients.gateway import AsyncGatewayClient
 from gridweave_clients.gateway import endpoints as gw
 from gridweave_clients.gateway.quotas import UserQuotaModel
@@ -35,7 +36,7 @@ from gridweave_clients.metering.endpoint_periods import (
     ENDPOINT_FIRST_HOLDS,
     endpoint_hold_amount,
 )
-from gridweave_clients.metering.pricing import PriceTable
+from gridweave_clients.metering.price_source import PriceSource
 from gridweave_clients.platform.endpoints import (
     DeployEndpointRequest,
     EndpointListResponse,
@@ -48,7 +49,7 @@ from platform_service.errors import DownstreamUnavailable, InsufficientCredits, 
 from platform_service.models import Role
 from platform_service.services import endpoint_figures as figures
 from platform_service.services.downstream import as_user, downstream_errors, platform_error
-from platform_service.services.holds import priced
+from platform_service.services.holds import price_table, priced
 from platform_service.services.images import ImageRegistry, resolve_image
 from platform_service.services.keys import AuthenticatedUser
 from platform_service.services.spending_limits import deploy_past_a_cap, get_spending_limits
@@ -76,7 +77,8 @@ class EndpointServices:
     credit: AsyncCreditClient
     gateway: AsyncGatewayClient
     store: ObjectStore
-    prices: PriceTable
+    #: metering's price table, read from metering
+    prices: PriceSource
     id_secret: bytes
     billing_seconds: int
     wake_seconds: float
@@ -135,8 +137,8 @@ def endpoint_response(
         started_at=endpoint.started_at,
         stopped_at=endpoint.stopped_at,
         billed_seconds=endpoint.billed_seconds if billed is None else billed,
-        price_per_second=figures.price_per_second(services.prices, endpoint),
-        max_price_per_second=figures.max_price_per_second(services.prices, endpoint),
+        price_per_second=figures.price_per_second(services.prices.last(), endpoint),
+        max_price_per_second=figures.max_price_per_second(services.prices.last(), endpoint),
         waking_reason=endpoint.waking_reason,
         waking_message=endpoint.waking_message,
     )
@@ -145,7 +147,10 @@ def endpoint_response(
 async def endpoint_view(
     services: EndpointServices, endpoint: gw.EndpointResponse
 ) -> EndpointResponse:
-    """:func:`endpoint_response` with the seconds its usage records bill."""
+    """:func:`endpoint_response` with the seconds its usage records bill, its prices from
+    metering's table (unknown while metering has never answered)."""
+    with suppress(ServiceError):
+        await services.prices.table()
     billed = await figures.billed_seconds(services.metering, endpoint)
     return endpoint_response(services, endpoint, billed=billed)
 
@@ -155,9 +160,10 @@ async def _check_credits(
 ) -> None:
     """402 unless the user's available credits cover the first holds the billing places, and
     those holds pass no spending cap in force (``spending_limit``, as a job's would be)."""
+    prices = await price_table(services.prices)
     with priced():  # the rule metering prices each period hold by
         needed = endpoint_hold_amount(
-            services.prices,
+            prices,
             vendor=request.vendor,
             vram_mb=request.vram_mb,
             gpu_count=request.gpu_count,

@@ -2,9 +2,10 @@
 and the price table's refusals as the field they name (``priced``; an endpoint's period
 holds are sized by ``gridweave_clients.metering.endpoint_periods``, metering's rule).
 
-The price is metering's (``gridweave_clients.metering.pricing``, the same table and the
-same variable), so the hold always covers what metering bills for a job that runs to its
-timeout. For ``vendor: any`` the dearest vendor's price is held: the job may land on it.
+The price table is metering's, read from metering (``price_table``: ``GET /v1/prices``,
+read again once a minute old), so the hold always covers what metering bills for a job
+that runs to its timeout. For ``vendor: any`` the dearest vendor's price is held: the job
+may land on it.
 The hold's reference is the job id, which settles it exactly once (metering's settlement).
 
 Metering owns every hold: the platform asks it to authorize one and to give one back, and
@@ -24,6 +25,7 @@ from gridweave_clients.errors import Conflict, NotFound, PaymentRequired
 from gridweave_clients.metering import AsyncMeteringClient
 from gridweave_clients.metering import operations as metering_ops
 from gridweave_clients.metering.endpoint_periods import held_price
+from gridweave_clients.metering.price_source import PriceSource
 from gridweave_clients.metering.pricing import PriceTable, Unpriced
 from gridweave_runtime.errors import InvalidRequest
 from platform_service.errors import InsufficientCredits, PlatformError
@@ -35,6 +37,7 @@ __all__ = [
     "hold_amount",
     "hold_is_open",
     "place_job_hold",
+    "price_table",
     "priced",
     "release_unstarted_job_hold",
 ]
@@ -50,6 +53,13 @@ def hold_amount(
         price = held_price(table, vendor=vendor, vram_mb=vram_mb)
     # a free price still holds 1: the settlement needs a hold to close
     return max(1, price * timeout_seconds * gpu_count)
+
+
+async def price_table(prices: PriceSource) -> PriceTable:
+    """Metering's price table; 503 when metering has not answered since the platform
+    started (once it has, its last table stands while it does not answer)."""
+    with downstream_errors("metering_service", passed=()):
+        return await prices.table()
 
 
 @contextmanager

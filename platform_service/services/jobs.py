@@ -43,7 +43,7 @@ from gridweave_clients.gateway import models as gw
 from gridweave_clients.gateway import operations as gw_ops
 from gridweave_clients.gateway.quotas import UserQuotaModel
 from gridweave_clients.metering import AsyncMeteringClient
-from gridweave_clients.metering.pricing import PriceTable
+from gridweave_clients.metering.price_source import PriceSource
 from gridweave_clients.platform.models import JobListResponse, JobResponse, SubmitJobRequest
 from gridweave_controller.phases import JOB_TERMINAL_PHASES, JobPhase
 from gridweave_runtime.errors import InvalidRequest
@@ -59,6 +59,7 @@ from platform_service.services.holds import (
     hold_amount,
     hold_is_open,
     place_job_hold,
+    price_table,
     release_unstarted_job_hold,
 )
 from platform_service.services.images import ImageRegistry, resolve_image
@@ -90,7 +91,8 @@ class JobServices:
     metering: AsyncMeteringClient
     gateway: AsyncGatewayClient
     store: ObjectStore
-    prices: PriceTable
+    #: metering's price table, read from metering
+    prices: PriceSource
     id_secret: bytes
     images: ImageRegistry
 
@@ -211,7 +213,7 @@ async def _replay(
     if job.user_id != user_id or differing:
         raise IdempotencyConflict(job_id=job_id, differing_fields=differing)
     amount = hold_amount(
-        services.prices,
+        await price_table(services.prices),
         vendor=job.vendor,
         vram_mb=job.vram_mb,
         gpu_count=job.gpu_count,
@@ -237,7 +239,7 @@ async def submit_job(
     if request.image is not None:  # before any hold: a refused image costs nothing
         image = await resolve_image(services.images, user=user, image=request.image)
     amount = hold_amount(
-        services.prices,
+        await price_table(services.prices),
         vendor=request.vendor,
         vram_mb=request.vram_mb,
         gpu_count=request.gpu_count,

@@ -49,6 +49,7 @@ from platform_service.services.downstream import as_user, platform_error
 from platform_service.services.holds import (
     hold_amount,
     place_job_hold,
+    price_table,
     release_unstarted_job_hold,
 )
 from platform_service.services.images import resolve_image
@@ -133,7 +134,7 @@ async def submit_map(
         return SubmittedMap(await map_response(services, earlier), replayed=True)
     workers = min(request.concurrency, chunks)
     amount = hold_amount(
-        services.prices,
+        await price_table(services.prices),
         vendor=request.vendor,
         vram_mb=request.vram_mb,
         gpu_count=request.gpu_count,

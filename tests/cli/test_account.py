@@ -19,6 +19,7 @@ from typer.testing import Result
 
 import gridweave as gw
 from gridweave_cli.exit_codes import ExitCode
+from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, PriceTable
 from tests.cli.helpers import Invoke, as_user, json_of
 from tests.faucet_service.factories import GRANT, latest_code, wrong_code
 from tests.platform_service.factories import PlatformServer
@@ -140,6 +141,28 @@ class TestCredits:
             ["monthly", "cap", "none"],
             ["per-job", "cap", "none"],
         ]
+
+
+class TestPrices:
+    def test_metering_table_per_gpu_second_and_hour(
+        self, platform: PlatformServer, gridweave: Invoke, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        as_user(monkeypatch, platform, platform.new_user())
+        assert PriceTable.model_validate(json_of(gridweave("prices", "--json"))) == (
+            DEFAULT_PRICE_TABLE
+        )
+        table = gridweave("prices")
+        assert table.exit_code == 0, table.output
+        lines = [line.split() for line in table.stdout.splitlines()]
+        # 60 micro-credits a GPU-second up to 8 GiB: 0.216 credits a GPU-hour
+        assert ["nvidia", "up", "to", "8", "GiB", "0.000060", "0.216000"] in lines
+        assert ["nvidia", "over", "80", "GiB", "0.000780", "2.808000"] in lines
+        assert ["amd", "up", "to", "16", "GiB", "0.000090", "0.324000"] in lines
+        rows = sum(len(tiers) for tiers in DEFAULT_PRICE_TABLE.root.values())
+        assert len(lines) == 1 + rows  # the header, a row per tier
+
+    def test_no_key_is_refused(self, platform: PlatformServer) -> None:
+        assert platform.http.get("/v1/prices").status_code == 401
 
 
 class TestExitCodes:

@@ -34,7 +34,18 @@ from gridweave_clients.gateway.models import InventoryResponse
 from gridweave_clients.platform.endpoints import EndpointResponse
 from tests.cli.helpers import Invoke
 
-MY_COMMANDS = ["login", "signup", "run", "jobs", "logs", "cancel", "credits", "usage", "nodes"]
+MY_COMMANDS = [
+    "login",
+    "signup",
+    "run",
+    "jobs",
+    "logs",
+    "cancel",
+    "credits",
+    "usage",
+    "prices",
+    "nodes",
+]
 ENDPOINT_COMMANDS = ["endpoints", "deploy", "stop"]
 
 

@@ -25,6 +25,7 @@ from gridweave_clients.metering.endpoint_periods import (
     endpoint_hold_amount,
     period_key,
 )
+from gridweave_clients.metering.price_source import FixedPrices
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, price_per_gpu_second
 from gridweave_controller import crd
 from gridweave_controller._kube_store import KubeStore
@@ -113,7 +114,7 @@ class World:
                 ) as m:
                     billing = EndpointBilling(
                         m,
-                        prices=DEFAULT_PRICE_TABLE,
+                        prices=FixedPrices(DEFAULT_PRICE_TABLE),
                         stop=stop,
                         period_seconds=PERIOD,
                         clock=self.clock,
@@ -661,7 +662,7 @@ class TestReleaseRacesARecord:
             world.clock.at(200)
             recorder = EndpointBilling(
                 releaser.metering,
-                prices=DEFAULT_PRICE_TABLE,
+                prices=FixedPrices(DEFAULT_PRICE_TABLE),
                 stop=stop,
                 period_seconds=PERIOD,
                 clock=world.clock,

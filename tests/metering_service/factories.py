@@ -59,10 +59,11 @@ def metering_settings(database_url: str, credit_url: str, **overrides: Any) -> M
 
 
 def running_metering(
-    settings: MeteringSettings, **app_options: Any
+    settings: MeteringSettings, *, port: int | None = None, **app_options: Any
 ) -> AbstractContextManager[httpx.Client]:
-    """metering_service served on a loopback port; a client carrying the token."""
-    return running_service(create_app(settings, **app_options), AUTH_HEADERS)
+    """metering_service served on a loopback port (``port``, else a free one); a client
+    carrying the token."""
+    return running_service(create_app(settings, **app_options), AUTH_HEADERS, port=port)
 
 
 #: The deliverer's log line once it listens for SIGTERM (``metering_service.deliverer``).

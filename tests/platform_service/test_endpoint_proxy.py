@@ -21,6 +21,7 @@ from starlette.types import Message
 
 from gridweave_clients.credit import AsyncCreditClient
 from gridweave_clients.gateway import AsyncGatewayClient
+from gridweave_clients.metering.price_source import FixedPrices
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE
 from gridweave_runtime.storage import LocalObjectStore
 from platform_service.services.endpoint_proxy import EndpointProxy
@@ -78,7 +79,7 @@ async def proxy_to_upstream(
         credit=AsyncCreditClient(nowhere, "token", role="platform"),
         gateway=AsyncGatewayClient(nowhere, "token", role="platform"),
         store=LocalObjectStore(store_dir),
-        prices=DEFAULT_PRICE_TABLE,
+        prices=FixedPrices(DEFAULT_PRICE_TABLE),
         id_secret=b"secret",
         billing_seconds=60,
         wake_seconds=1.0,

@@ -28,6 +28,7 @@ from gridweave_clients.gateway import AsyncGatewayClient
 from gridweave_clients.gateway import endpoints as gateway_ops
 from gridweave_clients.gateway.endpoints import StopEndpointRequest
 from gridweave_clients.metering import AsyncMeteringClient
+from gridweave_clients.metering.price_source import FixedPrices
 from gridweave_clients.metering.pricing import DEFAULT_PRICE_TABLE, price_per_gpu_second
 from job_gateway.endpoint_billing import EndpointBilling
 from tests.job_gateway.execution_factories import RayWorld
@@ -96,7 +97,10 @@ def billing_running(gateway: GatewayServer, metering: httpx.Client) -> Iterator[
                 await g.run(gateway_ops.stop_endpoint(endpoint_id, request))
 
             billing = EndpointBilling(
-                m, prices=DEFAULT_PRICE_TABLE, stop=stop_endpoint, period_seconds=PERIOD
+                m,
+                prices=FixedPrices(DEFAULT_PRICE_TABLE),
+                stop=stop_endpoint,
+                period_seconds=PERIOD,
             )
             while not stop.is_set():
                 for view in (await g.run(gateway_ops.list_endpoints())).endpoints:

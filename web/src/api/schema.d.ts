@@ -839,6 +839,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/prices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Prices
+         * @description Micro-credits per GPU-second by vendor and VRAM tier: a job or an endpoint replica is
+         *     billed at the first tier of its vendor whose ``max_vram_mb`` covers its VRAM per GPU
+         *     (metering's table; a job holds price x timeout x GPUs).
+         */
+        get: operations["get_prices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/receipts/{job_id}": {
         parameters: {
             query?: never;
@@ -2360,6 +2382,23 @@ export interface components {
             status: "Ready" | "NotReady";
             /** Vpn Ip */
             vpn_ip?: string | null;
+        };
+        /**
+         * PriceTable
+         * @description Vendor -> tiers in ascending ``max_vram_mb``; only the last tier may be unbounded.
+         */
+        PriceTable: {
+            [key: string]: components["schemas"]["PriceTier"][];
+        };
+        /**
+         * PriceTier
+         * @description Up to ``max_vram_mb`` of VRAM per GPU (unset: no limit), this price per GPU-second.
+         */
+        PriceTier: {
+            /** Max Vram Mb */
+            max_vram_mb?: number | null;
+            /** Micro Credits Per Gpu Second */
+            micro_credits_per_gpu_second: number;
         };
         /**
          * PullTokenRequest
@@ -4785,6 +4824,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InventoryResponse"];
+                };
+            };
+        };
+    };
+    get_prices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PriceTable"];
                 };
             };
         };
