@@ -8,8 +8,10 @@ on ``GET /v1/prices``, so the hold, the figures shown and the bill cannot disagr
 :class:`MeteringPrices` reads the table on first use and again once it is older than
 ``max_age_seconds``; one read at a time. When metering does not answer, the last table read
 is used (and the failure logged); with none read yet, the failure is raised (a 503 the
-caller may retry). :class:`FixedPrices` is a table given outright, for code that prices
-without a metering service (the unit tests of a rule).
+caller may retry), and raised again without a call for ``retry_seconds``, so a page of
+endpoints or a burst of submissions waits on one failed read, not one each.
+:class:`FixedPrices` is a table given outright, for code that prices without a metering
+service (the unit tests of a rule).
 """
 
 from __future__ import annotations
@@ -62,13 +64,17 @@ class MeteringPrices:
         metering: AsyncMeteringClient,
         *,
         max_age_seconds: float = 60.0,
+        retry_seconds: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._metering = metering
         self._max_age = max_age_seconds
+        self._retry = retry_seconds
         self._clock = clock
         self._table: PriceTable | None = None
         self._read_at = 0.0
+        #: the failure of the last read while no table is known, and when it happened
+        self._failure: tuple[ServiceError, float] | None = None
         self._reading = asyncio.Lock()
 
     async def table(self) -> PriceTable:
@@ -78,24 +84,21 @@ class MeteringPrices:
         Raises:
             ServiceError: metering did not answer and no table was read before.
         """
-        if self._fresh():
-            assert self._table is not None
-            return self._table
         async with self._reading:
-            if self._fresh():  # read by the caller this one waited on
-                assert self._table is not None
+            if self._table is not None and self._clock() - self._read_at < self._max_age:
                 return self._table
+            if self._failure is not None and self._clock() - self._failure[1] < self._retry:
+                raise self._failure[0]
             try:
                 self._table = await self._metering.get_prices()
             except ServiceError as exc:
                 if self._table is None:
+                    self._failure = (exc, self._clock())
                     raise
                 _log.warning("metering's price table not read again (the last one stands): %s", exc)
+            self._failure = None
             self._read_at = self._clock()
             return self._table
 
     def last(self) -> PriceTable | None:
         return self._table
-
-    def _fresh(self) -> bool:
-        return self._table is not None and self._clock() - self._read_at < self._max_age

@@ -3,7 +3,8 @@
 
 The reader is tested against real metering services on one port: a table read is kept
 until it is a minute old, then read again; a metering that does not answer leaves the last
-table standing; with none read yet, its failure is raised.
+table standing; with none read yet, its failure is raised, and raised again for 5 s
+without asking metering.
 """
 
 from __future__ import annotations
@@ -90,9 +91,16 @@ def test_a_table_is_kept_a_minute_then_read_again_and_outlives_its_metering(
             clock.now += 61  # metering gone: the last table stands
             assert await prices.table() == TABLE_B
             assert prices.last() == TABLE_B
-            with pytest.raises(ServiceUnavailable):
+            with pytest.raises(ServiceUnavailable) as first:
                 await never_read.table()
             assert never_read.last() is None
+            with serving(TABLE_A, "c"):
+                clock.now += 4  # within 5 s of the failure: raised again, metering not asked
+                with pytest.raises(ServiceUnavailable) as again:
+                    await never_read.table()
+                assert again.value is first.value
+                clock.now += 2
+                assert await never_read.table() == TABLE_A
         finally:
             await client.aclose()
 
