@@ -101,3 +101,18 @@ test("the usage records come a page at a time, however many the month has", asyn
   expect(screen.getByTestId("usage-shown")).toHaveTextContent(`${USAGE_PAGE + 1}–${2 * USAGE_PAGE} of 1,000 records`);
   expect(asked).toContainEqual([String(USAGE_PAGE), String(1001 - USAGE_PAGE)]);
 });
+
+test("the prices: a row per tier, per GPU-second and per GPU-hour", async () => {
+  server.use(
+    http.get("*/v1/credits", () => HttpResponse.json({ user_id: "usr-alice", balance: 0, held: 0, available: 0 })),
+    http.get("*/v1/usage", () => HttpResponse.json(NO_USAGE)),
+    http.get("*/v1/credits/ledger", () => HttpResponse.json({ user_id: "usr-alice", entries: [], next_before_id: null })),
+  );
+  renderApp("/credits");
+  await waitFor(() => expect(screen.getAllByTestId("price-row")).toHaveLength(3));
+  expect(screen.getAllByTestId("price-row").map((row) => [...row.querySelectorAll("td")].map((cell) => cell.textContent))).toEqual([
+    ["amd", "up to 16 GiB", "0.00009", "0.324"],
+    ["nvidia", "up to 8 GiB", "0.00006", "0.216"],
+    ["nvidia", "over 8 GiB", "0.00078", "2.808"],
+  ]);
+});

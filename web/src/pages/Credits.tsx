@@ -4,6 +4,7 @@ import { Bar, BarChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YAxi
 import { api, count, credits, day, errorMessage, type Schemas, unwrap, when } from "../api/client";
 import { Card } from "../components/Layout";
 import { Pager, useCursorPages } from "../components/Pager";
+import { Prices } from "./Prices";
 import { SpendingLimits } from "./SpendingLimits";
 
 const DAYS = 30;
@@ -179,6 +180,7 @@ export function Credits() {
       </Card>
       <Ledger />
       <UsageRecords since={since} />
+      <Prices />
     </div>
   );
 }

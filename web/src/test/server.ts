@@ -52,7 +52,19 @@ export function noCaps(userId: string): Schemas["SpendingLimitsResponse"] {
 }
 
 /** The signed-in user's /v1/me; each test adds the routes it needs. */
-export const server = setupServer(http.get("*/v1/me", () => HttpResponse.json(ME)));
+/** Metering's default table, abridged: what every page that shows prices reads. */
+export const PRICES: Schemas["PriceTable"] = {
+  nvidia: [
+    { max_vram_mb: 8192, micro_credits_per_gpu_second: 60 },
+    { max_vram_mb: null, micro_credits_per_gpu_second: 780 },
+  ],
+  amd: [{ max_vram_mb: 16384, micro_credits_per_gpu_second: 90 }],
+};
+
+export const server = setupServer(
+  http.get("*/v1/me", () => HttpResponse.json(ME)),
+  http.get("*/v1/prices", () => HttpResponse.json(PRICES)),
+);
 
 export function endpoint(name: string, phase: Schemas["EndpointPhase"] = "Running"): Schemas["EndpointResponse"] {
   return {
