@@ -22,6 +22,7 @@ run_pass() {
 	local status=0
 	GW_TEST_FAILED_FILE=$failed "$pytest" "$@" || status=$?
 	[ "$status" -eq 1 ] || return "$status"
+	echo # pytest's last line may lack its newline (a message printed at exit)
 	local count
 	count=$(grep -c . "$failed")
 	if [ "$count" -eq 0 ] || [ "$count" -gt "$max_reruns" ]; then
