@@ -84,9 +84,11 @@ class MeteringPrices:
         Raises:
             ServiceError: metering did not answer and no table was read before.
         """
+        if (table := self._fresh()) is not None:  # the usual case: no lock, no wait
+            return table
         async with self._reading:
-            if self._table is not None and self._clock() - self._read_at < self._max_age:
-                return self._table
+            if (table := self._fresh()) is not None:  # read by the caller this one waited on
+                return table
             if self._failure is not None and self._clock() - self._failure[1] < self._retry:
                 raise self._failure[0]
             try:
@@ -102,3 +104,9 @@ class MeteringPrices:
 
     def last(self) -> PriceTable | None:
         return self._table
+
+    def _fresh(self) -> PriceTable | None:
+        """The table when it is younger than ``max_age_seconds``."""
+        if self._table is not None and self._clock() - self._read_at < self._max_age:
+            return self._table
+        return None
